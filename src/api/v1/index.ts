@@ -1,0 +1,31 @@
+import type { Endpoint } from '../endpoint.ts';
+import * as artifacts from './artifacts.ts';
+import * as devices from './devices.ts';
+import * as images from './images.ts';
+import * as jobs from './jobs.ts';
+import * as meta from './meta.ts';
+import * as projects from './projects.ts';
+import * as results from './results.ts';
+import * as runs from './runs.ts';
+import * as tests from './tests.ts';
+import * as users from './users.ts';
+
+export * as artifacts from './artifacts.ts';
+export * as devices from './devices.ts';
+export * as images from './images.ts';
+export * as jobs from './jobs.ts';
+export * as meta from './meta.ts';
+export * as projects from './projects.ts';
+export * as results from './results.ts';
+export * as runs from './runs.ts';
+export * as tests from './tests.ts';
+export * as users from './users.ts';
+
+function endpointsOf(modules: Record<string, unknown>[]): Endpoint[] {
+  return modules.flatMap((m) =>
+    Object.values(m).filter((v): v is Endpoint => typeof v === 'object' && v !== null && 'operationId' in v && 'method' in v),
+  );
+}
+
+/** Every operation of API version 1, in documentation order. */
+export const v1Endpoints: Endpoint[] = endpointsOf([meta, users, projects, devices, tests, jobs, runs, results, artifacts, images]);

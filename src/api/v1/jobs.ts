@@ -1,0 +1,126 @@
+import { Type } from 'typebox';
+import { LABEL_MAX, NAME_MAX, Name, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
+import { endpoint } from '../endpoint.ts';
+import { DeviceId } from './devices.ts';
+import { RunLabel, RunLabels } from './runs.ts';
+
+/** Most tests, devices and device labels one job may name. */
+export const JOB_TESTS_MAX = 1000;
+export const JOB_DEVICES_MAX = 1000;
+export const JOB_LABELS_MAX = 50;
+/** Most runs one job may fan out into (tests × devices). */
+export const JOB_RUNS_MAX = 10_000;
+
+const DeviceLabel = Type.String({ minLength: 1, maxLength: LABEL_MAX, pattern: '^[^\\s,]+$' });
+
+export const JobStatus = Type.Union([
+  Type.Literal('queued'),
+  Type.Literal('running'),
+  Type.Literal('completed'),
+  Type.Literal('cancelled'),
+]);
+
+const count = (description: string) => Type.Integer({ minimum: 0, maximum: JOB_RUNS_MAX, description });
+
+/** How far a job's runs have got; every count is a number of runs. */
+export const JobProgress = Type.Object(
+  {
+    total: count('Every run of the job.'),
+    queued: count('Runs waiting for a runner.'),
+    running: count('Runs under way.'),
+    completed: count('Runs completed with a verdict: passed + failed + broken + skipped.'),
+    aborted: count('Runs aborted, including the queued runs a cancel aborted.'),
+    passed: count('Completed runs with verdict passed.'),
+    failed: count('Completed runs with verdict failed.'),
+    broken: count('Completed runs with verdict broken.'),
+    skipped: count('Completed runs with verdict skipped.'),
+  },
+  { additionalProperties: false },
+);
+
+export const Job = Type.Object(
+  {
+    id: Uuid,
+    projectId: Uuid,
+    name: Type.String({ maxLength: NAME_MAX }),
+    status: JobStatus,
+    progress: JobProgress,
+    testIds: Type.Array(Uuid, { maxItems: JOB_TESTS_MAX }),
+    deviceIds: Type.Array(DeviceId, { maxItems: JOB_DEVICES_MAX }),
+    deviceLabels: Type.Array(DeviceLabel, { maxItems: JOB_LABELS_MAX }),
+    environment: Nullable(RunLabel),
+    branch: Nullable(RunLabel),
+    build: Nullable(RunLabel),
+    commit: Nullable(RunLabel),
+    createdAt: Timestamp,
+    startedAt: Nullable(Timestamp),
+    finishedAt: Nullable(Timestamp),
+    cancelledAt: Nullable(Timestamp),
+  },
+  { additionalProperties: false },
+);
+
+const JobParams = Type.Object({ jobId: Uuid }, { additionalProperties: false });
+
+export const createJob = endpoint({
+  operationId: 'createJob',
+  method: 'POST',
+  path: '/testmgmt/jobs',
+  summary: 'Ask for tests to be executed; the job fans out into queued runs (tester).',
+  description:
+    'One queued run per (test × device). Devices are those named in `deviceIds` plus every device carrying any of ' +
+    '`deviceLabels`, each once. With neither, each test gets one run without a device. The labels ' +
+    '(`environment`, `branch`, `build`, `commit`) are copied onto every run. Tests must belong to the project; an ' +
+    `unknown device id, or a label no device carries, is a 400. At most ${JOB_RUNS_MAX} runs per job.\n\n` +
+    'Status: `queued` while no run has started, `running` once one has, `completed` when every run is completed or ' +
+    'aborted, `cancelled` after a cancel.',
+  tag: 'Jobs',
+  access: { scope: 'project', role: 'tester' },
+  body: Type.Object(
+    {
+      projectId: Uuid,
+      name: Type.Optional(Name),
+      testIds: Type.Array(Uuid, { minItems: 1, maxItems: JOB_TESTS_MAX, uniqueItems: true }),
+      deviceIds: Type.Optional(Type.Array(DeviceId, { maxItems: JOB_DEVICES_MAX, uniqueItems: true })),
+      deviceLabels: Type.Optional(Type.Array(DeviceLabel, { maxItems: JOB_LABELS_MAX, uniqueItems: true })),
+      ...RunLabels,
+    },
+    { additionalProperties: false },
+  ),
+  responses: { 201: Job },
+});
+
+export const listJobs = endpoint({
+  operationId: 'listJobs',
+  method: 'GET',
+  path: '/testmgmt/jobs',
+  summary: "A project's jobs with their progress, newest first.",
+  tag: 'Jobs',
+  access: { scope: 'project', role: 'viewer' },
+  querystring: Type.Object({ ...PageQuery, projectId: Uuid }, { additionalProperties: false }),
+  responses: { 200: Page(Job) },
+});
+
+export const getJob = endpoint({
+  operationId: 'getJob',
+  method: 'GET',
+  path: '/testmgmt/jobs/{jobId}',
+  summary: 'Get a job, its status and progress derived from its runs.',
+  description: 'Its runs are listed by `GET /testmgmt/testruns?projectId=…&jobId=…`.',
+  tag: 'Jobs',
+  access: { scope: 'project', role: 'viewer' },
+  params: JobParams,
+  responses: { 200: Job },
+});
+
+export const cancelJob = endpoint({
+  operationId: 'cancelJob',
+  method: 'POST',
+  path: '/testmgmt/jobs/{jobId}/cancel',
+  summary: 'Cancel a job (tester): its queued runs are aborted; running runs finish normally.',
+  description: 'A job that is already completed or cancelled answers 409 `STATE_CONFLICT`.',
+  tag: 'Jobs',
+  access: { scope: 'project', role: 'tester' },
+  params: JobParams,
+  responses: { 200: Job },
+});

@@ -1,0 +1,119 @@
+import { Type } from 'typebox';
+import { Description, Email, NAME_MAX, Name, NoContent, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
+import { endpoint } from '../endpoint.ts';
+
+const ProjectKey = Type.String({ pattern: '^[A-Z][A-Z0-9]{1,15}$', maxLength: 16, description: 'Short upper-case key, e.g. WEB.' });
+
+export const Project = Type.Object(
+  {
+    id: Uuid,
+    key: ProjectKey,
+    name: Type.String({ maxLength: NAME_MAX }),
+    description: Description,
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { additionalProperties: false },
+);
+
+export const ProjectParams = Type.Object({ projectId: Uuid }, { additionalProperties: false });
+
+export const Member = Type.Object(
+  { userId: Uuid, email: Email, name: Type.String({ maxLength: NAME_MAX }), addedAt: Timestamp },
+  { additionalProperties: false },
+);
+
+export const listProjects = endpoint({
+  operationId: 'listProjects',
+  method: 'GET',
+  path: '/projects',
+  summary: 'Projects the caller can see (admins see all).',
+  tag: 'Projects',
+  access: { scope: 'global', role: 'viewer' },
+  querystring: Type.Object({ ...PageQuery }, { additionalProperties: false }),
+  responses: { 200: Page(Project) },
+});
+
+export const createProject = endpoint({
+  operationId: 'createProject',
+  method: 'POST',
+  path: '/projects',
+  summary: 'Create a project (manager); the creator becomes a member.',
+  tag: 'Projects',
+  access: { scope: 'global', role: 'manager' },
+  body: Type.Object({ key: ProjectKey, name: Name, description: Type.Optional(Description) }, { additionalProperties: false }),
+  responses: { 201: Project },
+});
+
+export const getProject = endpoint({
+  operationId: 'getProject',
+  method: 'GET',
+  path: '/projects/{projectId}',
+  summary: 'Get a project.',
+  tag: 'Projects',
+  access: { scope: 'project', role: 'viewer' },
+  params: ProjectParams,
+  responses: { 200: Project },
+});
+
+export const updateProject = endpoint({
+  operationId: 'updateProject',
+  method: 'PATCH',
+  path: '/projects/{projectId}',
+  summary: "Change a project's name or description (manager).",
+  tag: 'Projects',
+  access: { scope: 'project', role: 'manager' },
+  params: ProjectParams,
+  body: Type.Object(
+    { name: Type.Optional(Name), description: Type.Optional(Description) },
+    { additionalProperties: false, minProperties: 1 },
+  ),
+  responses: { 200: Project },
+});
+
+export const deleteProject = endpoint({
+  operationId: 'deleteProject',
+  method: 'DELETE',
+  path: '/projects/{projectId}',
+  summary: 'Delete a project and everything it owns (manager).',
+  tag: 'Projects',
+  access: { scope: 'project', role: 'manager' },
+  params: ProjectParams,
+  responses: { 204: NoContent },
+});
+
+export const listMembers = endpoint({
+  operationId: 'listMembers',
+  method: 'GET',
+  path: '/projects/{projectId}/members',
+  summary: "A project's members.",
+  tag: 'Projects',
+  access: { scope: 'project', role: 'viewer' },
+  params: ProjectParams,
+  querystring: Type.Object({ ...PageQuery }, { additionalProperties: false }),
+  responses: { 200: Page(Member) },
+});
+
+const MemberParams = Type.Object({ projectId: Uuid, email: Email }, { additionalProperties: false });
+
+export const addMember = endpoint({
+  operationId: 'addMember',
+  method: 'PUT',
+  path: '/projects/{projectId}/members/{email}',
+  summary: 'Add a user to a project (manager); adding a member twice is a no-op.',
+  tag: 'Projects',
+  access: { scope: 'project', role: 'manager' },
+  params: MemberParams,
+  responses: { 200: Member },
+});
+
+export const removeMember = endpoint({
+  operationId: 'removeMember',
+  method: 'DELETE',
+  path: '/projects/{projectId}/members/{email}',
+  summary: 'Remove a user from a project (manager).',
+  tag: 'Projects',
+  access: { scope: 'project', role: 'manager' },
+  params: MemberParams,
+  responses: { 204: NoContent },
+});

@@ -1,0 +1,174 @@
+import { Type } from 'typebox';
+import { NAME_MAX, Nullable, TEXT_MAX, Timestamp, Uuid } from '../common.ts';
+import { endpoint } from '../endpoint.ts';
+import { RunStatus, Verdict } from './run-states.ts';
+
+/** Most steps, and most run-level cells, in one results post (the bulk body limit applies too). */
+export const RESULT_STEPS_MAX = 10_000;
+export const RESULT_CELLS_MAX = 10_000;
+/** Most steps + cells (inline ones included) in one results post. */
+export const RESULT_ITEMS_MAX = 20_000;
+/** Most text cells one step carries inline. */
+export const STEP_CELLS_MAX = 100;
+/** Deepest step nesting: a top-level step is at depth 1. */
+export const STEP_DEPTH_MAX = 10;
+/** Most steps + cells one run may hold in all; a post that would pass it answers 422 `UNPROCESSABLE`. */
+export const RUN_RESULT_ITEMS_MAX = 100_000;
+export const STEP_TITLE_MAX = 1024;
+
+/** A client-chosen key, unique within the run, that makes a retried post harmless. */
+const ClientKey = Type.String({ minLength: 1, maxLength: 200 });
+
+export const StepStatus = Type.Union([
+  Type.Literal('passed'),
+  Type.Literal('failed'),
+  Type.Literal('broken'),
+  Type.Literal('skipped'),
+  Type.Literal('running'),
+]);
+export const MediaType = Type.Union([Type.Literal('text/plain'), Type.Literal('text/markdown')]);
+const CellName = Type.String({ minLength: 1, maxLength: NAME_MAX, description: 'What the text is: expected, actual, log, note, error…' });
+const CellText = Type.String({ maxLength: TEXT_MAX });
+const DurationMs = Type.Integer({ minimum: 0, maximum: 2_147_483_647 });
+
+const cellInputFields = {
+  key: Type.Optional(ClientKey),
+  name: CellName,
+  text: CellText,
+  mediaType: MediaType,
+};
+
+export const StepInput = Type.Object(
+  {
+    key: Type.Optional(ClientKey),
+    title: Type.String({ minLength: 1, maxLength: STEP_TITLE_MAX }),
+    status: StepStatus,
+    startedAt: Type.Optional(Timestamp),
+    durationMs: Type.Optional(DurationMs),
+    error: Type.Optional(Type.String({ maxLength: TEXT_MAX, description: 'Why the step failed or broke.' })),
+    parentKey: Type.Optional(ClientKey),
+    parentId: Type.Optional(Uuid),
+    cells: Type.Optional(Type.Array(Type.Object(cellInputFields, { additionalProperties: false }), { maxItems: STEP_CELLS_MAX })),
+  },
+  { additionalProperties: false },
+);
+
+export const CellInput = Type.Object(
+  { ...cellInputFields, stepId: Type.Optional(Uuid), stepKey: Type.Optional(ClientKey) },
+  { additionalProperties: false },
+);
+
+export const AppendResultsBody = Type.Object(
+  {
+    steps: Type.Optional(Type.Array(StepInput, { maxItems: RESULT_STEPS_MAX })),
+    cells: Type.Optional(Type.Array(CellInput, { maxItems: RESULT_CELLS_MAX })),
+  },
+  { additionalProperties: false },
+);
+
+/** What became of one posted item: its id, and whether this post created it. */
+const Assigned = {
+  id: Uuid,
+  key: Nullable(ClientKey),
+  created: Type.Boolean({ description: 'False when the key was already stored: the item is the one stored before.' }),
+};
+
+export const AppendResultsReply = Type.Object(
+  {
+    steps: Type.Array(
+      Type.Object(
+        {
+          ...Assigned,
+          updated: Type.Boolean({ description: 'True when this post finished a stored `running` step with the same key.' }),
+          cells: Type.Array(Type.Object(Assigned, { additionalProperties: false }), { maxItems: STEP_CELLS_MAX }),
+        },
+        { additionalProperties: false },
+      ),
+      { maxItems: RESULT_STEPS_MAX, description: 'One entry per posted step, in the order posted.' },
+    ),
+    cells: Type.Array(Type.Object(Assigned, { additionalProperties: false }), {
+      maxItems: RESULT_CELLS_MAX,
+      description: 'One entry per posted run-level cell, in the order posted.',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const TextCell = Type.Object(
+  { id: Uuid, key: Nullable(ClientKey), name: CellName, mediaType: MediaType, text: CellText },
+  { additionalProperties: false },
+);
+
+export const ResultStep = Type.Object(
+  {
+    id: Uuid,
+    key: Nullable(ClientKey),
+    parentId: Nullable(Uuid),
+    title: Type.String({ maxLength: STEP_TITLE_MAX }),
+    status: StepStatus,
+    startedAt: Nullable(Timestamp),
+    durationMs: Nullable(DurationMs),
+    error: Nullable(Type.String({ maxLength: TEXT_MAX })),
+    cells: Type.Array(TextCell, { maxItems: RUN_RESULT_ITEMS_MAX }),
+  },
+  { additionalProperties: false },
+);
+
+/** The result content of a run (documented endpoint 2). */
+export const RunResults = Type.Object(
+  {
+    testRunId: Uuid,
+    status: RunStatus,
+    verdict: Nullable(Verdict),
+    cells: Type.Array(TextCell, { maxItems: RUN_RESULT_ITEMS_MAX, description: 'Run-level text cells, in the order appended.' }),
+    steps: Type.Array(ResultStep, {
+      maxItems: RUN_RESULT_ITEMS_MAX,
+      description: 'Every step in the order appended (a parent before its children); `parentId` gives the tree.',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+const RunParams = Type.Object({ testRunId: Uuid }, { additionalProperties: false });
+
+export const appendResults = endpoint({
+  operationId: 'appendResults',
+  method: 'POST',
+  path: '/testmgmt/testruns/{testRunId}/results',
+  summary: 'Append steps and text cells to a running run, atomically (tester).',
+  description:
+    'Everything in one post commits together or not at all. Items are ordered as posted, after everything posted ' +
+    'before. A step nests under `parentKey` (a key posted earlier, in this post or before) or `parentId`, at most ' +
+    `${STEP_DEPTH_MAX} levels deep. A run-level cell attaches to a step by \`stepId\` or \`stepKey\`.\n\n` +
+    'Retries: a step or cell whose `key` is already stored in the run is not stored again; the answer gives the stored ' +
+    'id with `created: false`. A stored step still `running` is finished by posting its key again with another status ' +
+    '(its `status`, `durationMs`, `error` and inline cells are taken, `updated: true`); otherwise the post repeats the ' +
+    'step, which is skipped together with its inline cells (its receipt lists none). Run-level cells without a key are ' +
+    'always appended; they are also the way to add cells to a step stored earlier (`stepKey` or `stepId`).\n\n' +
+    'Only a `running` run takes results: a queued one answers 409 `STATE_CONFLICT`, a completed or aborted one 409 ' +
+    '`RUN_FROZEN`. This route takes the larger bulk body limit.',
+  tag: 'Results',
+  access: { scope: 'project', role: 'tester' },
+  bodyLimit: 'bulkBodyLimit',
+  params: RunParams,
+  body: AppendResultsBody,
+  responses: { 200: AppendResultsReply },
+});
+
+export const getResults = endpoint({
+  operationId: 'getResults',
+  method: 'GET',
+  path: '/testmgmt/testruns/{testRunId}/results',
+  summary: 'The result content of a run: its text cells and steps (documented endpoint 2).',
+  description:
+    'Only for a completed run, whose results are frozen; any other run answers 409 `RUN_NOT_COMPLETED` unless ' +
+    '`partial=true` asks for what is stored so far.',
+  tag: 'Results',
+  access: { scope: 'project', role: 'viewer' },
+  params: RunParams,
+  querystring: Type.Object(
+    { partial: Type.Optional(Type.Boolean({ description: 'Answer for a run that is not completed too.' })) },
+    { additionalProperties: false },
+  ),
+  responses: { 200: RunResults },
+});

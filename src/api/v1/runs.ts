@@ -1,0 +1,135 @@
+import { Type } from 'typebox';
+import { NAME_MAX, Name, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
+import { endpoint } from '../endpoint.ts';
+import { DeviceId } from './devices.ts';
+import { AppendResultsBody } from './results.ts';
+
+import { RunStatus, Verdict } from './run-states.ts';
+
+export { RunStatus, Verdict } from './run-states.ts';
+
+/** A run label (environment, branch, build, commit): free text on one line. */
+const runLabel = (description: string) => Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: '^[^\\r\\n]+$', description });
+export const RunLabel = runLabel('A run label.');
+
+/** The labels a run (or every run of a job) may carry; all optional, and each one a list filter. */
+export const RunLabels = {
+  environment: Type.Optional(runLabel('Where it ran, e.g. `staging`.')),
+  branch: Type.Optional(runLabel('The source branch, e.g. `main`.')),
+  build: Type.Optional(runLabel('The build name or number of the software under test.')),
+  commit: Type.Optional(runLabel('The commit id of the software under test.')),
+};
+
+export const TestRun = Type.Object(
+  {
+    id: Uuid,
+    projectId: Uuid,
+    name: Type.String({ maxLength: NAME_MAX }),
+    status: RunStatus,
+    verdict: Nullable(Verdict),
+    testId: Nullable(Uuid),
+    jobId: Nullable(Uuid),
+    deviceId: Nullable(DeviceId),
+    environment: Nullable(RunLabel),
+    branch: Nullable(RunLabel),
+    build: Nullable(RunLabel),
+    commit: Nullable(RunLabel),
+    createdAt: Timestamp,
+    startedAt: Nullable(Timestamp),
+    finishedAt: Nullable(Timestamp),
+  },
+  { additionalProperties: false },
+);
+
+const RunParams = Type.Object({ testRunId: Uuid }, { additionalProperties: false });
+
+export const createRun = endpoint({
+  operationId: 'createRun',
+  method: 'POST',
+  path: '/testmgmt/testruns',
+  summary: 'Start a test run (tester); or record a whole finished run in one call.',
+  description:
+    '`testId` must name a test of the same project; `deviceId` a registered device. Without `verdict` the run is `running` ' +
+    'from now on: results are appended with `POST /testmgmt/testruns/{testRunId}/results` and the run is finished with `PATCH`. ' +
+    'With `verdict` the run is recorded completed in one transaction, together with its `results` (the same body as the ' +
+    'results post) and optional `startedAt`/`finishedAt`: the bulk call of a reporter that sends a finished run at once. ' +
+    'This route takes the bulk body limit.',
+  tag: 'Runs',
+  access: { scope: 'project', role: 'tester' },
+  bodyLimit: 'bulkBodyLimit',
+  body: Type.Object(
+    {
+      projectId: Uuid,
+      name: Name,
+      testId: Type.Optional(Uuid),
+      deviceId: Type.Optional(DeviceId),
+      ...RunLabels,
+      results: Type.Optional(AppendResultsBody),
+      verdict: Type.Optional(Verdict),
+      startedAt: Type.Optional(Timestamp),
+      finishedAt: Type.Optional(Timestamp),
+    },
+    { additionalProperties: false },
+  ),
+  responses: { 201: TestRun },
+});
+
+export const listRuns = endpoint({
+  operationId: 'listRuns',
+  method: 'GET',
+  path: '/testmgmt/testruns',
+  summary: "A project's test runs, newest first, filtered by state, labels and creation time.",
+  description: '`from` (inclusive) and `to` (exclusive) bound the creation time. Every filter narrows the list.',
+  tag: 'Runs',
+  access: { scope: 'project', role: 'viewer' },
+  querystring: Type.Object(
+    {
+      ...PageQuery,
+      projectId: Uuid,
+      status: Type.Optional(RunStatus),
+      verdict: Type.Optional(Verdict),
+      testId: Type.Optional(Uuid),
+      jobId: Type.Optional(Uuid),
+      deviceId: Type.Optional(DeviceId),
+      ...RunLabels,
+      from: Type.Optional(Timestamp),
+      to: Type.Optional(Timestamp),
+    },
+    { additionalProperties: false },
+  ),
+  responses: { 200: Page(TestRun) },
+});
+
+export const getRun = endpoint({
+  operationId: 'getRun',
+  method: 'GET',
+  path: '/testmgmt/testruns/{testRunId}',
+  summary: 'Get a test run.',
+  tag: 'Runs',
+  access: { scope: 'project', role: 'viewer' },
+  params: RunParams,
+  responses: { 200: TestRun },
+});
+
+export const updateRun = endpoint({
+  operationId: 'updateRun',
+  method: 'PATCH',
+  path: '/testmgmt/testruns/{testRunId}',
+  summary: 'Move a run on: start a queued run, complete a running one with a verdict, or abort (tester).',
+  description:
+    'Allowed: `queued → running`, `running → completed` (with `verdict`), `queued|running → aborted`. `verdict` is ' +
+    'required with `completed` and refused otherwise. Completing or aborting sets `finishedAt` and freezes the results. ' +
+    'Asking for the state the run is already in (the same verdict for a completed run) changes nothing and answers 200, ' +
+    'so a retried call is safe; any other change answers 409 `STATE_CONFLICT`.',
+  tag: 'Runs',
+  access: { scope: 'project', role: 'tester' },
+  params: RunParams,
+  body: Type.Object(
+    {
+      status: Type.Union([Type.Literal('running'), Type.Literal('completed'), Type.Literal('aborted')]),
+      verdict: Type.Optional(Verdict),
+    },
+    { additionalProperties: false },
+  ),
+  responses: { 200: TestRun },
+});

@@ -1,0 +1,113 @@
+import { Type } from 'typebox';
+import { Description, LABEL_MAX, LABELS_MAX, NAME_MAX, Name, Nullable, Page, PageQuery, TEXT_MAX, Timestamp, Uuid } from '../common.ts';
+import { endpoint } from '../endpoint.ts';
+
+/** Most steps one test definition holds, whether given as JSON or produced from Gherkin. */
+export const TEST_STEPS_MAX = 1000;
+/** Largest Gherkin feature text accepted, in characters (the JSON body limit bounds it too). */
+export const GHERKIN_MAX = 1024 * 1024;
+
+/** The media type of a Gherkin feature sent as the whole body of `POST /testmgmt/tests`. */
+export const GHERKIN_MEDIA_TYPE = 'text/x-gherkin';
+
+export const TestStep = Type.Object(
+  {
+    action: Type.String({ minLength: 1, maxLength: TEXT_MAX, description: 'What the tester (or automation) does.' }),
+    expected: Type.String({ maxLength: TEXT_MAX, description: 'The expected result; empty when the step only sets things up.' }),
+  },
+  { additionalProperties: false },
+);
+
+const Tag = Type.String({ minLength: 1, maxLength: LABEL_MAX, pattern: '^[^\\s,]+$', description: 'A tag, without the Gherkin `@`.' });
+
+export const TestDefinition = Type.Object(
+  {
+    id: Uuid,
+    projectId: Uuid,
+    name: Type.String({ maxLength: NAME_MAX }),
+    description: Description,
+    steps: Type.Array(TestStep, { maxItems: TEST_STEPS_MAX }),
+    tags: Type.Array(Tag, { maxItems: LABELS_MAX }),
+    sourceFormat: Type.Union([Type.Literal('json'), Type.Literal('gherkin')], { description: 'How the test was given.' }),
+    source: Nullable(Type.String({ maxLength: GHERKIN_MAX, description: 'The Gherkin feature text a test was created from.' })),
+    createdAt: Timestamp,
+    createdBy: Nullable(Uuid),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * The JSON body of `POST /testmgmt/tests`: a definition given field by field (`name` + `steps`),
+ * or a Gherkin feature text in `gherkin`. Exactly one of `steps` and `gherkin`; with `gherkin`,
+ * the name, description, steps and tags all come from the feature.
+ */
+export const CreateTestBody = Type.Object(
+  {
+    projectId: Uuid,
+    name: Type.Optional(Name),
+    description: Type.Optional(Description),
+    steps: Type.Optional(Type.Array(TestStep, { maxItems: TEST_STEPS_MAX })),
+    tags: Type.Optional(Type.Array(Tag, { maxItems: LABELS_MAX, uniqueItems: true })),
+    gherkin: Type.Optional(
+      Type.String({ minLength: 1, maxLength: GHERKIN_MAX, description: 'A Gherkin feature text, parsed into the test.' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const createTest = endpoint({
+  operationId: 'createTest',
+  method: 'POST',
+  path: '/testmgmt/tests',
+  summary: 'Create a test definition from JSON or from a Gherkin feature (tester).',
+  description:
+    'Two inputs. (1) `Content-Type: application/json` with `projectId` and either `name` + `steps` (+ optional ' +
+    '`description`, `tags`) or `gherkin` (a feature text). (2) `Content-Type: text/x-gherkin` with the feature text as ' +
+    'the whole body and `?projectId=` in the query.\n\n' +
+    'A feature becomes one test: its name, description (trimmed) and tags (without `@`). Its steps are the scenarios ' +
+    'Cucumber would run (background steps before each scenario, one scenario per Examples row with its values filled ' +
+    'in). Each Given/When step (and the And/But after it) becomes a step whose action is the keyword and text as written; ' +
+    'a Then step (and the And/But after it) becomes the `expected` result of the step before it. A doc string or data ' +
+    'table is appended to its step; a Then with no step before it becomes a step of its own. When the feature has ' +
+    'several scenarios, each starts with a heading step (`Scenario: <name>`, in the keyword and language of the file). ' +
+    'A syntax error answers 400 naming the line and column.',
+  tag: 'Tests',
+  access: { scope: 'project', role: 'tester' },
+  consumes: ['application/json', GHERKIN_MEDIA_TYPE],
+  querystring: Type.Object(
+    {
+      projectId: Type.Optional(
+        Type.String({
+          format: 'uuid',
+          maxLength: 36,
+          description: 'The project; only with a text/x-gherkin body (JSON bodies name it inside).',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+  body: CreateTestBody,
+  responses: { 201: TestDefinition },
+});
+
+export const listTests = endpoint({
+  operationId: 'listTests',
+  method: 'GET',
+  path: '/testmgmt/tests',
+  summary: "A project's test definitions, newest first.",
+  tag: 'Tests',
+  access: { scope: 'project', role: 'viewer' },
+  querystring: Type.Object({ ...PageQuery, projectId: Uuid }, { additionalProperties: false }),
+  responses: { 200: Page(TestDefinition) },
+});
+
+export const getTest = endpoint({
+  operationId: 'getTest',
+  method: 'GET',
+  path: '/testmgmt/tests/{testId}',
+  summary: 'Get a test definition.',
+  tag: 'Tests',
+  access: { scope: 'project', role: 'viewer' },
+  params: Type.Object({ testId: Uuid }, { additionalProperties: false }),
+  responses: { 200: TestDefinition },
+});
