@@ -1,0 +1,276 @@
+import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import {
+  type BlobDurabilityStep,
+  type BlobEntry,
+  type BlobInfo,
+  BlobStorageError,
+  type BlobStore,
+  type ByteRange,
+  isBlobKey,
+} from './blob-store.ts';
+
+/**
+ * The filesystem calls the store makes, as one replaceable object: tests inject EIO or ENOSPC at
+ * any step (RELIABILITY DUR-7) and record the order of writes, renames and fsyncs (DUR-13c).
+ * File descriptors rather than FileHandles, so a fake needs no class of its own.
+ */
+export interface BlobFs {
+  open(file: string, flags: string, mode?: number): Promise<number>;
+  /** Writes part of `buffer` at the current position; resolves with the bytes written (maybe fewer). */
+  write(fd: number, buffer: Uint8Array, offset: number, length: number): Promise<number>;
+  fsync(fd: number): Promise<void>;
+  close(fd: number): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  unlink(file: string): Promise<void>;
+  /** Creates one directory level; rejects with EEXIST when it is already there. */
+  mkdir(dir: string): Promise<void>;
+  stat(file: string): Promise<fs.Stats>;
+  readdir(dir: string): Promise<string[]>;
+  utimes(file: string, atime: Date, mtime: Date): Promise<void>;
+  createReadStream(file: string, options: { start?: number; end?: number }): Readable;
+}
+
+/** The real filesystem. */
+export const nodeBlobFs: BlobFs = {
+  open: promisify(fs.open) as BlobFs['open'],
+  write: (fd, buffer, offset, length) =>
+    new Promise((resolve, reject) =>
+      fs.write(fd, buffer, offset, length, null, (error, written) => (error ? reject(error) : resolve(written))),
+    ),
+  fsync: promisify(fs.fsync),
+  close: promisify(fs.close),
+  rename: promisify(fs.rename),
+  unlink: promisify(fs.unlink),
+  mkdir: async (dir) => {
+    await fs.promises.mkdir(dir);
+  },
+  stat: (file) => fs.promises.stat(file),
+  readdir: (dir) => fs.promises.readdir(dir),
+  utimes: (file, atime, mtime) => fs.promises.utimes(file, atime, mtime),
+  createReadStream: (file, options) => fs.createReadStream(file, options),
+};
+
+export interface FsBlobStoreOptions {
+  /** Filesystem calls; defaults to the real filesystem. */
+  fs?: BlobFs;
+  /** Called after each durability step of `put`; test builds crash the process there (DUR-13b). */
+  onDurabilityStep?: (step: BlobDurabilityStep) => void;
+}
+
+const errnoOf = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code;
+
+/** ENOSPC and EDQUOT mean "no room"; anything else the filesystem throws is an I/O failure. */
+function storageError(operation: string, error: unknown): BlobStorageError {
+  const code = errnoOf(error);
+  const full = code === 'ENOSPC' || code === 'EDQUOT';
+  return new BlobStorageError(full ? 'full' : 'io', `blob store: ${operation} failed (${code ?? 'unknown error'})`, { cause: error });
+}
+
+/**
+ * Content-addressed blobs in a local folder:
+ *
+ *     <root>/blobs/aa/bb/<sha256>     immutable, named by their digest (aa, bb: its first two bytes)
+ *     <root>/tmp/<uuid>.part          uploads in progress, on the same filesystem so rename is atomic
+ *
+ * `put` follows RELIABILITY DUR-6: write the temp file while hashing, fsync it, rename it into
+ * place, fsync the directory (and its parents when they were just created). Only then may the
+ * caller commit the row that references the blob.
+ */
+export class FsBlobStore implements BlobStore {
+  readonly location: string;
+  private readonly blobsDir: string;
+  private readonly tmpDir: string;
+  private readonly fs: BlobFs;
+  private readonly onDurabilityStep: (step: BlobDurabilityStep) => void;
+  /** Directories whose own entry this process has made durable (see makeEntryDurable). */
+  private readonly durableDirs = new Set<string>();
+
+  constructor(
+    private readonly root: string,
+    options: FsBlobStoreOptions = {},
+  ) {
+    this.blobsDir = path.join(root, 'blobs');
+    this.tmpDir = path.join(root, 'tmp');
+    this.location = `file://${this.blobsDir}`;
+    this.fs = options.fs ?? nodeBlobFs;
+    this.onDurabilityStep = options.onDurabilityStep ?? (() => {});
+  }
+
+  /** The file a blob lives in. Only well-formed digests map to a path, so no key escapes the folder. */
+  blobPath(sha256: string): string {
+    if (!isBlobKey(sha256)) throw new Error(`not a blob key: ${JSON.stringify(sha256).slice(0, 80)}`);
+    return path.join(this.blobsDir, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
+  }
+
+  async put(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<BlobInfo & { created: boolean }> {
+    const tempFile = path.join(this.tmpDir, `${randomUUID()}.part`);
+    let fd: number | undefined;
+    try {
+      fd = await this.io('open', () => this.fs.open(tempFile, 'wx', 0o600));
+      const hash = createHash('sha256');
+      let size = 0;
+      for await (const chunk of source) {
+        hash.update(chunk);
+        size += chunk.byteLength;
+        await this.writeAll(fd, chunk);
+      }
+      // A failed fsync is final: Linux may drop the dirty pages after reporting the error once,
+      // so a second fsync could "succeed" without the data (PG-FSYNC). The temp file goes.
+      await this.io('fsync', () => this.fs.fsync(fd as number));
+      const closing = fd;
+      fd = undefined;
+      await this.io('close', () => this.fs.close(closing));
+      this.onDurabilityStep('after-fsync-file');
+
+      const sha256 = hash.digest('hex');
+      const target = this.blobPath(sha256);
+      await this.ensureParentDirs(target);
+      const existing = await this.statOrUndefined(target);
+      if (existing?.size === size) {
+        // Dedupe: the bytes are already stored. Touch the blob so garbage collection's grace
+        // period counts from now: the row about to reference it is not committed yet.
+        await this.fs.unlink(tempFile).catch(() => {});
+        const now = new Date();
+        await this.io('utimes', () => this.fs.utimes(target, now, now));
+        await this.makeEntryDurable(target);
+        return { sha256, size, created: false };
+      }
+      // Absent, or a damaged copy of a different length: the rename replaces it atomically.
+      await this.io('rename', () => this.fs.rename(tempFile, target));
+      this.onDurabilityStep('after-rename');
+      await this.makeEntryDurable(target);
+      this.onDurabilityStep('after-dir-fsync');
+      return { sha256, size, created: true };
+    } catch (error) {
+      if (fd !== undefined) await this.fs.close(fd).catch(() => {});
+      await this.fs.unlink(tempFile).catch(() => {});
+      throw error;
+    }
+  }
+
+  async get(sha256: string, range?: ByteRange): Promise<Readable | undefined> {
+    const file = this.blobPath(sha256);
+    if (!(await this.statOrUndefined(file))) return undefined;
+    return this.fs.createReadStream(file, range ? { start: range.start, end: range.end } : {});
+  }
+
+  async head(sha256: string): Promise<BlobEntry | undefined> {
+    const stats = await this.statOrUndefined(this.blobPath(sha256));
+    return stats ? { sha256, size: stats.size, modifiedAt: stats.mtime } : undefined;
+  }
+
+  async delete(sha256: string): Promise<boolean> {
+    try {
+      await this.fs.unlink(this.blobPath(sha256));
+      return true;
+    } catch (error) {
+      if (errnoOf(error) === 'ENOENT') return false;
+      throw storageError('unlink', error);
+    }
+  }
+
+  async *list(): AsyncIterable<BlobEntry> {
+    for (const first of await this.readdirOrEmpty(this.blobsDir)) {
+      if (!/^[0-9a-f]{2}$/.test(first)) continue;
+      for (const second of await this.readdirOrEmpty(path.join(this.blobsDir, first))) {
+        if (!/^[0-9a-f]{2}$/.test(second)) continue;
+        for (const name of await this.readdirOrEmpty(path.join(this.blobsDir, first, second))) {
+          if (!isBlobKey(name) || !name.startsWith(first + second)) continue;
+          const stats = await this.statOrUndefined(path.join(this.blobsDir, first, second, name));
+          if (stats?.isFile()) yield { sha256: name, size: stats.size, modifiedAt: stats.mtime };
+        }
+      }
+    }
+  }
+
+  async recover(): Promise<{ removedTempFiles: number }> {
+    await fs.promises.mkdir(this.blobsDir, { recursive: true });
+    await fs.promises.mkdir(this.tmpDir, { recursive: true });
+    // Every temp file is stale at start-up: the process that wrote it is gone, and only one
+    // process owns a data folder (DUR-3). Its blob was never renamed into place, so no row needs it.
+    let removedTempFiles = 0;
+    for (const name of await this.fs.readdir(this.tmpDir)) {
+      if (!name.endsWith('.part')) continue;
+      await this.fs.unlink(path.join(this.tmpDir, name));
+      removedTempFiles++;
+    }
+    await this.fsyncDir(this.root);
+    return { removedTempFiles };
+  }
+
+  /** Runs one filesystem call, turning its failure into a BlobStorageError. */
+  private async io<T>(operation: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      throw storageError(operation, error);
+    }
+  }
+
+  private async writeAll(fd: number, chunk: Uint8Array): Promise<void> {
+    let offset = 0;
+    while (offset < chunk.byteLength) {
+      offset += await this.io('write', () => this.fs.write(fd, chunk, offset, chunk.byteLength - offset));
+    }
+  }
+
+  private async fsyncDir(dir: string): Promise<void> {
+    const fd = await this.io('open directory', () => this.fs.open(dir, 'r'));
+    try {
+      await this.io('directory fsync', () => this.fs.fsync(fd));
+    } finally {
+      await this.fs.close(fd).catch(() => {});
+    }
+  }
+
+  /** Creates `blobs/aa` and `blobs/aa/bb` when missing. */
+  private async ensureParentDirs(target: string): Promise<void> {
+    const second = path.dirname(target);
+    for (const dir of [path.dirname(second), second]) {
+      try {
+        await this.fs.mkdir(dir);
+      } catch (error) {
+        if (errnoOf(error) !== 'EEXIST') throw storageError('mkdir', error);
+      }
+    }
+  }
+
+  /**
+   * A rename is atomic but not durable until the directory holding the new entry is fsynced, and
+   * a directory created for it is only durable once its own parent is (DUR-6). The parents are
+   * fsynced the first time this process uses each directory rather than only when this call
+   * created it: a concurrent upload may have created it without having fsynced the parent yet,
+   * and one left by a crashed process may exist in the page cache only.
+   */
+  private async makeEntryDurable(target: string): Promise<void> {
+    const second = path.dirname(target);
+    await this.fsyncDir(second);
+    for (const dir of [second, path.dirname(second)]) {
+      if (this.durableDirs.has(dir)) continue;
+      await this.fsyncDir(path.dirname(dir));
+      this.durableDirs.add(dir);
+    }
+  }
+
+  private async statOrUndefined(file: string): Promise<fs.Stats | undefined> {
+    try {
+      return await this.fs.stat(file);
+    } catch (error) {
+      if (errnoOf(error) === 'ENOENT') return undefined;
+      throw storageError('stat', error);
+    }
+  }
+
+  private async readdirOrEmpty(dir: string): Promise<string[]> {
+    try {
+      return await this.fs.readdir(dir);
+    } catch (error) {
+      if (errnoOf(error) === 'ENOENT') return [];
+      throw storageError('readdir', error);
+    }
+  }
+}

@@ -1,0 +1,242 @@
+import path from 'node:path';
+import { CRASH_POINTS, type CrashSpec, parseCrashSpec } from './crash-points.ts';
+
+/**
+ * Attest's configuration. Every field comes from one environment variable (see `.env.example`
+ * and docs/configuration.md); `loadConfig` validates all of them and reports every problem at once.
+ */
+export interface Config {
+  /** Listening port (`PORT`, default 8080; 0 picks a free port). */
+  port: number;
+  /** Listening address (`HOST`, default `0.0.0.0`). */
+  host: string;
+  /** Folder of the embedded database, blobs and lock file (`ATTEST_DATA_DIR`, default `./data`). */
+  dataDir: string;
+  /** `postgres://…` to use PostgreSQL; undefined means embedded SQLite in `dataDir`. */
+  databaseUrl: string | undefined;
+  /** `s3://bucket/prefix` for object storage; undefined means files in `dataDir`. */
+  blobUrl: string | undefined;
+  /** Base URL absolute links are built from; undefined means "from the request". */
+  publicUrl: string | undefined;
+  /** First-start admin (only used when the database holds no user). */
+  adminEmail: string | undefined;
+  adminApiKey: string | undefined;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Proxy addresses whose `X-Forwarded-*` headers are trusted (comma-separated CIDRs); empty trusts none. */
+  trustProxy: string[];
+  /** Whether old-format (UUID) keys are accepted at all. */
+  legacyKeys: boolean;
+  /** When old-format keys stop working, announced in a `Sunset` header (RFC 8594); undefined: not planned. */
+  legacyKeysSunset: Date | undefined;
+  /** Lifetime of a new API key when the request names none, and the longest allowed. */
+  keyDefaultDays: number;
+  keyMaxDays: number;
+  /** Whether an admin may create keys that never expire. */
+  allowNonExpiringKeys: boolean;
+  /** Lifetime of a web-interface session key. */
+  sessionMinutes: number;
+  /** Most active keys one user may hold. */
+  maxKeysPerUser: number;
+  /** JSON body limit in bytes, and the larger one of the bulk results route. */
+  bodyLimit: number;
+  bulkBodyLimit: number;
+  /** Page size used when a list request names none, and the largest accepted. */
+  pageSizeDefault: number;
+  pageSizeMax: number;
+  /** Most ids in one batch lookup (`?ids=`). */
+  maxIdsPerBatch: number;
+  /** Requests per minute per API key (0 disables), and failed authentications per minute per client address. */
+  rateLimitPerMinute: number;
+  authFailuresPerMinute: number;
+  /** Largest artifact file and largest image file, in bytes. */
+  maxArtifactBytes: number;
+  maxImageBytes: number;
+  /** Largest image side and pixel count accepted before any decode. */
+  maxImageSide: number;
+  maxImagePixels: number;
+  /** Most artifacts one run may hold; a run's artifact list then always fits one answer. */
+  maxArtifactsPerRun: number;
+  /** SQLite `synchronous` level; FULL survives power loss, NORMAL only process crashes. */
+  sqliteSynchronous: 'FULL' | 'NORMAL';
+  /** Start even when the data folder is on a network filesystem (unsafe for SQLite WAL). */
+  allowNetworkFs: boolean;
+  /** Start even when PostgreSQL runs with fsync/synchronous_commit/full_page_writes off. */
+  allowUnsafePostgres: boolean;
+  /** How long graceful shutdown waits for in-flight requests. */
+  shutdownTimeoutMs: number;
+  /** Origins allowed by CORS; empty disables CORS. */
+  corsOrigins: string[];
+  /** Minutes between blob garbage collections (0 disables), and how old an unreferenced blob must be to go. */
+  gcIntervalMinutes: number;
+  gcGraceMinutes: number;
+  /**
+   * Test hook (`ATTEST_CRASH_AT=<point>:<n>`): SIGKILL the process the n-th time it reaches a named
+   * crash point. Accepted only with `NODE_ENV=test`; anywhere else the server refuses to start.
+   */
+  crashAt: CrashSpec | undefined;
+}
+
+type Env = Record<string, string | undefined>;
+
+const MiB = 1024 * 1024;
+
+class Reader {
+  readonly problems: string[] = [];
+  constructor(private readonly env: Env) {}
+
+  private raw(name: string): string | undefined {
+    const value = this.env[name];
+    return value === undefined || value.trim() === '' ? undefined : value.trim();
+  }
+
+  string(name: string): string | undefined {
+    return this.raw(name);
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+      this.problems.push(`${name} must be an integer from ${min} to ${max} (got "${value}")`);
+      return fallback;
+    }
+    return Number(value);
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const value = this.raw(name)?.toLowerCase();
+    if (value === undefined) return fallback;
+    if (['1', 'true', 'yes', 'on'].includes(value)) return true;
+    if (['0', 'false', 'no', 'off'].includes(value)) return false;
+    this.problems.push(`${name} must be true or false (got "${value}")`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[]): T {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    const match = allowed.find((a) => a.toLowerCase() === value.toLowerCase());
+    if (match === undefined) {
+      this.problems.push(`${name} must be one of ${allowed.join(', ')} (got "${value}")`);
+      return fallback;
+    }
+    return match;
+  }
+
+  date(name: string): Date | undefined {
+    const value = this.raw(name);
+    if (value === undefined) return undefined;
+    const date = new Date(value);
+    if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(date.getTime())) {
+      this.problems.push(`${name} must be a date such as 2027-06-30 (got "${value}")`);
+      return undefined;
+    }
+    return date;
+  }
+
+  list(name: string): string[] {
+    const value = this.raw(name);
+    return value === undefined
+      ? []
+      : value
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
+  }
+
+  url(name: string, protocols: string[]): string | undefined {
+    const value = this.raw(name);
+    if (value === undefined) return undefined;
+    try {
+      const parsed = new URL(value);
+      if (!protocols.includes(parsed.protocol)) throw new Error('protocol');
+      return value;
+    } catch {
+      this.problems.push(`${name} must be a ${protocols.map((p) => `${p}//`).join(' or ')} URL`);
+      return undefined;
+    }
+  }
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Reads and validates the whole configuration; throws a ConfigError listing every problem. */
+export function loadConfig(env: Env = process.env): Config {
+  const r = new Reader(env);
+  const publicUrl = r.url('ATTEST_PUBLIC_URL', ['http:', 'https:']);
+  const adminEmail = r.string('ATTEST_ADMIN_EMAIL');
+  const adminApiKey = r.string('ATTEST_ADMIN_API_KEY');
+  if ((adminEmail === undefined) !== (adminApiKey === undefined)) {
+    r.problems.push('ATTEST_ADMIN_EMAIL and ATTEST_ADMIN_API_KEY must be set together');
+  }
+  if (adminEmail !== undefined && !/^[^\s@]+@[^\s@]+$/.test(adminEmail)) {
+    r.problems.push('ATTEST_ADMIN_EMAIL must be an e-mail address');
+  }
+  const config: Config = {
+    port: r.int('PORT', 8080, 0, 65535),
+    host: r.string('HOST') ?? '0.0.0.0',
+    dataDir: path.resolve(r.string('ATTEST_DATA_DIR') ?? './data'),
+    databaseUrl: r.url('ATTEST_DATABASE_URL', ['postgres:', 'postgresql:']),
+    blobUrl: r.url('ATTEST_BLOB_URL', ['s3:']),
+    publicUrl: publicUrl?.replace(/\/+$/, ''),
+    adminEmail,
+    adminApiKey,
+    logLevel: r.oneOf('ATTEST_LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    trustProxy: r.list('ATTEST_TRUST_PROXY'),
+    legacyKeys: r.bool('ATTEST_LEGACY_KEYS', true),
+    legacyKeysSunset: r.date('ATTEST_LEGACY_KEYS_SUNSET'),
+    keyDefaultDays: r.int('ATTEST_KEY_DEFAULT_DAYS', 90, 1, 3650),
+    keyMaxDays: r.int('ATTEST_KEY_MAX_DAYS', 365, 1, 3650),
+    allowNonExpiringKeys: r.bool('ATTEST_ALLOW_NON_EXPIRING_KEYS', false),
+    sessionMinutes: r.int('ATTEST_SESSION_MINUTES', 720, 1, 7 * 24 * 60),
+    maxKeysPerUser: r.int('ATTEST_MAX_KEYS_PER_USER', 50, 1, 10_000),
+    bodyLimit: r.int('ATTEST_BODY_LIMIT', 1 * MiB, 1024, 1024 * MiB),
+    bulkBodyLimit: r.int('ATTEST_BULK_BODY_LIMIT', 16 * MiB, 1024, 1024 * MiB),
+    pageSizeDefault: r.int('ATTEST_PAGE_SIZE_DEFAULT', 50, 1, 10_000),
+    pageSizeMax: r.int('ATTEST_PAGE_SIZE_MAX', 200, 1, 10_000),
+    maxIdsPerBatch: r.int('ATTEST_MAX_IDS_PER_BATCH', 100, 1, 10_000),
+    rateLimitPerMinute: r.int('ATTEST_RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
+    authFailuresPerMinute: r.int('ATTEST_AUTH_FAILURES_PER_MINUTE', 30, 1, 10_000_000),
+    maxArtifactBytes: r.int('ATTEST_MAX_ARTIFACT_BYTES', 1024 * MiB, 1, 1024 * 1024 * MiB),
+    maxImageBytes: r.int('ATTEST_MAX_IMAGE_BYTES', 25 * MiB, 1, 1024 * MiB),
+    maxImageSide: r.int('ATTEST_MAX_IMAGE_SIDE', 20_000, 1, 1_000_000),
+    maxImagePixels: r.int('ATTEST_MAX_IMAGE_PIXELS', 50_000_000, 1, 1_000_000_000),
+    maxArtifactsPerRun: r.int('ATTEST_MAX_ARTIFACTS_PER_RUN', 10_000, 1, 10_000),
+    sqliteSynchronous: r.oneOf('ATTEST_SQLITE_SYNCHRONOUS', 'FULL', ['FULL', 'NORMAL'] as const),
+    allowNetworkFs: r.bool('ATTEST_ALLOW_NETWORK_FS', false),
+    allowUnsafePostgres: r.bool('ATTEST_ALLOW_UNSAFE_POSTGRES', false),
+    shutdownTimeoutMs: r.int('ATTEST_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    corsOrigins: r.list('ATTEST_CORS_ORIGINS'),
+    gcIntervalMinutes: r.int('ATTEST_GC_INTERVAL_MINUTES', 60, 0, 7 * 24 * 60),
+    gcGraceMinutes: r.int('ATTEST_GC_GRACE_MINUTES', 60, 1, 30 * 24 * 60),
+    crashAt: undefined,
+  };
+  const crashAt = r.string('ATTEST_CRASH_AT');
+  if (crashAt !== undefined) {
+    // A production server must never kill itself on a leftover variable: the hook needs both.
+    if (env.NODE_ENV !== 'test') {
+      r.problems.push('ATTEST_CRASH_AT is a test hook and is only accepted with NODE_ENV=test');
+    } else {
+      config.crashAt = parseCrashSpec(crashAt);
+      if (!config.crashAt) {
+        r.problems.push(`ATTEST_CRASH_AT must be <point>:<n> with a point among ${CRASH_POINTS.join(', ')} (got "${crashAt}")`);
+      }
+    }
+  }
+  if (config.keyDefaultDays > config.keyMaxDays) {
+    r.problems.push('ATTEST_KEY_DEFAULT_DAYS must not exceed ATTEST_KEY_MAX_DAYS');
+  }
+  if (config.pageSizeDefault > config.pageSizeMax) {
+    r.problems.push('ATTEST_PAGE_SIZE_DEFAULT must not exceed ATTEST_PAGE_SIZE_MAX');
+  }
+  if (config.corsOrigins.includes('*')) {
+    r.problems.push('ATTEST_CORS_ORIGINS must list origins explicitly ("*" is not allowed)');
+  }
+  if (r.problems.length > 0) throw new ConfigError(r.problems);
+  return config;
+}

@@ -1,0 +1,40 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Role } from '../api/endpoint.ts';
+import type { BlobStore } from './blob/blob-store.ts';
+import type { Config } from './config.ts';
+import type { CrashPoint } from './crash-points.ts';
+import type { DatabaseHandle } from './db/database.ts';
+import type { DB, Dialect } from './db/types.ts';
+import type { FailureLimiter } from './plugins/failure-limiter.ts';
+
+/** Explicit dependencies handed to services and routes; tests build it with their own clock. */
+export interface AppContext {
+  config: Config;
+  /** Whether start-up recovery is done and the process is not shutting down. */
+  readiness: () => 'starting' | 'ready' | 'stopping';
+  db: DB;
+  dialect: Dialect;
+  database: DatabaseHandle;
+  /** Where artifact and image bytes live; rows reference blobs by SHA-256. */
+  blobs: BlobStore;
+  /** Marks a durability step; kills the process there when a test asks to (see crash-points.ts). */
+  crashPoint: (point: CrashPoint) => void;
+  clock: () => Date;
+  log: FastifyBaseLogger;
+  /** Last-used timestamps already written, per key id: the write is throttled to once a minute. */
+  lastUsedWrites: Map<string, number>;
+  /** Failed authentications per client address (SEC-2b), shared by the key check and the login. */
+  authFailures: FailureLimiter;
+}
+
+/** The authenticated caller of a request. */
+export interface Principal {
+  user: { id: string; email: string; name: string; roles: Role[] };
+  /** The effective role: the user's highest role, capped at viewer for a read-only key. */
+  role: Role;
+  key: { id: string; format: 'standard' | 'legacy' | 'session'; scope: 'full' | 'read'; expiresAt: string | null };
+  /** Projects the caller may see: every project for admins, else their memberships. */
+  projects: 'all' | Set<string>;
+}
+
+export const nowIso = (ctx: { clock: () => Date }) => ctx.clock().toISOString();

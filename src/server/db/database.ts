@@ -1,0 +1,210 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { Config } from '../config.ts';
+import * as initial from './migrations/2026-11-22-0001-initial.ts';
+import type { Database, DB, Dialect } from './types.ts';
+
+/** Migrations in the order they apply; names sort in time. */
+const MIGRATIONS: Record<string, Migration> = {
+  '2026-11-22-0001-initial': initial,
+};
+
+export interface DatabaseHandle {
+  db: DB;
+  dialect: Dialect;
+  /** Number of statements sent since start; tests use it to prove a path touches no table. */
+  stats: { statements: number };
+  /** Runs the integrity checks of start-up recovery (SQLite `quick_check`, PostgreSQL a round trip). */
+  check(): Promise<void>;
+  /** The full check behind `attest verify`: problems found (empty when sound). */
+  integrityProblems(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+export class StartupError extends Error {
+  override name = 'StartupError';
+}
+
+const NETWORK_FS = /^(nfs\d*|cifs|smb\d*|smbfs|fuse(\..*)?|9p|afs|ceph|glusterfs|lustre|sshfs|davfs)$/;
+
+/**
+ * Returns the filesystem type of `dir` if it is a network (or FUSE) filesystem, read from
+ * `/proc/self/mountinfo` text. SQLite's WAL needs shared memory on one host, so such a data
+ * folder corrupts silently under concurrent access.
+ */
+export function detectNetworkFilesystem(mountinfo: string, dir: string): string | undefined {
+  let best: { mountPoint: string; fsType: string } | undefined;
+  for (const line of mountinfo.split('\n')) {
+    const fields = line.split(' ');
+    const separator = fields.indexOf('-');
+    if (separator < 0 || fields.length < separator + 2) continue;
+    const mountPoint = (fields[4] ?? '').replace(/\\040/g, ' ');
+    const fsType = fields[separator + 1] ?? '';
+    const inside = dir === mountPoint || dir.startsWith(mountPoint.endsWith('/') ? mountPoint : `${mountPoint}/`);
+    if (inside && (!best || mountPoint.length >= best.mountPoint.length)) best = { mountPoint, fsType };
+  }
+  return best && NETWORK_FS.test(best.fsType) ? best.fsType : undefined;
+}
+
+/**
+ * One process per data folder: an exclusive SQLite lock on a side file. The kernel drops it when
+ * the process dies, even by SIGKILL, so a crash never leaves a stale lock behind. Start-up
+ * recovery deletes unfinished uploads in the folder, so a second process must never share it.
+ */
+export function lockDataDir(dataDir: string): SQLite.Database {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const lock = new SQLite(path.join(dataDir, 'attest.lock'), { timeout: 0 });
+  try {
+    lock.pragma('locking_mode = EXCLUSIVE');
+    lock.exec('BEGIN EXCLUSIVE');
+  } catch {
+    lock.close();
+    throw new StartupError(`Another Attest process is using the data folder ${dataDir}.`);
+  }
+  return lock;
+}
+
+function openSqlite(config: Config): { sqlite: SQLite.Database; lock: SQLite.Database } {
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  if (!config.allowNetworkFs) {
+    let mountinfo = '';
+    try {
+      mountinfo = fs.readFileSync('/proc/self/mountinfo', 'utf8');
+    } catch {
+      // Not Linux: nothing to detect.
+    }
+    const fsType = detectNetworkFilesystem(mountinfo, fs.realpathSync(config.dataDir));
+    if (fsType) {
+      throw new StartupError(
+        `The data folder ${config.dataDir} is on a ${fsType} filesystem; SQLite needs a local disk. ` +
+          'Set ATTEST_ALLOW_NETWORK_FS=true to start anyway.',
+      );
+    }
+  }
+  const lock = lockDataDir(config.dataDir);
+  const sqlite = new SQLite(path.join(config.dataDir, 'attest.db'));
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma(`synchronous = ${config.sqliteSynchronous}`);
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const expected = { journal_mode: 'wal', synchronous: config.sqliteSynchronous === 'FULL' ? 2 : 1, foreign_keys: 1 };
+  for (const [pragma, value] of Object.entries(expected)) {
+    const actual = sqlite.pragma(pragma, { simple: true });
+    if (actual !== value) throw new StartupError(`SQLite refused PRAGMA ${pragma}=${value} (it reports ${actual})`);
+  }
+  return { sqlite, lock };
+}
+
+/** Parses int8 (counts, sizes) as numbers: they stay far below 2^53 here. */
+const pgTypes = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === 20) return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+async function checkPostgresDurability(db: DB, config: Config): Promise<void> {
+  if (config.allowUnsafePostgres) return;
+  const unsafe: string[] = [];
+  for (const setting of ['fsync', 'full_page_writes', 'synchronous_commit']) {
+    const { rows } = await sql<Record<string, string>>`SELECT current_setting(${setting}) AS value`.execute(db);
+    const value = rows[0]?.value;
+    if (value === 'off') unsafe.push(`${setting}=off`);
+  }
+  if (unsafe.length > 0) {
+    throw new StartupError(
+      `PostgreSQL runs with ${unsafe.join(', ')}: acknowledged writes could be lost. ` +
+        'Fix the server settings or set ATTEST_ALLOW_UNSAFE_POSTGRES=true.',
+    );
+  }
+}
+
+/** Opens the configured database (SQLite in the data folder, or PostgreSQL) and migrates it. */
+export async function createDatabase(config: Config): Promise<DatabaseHandle> {
+  const stats = { statements: 0 };
+  const log = () => {
+    stats.statements++;
+  };
+  if (config.databaseUrl) {
+    // Blobs still live in the data folder (S3 is a later release), so it stays one process's.
+    const lock = lockDataDir(config.dataDir);
+    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10, types: pgTypes });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log });
+    try {
+      await checkPostgresDurability(db, config);
+      await migrateToLatest(db);
+    } catch (error) {
+      await db.destroy();
+      lock.close();
+      throw error;
+    }
+    return {
+      db,
+      dialect: 'postgres',
+      stats,
+      async check() {
+        await sql`SELECT 1`.execute(db);
+      },
+      async integrityProblems() {
+        // PostgreSQL enforces foreign keys on every write and checksums its own pages; a round
+        // trip proves the server answers.
+        await sql`SELECT 1`.execute(db);
+        return [];
+      },
+      async close() {
+        await db.destroy();
+        lock.close();
+      },
+    };
+  }
+  const { sqlite, lock } = openSqlite(config);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log });
+  try {
+    await migrateToLatest(db);
+  } catch (error) {
+    await db.destroy();
+    lock.close();
+    throw error;
+  }
+  return {
+    db,
+    dialect: 'sqlite',
+    stats,
+    async check() {
+      const result = sqlite.pragma('quick_check', { simple: true });
+      if (result !== 'ok') throw new StartupError(`SQLite quick_check failed: ${String(result)}`);
+    },
+    async integrityProblems() {
+      const integrity = sqlite.pragma('integrity_check') as { integrity_check: string }[];
+      const problems = integrity.map((r) => r.integrity_check).filter((r) => r !== 'ok');
+      const foreignKeys = sqlite.pragma('foreign_key_check') as { table: string; rowid: number; parent: string }[];
+      for (const fk of foreignKeys) problems.push(`foreign key violation: ${fk.table} row ${fk.rowid} → ${fk.parent}`);
+      return problems;
+    },
+    async close() {
+      await db.destroy();
+      lock.close();
+    },
+  };
+}
+
+/** Applies every pending migration; throws (and the caller exits non-zero) if one fails. */
+// biome-ignore lint/suspicious/noExplicitAny: migrations run on a schema-less handle, before any table type holds
+export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
+  const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
+  const migrator = new Migrator({
+    db,
+    provider,
+    migrationTableName: 'attest_migrations',
+    migrationLockTableName: 'attest_migrations_lock',
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new StartupError(`Migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return (results ?? []).map((r) => r.migrationName);
+}

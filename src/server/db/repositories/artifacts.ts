@@ -1,0 +1,133 @@
+import type { Principal } from '../../context.ts';
+import { chunk, IN_LIST_SIZE } from '../chunks.ts';
+import type { ArtifactImagesTable, ArtifactsTable, Dialect, Executor, ImagesTable } from '../types.ts';
+
+// Queries of artifacts and images. Every function takes the database or an open transaction.
+
+/** An image row as an artifact uses it. */
+export type ArtifactImageRow = ImagesTable & Pick<ArtifactImagesTable, 'artifact_id' | 'role' | 'position'>;
+
+/** The run an upload names, if it belongs to that project. */
+export async function findRunInProject(
+  executor: Executor,
+  runId: string,
+  projectId: string,
+  options: { lockForUpdate?: Dialect } = {},
+): Promise<{ id: string; status: string } | undefined> {
+  let query = executor.selectFrom('test_runs').select(['id', 'status']).where('id', '=', runId).where('project_id', '=', projectId);
+  // PostgreSQL: lock the run until the artifact commits, so a concurrent completion or another
+  // upload's count check waits for it. SQLite needs nothing: it runs one write transaction at a time.
+  if (options.lockForUpdate === 'postgres') query = query.forUpdate();
+  return query.executeTakeFirst();
+}
+
+/** A step of the run, named by id or by its client key. */
+export async function findStepOfRun(
+  executor: Executor,
+  runId: string,
+  step: { id: string } | { key: string },
+): Promise<string | undefined> {
+  let query = executor.selectFrom('steps').select('id').where('run_id', '=', runId);
+  query = 'id' in step ? query.where('id', '=', step.id) : query.where('client_key', '=', step.key);
+  return (await query.executeTakeFirst())?.id;
+}
+
+export async function findArtifactByIdempotencyKey(executor: Executor, runId: string, key: string): Promise<ArtifactsTable | undefined> {
+  return executor.selectFrom('artifacts').selectAll().where('run_id', '=', runId).where('idempotency_key', '=', key).executeTakeFirst();
+}
+
+export async function countArtifactsOfRun(executor: Executor, runId: string): Promise<number> {
+  const row = await executor
+    .selectFrom('artifacts')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('run_id', '=', runId)
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+export async function findArtifact(executor: Executor, id: string): Promise<ArtifactsTable | undefined> {
+  return executor.selectFrom('artifacts').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Inserts an image row unless one with the same bytes exists; either way answers the stored row's id. */
+export async function upsertImage(executor: Executor, image: ImagesTable): Promise<string> {
+  await executor
+    .insertInto('images')
+    .values(image)
+    .onConflict((oc) => oc.column('sha256').doNothing())
+    .execute();
+  const stored = await executor.selectFrom('images').select('id').where('sha256', '=', image.sha256).executeTakeFirstOrThrow();
+  return stored.id;
+}
+
+export async function insertArtifact(executor: Executor, artifact: ArtifactsTable, images: ArtifactImagesTable[]): Promise<void> {
+  await executor.insertInto('artifacts').values(artifact).execute();
+  if (images.length > 0) await executor.insertInto('artifact_images').values(images).execute();
+}
+
+/** The images of these artifacts, each artifact's in their order. */
+export async function imagesOfArtifacts(executor: Executor, artifactIds: string[]): Promise<Map<string, ArtifactImageRow[]>> {
+  const byArtifact = new Map<string, ArtifactImageRow[]>();
+  for (const ids of chunk(artifactIds, IN_LIST_SIZE)) {
+    const rows = await executor
+      .selectFrom('artifact_images as ai')
+      .innerJoin('images as i', 'i.id', 'ai.image_id')
+      .selectAll('i')
+      .select(['ai.artifact_id', 'ai.role', 'ai.position'])
+      .where('ai.artifact_id', 'in', ids)
+      .orderBy('ai.artifact_id')
+      .orderBy('ai.position')
+      .execute();
+    for (const row of rows) {
+      const list = byArtifact.get(row.artifact_id) ?? [];
+      list.push(row);
+      byArtifact.set(row.artifact_id, list);
+    }
+  }
+  return byArtifact;
+}
+
+/** The artifacts among `ids` in projects the caller can see; the rest are indistinguishable from unknown ids. */
+export async function findVisibleArtifacts(executor: Executor, ids: string[], projects: Principal['projects']): Promise<ArtifactsTable[]> {
+  if (ids.length === 0 || (projects !== 'all' && projects.size === 0)) return [];
+  const found: ArtifactsTable[] = [];
+  for (const part of chunk(ids, IN_LIST_SIZE)) {
+    let query = executor.selectFrom('artifacts').selectAll().where('id', 'in', part);
+    // The visibility filter is part of the query, so an invisible artifact is never even loaded.
+    if (projects !== 'all') query = query.where('project_id', 'in', [...projects]);
+    found.push(...(await query.execute()));
+  }
+  return found;
+}
+
+export async function deleteArtifactRow(executor: Executor, id: string): Promise<boolean> {
+  const result = await executor.deleteFrom('artifacts').where('id', '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/**
+ * A project the caller can see that holds an artifact using this image, or undefined. Images are
+ * shared by content, so one image can be in several projects; any visible one makes it visible.
+ */
+export async function visibleProjectOfImage(
+  executor: Executor,
+  imageId: string,
+  projects: Principal['projects'],
+): Promise<string | undefined> {
+  if (projects !== 'all' && projects.size === 0) return undefined;
+  let query = executor
+    .selectFrom('artifact_images as ai')
+    .innerJoin('artifacts as a', 'a.id', 'ai.artifact_id')
+    .select('a.project_id')
+    .where('ai.image_id', '=', imageId);
+  if (projects !== 'all') query = query.where('a.project_id', 'in', [...projects]);
+  return (await query.limit(1).executeTakeFirst())?.project_id;
+}
+
+export async function findImage(executor: Executor, id: string): Promise<ImagesTable | undefined> {
+  return executor.selectFrom('images').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function setImageThumbnail(executor: Executor, imageId: string, thumbnailSha256: string): Promise<void> {
+  await executor.updateTable('images').set({ thumbnail_sha256: thumbnailSha256 }).where('id', '=', imageId).execute();
+}

@@ -1,0 +1,205 @@
+import type { Kysely, Transaction } from 'kysely';
+
+// Row shapes as both dialects store them (see the initial migration): timestamps are ISO-8601 UTC
+// text, booleans 0/1, JSON columns text. Presenters turn these into the wire shape.
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  name: string;
+  roles: string;
+  password_hash: string | null;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  user_id: string;
+  name: string;
+  format: 'standard' | 'legacy' | 'session';
+  scope: 'full' | 'read';
+  key_digest: string;
+  email_digest: string | null;
+  display_hint: string;
+  created_at: string;
+  created_by: string | null;
+  expires_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface ProjectsTable {
+  id: string;
+  key: string;
+  name: string;
+  description: string;
+  created_at: string;
+  updated_at: string;
+  created_by: string | null;
+}
+
+export interface ProjectMembersTable {
+  project_id: string;
+  user_id: string;
+  added_at: string;
+}
+
+export interface DevicesTable {
+  id: string;
+  name: string;
+  platform: string;
+  os_version: string | null;
+  model: string | null;
+  manufacturer: string | null;
+  status: string;
+  labels: string;
+  last_seen_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DeviceLabelsTable {
+  device_id: string;
+  label: string;
+}
+
+export interface TestsTable {
+  id: string;
+  project_id: string;
+  name: string;
+  description: string;
+  steps: string;
+  tags: string;
+  source_format: 'json' | 'gherkin';
+  source: string | null;
+  created_at: string;
+  created_by: string | null;
+}
+
+export interface JobsTable {
+  id: string;
+  project_id: string;
+  name: string;
+  request: string;
+  cancelled_at: string | null;
+  created_at: string;
+  created_by: string | null;
+}
+
+export interface TestRunsTable {
+  id: string;
+  project_id: string;
+  test_id: string | null;
+  job_id: string | null;
+  device_id: string | null;
+  name: string;
+  status: 'queued' | 'running' | 'completed' | 'aborted';
+  verdict: 'passed' | 'failed' | 'broken' | 'skipped' | null;
+  environment: string | null;
+  branch: string | null;
+  build: string | null;
+  commit_sha: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  created_by: string | null;
+  lease_owner: string | null;
+  lease_expires_at: string | null;
+  next_position: number;
+}
+
+export interface StepsTable {
+  id: string;
+  run_id: string;
+  parent_id: string | null;
+  depth: number;
+  client_key: string | null;
+  position: number;
+  title: string;
+  status: 'passed' | 'failed' | 'broken' | 'skipped' | 'running';
+  started_at: string | null;
+  duration_ms: number | null;
+  error_message: string | null;
+  created_at: string;
+}
+
+export interface TextCellsTable {
+  id: string;
+  run_id: string;
+  step_id: string | null;
+  client_key: string | null;
+  position: number;
+  name: string;
+  media_type: string;
+  text: string;
+  created_at: string;
+}
+
+export interface ImagesTable {
+  id: string;
+  sha256: string;
+  content_type: string;
+  width: number;
+  height: number;
+  size: number;
+  thumbnail_sha256: string | null;
+  created_at: string;
+}
+
+export interface ArtifactsTable {
+  id: string;
+  project_id: string;
+  run_id: string;
+  step_id: string | null;
+  kind: 'screenshot' | 'video' | 'log' | 'trace' | 'file' | 'visual-diff';
+  name: string;
+  content_type: string;
+  size: number;
+  sha256: string;
+  idempotency_key: string | null;
+  created_at: string;
+  created_by: string | null;
+}
+
+export interface ArtifactImagesTable {
+  artifact_id: string;
+  image_id: string;
+  role: 'screenshot' | 'baseline' | 'actual' | 'diff';
+  position: number;
+}
+
+export interface AuditLogTable {
+  id: string;
+  at: string;
+  actor_user_id: string | null;
+  action: string;
+  target_type: string;
+  target_id: string;
+  details: string;
+  request_id: string | null;
+}
+
+export interface Database {
+  users: UsersTable;
+  api_keys: ApiKeysTable;
+  projects: ProjectsTable;
+  project_members: ProjectMembersTable;
+  devices: DevicesTable;
+  device_labels: DeviceLabelsTable;
+  tests: TestsTable;
+  jobs: JobsTable;
+  test_runs: TestRunsTable;
+  steps: StepsTable;
+  text_cells: TextCellsTable;
+  images: ImagesTable;
+  artifacts: ArtifactsTable;
+  artifact_images: ArtifactImagesTable;
+  audit_log: AuditLogTable;
+}
+
+export type DB = Kysely<Database>;
+/** A database handle or an open transaction: repositories accept either. */
+export type Executor = Kysely<Database> | Transaction<Database>;
+export type Dialect = 'sqlite' | 'postgres';

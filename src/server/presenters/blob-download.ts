@@ -1,0 +1,116 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { RASTER_TYPES } from '../../api/v1/artifacts.ts';
+import type { ByteRange } from '../blob/blob-store.ts';
+import type { AppContext } from '../context.ts';
+import { AppError } from '../errors.ts';
+
+/** A stored blob as a download. */
+export interface BlobDownload {
+  sha256: string;
+  size: number;
+  /** The type detected at upload; never the uploader's declaration. */
+  contentType: string;
+  /** Download name (already sanitised at upload); raster images are shown inline, the rest saved. */
+  fileName?: string;
+  /** `immutable` for content-addressed bytes; `no-store` for an answer that may change (a degraded thumbnail). */
+  caching: 'immutable' | 'no-store';
+  /** Extra headers (e.g. why a thumbnail request got the original). */
+  headers?: Record<string, string>;
+}
+
+/** The policy raw.githubusercontent.com sends: nothing loads, nothing runs, even if a browser renders it as HTML. */
+const SANDBOX_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
+
+export const isRasterImage = (type: string): boolean => (RASTER_TYPES as readonly string[]).includes(type);
+
+/** RFC 8187 `ext-value` encoding: every byte outside `attr-char` is percent-encoded, so no quote, CR or LF survives. */
+export function encodeRfc8187(value: string): string {
+  return Array.from(Buffer.from(value, 'utf8'))
+    .map((byte) => {
+      const c = String.fromCharCode(byte);
+      return /[A-Za-z0-9!#$&+\-.^_`|~]/.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    })
+    .join('');
+}
+
+const matchesEtag = (header: string, etag: string): boolean =>
+  header.trim() === '*' || header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
+
+/**
+ * The one range of a `Range: bytes=…` header, `'unsatisfiable'` (416), or undefined to send the
+ * whole representation: no header, another unit, several ranges, or a malformed one (RFC 9110
+ * lets a server ignore those).
+ */
+export function parseRange(header: string | undefined, size: number): ByteRange | 'unsatisfiable' | undefined {
+  if (header === undefined) return undefined;
+  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!match || (match[1] === '' && match[2] === '')) return undefined;
+  const [first, last] = [match[1] ?? '', match[2] ?? ''];
+  if (first === '') {
+    // Suffix range: the last N bytes.
+    const length = Number(last);
+    if (length === 0 || size === 0) return 'unsatisfiable';
+    return { start: Math.max(0, size - length), end: size - 1 };
+  }
+  const start = Number(first);
+  const end = last === '' ? size - 1 : Math.min(Number(last), size - 1);
+  if (last !== '' && Number(last) < start) return undefined;
+  if (start >= size) return 'unsatisfiable';
+  return { start, end };
+}
+
+/**
+ * Sends a blob with the headers of RELIABILITY FILE-5: the stored type, `nosniff`, a sandboxing
+ * CSP, `inline` only for raster images, an ETag from the SHA-256 with `If-None-Match` → 304, and
+ * single byte ranges → 206 (416 outside the blob).
+ */
+export async function sendBlob(
+  ctx: AppContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  download: BlobDownload,
+): Promise<FastifyReply> {
+  const etag = `"${download.sha256}"`;
+  const ifNoneMatch = request.headers['if-none-match'];
+  const rangeHeader = request.headers.range;
+  const ifRange = request.headers['if-range'] as string | undefined;
+  // A Range under If-Range applies only while the client's copy is still this one.
+  const range = ifRange === undefined || ifRange.trim() === etag ? parseRange(rangeHeader, download.size) : undefined;
+  const notModified = ifNoneMatch !== undefined && matchesEtag(ifNoneMatch, etag);
+  if (range === 'unsatisfiable' && !notModified) {
+    // Outside the blob, and not answered by a 304 (conditions come before ranges, RFC 9110 13.2.2).
+    throw new AppError('RANGE_NOT_SATISFIABLE', `The range lies outside the ${download.size} bytes of the content.`, {
+      headers: { 'content-range': `bytes */${download.size}` },
+    });
+  }
+
+  const part = range === 'unsatisfiable' ? undefined : range;
+  const stream = notModified ? undefined : await ctx.blobs.get(download.sha256, part);
+  if (!notModified && !stream) {
+    // A row without its blob breaks durability invariant I1: report it loudly, answer 503 (and
+    // before any caching header is set, so no cache keeps the failure).
+    ctx.log.error({ sha256: download.sha256 }, 'blob missing for a stored row');
+    throw new AppError('UNAVAILABLE', 'The stored content is not available.');
+  }
+
+  reply.header('etag', etag);
+  reply.header('cache-control', download.caching === 'immutable' ? 'private, max-age=31536000, immutable' : 'no-store');
+  reply.header('content-security-policy', SANDBOX_CSP);
+  reply.header('cross-origin-resource-policy', 'same-site');
+  reply.header('x-content-type-options', 'nosniff');
+  reply.header('accept-ranges', 'bytes');
+  for (const [name, value] of Object.entries(download.headers ?? {})) reply.header(name, value);
+  if (notModified) return reply.code(304).send();
+
+  const inline = isRasterImage(download.contentType);
+  const name = download.fileName ? `; filename*=UTF-8''${encodeRfc8187(download.fileName)}` : '';
+  reply.header('content-disposition', `${inline ? 'inline' : 'attachment'}${name}`);
+  reply.type(download.contentType);
+  if (part) {
+    reply.code(206).header('content-range', `bytes ${part.start}-${part.end}/${download.size}`);
+    reply.header('content-length', String(part.end - part.start + 1));
+  } else {
+    reply.code(200).header('content-length', String(download.size));
+  }
+  return reply.send(stream);
+}

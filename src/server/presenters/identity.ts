@@ -1,0 +1,52 @@
+import type { Static } from 'typebox';
+import type { Member, Project } from '../../api/v1/projects.ts';
+import type { ApiKey, AuditEntry, User } from '../../api/v1/users.ts';
+import type { ApiKeysTable, AuditLogTable, ProjectsTable, UsersTable } from '../db/types.ts';
+import { parseRoles } from '../services/authenticate.ts';
+
+export function presentUser(row: UsersTable): Static<typeof User> {
+  return {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    roles: parseRoles(row.roles),
+    hasPassword: row.password_hash !== null,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function presentApiKey(row: ApiKeysTable): Static<typeof ApiKey> {
+  return {
+    id: row.id,
+    name: row.name,
+    format: row.format,
+    scope: row.scope,
+    hint: row.display_hint,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
+    lastUsedAt: row.last_used_at,
+    revokedAt: row.revoked_at,
+  };
+}
+
+export function presentProject(row: ProjectsTable): Static<typeof Project> {
+  return { id: row.id, key: row.key, name: row.name, description: row.description, createdAt: row.created_at, updatedAt: row.updated_at };
+}
+
+export function presentMember(row: { user_id: string; email: string; name: string; added_at: string }): Static<typeof Member> {
+  return { userId: row.user_id, email: row.email, name: row.name, addedAt: row.added_at };
+}
+
+export function presentAuditEntry(row: AuditLogTable): Static<typeof AuditEntry> {
+  return {
+    id: row.id,
+    at: row.at,
+    actorUserId: row.actor_user_id,
+    action: row.action,
+    targetType: row.target_type,
+    targetId: row.target_id,
+    details: JSON.parse(row.details) as Record<string, unknown>,
+    requestId: row.request_id,
+  };
+}

@@ -1,0 +1,24 @@
+import type { Static } from 'typebox';
+import type { Job } from '../../api/v1/jobs.ts';
+import type { JobView } from '../services/jobs.ts';
+
+export function presentJob({ row, request, state }: JobView): Static<typeof Job> {
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    name: row.name,
+    status: state.status,
+    progress: state.progress,
+    testIds: request.testIds,
+    deviceIds: request.deviceIds,
+    deviceLabels: request.deviceLabels,
+    environment: request.environment,
+    branch: request.branch,
+    build: request.build,
+    commit: request.commit,
+    createdAt: row.created_at,
+    startedAt: state.startedAt,
+    finishedAt: state.finishedAt,
+    cancelledAt: row.cancelled_at,
+  };
+}

@@ -1,0 +1,23 @@
+import type { Static } from 'typebox';
+import type { TestRun } from '../../api/v1/runs.ts';
+import type { TestRunsTable } from '../db/types.ts';
+
+export function presentRun(row: TestRunsTable): Static<typeof TestRun> {
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    name: row.name,
+    status: row.status,
+    verdict: row.verdict,
+    testId: row.test_id,
+    jobId: row.job_id,
+    deviceId: row.device_id,
+    environment: row.environment,
+    branch: row.branch,
+    build: row.build,
+    commit: row.commit_sha,
+    createdAt: row.created_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+  };
+}

@@ -1,0 +1,45 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { BodyOf, Endpoint, ParamsOf, QueryOf } from '../../api/endpoint.ts';
+import type { Principal } from '../context.ts';
+import { invalid } from '../errors.ts';
+import { isUuid } from '../validation.ts';
+
+export type TypedRequest<E extends Endpoint> = FastifyRequest<{ Params: ParamsOf<E>; Querystring: QueryOf<E>; Body: BodyOf<E> }> & {
+  principal: Principal;
+  /** The project that owns the addressed resource, resolved and checked before the handler runs. */
+  projectId: string;
+};
+
+/** A server implementation of one contract endpoint. */
+export interface RouteImpl<E extends Endpoint = Endpoint> {
+  endpoint: E;
+  /**
+   * For project-scoped endpoints that address one resource: which project owns it (undefined when
+   * it does not exist). The access check answers 404 before validation or the handler run when the
+   * caller cannot see that project, so existence never leaks through a 400 or 403.
+   */
+  owner?: (request: FastifyRequest) => Promise<string | undefined>;
+  handler: (request: TypedRequest<E>, reply: FastifyReply) => Promise<unknown>;
+}
+
+export function route<E extends Endpoint>(endpoint: E, impl: Omit<RouteImpl<E>, 'endpoint'>): RouteImpl {
+  return { endpoint, ...impl } as unknown as RouteImpl;
+}
+
+/** A field of a not-yet-validated body, query or path, for owner lookups. */
+export function rawValue(source: unknown, name: string): unknown {
+  return typeof source === 'object' && source !== null ? (source as Record<string, unknown>)[name] : undefined;
+}
+
+/** A string field of a not-yet-validated body, query or path. */
+export function rawField(source: unknown, name: string): string | undefined {
+  const value = rawValue(source, name);
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** A UUID path parameter read before validation; any other shape is the 400 the schema would give, and never reaches SQL. */
+export function uuidPathParam(request: FastifyRequest, name: string): string {
+  const value = rawField(request.params, name);
+  if (value === undefined || !isUuid(value)) throw invalid(`/path/${name}`, 'must be a UUID');
+  return value;
+}

@@ -1,0 +1,28 @@
+import type { AppContext } from '../../context.ts';
+import type { RouteImpl } from '../route.ts';
+import { artifactRoutes } from './artifacts.ts';
+import { deviceRoutes } from './devices.ts';
+import { imageRoutes } from './images.ts';
+import { jobRoutes } from './jobs.ts';
+import { metaRoutes } from './meta.ts';
+import { projectRoutes } from './projects.ts';
+import { resultRoutes } from './results.ts';
+import { runRoutes } from './runs.ts';
+import { testRoutes } from './tests.ts';
+import { userRoutes } from './users.ts';
+
+/** Every implementation of API version 1; the app checks it matches the contract one to one. */
+export function v1Routes(ctx: AppContext): RouteImpl[] {
+  return [
+    ...metaRoutes(ctx),
+    ...userRoutes(ctx),
+    ...projectRoutes(ctx),
+    ...deviceRoutes(ctx),
+    ...testRoutes(ctx),
+    ...jobRoutes(ctx),
+    ...runRoutes(ctx),
+    ...resultRoutes(ctx),
+    ...artifactRoutes(ctx),
+    ...imageRoutes(ctx),
+  ];
+}

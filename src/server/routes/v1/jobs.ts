@@ -1,0 +1,44 @@
+import * as api from '../../../api/v1/jobs.ts';
+import type { AppContext } from '../../context.ts';
+import { keysetPage } from '../../pagination.ts';
+import { presentJob } from '../../presenters/jobs.ts';
+import { cancelJob, createJob, getJob, viewJobs } from '../../services/jobs.ts';
+import { jobOwner, namedProject } from '../owners.ts';
+import { route } from '../route.ts';
+
+export function jobRoutes(ctx: AppContext) {
+  return [
+    route(api.createJob, {
+      owner: (request) => namedProject(ctx, request.body, 'body'),
+      handler: async (request, reply) => {
+        const job = await createJob(ctx, request.projectId, request.body, request.principal.user.id);
+        reply.code(201);
+        return presentJob(job);
+      },
+    }),
+
+    route(api.listJobs, {
+      owner: (request) => namedProject(ctx, request.query, 'query'),
+      handler: async (request) => {
+        const query = ctx.db.selectFrom('jobs').selectAll().where('project_id', '=', request.projectId);
+        const page = await keysetPage(ctx, query, {
+          columns: ['created_at', 'id'],
+          direction: 'desc',
+          cursor: request.query.cursor,
+          limit: request.query.limit,
+        });
+        return { items: (await viewJobs(ctx.db, page.items)).map(presentJob), nextCursor: page.nextCursor };
+      },
+    }),
+
+    route(api.getJob, {
+      owner: (request) => jobOwner(ctx, request),
+      handler: async (request) => presentJob(await getJob(ctx, request.params.jobId)),
+    }),
+
+    route(api.cancelJob, {
+      owner: (request) => jobOwner(ctx, request),
+      handler: async (request) => presentJob(await cancelJob(ctx, request.params.jobId)),
+    }),
+  ];
+}

@@ -1,0 +1,37 @@
+import * as api from '../../../api/v1/runs.ts';
+import type { AppContext } from '../../context.ts';
+import { presentRun } from '../../presenters/runs.ts';
+import { changeRunStatus, createRun, listRuns, loadRun } from '../../services/test-runs.ts';
+import { namedProject, runOwner } from '../owners.ts';
+import { route } from '../route.ts';
+
+export function runRoutes(ctx: AppContext) {
+  return [
+    route(api.createRun, {
+      owner: (request) => namedProject(ctx, request.body, 'body'),
+      handler: async (request, reply) => {
+        const run = await createRun(ctx, request.projectId, request.body, request.principal.user.id);
+        reply.code(201);
+        return presentRun(run);
+      },
+    }),
+
+    route(api.listRuns, {
+      owner: (request) => namedProject(ctx, request.query, 'query'),
+      handler: async (request) => {
+        const page = await listRuns(ctx, request.projectId, request.query);
+        return { items: page.items.map(presentRun), nextCursor: page.nextCursor };
+      },
+    }),
+
+    route(api.getRun, {
+      owner: (request) => runOwner(ctx, request),
+      handler: async (request) => presentRun(await loadRun(ctx.db, request.params.testRunId)),
+    }),
+
+    route(api.updateRun, {
+      owner: (request) => runOwner(ctx, request),
+      handler: async (request) => presentRun(await changeRunStatus(ctx, request.params.testRunId, request.body)),
+    }),
+  ];
+}

@@ -1,0 +1,61 @@
+import type { FastifyRequest } from 'fastify';
+import * as api from '../../../api/v1/tests.ts';
+import type { AppContext } from '../../context.ts';
+import { AppError, invalid } from '../../errors.ts';
+import { keysetPage } from '../../pagination.ts';
+import { presentTest } from '../../presenters/tests.ts';
+import { createTest, getTest, testFromGherkin, testFromJsonBody } from '../../services/tests.ts';
+import { namedProject, testOwner } from '../owners.ts';
+import { route } from '../route.ts';
+
+/** Which of its two inputs a create-test request sends; any other media type is a 415. */
+function createTestInput(request: FastifyRequest): 'json' | 'gherkin' {
+  const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type === api.GHERKIN_MEDIA_TYPE) return 'gherkin';
+  if (type === 'application/json' || type === '') return 'json';
+  throw new AppError('UNSUPPORTED_MEDIA_TYPE', `This operation takes application/json or ${api.GHERKIN_MEDIA_TYPE}.`);
+}
+
+export function testRoutes(ctx: AppContext) {
+  return [
+    route(api.createTest, {
+      // A Gherkin body is bare text, so its project travels in the query; a JSON body names it inside.
+      owner: (request) =>
+        createTestInput(request) === 'gherkin' ? namedProject(ctx, request.query, 'query') : namedProject(ctx, request.body, 'body'),
+      handler: async (request, reply) => {
+        let test: ReturnType<typeof testFromJsonBody>;
+        if (createTestInput(request) === 'gherkin') {
+          const text = request.body as unknown;
+          test = testFromGherkin(typeof text === 'string' ? text : '', '/body');
+        } else {
+          if (request.query.projectId !== undefined) {
+            throw invalid('/query/projectId', `is only for a ${api.GHERKIN_MEDIA_TYPE} body; a JSON body names its project inside`);
+          }
+          test = testFromJsonBody(request.body);
+        }
+        const row = await createTest(ctx, request.projectId, test, request.principal.user.id);
+        reply.code(201);
+        return presentTest(row);
+      },
+    }),
+
+    route(api.listTests, {
+      owner: (request) => namedProject(ctx, request.query, 'query'),
+      handler: async (request) => {
+        const query = ctx.db.selectFrom('tests').selectAll().where('project_id', '=', request.projectId);
+        const page = await keysetPage(ctx, query, {
+          columns: ['created_at', 'id'],
+          direction: 'desc',
+          cursor: request.query.cursor,
+          limit: request.query.limit,
+        });
+        return { items: page.items.map(presentTest), nextCursor: page.nextCursor };
+      },
+    }),
+
+    route(api.getTest, {
+      owner: (request) => testOwner(ctx, request),
+      handler: async (request) => presentTest(await getTest(ctx, request.params.testId)),
+    }),
+  ];
+}

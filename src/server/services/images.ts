@@ -1,0 +1,104 @@
+import os from 'node:os';
+import sharp from 'sharp';
+import type { BlobInfo } from '../blob/blob-store.ts';
+import type { AppContext } from '../context.ts';
+import { findImage, setImageThumbnail } from '../db/repositories/artifacts.ts';
+import type { ImagesTable } from '../db/types.ts';
+import { AppError, notFound } from '../errors.ts';
+import type { BlobDownload } from '../presenters/blob-download.ts';
+
+// Decoding is where image bombs hurt (RELIABILITY FILE-3): no cache of decoded images between
+// requests, one libvips thread per image, a bounded number of decodes at once, and a pixel limit
+// and timeout on each. Every image was already checked against the pixel limit at upload, from
+// its header; the limit here also covers a header that lied.
+sharp.cache(false);
+sharp.concurrency(1);
+
+const THUMBNAIL_SIDE = 320;
+const THUMBNAIL_TYPE = 'image/webp';
+const THUMBNAIL_TIMEOUT_SECONDS = 10;
+
+/** Runs at most `slots` jobs at once with at most `maxWaiting` queued; beyond that, 503 with Retry-After. */
+class WorkGate {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(
+    private readonly slots: number,
+    private readonly maxWaiting: number,
+  ) {}
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.running < this.slots) {
+      this.running++;
+    } else {
+      if (this.waiting.length >= this.maxWaiting) {
+        throw new AppError('UNAVAILABLE', 'Too many thumbnails are being made right now; retry shortly.', {
+          headers: { 'retry-after': '1' },
+        });
+      }
+      // The finishing job hands its slot over, so `running` stays as it is.
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    }
+    try {
+      return await work();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
+}
+
+const thumbnailGate = new WorkGate(Math.max(1, Math.min(4, os.availableParallelism())), 16);
+
+/** Decodes the original and encodes a WebP at most THUMBNAIL_SIDE pixels on its longest side. */
+async function renderThumbnail(ctx: AppContext, image: ImagesTable): Promise<Buffer> {
+  const source = await ctx.blobs.get(image.sha256);
+  if (!source) throw new Error(`the blob of image ${image.id} is missing`);
+  const transformer = sharp({ limitInputPixels: ctx.config.maxImagePixels, failOn: 'error', sequentialRead: true })
+    .timeout({ seconds: THUMBNAIL_TIMEOUT_SECONDS })
+    .rotate()
+    .resize(THUMBNAIL_SIDE, THUMBNAIL_SIDE, { fit: 'inside', withoutEnlargement: true })
+    .webp({ quality: 80 });
+  source.on('error', (error) => transformer.destroy(error));
+  source.pipe(transformer);
+  try {
+    return await transformer.toBuffer();
+  } finally {
+    source.destroy();
+  }
+}
+
+/** The stored thumbnail of an image, made (once) and stored as its own blob when there is none yet. */
+async function thumbnailOf(ctx: AppContext, image: ImagesTable): Promise<BlobInfo> {
+  if (image.thumbnail_sha256) {
+    const stored = await ctx.blobs.head(image.thumbnail_sha256);
+    if (stored) return stored;
+  }
+  const bytes = await thumbnailGate.run(() => renderThumbnail(ctx, image));
+  const blob = await ctx.blobs.put([bytes]);
+  // Blob first, then the row that references it; two requests racing here store the same bytes.
+  await setImageThumbnail(ctx.db, image.id, blob.sha256);
+  return blob;
+}
+
+/**
+ * What `GET /images/{imageId}` sends: the image, or its thumbnail. A thumbnail that cannot be made
+ * degrades to the original, marked and not cached, rather than failing the request; a full
+ * thumbnail queue is the one 503.
+ */
+export async function imageDownload(ctx: AppContext, imageId: string, options: { thumbnail: boolean }): Promise<BlobDownload> {
+  const image = await findImage(ctx.db, imageId);
+  if (!image) throw notFound('The image');
+  const original: BlobDownload = { sha256: image.sha256, size: Number(image.size), contentType: image.content_type, caching: 'immutable' };
+  if (!options.thumbnail) return original;
+  try {
+    const thumbnail = await thumbnailOf(ctx, image);
+    return { sha256: thumbnail.sha256, size: thumbnail.size, contentType: THUMBNAIL_TYPE, caching: 'immutable' };
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'UNAVAILABLE') throw error;
+    ctx.log.warn({ err: error, imageId }, 'thumbnail could not be made; sending the original');
+    return { ...original, caching: 'no-store', headers: { 'x-attest-thumbnail': 'unavailable' } };
+  }
+}

@@ -1,0 +1,253 @@
+import { randomUUID } from 'node:crypto';
+import type { Static } from 'typebox';
+import { NAME_MAX } from '../../api/common.ts';
+import { type createJob as createJobEndpoint, JOB_RUNS_MAX, type JobProgress } from '../../api/v1/jobs.ts';
+import type { AppContext } from '../context.ts';
+import { chunk, IN_LIST_SIZE, insertRows } from '../db/chunks.ts';
+import type { Executor, JobsTable, TestRunsTable } from '../db/types.ts';
+import { AppError, invalid, notFound } from '../errors.ts';
+
+export type CreateJobInput = Static<NonNullable<(typeof createJobEndpoint)['body']>>;
+
+/** What a job was asked for, as stored in `jobs.request`. */
+export interface JobRequest {
+  testIds: string[];
+  deviceIds: string[];
+  deviceLabels: string[];
+  environment: string | null;
+  branch: string | null;
+  build: string | null;
+  commit: string | null;
+}
+
+export type JobStatus = 'queued' | 'running' | 'completed' | 'cancelled';
+
+/** A job's state, derived from its runs every time it is read: it is never stored, so it never drifts. */
+export interface JobState {
+  status: JobStatus;
+  progress: Static<typeof JobProgress>;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+export interface JobView {
+  row: JobsTable;
+  request: JobRequest;
+  state: JobState;
+}
+
+interface RunGroup {
+  job_id: string | null;
+  status: TestRunsTable['status'];
+  verdict: TestRunsTable['verdict'];
+  runs: number | string;
+  first_started: string | null;
+  last_finished: string | null;
+}
+
+export function deriveJobState(job: JobsTable, groups: readonly RunGroup[]): JobState {
+  const progress = { total: 0, queued: 0, running: 0, completed: 0, aborted: 0, passed: 0, failed: 0, broken: 0, skipped: 0 };
+  let startedAt: string | null = null;
+  let finishedAt: string | null = null;
+  for (const group of groups) {
+    const runs = Number(group.runs);
+    progress.total += runs;
+    progress[group.status] += runs;
+    if (group.status === 'completed' && group.verdict) progress[group.verdict] += runs;
+    if (group.first_started && (startedAt === null || group.first_started < startedAt)) startedAt = group.first_started;
+    if (group.last_finished && (finishedAt === null || group.last_finished > finishedAt)) finishedAt = group.last_finished;
+  }
+  const unfinished = progress.queued + progress.running;
+  const status: JobStatus =
+    job.cancelled_at !== null ? 'cancelled' : unfinished === 0 ? 'completed' : progress.queued === progress.total ? 'queued' : 'running';
+  return { status, progress, startedAt, finishedAt: status === 'completed' ? finishedAt : null };
+}
+
+/** Run counts per job, status and verdict, for the jobs given (one grouped query per chunk of jobs). */
+async function runGroups(executor: Executor, jobIds: readonly string[]): Promise<RunGroup[]> {
+  const groups: RunGroup[] = [];
+  for (const ids of chunk(jobIds, IN_LIST_SIZE)) {
+    const rows = await executor
+      .selectFrom('test_runs')
+      .select((eb) => [
+        'job_id',
+        'status',
+        'verdict',
+        eb.fn.countAll<number | string>().as('runs'),
+        eb.fn.min<string | null>('started_at').as('first_started'),
+        eb.fn.max<string | null>('finished_at').as('last_finished'),
+      ])
+      .where('job_id', 'in', ids)
+      .groupBy(['job_id', 'status', 'verdict'])
+      .execute();
+    groups.push(...rows);
+  }
+  return groups;
+}
+
+/** Jobs as the API shows them: each with the state its runs give it. */
+export async function viewJobs(executor: Executor, rows: readonly JobsTable[]): Promise<JobView[]> {
+  const groups =
+    rows.length > 0
+      ? await runGroups(
+          executor,
+          rows.map((r) => r.id),
+        )
+      : [];
+  return rows.map((row) => ({
+    row,
+    request: JSON.parse(row.request) as JobRequest,
+    state: deriveJobState(
+      row,
+      groups.filter((g) => g.job_id === row.id),
+    ),
+  }));
+}
+
+async function loadJobView(executor: Executor, jobId: string): Promise<JobView> {
+  const row = await executor.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
+  if (!row) throw notFound('The job');
+  const [view] = await viewJobs(executor, [row]);
+  return view as JobView;
+}
+
+export const getJob = (ctx: AppContext, jobId: string) => loadJobView(ctx.db, jobId);
+
+/** The devices a job runs on: those named, then those carrying any named label; each once, ordered. */
+async function resolveDevices(executor: Executor, deviceIds: readonly string[], labels: readonly string[]): Promise<string[]> {
+  const known = new Set<string>();
+  for (const ids of chunk(deviceIds, IN_LIST_SIZE)) {
+    for (const row of await executor.selectFrom('devices').select('id').where('id', 'in', ids).execute()) known.add(row.id);
+  }
+  const unknown = deviceIds.findIndex((id) => !known.has(id));
+  if (unknown >= 0) throw invalid(`/body/deviceIds/${unknown}`, 'names no registered device');
+
+  const byLabel = new Map<string, string[]>();
+  if (labels.length > 0) {
+    const rows = await executor
+      .selectFrom('device_labels')
+      .select(['device_id', 'label'])
+      .where('label', 'in', labels)
+      .orderBy('device_id')
+      .execute();
+    for (const row of rows) {
+      const devices = byLabel.get(row.label) ?? [];
+      if (devices.length === 0) byLabel.set(row.label, devices);
+      devices.push(row.device_id);
+    }
+  }
+  const unmatched = labels.findIndex((label) => !byLabel.has(label));
+  if (unmatched >= 0) throw invalid(`/body/deviceLabels/${unmatched}`, 'is carried by no device');
+
+  const labelled = [...new Set([...byLabel.values()].flat())].sort();
+  return [...new Set([...deviceIds, ...labelled])];
+}
+
+function defaultJobName(testNames: string[]): string {
+  const [first = 'Job', ...rest] = testNames;
+  const name = rest.length === 0 ? first : `${first} and ${rest.length} more`;
+  return name.length > NAME_MAX ? `${name.slice(0, NAME_MAX - 1)}…` : name;
+}
+
+/**
+ * Creates a job and fans it out, in one transaction, into one queued run per (test × device), or
+ * one run per test when no device is asked for. The runs carry the job's labels.
+ */
+export async function createJob(ctx: AppContext, projectId: string, input: CreateJobInput, actorId: string): Promise<JobView> {
+  const now = ctx.clock().toISOString();
+  return ctx.db.transaction().execute(async (trx) => {
+    const names = new Map<string, string>();
+    for (const ids of chunk(input.testIds, IN_LIST_SIZE)) {
+      const rows = await trx
+        .selectFrom('tests')
+        .select(['id', 'name'])
+        .where('project_id', '=', projectId)
+        .where('id', 'in', ids)
+        .execute();
+      for (const row of rows) names.set(row.id, row.name);
+    }
+    const missing = input.testIds.findIndex((id) => !names.has(id));
+    // A test of another project answers like an unknown one, so ids of other projects cannot be probed.
+    if (missing >= 0) throw invalid(`/body/testIds/${missing}`, 'names no test of this project');
+
+    const devices = await resolveDevices(trx, input.deviceIds ?? [], input.deviceLabels ?? []);
+    const targets: (string | null)[] = devices.length > 0 ? devices : [null];
+    const total = input.testIds.length * targets.length;
+    if (total > JOB_RUNS_MAX) throw invalid('/body', `fans out into ${total} runs (tests × devices); a job makes at most ${JOB_RUNS_MAX}`);
+
+    const request: JobRequest = {
+      testIds: input.testIds,
+      deviceIds: input.deviceIds ?? [],
+      deviceLabels: input.deviceLabels ?? [],
+      environment: input.environment ?? null,
+      branch: input.branch ?? null,
+      build: input.build ?? null,
+      commit: input.commit ?? null,
+    };
+    const job: JobsTable = {
+      id: randomUUID(),
+      project_id: projectId,
+      name: input.name ?? defaultJobName(input.testIds.map((id) => names.get(id) ?? '')),
+      request: JSON.stringify(request),
+      cancelled_at: null,
+      created_at: now,
+      created_by: actorId,
+    };
+    await trx.insertInto('jobs').values(job).execute();
+    const runs: TestRunsTable[] = input.testIds.flatMap((testId) =>
+      targets.map((deviceId) => ({
+        id: randomUUID(),
+        project_id: projectId,
+        test_id: testId,
+        job_id: job.id,
+        device_id: deviceId,
+        name: names.get(testId) ?? '',
+        status: 'queued' as const,
+        verdict: null,
+        environment: request.environment,
+        branch: request.branch,
+        build: request.build,
+        commit_sha: request.commit,
+        created_at: now,
+        started_at: null,
+        finished_at: null,
+        created_by: actorId,
+        lease_owner: null,
+        lease_expires_at: null,
+        next_position: 0,
+      })),
+    );
+    await insertRows(trx, ctx.dialect, 'test_runs', runs);
+    return loadJobView(trx, job.id);
+  });
+}
+
+/**
+ * Cancels a job: its queued runs are aborted at once; runs already running belong to a runner and
+ * finish (or are aborted) through it. A completed or already cancelled job is a conflict.
+ */
+export async function cancelJob(ctx: AppContext, jobId: string): Promise<JobView> {
+  const now = ctx.clock().toISOString();
+  return ctx.db.transaction().execute(async (trx) => {
+    const before = await loadJobView(trx, jobId);
+    if (before.state.status === 'cancelled' || before.state.status === 'completed') {
+      throw new AppError('STATE_CONFLICT', `The job is already ${before.state.status}.`);
+    }
+    // Conditional on not being cancelled yet, so two concurrent cancels cannot both succeed.
+    const marked = await trx
+      .updateTable('jobs')
+      .set({ cancelled_at: now })
+      .where('id', '=', jobId)
+      .where('cancelled_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(marked.numUpdatedRows) === 0) throw new AppError('STATE_CONFLICT', 'The job is already cancelled.');
+    // Only runs still queued: a run a runner claimed meanwhile keeps going.
+    await trx
+      .updateTable('test_runs')
+      .set({ status: 'aborted', finished_at: now, lease_owner: null, lease_expires_at: null })
+      .where('job_id', '=', jobId)
+      .where('status', '=', 'queued')
+      .execute();
+    return loadJobView(trx, jobId);
+  });
+}

@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto';
+import type { Static } from 'typebox';
+import type { createRun as createRunEndpoint, listRuns as listRunsEndpoint, updateRun as updateRunEndpoint } from '../../api/v1/runs.ts';
+import type { AppContext } from '../context.ts';
+import type { Executor, TestRunsTable } from '../db/types.ts';
+import { AppError, invalid, notFound } from '../errors.ts';
+import { keysetPage, type Page } from '../pagination.ts';
+import { appendResults } from './results.ts';
+
+export type CreateRunInput = Static<NonNullable<(typeof createRunEndpoint)['body']>>;
+export type RunChange = Static<NonNullable<(typeof updateRunEndpoint)['body']>>;
+export type RunFilters = Static<NonNullable<(typeof listRunsEndpoint)['querystring']>>;
+type RunStatus = TestRunsTable['status'];
+
+/** The run lifecycle: queued → running → completed, and aborted from either unfinished state. */
+const NEXT_STATUSES: Record<RunStatus, readonly RunStatus[]> = {
+  queued: ['running', 'aborted'],
+  running: ['completed', 'aborted'],
+  completed: [],
+  aborted: [],
+};
+
+export const isFinished = (status: RunStatus) => status === 'completed' || status === 'aborted';
+
+export async function loadRun(executor: Executor, runId: string): Promise<TestRunsTable> {
+  const row = await executor.selectFrom('test_runs').selectAll().where('id', '=', runId).executeTakeFirst();
+  if (!row) throw notFound('The test run');
+  return row;
+}
+
+/** Starts a run: `running` from now on. Its test must be one of the same project, its device a registered one. */
+export async function createRun(ctx: AppContext, projectId: string, input: CreateRunInput, actorId: string): Promise<TestRunsTable> {
+  if (input.testId !== undefined) {
+    const test = await ctx.db
+      .selectFrom('tests')
+      .select('id')
+      .where('id', '=', input.testId)
+      .where('project_id', '=', projectId)
+      .executeTakeFirst();
+    // A test of another project answers like an unknown one, so ids of other projects cannot be probed.
+    if (!test) throw invalid('/body/testId', 'names no test of this project');
+  }
+  if (input.deviceId !== undefined) {
+    const device = await ctx.db.selectFrom('devices').select('id').where('id', '=', input.deviceId).executeTakeFirst();
+    if (!device) throw invalid('/body/deviceId', 'names no registered device');
+  }
+  const now = ctx.clock().toISOString();
+  const row: TestRunsTable = {
+    id: randomUUID(),
+    project_id: projectId,
+    test_id: input.testId ?? null,
+    job_id: null,
+    device_id: input.deviceId ?? null,
+    name: input.name,
+    status: 'running',
+    verdict: null,
+    environment: input.environment ?? null,
+    branch: input.branch ?? null,
+    build: input.build ?? null,
+    commit_sha: input.commit ?? null,
+    created_at: now,
+    started_at: now,
+    finished_at: null,
+    created_by: actorId,
+    lease_owner: null,
+    lease_expires_at: null,
+    next_position: 0,
+  };
+  if (input.verdict === undefined) {
+    if (input.finishedAt !== undefined) throw invalid('/body/finishedAt', 'needs a verdict: only a finished run has a finish time');
+    if (input.startedAt !== undefined) row.started_at = new Date(input.startedAt).toISOString();
+    await ctx.db.transaction().execute(async (trx) => {
+      await trx.insertInto('test_runs').values(row).execute();
+      if (input.results) await appendResults(ctx, row.id, input.results, trx);
+    });
+    return row;
+  }
+  // A finished run in one call: inserted running, its results appended, then completed, all in
+  // one transaction, so a reader never sees it half recorded and a failure leaves nothing.
+  const startedAt = input.startedAt === undefined ? now : new Date(input.startedAt).toISOString();
+  const finishedAt = input.finishedAt === undefined ? now : new Date(input.finishedAt).toISOString();
+  if (finishedAt < startedAt) throw invalid('/body/finishedAt', 'must not be before startedAt');
+  row.started_at = startedAt;
+  await ctx.db.transaction().execute(async (trx) => {
+    await trx.insertInto('test_runs').values(row).execute();
+    if (input.results) await appendResults(ctx, row.id, input.results, trx);
+    await trx
+      .updateTable('test_runs')
+      .set({ status: 'completed', verdict: input.verdict ?? null, finished_at: finishedAt })
+      .where('id', '=', row.id)
+      .execute();
+  });
+  return loadRun(ctx.db, row.id);
+}
+
+/** A project's runs, newest first, narrowed by every filter given. */
+export async function listRuns(ctx: AppContext, projectId: string, filters: RunFilters): Promise<Page<TestRunsTable>> {
+  let query = ctx.db.selectFrom('test_runs').selectAll().where('project_id', '=', projectId);
+  if (filters.status) query = query.where('status', '=', filters.status);
+  if (filters.verdict) query = query.where('verdict', '=', filters.verdict);
+  if (filters.testId) query = query.where('test_id', '=', filters.testId);
+  if (filters.jobId) query = query.where('job_id', '=', filters.jobId);
+  if (filters.deviceId) query = query.where('device_id', '=', filters.deviceId);
+  if (filters.environment) query = query.where('environment', '=', filters.environment);
+  if (filters.branch) query = query.where('branch', '=', filters.branch);
+  if (filters.build) query = query.where('build', '=', filters.build);
+  if (filters.commit) query = query.where('commit_sha', '=', filters.commit);
+  // Stored times are toISOString() text, which sorts as time; the bounds are normalised to match.
+  if (filters.from) query = query.where('created_at', '>=', new Date(filters.from).toISOString());
+  if (filters.to) query = query.where('created_at', '<', new Date(filters.to).toISOString());
+  return keysetPage(ctx, query, { columns: ['created_at', 'id'], direction: 'desc', cursor: filters.cursor, limit: filters.limit });
+}
+
+function checkVerdict(change: RunChange): void {
+  if (change.status === 'completed' && change.verdict === undefined) throw invalid('/body/verdict', 'is required to complete a run');
+  if (change.status !== 'completed' && change.verdict !== undefined) throw invalid('/body/verdict', 'is only given with status completed');
+}
+
+/**
+ * Moves a run along its lifecycle. Asking for the state it is already in is a no-op (a retried
+ * call must not fail); any other step off the lifecycle is a 409. Finishing a run (completed or
+ * aborted) stamps `finished_at`, which freezes its results, and releases any runner lease.
+ */
+export async function changeRunStatus(ctx: AppContext, runId: string, change: RunChange): Promise<TestRunsTable> {
+  checkVerdict(change);
+  const now = ctx.clock().toISOString();
+  return ctx.db.transaction().execute(async (trx) => {
+    const run = await loadRun(trx, runId);
+    if (run.status === change.status && (change.status !== 'completed' || run.verdict === change.verdict)) return run;
+    if (!NEXT_STATUSES[run.status].includes(change.status)) {
+      const current = run.status === 'completed' ? `completed (${run.verdict})` : run.status;
+      throw new AppError(
+        'STATE_CONFLICT',
+        `The run is ${current}; it cannot become ${change.status}${change.verdict ? ` (${change.verdict})` : ''}.`,
+      );
+    }
+    const changes: Partial<TestRunsTable> = { status: change.status };
+    if (change.status === 'running') changes.started_at = run.started_at ?? now;
+    if (change.status === 'completed') changes.verdict = change.verdict ?? null;
+    if (isFinished(change.status)) Object.assign(changes, { finished_at: now, lease_owner: null, lease_expires_at: null });
+    // Conditional on the status read above: a concurrent change (a runner claiming the run, another
+    // PATCH, a job cancel) makes this one a conflict instead of silently overwriting it.
+    const updated = await trx
+      .updateTable('test_runs')
+      .set(changes)
+      .where('id', '=', run.id)
+      .where('status', '=', run.status)
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) === 0) throw new AppError('STATE_CONFLICT', 'The run changed meanwhile; read it again.');
+    return { ...run, ...changes };
+  });
+}

@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import { CreateTestBody } from '../../api/v1/tests.ts';
+import type { AppContext } from '../context.ts';
+import type { TestsTable } from '../db/types.ts';
+import { invalid, notFound } from '../errors.ts';
+import { compileValidator } from '../validation.ts';
+import { type FeatureDefinition, featureToTest } from './gherkin.ts';
+
+/** A test definition ready to store, with the input it came from. */
+export interface NewTest extends FeatureDefinition {
+  sourceFormat: TestsTable['source_format'];
+  source: string | null;
+}
+
+// The app validates JSON bodies itself only on routes that take JSON alone; this one also takes
+// text/x-gherkin, so its JSON body is validated here, with the same rules and error shape.
+const validateCreateTestBody = compileValidator(CreateTestBody);
+
+/** The test a Gherkin feature text describes; problems are 400s at `pointer`. */
+export function testFromGherkin(text: string, pointer: string): NewTest {
+  return { ...featureToTest(text, pointer), sourceFormat: 'gherkin', source: text };
+}
+
+/**
+ * The test a JSON body describes: field by field (`name` + `steps`), or from its `gherkin` text.
+ * Exactly one of `steps` and `gherkin` must be given; with `gherkin`, everything else but the
+ * project comes from the feature, so giving it too is a 400 rather than a silent choice.
+ */
+export function testFromJsonBody(raw: unknown): NewTest {
+  const body = validateCreateTestBody(raw);
+  if (body.gherkin !== undefined) {
+    if (body.steps !== undefined) throw invalid('/body/steps', 'cannot be combined with gherkin; give one of them');
+    for (const field of ['name', 'description', 'tags'] as const) {
+      if (body[field] !== undefined) throw invalid(`/body/${field}`, 'comes from the Gherkin text; leave it out');
+    }
+    return testFromGherkin(body.gherkin, '/body/gherkin');
+  }
+  if (body.steps === undefined) throw invalid('/body/steps', 'is required (or give a Gherkin feature in gherkin)');
+  if (body.name === undefined) throw invalid('/body/name', 'is required with steps');
+  return {
+    name: body.name,
+    description: body.description ?? '',
+    steps: body.steps,
+    tags: body.tags ?? [],
+    sourceFormat: 'json',
+    source: null,
+  };
+}
+
+export async function createTest(ctx: AppContext, projectId: string, test: NewTest, actorId: string): Promise<TestsTable> {
+  const row: TestsTable = {
+    id: randomUUID(),
+    project_id: projectId,
+    name: test.name,
+    description: test.description,
+    steps: JSON.stringify(test.steps),
+    tags: JSON.stringify(test.tags),
+    source_format: test.sourceFormat,
+    source: test.source,
+    created_at: ctx.clock().toISOString(),
+    created_by: actorId,
+  };
+  await ctx.db.insertInto('tests').values(row).execute();
+  return row;
+}
+
+export async function getTest(ctx: AppContext, testId: string): Promise<TestsTable> {
+  const row = await ctx.db.selectFrom('tests').selectAll().where('id', '=', testId).executeTakeFirst();
+  if (!row) throw notFound('The test');
+  return row;
+}

@@ -1,0 +1,66 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { Static, TSchema } from 'typebox';
+import { AppError, type FieldError, invalid } from './errors.ts';
+
+/**
+ * The Ajv instances every request part is validated with: nothing stripped, one error reported.
+ * `coerce` converts path and query text to the schema types; bodies are never coerced.
+ */
+export function createAjv(coerce: boolean): Ajv {
+  const ajv = addFormats.default(
+    new Ajv({ allErrors: false, removeAdditional: false, useDefaults: true, strict: false, coerceTypes: coerce ? 'array' : false }),
+  );
+  // RFC 3339 allows a leap second (…:60Z) that JavaScript dates cannot hold: accept only times
+  // that are real instants, so no handler meets an Invalid Date.
+  const rfc3339 = ajv.formats['date-time'] as { validate: (value: string) => boolean } | ((value: string) => boolean);
+  const syntax = typeof rfc3339 === 'function' ? rfc3339 : rfc3339.validate;
+  ajv.addFormat('date-time', { type: 'string', validate: (value: string) => syntax(value) && !Number.isNaN(Date.parse(value)) });
+  return ajv;
+}
+
+const ajv = createAjv(false);
+
+/** One Ajv error as a field error whose pointer starts with the request part (`/body/steps/3/title`). */
+export function toFieldError(prefix: string, error: ErrorObject): FieldError {
+  const params = error.params as Record<string, unknown>;
+  let pointer = `${prefix}${error.instancePath}`;
+  if (typeof params.missingProperty === 'string') pointer += `/${params.missingProperty}`;
+  if (typeof params.additionalProperty === 'string')
+    return { pointer: `${pointer}/${params.additionalProperty}`, message: 'is not an allowed property' };
+  return { pointer, message: error.message ?? 'is invalid' };
+}
+
+/**
+ * A validator for a request part the app cannot validate by itself: the body of a route that also
+ * takes non-JSON media types, where the schema applies to one of them only. A failure is the same
+ * 400 `INVALID_INPUT` with JSON pointers (`/body/steps/3/action`) as the app's own validation.
+ */
+export function compileValidator<T extends TSchema>(schema: T, prefix = '/body'): (value: unknown) => Static<T> {
+  const validate = ajv.compile(schema);
+  return (value) => {
+    if (validate(value)) return value as Static<T>;
+    const errors = (validate.errors ?? []).slice(0, 20).map((e) => toFieldError(prefix, e));
+    const first = errors[0];
+    throw new AppError('INVALID_INPUT', first ? `${first.pointer}: ${first.message}` : 'The request is invalid.', { errors });
+  };
+}
+
+/**
+ * Refuses text holding U+0000 anywhere in a parsed body or query: PostgreSQL cannot store it in a
+ * text column and would fail the whole statement, so it is a 400 naming the field, on both dialects.
+ */
+export function rejectNulCharacters(value: unknown, pointer: string): void {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) throw invalid(pointer, 'must not contain the NUL character (U+0000)');
+  } else if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) rejectNulCharacters(item, `${pointer}/${i}`);
+  } else if (typeof value === 'object' && value !== null) {
+    for (const [name, item] of Object.entries(value)) rejectNulCharacters(item, `${pointer}/${name}`);
+  }
+}
+
+const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Whether a raw value can be one of our ids (random UUIDs); anything else cannot name a row. */
+export const isUuid = (value: string): boolean => UUID_SHAPE.test(value);
