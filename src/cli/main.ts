@@ -1,0 +1,24 @@
+import { Command } from 'commander';
+import { maintenanceCommands } from './commands/maintenance.ts';
+import { migrateCommand } from './commands/migrate.ts';
+
+/** The `attest` command line: one command per file under ./commands; failures become exit codes here. */
+export function buildProgram(): Command {
+  const program = new Command('attest').description('Attest: self-hosted testing platform').showHelpAfterError();
+  program
+    .command('serve')
+    .description('start the server (configured by environment variables, see .env.example)')
+    .action(async () => {
+      await import('../server/main.ts');
+    });
+  migrateCommand(program);
+  maintenanceCommands(program);
+  return program;
+}
+
+buildProgram()
+  .parseAsync(process.argv)
+  .catch((error: unknown) => {
+    process.stderr.write(`attest: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  });
