@@ -1,0 +1,452 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import fc from 'fast-check';
+import sharp from 'sharp';
+import { v1Endpoints } from '../../src/api/v1/index.ts';
+import { v1 } from '../../src/client/index.ts';
+import { buildOpenApiDocument } from '../../src/server/openapi.ts';
+import { APP_VERSION } from '../../src/server/version.ts';
+import { DIALECTS } from '../helpers/dialects.ts';
+import { createProject, createUser, unique } from '../helpers/factories.ts';
+import { expandPath, type JsonSchema, type Operation, operationsOf, validArbitrary } from '../helpers/schema-samples.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+
+// RELIABILITY T-FUZZ: property-based fuzzing of every operation from the OpenAPI document. Valid
+// requests and mutations of them (wrong types, extra and poisonous properties, over-long strings,
+// huge arrays, unicode, nulls, random path segments, other media types) are sent as an
+// authenticated member or admin. Whatever the input: never a 5xx; every error is problem+json
+// whose `status` is the HTTP status; every 2xx JSON body matches its documented schema.
+// Replay a failure with FUZZ_SEED=<seed> (and FUZZ_RUNS=<n> for more runs).
+
+const DOCUMENT = buildOpenApiDocument(v1Endpoints, { version: 'v1', appVersion: APP_VERSION });
+const OPERATIONS = operationsOf(DOCUMENT);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
+const SEED = Number(process.env.FUZZ_SEED ?? randomBytes(4).readUInt32BE(0) >>> 1);
+
+const LEAKS = [
+  /\bat .+:\d+:\d+\)?/,
+  /SQLITE_|no such (table|column)|relation "|duplicate key|violates .* constraint/i,
+  /node_modules/,
+  /\/(home|tmp|work|usr)\//,
+];
+
+const NASTY_KEYS = [
+  '__proto__',
+  'constructor',
+  'prototype',
+  'role',
+  'roles',
+  'isAdmin',
+  'id',
+  'projectId',
+  'ownerId',
+  'createdAt',
+  'keyHash',
+  'lastUsedAt',
+  'storagePath',
+  'sha256',
+  '',
+  'x'.repeat(300),
+];
+
+/** Sets an own property, `__proto__` included, so JSON.stringify sends it. */
+function withOwn(target: Record<string, unknown>, key: string, value: unknown): Record<string, unknown> {
+  const copy = { ...target };
+  Object.defineProperty(copy, key, { value, enumerable: true, configurable: true, writable: true });
+  return copy;
+}
+
+const deepNesting = fc.integer({ min: 50, max: 2000 }).map((depth) => {
+  let value: unknown = 'bottom';
+  for (let i = 0; i < depth; i++) value = i % 2 ? [value] : { a: value };
+  return value;
+});
+
+/** Values that break schemas: anything JSON, huge, odd unicode, NUL, nulls. */
+const replacement: fc.Arbitrary<unknown> = fc.oneof(
+  { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom<unknown>(
+      null,
+      '',
+      0,
+      -1,
+      1e308,
+      true,
+      [],
+      {},
+      '\u0000',
+      'a\u0000b',
+      '\ud800',
+      '💥'.repeat(100),
+      'x'.repeat(257),
+    ),
+  },
+  { weight: 1, arbitrary: fc.constantFrom(1_025, 65_537, 300_000).map((n) => 'x'.repeat(n)) },
+  { weight: 1, arbitrary: fc.constantFrom(51, 1_001, 10_001, 20_001).map((n) => Array.from({ length: n }, (_, i) => `a${i}`)) },
+  { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 300 }) },
+  { weight: 1, arbitrary: deepNesting },
+);
+
+/** A mutation of a valid value: replace it, or (for objects and arrays) change, add or mutate one member. */
+function mutationOf(value: unknown, depth = 0): fc.Arbitrary<unknown> {
+  if (depth > 3) return replacement;
+  if (Array.isArray(value)) {
+    if (value.length === 0)
+      return fc.oneof(
+        replacement,
+        replacement.map((r) => [r]),
+      );
+    return fc.oneof(
+      replacement,
+      fc.nat(value.length - 1).chain((i) => mutationOf(value[i], depth + 1).map((m) => value.map((v, j) => (j === i ? m : v)))),
+    );
+  }
+  if (typeof value === 'object' && value !== null) {
+    const object = value as Record<string, unknown>;
+    const keys = Object.keys(object);
+    const options: fc.Arbitrary<unknown>[] = [
+      replacement,
+      fc.tuple(fc.constantFrom(...NASTY_KEYS, ...keys), replacement).map(([key, r]) => withOwn(object, key, r)),
+      fc.constantFrom(...NASTY_KEYS).map((key) => withOwn(object, key, { role: 'admin', isAdmin: true })),
+    ];
+    if (keys.length > 0)
+      options.push(fc.constantFrom(...keys).chain((key) => mutationOf(object[key], depth + 1).map((m) => withOwn(object, key, m))));
+    return fc.oneof(...options);
+  }
+  return replacement;
+}
+
+const junkSegment = fc.oneof(
+  fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }),
+  fc.constantFrom(
+    '..',
+    '.',
+    '%',
+    '%00',
+    ' ',
+    '\u0000',
+    'null',
+    'undefined',
+    '-1',
+    '0',
+    'x'.repeat(600),
+    "' OR 1=1 --",
+    '00000000-0000-0000-0000-000000000000',
+  ),
+);
+
+type Caller = 'member' | 'admin';
+
+interface FuzzRequest {
+  op: Operation;
+  caller: Caller;
+  path: Record<string, string>;
+  query: Record<string, unknown>;
+  body:
+    | { kind: 'none' }
+    | { kind: 'json'; value: unknown; type: string }
+    | { kind: 'raw'; text: string; type: string }
+    | { kind: 'form'; value: unknown };
+}
+
+const JSON_TYPES = ['application/json', 'application/json; charset=utf-8'];
+const OTHER_TYPES = [
+  'text/plain',
+  'application/xml',
+  'text/x-gherkin',
+  'multipart/form-data; boundary=zzz',
+  'application/x-www-form-urlencoded',
+  'application/json; charset=latin1',
+];
+
+/** Known-good values by field name, so many requests get past the lookups into the handlers. */
+type Known = Record<string, string>;
+
+function withKnown(value: unknown, known: Known): fc.Arbitrary<unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return fc.constant(value);
+  const names = Object.keys(value).filter((k) => known[k] !== undefined);
+  if (names.length === 0) return fc.constant(value);
+  return fc.boolean().map((substitute) => (substitute ? { ...value, ...Object.fromEntries(names.map((n) => [n, known[n]])) } : value));
+}
+
+function requestArbitrary(op: Operation, known: Known): fc.Arbitrary<FuzzRequest> {
+  const params = (op.raw.parameters as { name: string; in: string; schema: JsonSchema }[] | undefined) ?? [];
+  const pathArbs: Record<string, fc.Arbitrary<string>> = {};
+  for (const name of op.pathParams) {
+    const schema = params.find((p) => p.name === name && p.in === 'path')?.schema ?? { type: 'string' };
+    const options: fc.WeightedArbitrary<string>[] = [
+      { weight: 1, arbitrary: validArbitrary(schema) as fc.Arbitrary<string> },
+      { weight: 1, arbitrary: junkSegment },
+    ];
+    if (known[name]) options.push({ weight: 3, arbitrary: fc.constant(known[name] as string) });
+    pathArbs[name] = fc.oneof(...options);
+  }
+  const validQuery = op.query ? validArbitrary(op.query).chain((q) => withKnown(q, known)) : fc.constant({});
+  const query = fc.oneof(
+    { weight: 3, arbitrary: validQuery },
+    { weight: 2, arbitrary: validQuery.chain((q) => mutationOf(q)) },
+  ) as fc.Arbitrary<Record<string, unknown>>;
+
+  const bodies: fc.WeightedArbitrary<FuzzRequest['body']>[] = [
+    { weight: 1, arbitrary: fc.constant({ kind: 'none' as const }) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(fc.string({ maxLength: 200 }), fc.constantFrom(...JSON_TYPES, ...OTHER_TYPES))
+        .map(([text, type]) => ({ kind: 'raw' as const, text, type })),
+    },
+  ];
+  if (op.body) {
+    const valid = validArbitrary(op.body).chain((b) => withKnown(b, known));
+    const json = op.consumes.includes('application/json');
+    bodies.push(
+      {
+        weight: json ? 4 : 1,
+        arbitrary: fc.tuple(valid, fc.constantFrom(...JSON_TYPES)).map(([value, type]) => ({ kind: 'json' as const, value, type })),
+      },
+      {
+        weight: 4,
+        arbitrary: fc
+          .tuple(
+            valid.chain((v) => mutationOf(v)),
+            fc.constantFrom(...JSON_TYPES),
+          )
+          .map(([value, type]) => ({ kind: 'json' as const, value, type })),
+      },
+    );
+    if (op.consumes.includes('multipart/form-data')) {
+      bodies.push({
+        weight: 6,
+        arbitrary: fc
+          .oneof(
+            valid,
+            valid.chain((v) => mutationOf(v)),
+          )
+          .map((value) => ({ kind: 'form' as const, value })),
+      });
+    }
+    for (const type of op.consumes.filter((t) => t.startsWith('text/'))) {
+      bodies.push({
+        weight: 2,
+        arbitrary: fc.string({ unit: 'binary', maxLength: 500 }).map((text) => ({ kind: 'raw' as const, text, type })),
+      });
+    }
+  } else {
+    bodies.push({
+      weight: 1,
+      arbitrary: fc.jsonValue({ maxDepth: 2 }).map((value) => ({ kind: 'json' as const, value, type: 'application/json' })),
+    });
+  }
+  return fc
+    .record({
+      op: fc.constant(op),
+      caller: fc.constantFrom<Caller>('member', 'admin'),
+      path: fc.record(pathArbs),
+      query,
+      body: fc.oneof(...bodies),
+    })
+    .map((request) => Object.assign(request, { [fc.toStringMethod]: () => describeRequest(request) }));
+}
+
+/** A counterexample as a reader wants it: the operation and the inputs, long values cut short. */
+function describeRequest(request: FuzzRequest): string {
+  const short = (value: unknown) => {
+    const text =
+      JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' && v.length > 80 ? `${v.slice(0, 40)}…(${v.length} chars)` : v)) ??
+      'undefined';
+    return text.length > 600 ? `${text.slice(0, 600)}…` : text;
+  };
+  const { op, body } = request;
+  const bodyText =
+    body.kind === 'none'
+      ? 'none'
+      : body.kind === 'raw'
+        ? `${body.type} ${short(body.text)}`
+        : `${body.kind === 'json' ? body.type : 'multipart'} ${short(body.value)}`;
+  return `${op.method} ${op.path} (${op.operationId}) as ${request.caller}; path ${short(request.path)}; query ${short(request.query)}; body ${bodyText}`;
+}
+
+function queryString(query: unknown): string {
+  if (typeof query !== 'object' || query === null || Array.isArray(query)) return `?q=${encodeURIComponent(JSON.stringify(query))}`;
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (Array.isArray(value)) for (const v of value) search.append(name, typeof v === 'string' ? v : JSON.stringify(v));
+    else search.append(name, typeof value === 'string' ? value : JSON.stringify(value));
+  }
+  const text = search.toString();
+  return text ? `?${text}` : '';
+}
+
+/** A multipart body from an object: file-like fields become file parts, the rest JSON text fields. */
+function formOf(value: unknown): FormData {
+  const form = new FormData();
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    form.append('metadata', JSON.stringify(value));
+    return form;
+  }
+  for (const [name, field] of Object.entries(value)) {
+    if (['file', 'baseline', 'actual', 'diff'].includes(name)) form.append(name, new Blob([String(field)]), `${name}.bin`);
+    else form.append(name, typeof field === 'string' ? field : JSON.stringify(field));
+  }
+  return form;
+}
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+}
+
+async function send(agent: http.Agent, server: TestServer, request: FuzzRequest, keys: Record<Caller, string>): Promise<Answer> {
+  let path: string;
+  try {
+    path = expandPath(request.op.path, request.path);
+  } catch {
+    path = request.op.path;
+  }
+  const headers: Record<string, string> = { accept: 'application/json', 'service.api-token': keys[request.caller] };
+  let payload: Buffer | undefined;
+  const { body } = request;
+  if (body.kind === 'json') {
+    payload = Buffer.from(JSON.stringify(body.value) ?? 'null');
+    headers['content-type'] = body.type;
+  } else if (body.kind === 'raw') {
+    payload = Buffer.from(body.text);
+    headers['content-type'] = body.type;
+  } else if (body.kind === 'form') {
+    const encoded = new Request('http://form.invalid/', { method: 'POST', body: formOf(body.value) });
+    payload = Buffer.from(await encoded.arrayBuffer());
+    headers['content-type'] = encoded.headers.get('content-type') as string;
+  }
+  if (payload) headers['content-length'] = String(payload.length);
+  // The path goes out as is: a URL object would resolve `.` and `..` segments before the server saw them.
+  const { hostname, port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const options = { hostname, port, path: `/api/v1${path}${queryString(request.query)}`, method: request.op.method, headers, agent };
+    const req = http.request(options, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** Validators of the documented 2xx JSON bodies, by operation and status. */
+function responseValidators(): Map<string, (data: unknown) => boolean> {
+  const ajv = addFormats.default(new Ajv({ strict: false, allErrors: false, validateFormats: true }));
+  const validators = new Map<string, (data: unknown) => boolean>();
+  for (const op of OPERATIONS) {
+    for (const [status, response] of Object.entries(
+      op.raw.responses as Record<string, { content?: Record<string, { schema: JsonSchema }> }>,
+    )) {
+      const schema = response.content?.['application/json']?.schema;
+      if (/^2\d\d$/.test(status) && schema)
+        validators.set(`${op.operationId} ${status}`, ajv.compile(schema) as (data: unknown) => boolean);
+    }
+  }
+  return validators;
+}
+
+/** What every answer must satisfy, whatever was sent. */
+function checkAnswer(request: FuzzRequest, answer: Answer, validators: Map<string, (data: unknown) => boolean>): void {
+  const what = `${request.op.method} ${request.op.operationId} → ${answer.status}: ${answer.text.slice(0, 400)}`;
+  assert.ok(answer.status < 500, `server error: ${what}`);
+  assert.equal(answer.headers['x-content-type-options'], 'nosniff', what);
+  const type = String(answer.headers['content-type'] ?? '');
+  if (answer.status >= 400) {
+    assert.match(type, /^application\/problem\+json/, what);
+    const problem = JSON.parse(answer.text) as Record<string, unknown>;
+    assert.equal(problem.status, answer.status, what);
+    assert.match(String(problem.code), /^[A-Z_]+$/, what);
+    assert.equal(typeof problem.type, 'string', what);
+    assert.equal(typeof problem.title, 'string', what);
+    assert.equal(problem.instance, `urn:attest:request:${answer.headers['x-request-id']}`, what);
+    for (const leak of LEAKS) assert.doesNotMatch(answer.text, leak, `leak: ${what}`);
+  } else if (answer.status >= 200 && answer.status < 300 && type.startsWith('application/json')) {
+    const validate = validators.get(`${request.op.operationId} ${answer.status}`);
+    assert.ok(validate, `undocumented success status: ${what}`);
+    assert.ok(validate(JSON.parse(answer.text)), `the body does not match the documented schema: ${what}`);
+  }
+}
+
+async function pngBytes(): Promise<Buffer> {
+  const [r, g, b] = [...randomBytes(3)] as [number, number, number];
+  return sharp({ create: { width: 3, height: 2, channels: 3, background: { r, g, b } } })
+    .png()
+    .toBuffer();
+}
+
+for (const dialect of DIALECTS) {
+  describe(`[${dialect}] fuzzing every operation (T-FUZZ)`, () => {
+    let server: TestServer;
+    const known: Known = {};
+    const keys = {} as Record<Caller, string>;
+    const agent = new http.Agent({ keepAlive: true });
+    before(async () => {
+      server = await startTestServer(dialect, { ATTEST_SQLITE_SYNCHRONOUS: 'NORMAL' });
+      // A project with a member manager (the fuzzing caller), another member whose e-mail and key
+      // the requests address, and one resource of each kind, so valid ids reach the handlers.
+      const project = await createProject(server, 'fuzz');
+      const member = await createUser(server, ['manager'], { projects: [project.id] });
+      const target = await createUser(server, ['tester'], { projects: [project.id] });
+      keys.member = member.key;
+      keys.admin = server.admin.key;
+      const admin = server.admin.client;
+      known.projectId = project.id;
+      known.email = target.email;
+      known.keyId = target.keyId;
+      known.deviceId = unique('fuzz-dev-');
+      await admin.call(v1.devices.registerDevice, { body: { id: known.deviceId, name: 'Fuzz device', platform: 'android' } });
+      known.testId = (
+        await admin.call(v1.tests.createTest, { body: { projectId: project.id, name: 'Fuzz', steps: [{ action: 'a', expected: 'b' }] } })
+      ).id;
+      known.jobId = (await admin.call(v1.jobs.createJob, { body: { projectId: project.id, testIds: [known.testId] } })).id;
+      known.testRunId = (await admin.call(v1.runs.createRun, { body: { projectId: project.id, name: 'Fuzz run' } })).id;
+      const form = new FormData();
+      form.append('metadata', JSON.stringify({ testRunId: known.testRunId, kind: 'screenshot', name: 'fuzz.png' }));
+      form.append('file', new Blob([await pngBytes()], { type: 'image/png' }), 'fuzz.png');
+      const upload = await fetch(`${server.url}/api/v1/projects/${project.id}/artifact`, {
+        method: 'POST',
+        headers: { 'service.api-token': server.admin.key },
+        body: form,
+      });
+      assert.equal(upload.status, 201, await upload.clone().text());
+      const artifact = (await upload.json()) as { id: string; images: { id: string }[] };
+      known.artifactId = artifact.id;
+      known.ids = artifact.id;
+      known.imageId = artifact.images[0]?.id as string;
+      known.stepKey = 'step-1';
+    });
+    after(async () => {
+      agent.destroy();
+      await server.close();
+    });
+
+    test(`no input makes any operation answer 5xx or break the error contract (${RUNS} runs)`, async (t) => {
+      t.diagnostic(`fuzz seed ${SEED} (replay: FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS})`);
+      const validators = responseValidators();
+      const arbitrary = fc.constantFrom(...OPERATIONS).chain((op) => requestArbitrary(op, known));
+      const statuses = new Map<number, number>();
+      await fc.assert(
+        fc.asyncProperty(arbitrary, async (request) => {
+          const answer = await send(agent, server, request, keys);
+          statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
+          checkAnswer(request, answer, validators);
+        }),
+        { numRuns: RUNS, seed: SEED, endOnFailure: true },
+      );
+      t.diagnostic(`statuses: ${JSON.stringify(Object.fromEntries([...statuses].sort(([a], [b]) => a - b)))}`);
+      // The generators are only worth something if they reach the handlers, not only the validators.
+      const successes = [...statuses].filter(([s]) => s < 300).reduce((n, [, c]) => n + c, 0);
+      assert.ok(successes > RUNS / 20, `only ${successes} of ${RUNS} requests succeeded: the valid generators are broken`);
+    });
+  });
+}

@@ -1,0 +1,222 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import sharp from 'sharp';
+import { v1 } from '../../src/client/index.ts';
+import { DIALECTS } from '../helpers/dialects.ts';
+import { createProject, createUser, type TestUser } from '../helpers/factories.ts';
+import { randomGif, randomPng } from '../helpers/png.ts';
+import { startRun } from '../helpers/records.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { upload } from '../helpers/uploads.ts';
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+interface Raw {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+const SANDBOX_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
+
+for (const dialect of DIALECTS) {
+  describe(`[${dialect}] GET /images/{imageId}`, () => {
+    let server: TestServer;
+    let projectId: string;
+    let otherProjectId: string;
+    let tester: TestUser;
+    let viewer: TestUser;
+    let outsider: TestUser;
+    let runId: string;
+
+    before(async () => {
+      server = await startTestServer(dialect);
+      projectId = (await createProject(server)).id;
+      otherProjectId = (await createProject(server)).id;
+      tester = await createUser(server, ['tester'], { projects: [projectId] });
+      viewer = await createUser(server, ['viewer'], { projects: [projectId] });
+      outsider = await createUser(server, ['tester'], { projects: [otherProjectId] });
+      runId = (await startRun(tester.client, projectId)).id;
+    });
+    after(async () => {
+      const unhandled = server.logs.filter((line) => line.includes('"unhandled error"'));
+      await server.close();
+      assert.deepEqual(unhandled, [], 'no request ended in an unhandled error');
+    });
+
+    /** Uploads a screenshot; answers its image id. */
+    async function screenshot(bytes: Buffer, asProject = projectId, as = tester, run = runId): Promise<string> {
+      const res = await upload(server.url, as.key, asProject, { testRunId: run, kind: 'screenshot', name: 's.png' }, { file: { bytes } });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      return (res.body.images as { id: string }[])[0]?.id as string;
+    }
+
+    /** GET exactly as SPEC 1.2 clients send it: JSON content type and accept, on a binary download too. */
+    function get(imageId: string, key: string, headers: Record<string, string> = {}, query = ''): Promise<Raw> {
+      return new Promise((resolve, reject) => {
+        const request = http.get(
+          `${server.url}/api/v1/images/${imageId}${query}`,
+          { headers: { 'content-type': 'application/json', accept: 'application/json', 'service.api-token': key, ...headers } },
+          (response) => {
+            const chunks: Buffer[] = [];
+            response.on('data', (c: Buffer) => chunks.push(c));
+            response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks) }));
+          },
+        );
+        request.on('error', reject);
+      });
+    }
+
+    test('answers the bytes with their real image type even to Accept: application/json, with the FILE-5 headers', async () => {
+      const png = await randomPng();
+      const imageId = await screenshot(png);
+      const raw = await get(imageId, viewer.key);
+      assert.equal(raw.status, 200);
+      assert.deepEqual(raw.body, png);
+      assert.equal(raw.headers['content-type'], 'image/png');
+      assert.equal(raw.headers['content-length'], String(png.length));
+      assert.equal(raw.headers.etag, `"${sha256(png)}"`);
+      assert.equal(raw.headers['cache-control'], 'private, max-age=31536000, immutable');
+      assert.equal(raw.headers['x-content-type-options'], 'nosniff');
+      assert.equal(raw.headers['content-security-policy'], SANDBOX_CSP);
+      assert.equal(raw.headers['cross-origin-resource-policy'], 'same-site');
+      assert.equal(raw.headers['content-disposition'], 'inline');
+      assert.equal(raw.headers['accept-ranges'], 'bytes');
+    });
+
+    test('answers If-None-Match with the ETag with 304 and no body; another ETag gets the bytes', async () => {
+      const png = await randomPng();
+      const imageId = await screenshot(png);
+      const etag = `"${sha256(png)}"`;
+      for (const header of [etag, `W/${etag}`, `"other", ${etag}`, '*']) {
+        const raw = await get(imageId, viewer.key, { 'if-none-match': header });
+        assert.equal(raw.status, 304, header);
+        assert.equal(raw.body.length, 0);
+        assert.equal(raw.headers.etag, etag);
+        assert.equal(raw.headers['cache-control'], 'private, max-age=31536000, immutable');
+      }
+      const stale = await get(imageId, viewer.key, { 'if-none-match': '"0000"' });
+      assert.equal(stale.status, 200);
+      assert.deepEqual(stale.body, png);
+    });
+
+    test('serves byte ranges with 206 and answers 416 for a range outside the image', async () => {
+      const png = await randomPng(40, 40);
+      const imageId = await screenshot(png);
+      const size = png.length;
+      const cases: [string, number, number][] = [
+        ['bytes=0-9', 0, 9],
+        ['bytes=10-', 10, size - 1],
+        ['bytes=-16', size - 16, size - 1],
+        [`bytes=5-${size + 100}`, 5, size - 1],
+      ];
+      for (const [range, start, end] of cases) {
+        const raw = await get(imageId, viewer.key, { range });
+        assert.equal(raw.status, 206, range);
+        assert.deepEqual(raw.body, png.subarray(start, end + 1), range);
+        assert.equal(raw.headers['content-range'], `bytes ${start}-${end}/${size}`);
+        assert.equal(raw.headers['content-type'], 'image/png');
+      }
+      const outside = await get(imageId, viewer.key, { range: `bytes=${size}-` });
+      assert.equal(outside.status, 416);
+      assert.equal(outside.headers['content-range'], `bytes */${size}`);
+      assert.equal(JSON.parse(outside.body.toString()).code, 'RANGE_NOT_SATISFIABLE');
+      // Several ranges, or nonsense, are ignored: the whole image (RFC 9110 allows it).
+      for (const range of ['bytes=0-1,4-5', 'bytes=9-3', 'pages=1']) {
+        const whole = await get(imageId, viewer.key, { range });
+        assert.equal(whole.status, 200, range);
+        assert.deepEqual(whole.body, png);
+      }
+      // If-Range with a stale ETag means "send it all".
+      const stale = await get(imageId, viewer.key, { range: 'bytes=0-9', 'if-range': '"old"' });
+      assert.equal(stale.status, 200);
+    });
+
+    test('serves a GIF/HTML polyglot as image/gif with nosniff and the sandboxing CSP', async () => {
+      const polyglot = Buffer.concat([
+        await randomGif(),
+        Buffer.from('<html><body><script>fetch("http://127.0.0.1:9/")</script></body></html>'),
+      ]);
+      const imageId = await screenshot(polyglot);
+      const raw = await get(imageId, viewer.key);
+      assert.equal(raw.status, 200);
+      assert.equal(raw.headers['content-type'], 'image/gif');
+      assert.equal(raw.headers['x-content-type-options'], 'nosniff');
+      assert.equal(raw.headers['content-security-policy'], SANDBOX_CSP);
+      assert.deepEqual(raw.body, polyglot);
+    });
+
+    test('an image used only in a project the caller cannot see answers 404, like an unknown id', async () => {
+      const imageId = await screenshot(await randomPng());
+      const hidden = await get(imageId, outsider.key);
+      const unknown = await get('33333333-3333-4333-8333-333333333333', outsider.key);
+      assert.equal(hidden.status, 404);
+      assert.equal(unknown.status, 404);
+      assert.equal(JSON.parse(hidden.body.toString()).detail, JSON.parse(unknown.body.toString()).detail);
+      assert.equal((await get('not-a-uuid', viewer.key)).status, 400);
+    });
+
+    test('identical bytes uploaded in two projects are one image, visible from either project', async () => {
+      const png = await randomPng();
+      const mine = await screenshot(png);
+      const theirRun = (await startRun(outsider.client, otherProjectId)).id;
+      const theirs = await screenshot(png, otherProjectId, outsider, theirRun);
+      assert.equal(theirs, mine);
+      assert.equal((await get(mine, outsider.key)).status, 200);
+      assert.equal((await get(mine, viewer.key)).status, 200);
+    });
+
+    test('a thumbnail is a WebP within 320 px, made once and stored as its own blob', async () => {
+      const png = await randomPng(800, 400);
+      const imageId = await screenshot(png);
+      const first = await get(imageId, viewer.key, {}, '?thumbnail=true');
+      assert.equal(first.status, 200);
+      assert.equal(first.headers['content-type'], 'image/webp');
+      const meta = await sharp(first.body).metadata();
+      assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 320, 160]);
+      assert.equal(first.headers.etag, `"${sha256(first.body)}"`);
+      assert.equal(first.headers['cache-control'], 'private, max-age=31536000, immutable');
+      const row = await server.app.attest.db
+        .selectFrom('images')
+        .select('thumbnail_sha256')
+        .where('id', '=', imageId)
+        .executeTakeFirstOrThrow();
+      assert.equal(row.thumbnail_sha256, sha256(first.body));
+      const again = await get(imageId, viewer.key, { 'if-none-match': String(first.headers.etag) }, '?thumbnail=true');
+      assert.equal(again.status, 304);
+      const original = await get(imageId, viewer.key, {}, '?thumbnail=false');
+      assert.deepEqual(original.body, png);
+    });
+
+    test('an image that cannot be decoded still answers its thumbnail request, with the original marked and uncached', async () => {
+      // A valid header (so the upload checks pass) over pixel data that is not deflate.
+      const png = await randomPng(32, 32);
+      const broken = Buffer.from(png);
+      const idat = broken.indexOf('IDAT');
+      broken.fill(0x55, idat + 6, broken.length - 20);
+      const imageId = await screenshot(broken);
+      const raw = await get(imageId, viewer.key, {}, '?thumbnail=true');
+      assert.equal(raw.status, 200);
+      assert.equal(raw.headers['content-type'], 'image/png');
+      assert.equal(raw.headers['x-attest-thumbnail'], 'unavailable');
+      assert.equal(raw.headers['cache-control'], 'no-store');
+      assert.deepEqual(raw.body, broken);
+    });
+
+    test('the documented endpoints read the same image ids: details lead to the bytes', async () => {
+      const png = await randomPng();
+      const res = await upload(
+        server.url,
+        tester.key,
+        projectId,
+        { testRunId: runId, kind: 'screenshot', name: 'x.png' },
+        { file: { bytes: png } },
+      );
+      const details = await viewer.client.call(v1.artifacts.getArtifacts, { query: { ids: String(res.body.id) } });
+      const imageId = details.items[0]?.images[0]?.id as string;
+      assert.deepEqual((await get(imageId, viewer.key)).body, png);
+    });
+  });
+}

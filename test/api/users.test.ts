@@ -1,0 +1,515 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { ApiError, type AttestClient, v1 } from '../../src/client/index.ts';
+import { LEGACY_KEY_PATTERN, SECRET_SCANNING_REGEX } from '../../src/server/security/api-key.ts';
+import { DIALECTS } from '../helpers/dialects.ts';
+import { createUser, unique } from '../helpers/factories.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+
+// Users, roles and API keys (SPEC 1.4, 2.1, 2.2; RELIABILITY SEC-5, AUTH-5, AUTH-6, AUTH-9, ERR-4).
+
+const rejectsWith = (status: number, code?: string) => (e: unknown) => {
+  assert.ok(e instanceof ApiError, `expected an ApiError, got ${String(e)}`);
+  assert.equal(e.status, status, `${e.status} ${e.code}: ${String(e.problem.detail)}`);
+  if (code) assert.equal(e.code, code);
+  return true;
+};
+
+/** The problem a call answers, minus the per-request `instance`. */
+async function problemOf(call: Promise<unknown>): Promise<Record<string, unknown>> {
+  try {
+    await call;
+  } catch (error) {
+    assert.ok(error instanceof ApiError);
+    const { instance, ...rest } = error.problem;
+    assert.equal(typeof instance, 'string');
+    return { status: error.status, ...rest };
+  }
+  throw new assert.AssertionError({ message: 'the call succeeded' });
+}
+
+/** Sends a JSON call and returns the response with its X-Request-Id (for audit checks). */
+async function rawCall(client: AttestClient, method: string, path: string, body?: unknown): Promise<{ status: number; requestId: string }> {
+  const response = await client.fetchRaw(method, path, { body: body === undefined ? undefined : JSON.stringify(body) });
+  await response.text();
+  return { status: response.status, requestId: response.headers.get('x-request-id') as string };
+}
+
+const newEmail = () => `${unique('person-')}@example.test`;
+
+for (const dialect of DIALECTS) {
+  describe(`[${dialect}] users`, () => {
+    let server: TestServer;
+    let adminId: string;
+    before(async () => {
+      server = await startTestServer(dialect);
+      adminId = (await server.admin.client.call(v1.meta.getMe)).id;
+    });
+    after(() => server.close());
+
+    describe('POST /users', () => {
+      test('an admin creates a user: e-mail normalised to lower case, roles default to viewer, no password', async () => {
+        const email = newEmail();
+        const user = await server.admin.client.call(v1.users.createUser, { body: { email: email.toUpperCase(), name: 'Ada' } });
+        assert.equal(user.email, email);
+        assert.deepEqual(user.roles, ['viewer']);
+        assert.equal(user.hasPassword, false);
+        assert.deepEqual(await server.admin.client.call(v1.users.getUser, { params: { email } }), user);
+      });
+
+      test('an e-mail already in use, in any letter case, answers 409', async () => {
+        const email = newEmail();
+        await server.admin.client.call(v1.users.createUser, { body: { email, name: 'First' } });
+        await assert.rejects(
+          server.admin.client.call(v1.users.createUser, { body: { email: email.replace('person', 'PERSON'), name: 'Second' } }),
+          rejectsWith(409, 'ALREADY_EXISTS'),
+        );
+      });
+
+      test('a manager is refused with 403 and no user is created', async () => {
+        const manager = await createUser(server, ['manager']);
+        const email = newEmail();
+        await assert.rejects(
+          manager.client.call(v1.users.createUser, { body: { email, name: 'Nope', roles: ['admin'] } }),
+          rejectsWith(403, 'FORBIDDEN'),
+        );
+        await assert.rejects(server.admin.client.call(v1.users.getUser, { params: { email } }), rejectsWith(404));
+      });
+
+      test('a body with a field the contract does not have is refused with 400 naming it', async () => {
+        const email = newEmail();
+        await assert.rejects(
+          server.admin.client.call(v1.users.createUser, { body: { email, name: 'X', isAdmin: true } as never }),
+          (e: ApiError) => {
+            assert.equal(e.status, 400);
+            assert.ok((e.problem.errors as { pointer: string }[]).some((f) => f.pointer === '/body/isAdmin'));
+            return true;
+          },
+        );
+      });
+    });
+
+    describe('GET /users and GET /users/{email}', () => {
+      test('an admin lists users, filtered by role and e-mail substring', async () => {
+        const tag = unique('tag');
+        const a = await server.admin.client.call(v1.users.createUser, {
+          body: { email: `${tag}-a@example.test`, name: 'A', roles: ['manager'] },
+        });
+        await server.admin.client.call(v1.users.createUser, { body: { email: `${tag}-b@example.test`, name: 'B', roles: ['viewer'] } });
+        const all = await server.admin.client.call(v1.users.listUsers, { query: { email: tag } });
+        assert.deepEqual(all.items.map((u) => u.email).sort(), [`${tag}-a@example.test`, `${tag}-b@example.test`]);
+        const managers = await server.admin.client.call(v1.users.listUsers, { query: { email: tag, role: 'manager' } });
+        assert.deepEqual(managers.items, [a]);
+      });
+
+      test('anyone but an admin is refused the list with 403', async () => {
+        for (const role of ['viewer', 'tester', 'manager'] as const) {
+          const user = await createUser(server, [role]);
+          await assert.rejects(user.client.call(v1.users.listUsers), rejectsWith(403));
+        }
+      });
+
+      test('a user reads themself; another user answers 404 exactly like an unknown e-mail', async () => {
+        const viewer = await createUser(server, ['viewer']);
+        const other = await createUser(server, ['viewer']);
+        assert.equal((await viewer.client.call(v1.users.getUser, { params: { email: viewer.email.toUpperCase() } })).email, viewer.email);
+        const existing = await problemOf(viewer.client.call(v1.users.getUser, { params: { email: other.email } }));
+        const missing = await problemOf(viewer.client.call(v1.users.getUser, { params: { email: newEmail() } }));
+        assert.equal(existing.status, 404);
+        assert.deepEqual(existing, missing);
+      });
+    });
+
+    describe('PUT /users/{email}/roles', () => {
+      test("an admin replaces a user's roles, and the next request of that user has the new role", async () => {
+        const user = await createUser(server, ['viewer']);
+        const updated = await server.admin.client.call(v1.users.setUserRoles, {
+          params: { email: user.email },
+          body: { roles: ['manager', 'tester'] },
+        });
+        assert.deepEqual(updated.roles, ['tester', 'manager']);
+        assert.equal((await user.client.call(v1.meta.getMe)).role, 'manager');
+        await user.client.call(v1.projects.createProject, {
+          body: { key: `M${unique().toUpperCase()}`.slice(0, 16), name: 'now allowed' },
+        });
+      });
+
+      test('a non-admin raising their own roles is refused with 403 and keeps their roles', async () => {
+        const manager = await createUser(server, ['manager']);
+        await assert.rejects(
+          manager.client.call(v1.users.setUserRoles, { params: { email: manager.email }, body: { roles: ['admin'] } }),
+          rejectsWith(403, 'FORBIDDEN'),
+        );
+        // An invalid body changes nothing in the order of checks: the role is refused first (ERR-3).
+        await assert.rejects(
+          manager.client.call(v1.users.setUserRoles, { params: { email: manager.email }, body: { roles: ['emperor'] } as never }),
+          rejectsWith(403),
+        );
+        const me = await manager.client.call(v1.meta.getMe);
+        assert.deepEqual(me.roles, ['manager']);
+        assert.equal(me.role, 'manager');
+      });
+
+      test('unknown roles, no roles, and an unknown user are refused', async () => {
+        const user = await createUser(server, ['viewer']);
+        await assert.rejects(
+          server.admin.client.call(v1.users.setUserRoles, { params: { email: user.email }, body: { roles: ['root'] } as never }),
+          rejectsWith(400),
+        );
+        await assert.rejects(
+          server.admin.client.call(v1.users.setUserRoles, { params: { email: user.email }, body: { roles: [] } }),
+          rejectsWith(400),
+        );
+        await assert.rejects(
+          server.admin.client.call(v1.users.setUserRoles, { params: { email: newEmail() }, body: { roles: ['viewer'] } }),
+          rejectsWith(404),
+        );
+      });
+    });
+
+    describe('DELETE /users/{email}', () => {
+      test('deleting a user revokes every key of theirs at once; a second delete answers 404', async () => {
+        const user = await createUser(server, ['tester']);
+        const legacy = await server.admin.client.call(v1.users.createApiKey, {
+          params: { email: user.email },
+          body: { name: 'old', format: 'legacy' },
+        });
+        const oldClient = server.client(legacy.key, user.email);
+        await oldClient.call(v1.meta.getMe);
+        await user.client.call(v1.meta.getMe);
+        await server.admin.client.call(v1.users.deleteUser, { params: { email: user.email } });
+        await assert.rejects(user.client.call(v1.meta.getMe), rejectsWith(401));
+        await assert.rejects(oldClient.call(v1.meta.getMe), rejectsWith(401));
+        await assert.rejects(server.admin.client.call(v1.users.deleteUser, { params: { email: user.email } }), rejectsWith(404));
+        await assert.rejects(server.admin.client.call(v1.users.getUser, { params: { email: user.email } }), rejectsWith(404));
+        const keys = await server.app.attest.db
+          .selectFrom('api_keys as k')
+          .innerJoin('users as u', 'u.id', 'k.user_id')
+          .select('k.revoked_at')
+          .where('u.email', '=', user.email)
+          .execute();
+        assert.equal(keys.length, 2);
+        assert.ok(
+          keys.every((k) => k.revoked_at !== null),
+          'the keys are revoked in the database, not only refused',
+        );
+      });
+
+      test('records the user created stay; the user leaves the member lists; the e-mail can be used again', async () => {
+        const manager = await createUser(server, ['manager']);
+        const project = await manager.client.call(v1.projects.createProject, {
+          body: { key: `D${unique().toUpperCase()}`.slice(0, 16), name: 'kept' },
+        });
+        await server.admin.client.call(v1.users.deleteUser, { params: { email: manager.email } });
+        const kept = await server.admin.client.call(v1.projects.getProject, { params: { projectId: project.id } });
+        assert.equal(kept.name, 'kept');
+        const members = await server.admin.client.call(v1.projects.listMembers, { params: { projectId: project.id } });
+        assert.ok(!members.items.some((m) => m.email === manager.email));
+        const again = await server.admin.client.call(v1.users.createUser, { body: { email: manager.email, name: 'Returning' } });
+        assert.deepEqual(again.roles, ['viewer']);
+      });
+
+      test('only an admin deletes users: others are refused with 403 and the user stays', async () => {
+        const target = await createUser(server, ['viewer']);
+        const manager = await createUser(server, ['manager']);
+        await assert.rejects(manager.client.call(v1.users.deleteUser, { params: { email: target.email } }), rejectsWith(403));
+        await assert.rejects(target.client.call(v1.users.deleteUser, { params: { email: target.email } }), rejectsWith(403));
+        await target.client.call(v1.meta.getMe);
+      });
+    });
+
+    describe('POST /users/{email}/apikeys', () => {
+      test('creates a standard key whose secret is in the answer only', async () => {
+        const user = await createUser(server, ['viewer']);
+        const created = await user.client.call(v1.users.createApiKey, { params: { email: user.email }, body: { name: 'ci' } });
+        assert.match(created.key, new RegExp(`^${SECRET_SCANNING_REGEX.replace(/\\b/g, '')}$`));
+        assert.equal(created.format, 'standard');
+        assert.equal(created.scope, 'full');
+        const days = (Date.parse(created.expiresAt as string) - server.clock.now.getTime()) / 86_400_000;
+        assert.ok(days > 89.9 && days <= 90, `default lifetime is 90 days (got ${days})`);
+        assert.ok(
+          created.key.startsWith(created.hint.slice(0, 8)) && created.key.endsWith(created.hint.slice(-4)),
+          'the hint shows the ends',
+        );
+        const listed = (await user.client.call(v1.users.listApiKeys, { params: { email: user.email } })).items.find(
+          (k) => k.id === created.id,
+        );
+        assert.ok(listed);
+        assert.ok(!('key' in listed), 'the list has no secret field');
+        const { key: _secret, ...rest } = created;
+        assert.deepEqual(listed, rest);
+        await server.client(created.key).call(v1.meta.getMe);
+      });
+
+      test('an admin creates an old-format key, which then authenticates with its owner\u2019s e-mail', async () => {
+        const user = await createUser(server, ['tester']);
+        const created = await server.admin.client.call(v1.users.createApiKey, {
+          params: { email: user.email },
+          body: { name: 'legacy', format: 'legacy' },
+        });
+        assert.match(created.key, LEGACY_KEY_PATTERN);
+        assert.equal(created.format, 'legacy');
+        const me = await server.client(created.key, user.email).call(v1.meta.getMe);
+        assert.equal(me.email, user.email);
+        assert.equal(me.key.id, created.id);
+      });
+
+      test('an admin imports an existing old-format value; it authenticates with that owner\u2019s e-mail only, and cannot be imported twice', async () => {
+        const owner = await createUser(server, ['tester']);
+        const other = await createUser(server, ['tester']);
+        const value = randomUUID().toUpperCase();
+        const imported = await server.admin.client.call(v1.users.createApiKey, {
+          params: { email: owner.email },
+          body: { name: 'migrated', format: 'legacy', value },
+        });
+        assert.equal(imported.key.toLowerCase(), value.toLowerCase());
+        assert.equal((await server.client(value.toLowerCase(), owner.email).call(v1.meta.getMe)).email, owner.email);
+        await assert.rejects(server.client(value, other.email).call(v1.meta.getMe), rejectsWith(401));
+        await assert.rejects(
+          server.admin.client.call(v1.users.createApiKey, {
+            params: { email: other.email },
+            body: { name: 'again', format: 'legacy', value: value.toLowerCase() },
+          }),
+          rejectsWith(409),
+        );
+        const audit = await server.admin.client.call(v1.users.listAuditLog, { query: { targetId: imported.id } });
+        assert.equal(audit.items[0]?.action, 'apikey.import');
+      });
+
+      test('a non-admin may not create or import an old-format key, even for themself (403)', async () => {
+        const manager = await createUser(server, ['manager']);
+        await assert.rejects(
+          manager.client.call(v1.users.createApiKey, { params: { email: manager.email }, body: { name: 'x', format: 'legacy' } }),
+          rejectsWith(403),
+        );
+        await assert.rejects(
+          manager.client.call(v1.users.createApiKey, {
+            params: { email: manager.email },
+            body: { name: 'x', format: 'legacy', value: randomUUID() },
+          }),
+          rejectsWith(403),
+        );
+        const keys = await manager.client.call(v1.users.listApiKeys, { params: { email: manager.email } });
+        assert.deepEqual(
+          keys.items.map((k) => k.format),
+          ['standard'],
+        );
+      });
+
+      test('an expiry beyond the configured maximum, or in the past, is refused with 400 naming expiresAt', async () => {
+        const user = await createUser(server, ['viewer']);
+        const day = 86_400_000;
+        const now = server.clock.now.getTime();
+        for (const at of [now + (server.config.keyMaxDays + 1) * day, now - day]) {
+          await assert.rejects(
+            user.client.call(v1.users.createApiKey, {
+              params: { email: user.email },
+              body: { name: 'x', expiresAt: new Date(at).toISOString() },
+            }),
+            (e: ApiError) => e.status === 400 && (e.problem.errors as { pointer: string }[])[0]?.pointer === '/body/expiresAt',
+          );
+        }
+        await assert.rejects(
+          user.client.call(v1.users.createApiKey, { params: { email: user.email }, body: { name: 'never', expiresAt: null } }),
+          rejectsWith(400),
+          'keys must expire unless the instance allows otherwise',
+        );
+        const within = await user.client.call(v1.users.createApiKey, {
+          params: { email: user.email },
+          body: { name: 'max', expiresAt: new Date(now + server.config.keyMaxDays * day - 60_000).toISOString() },
+        });
+        assert.ok(within.expiresAt);
+      });
+
+      test('a read-only key is capped at viewer: reads work, writes answer 403', async () => {
+        const manager = await createUser(server, ['manager']);
+        const readOnly = await manager.client.call(v1.users.createApiKey, {
+          params: { email: manager.email },
+          body: { name: 'dashboard', scope: 'read' },
+        });
+        const client = server.client(readOnly.key);
+        const me = await client.call(v1.meta.getMe);
+        assert.equal(me.role, 'viewer');
+        assert.equal(me.key.scope, 'read');
+        await client.call(v1.projects.listProjects);
+        const key = `R${unique().toUpperCase()}`.slice(0, 16);
+        await assert.rejects(client.call(v1.projects.createProject, { body: { key, name: 'no' } }), rejectsWith(403));
+        await assert.rejects(
+          client.call(v1.devices.registerDevice, { body: { id: unique('d'), name: 'no', platform: 'web' } }),
+          rejectsWith(403),
+        );
+        const listed = await manager.client.call(v1.projects.listProjects);
+        assert.ok(!listed.items.some((p) => p.key === key), 'nothing was created');
+        await manager.client.call(v1.projects.createProject, { body: { key, name: 'yes' } });
+      });
+    });
+
+    describe("another user's keys", () => {
+      test("a non-admin addressing another user's keys gets 404, identical to an unknown e-mail, for list, create and revoke", async () => {
+        const caller = await createUser(server, ['manager']);
+        const victim = await createUser(server, ['viewer']);
+        const ghost = newEmail();
+        const pairs: [string, (email: string, keyId: string) => Promise<unknown>][] = [
+          ['list', (email) => caller.client.call(v1.users.listApiKeys, { params: { email } })],
+          ['create', (email) => caller.client.call(v1.users.createApiKey, { params: { email }, body: { name: 'sneaky' } })],
+          ['revoke', (email, keyId) => caller.client.call(v1.users.revokeApiKey, { params: { email, keyId } })],
+          [
+            'password',
+            (email) => caller.client.call(v1.users.setUserPassword, { params: { email }, body: { password: 'a long enough password' } }),
+          ],
+        ];
+        for (const [name, call] of pairs) {
+          const existing = await problemOf(call(victim.email, victim.keyId));
+          const missing = await problemOf(call(ghost, randomUUID()));
+          assert.equal(existing.status, 404, name);
+          assert.deepEqual(existing, missing, `${name}: the answer tells whether the e-mail exists`);
+        }
+        await victim.client.call(v1.meta.getMe);
+        const keys = await server.admin.client.call(v1.users.listApiKeys, { params: { email: victim.email } });
+        assert.equal(keys.items.length, 1, 'no key was added to the victim');
+      });
+
+      test("a key id of another user under one's own e-mail answers 404 and stays valid", async () => {
+        const caller = await createUser(server, ['tester']);
+        const victim = await createUser(server, ['tester']);
+        await assert.rejects(
+          caller.client.call(v1.users.revokeApiKey, { params: { email: caller.email, keyId: victim.keyId } }),
+          rejectsWith(404),
+        );
+        await victim.client.call(v1.meta.getMe);
+      });
+
+      test("an admin revokes another user's key; revoking it again answers 404", async () => {
+        const user = await createUser(server, ['viewer']);
+        await server.admin.client.call(v1.users.revokeApiKey, { params: { email: user.email, keyId: user.keyId } });
+        await assert.rejects(user.client.call(v1.meta.getMe), rejectsWith(401));
+        await assert.rejects(
+          server.admin.client.call(v1.users.revokeApiKey, { params: { email: user.email, keyId: user.keyId } }),
+          rejectsWith(404),
+        );
+        const withRevoked = await server.admin.client.call(v1.users.listApiKeys, {
+          params: { email: user.email },
+          query: { includeRevoked: true },
+        });
+        assert.ok(withRevoked.items[0]?.revokedAt);
+        assert.equal((await server.admin.client.call(v1.users.listApiKeys, { params: { email: user.email } })).items.length, 0);
+      });
+    });
+
+    describe('GET /audit', () => {
+      test('records role changes, deletions and key creation and revocation with the actor and the request id', async () => {
+        const user = await createUser(server, ['viewer']);
+        const userId = (await user.client.call(v1.meta.getMe)).id;
+        const path = `/users/${encodeURIComponent(user.email)}`;
+        // The test clock stands still unless moved; move it so "newest first" has an order to show.
+        server.clock.advance(1000);
+        const roles = await rawCall(server.admin.client, 'PUT', `${path}/roles`, { roles: ['tester'] });
+        server.clock.advance(1000);
+        assert.equal(roles.status, 200);
+        const createdResponse = await server.admin.client.fetchRaw('POST', `${path}/apikeys`, {
+          body: JSON.stringify({ name: 'audited' }),
+        });
+        const created = (await createdResponse.json()) as { id: string };
+        const createRequestId = createdResponse.headers.get('x-request-id');
+        server.clock.advance(1000);
+        const revoke = await rawCall(user.client, 'DELETE', `${path}/apikeys/${created.id}`);
+        assert.equal(revoke.status, 204);
+        server.clock.advance(1000);
+        const deletion = await rawCall(server.admin.client, 'DELETE', path);
+        assert.equal(deletion.status, 204);
+
+        const log = await server.admin.client.call(v1.users.listAuditLog, { query: { limit: 200 } });
+        const find = (action: string, targetId: string) => log.items.find((e) => e.action === action && e.targetId === targetId);
+        const roleEntry = find('user.roles', userId);
+        assert.ok(roleEntry, 'role change recorded');
+        assert.equal(roleEntry.actorUserId, adminId);
+        assert.equal(roleEntry.requestId, roles.requestId);
+        assert.deepEqual(roleEntry.details, { from: ['viewer'], to: ['tester'] });
+        const createEntry = find('apikey.create', created.id);
+        assert.equal(createEntry?.actorUserId, adminId);
+        assert.equal(createEntry?.requestId, createRequestId);
+        const revokeEntry = find('apikey.revoke', created.id);
+        assert.equal(revokeEntry?.actorUserId, userId, 'the user revoked their own key');
+        assert.equal(revokeEntry?.requestId, revoke.requestId);
+        const deleteEntry = find('user.delete', userId);
+        assert.equal(deleteEntry?.actorUserId, adminId);
+        assert.equal(deleteEntry?.requestId, deletion.requestId);
+        assert.ok(log.items.indexOf(deleteEntry as never) < log.items.indexOf(roleEntry), 'newest first');
+        const filtered = await server.admin.client.call(v1.users.listAuditLog, { query: { action: 'user.delete', targetId: userId } });
+        assert.deepEqual(filtered.items, [deleteEntry]);
+        assert.doesNotMatch(JSON.stringify(log), new RegExp(SECRET_SCANNING_REGEX), 'no secret in the audit log');
+      });
+
+      test('only admins read the audit log', async () => {
+        const manager = await createUser(server, ['manager']);
+        await assert.rejects(manager.client.call(v1.users.listAuditLog), rejectsWith(403));
+      });
+    });
+  });
+
+  describe(`[${dialect}] the admin invariant`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer(dialect);
+    });
+    after(() => server.close());
+
+    const countAdmins = async () => {
+      const row = await server.app.attest.db
+        .selectFrom('users')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('deleted_at', 'is', null)
+        .where(sql<boolean>`roles LIKE '%"admin"%'`)
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    };
+
+    test('the last admin can be neither demoted nor deleted (409), and stays admin', async () => {
+      assert.equal(await countAdmins(), 1);
+      const email = server.admin.email;
+      await assert.rejects(
+        server.admin.client.call(v1.users.setUserRoles, { params: { email }, body: { roles: ['manager'] } }),
+        rejectsWith(409, 'LAST_ADMIN'),
+      );
+      await assert.rejects(server.admin.client.call(v1.users.deleteUser, { params: { email } }), rejectsWith(409, 'LAST_ADMIN'));
+      const me = await server.admin.client.call(v1.meta.getMe);
+      assert.deepEqual(me.roles, ['admin']);
+      const log = await server.admin.client.call(v1.users.listAuditLog, { query: { action: 'user.roles' } });
+      assert.equal(log.items.length, 0, 'a refused change leaves no audit entry');
+      // Keeping the admin role while adding others is no demotion.
+      await server.admin.client.call(v1.users.setUserRoles, { params: { email }, body: { roles: ['admin', 'tester'] } });
+    });
+
+    test('two admins demoting each other at the same time never leave zero admins (30 fresh pairs)', async () => {
+      let survivor: { email: string; client: AttestClient } = server.admin;
+      for (let round = 0; round < 30; round++) {
+        const a = await createAdmin(server, survivor.client);
+        const b = await createAdmin(server, survivor.client);
+        // Leave a and b as the only admins, then race them against each other.
+        await a.client.call(v1.users.setUserRoles, { params: { email: survivor.email }, body: { roles: ['viewer'] } });
+        assert.equal(await countAdmins(), 2);
+        const results = await Promise.allSettled([
+          a.client.call(v1.users.setUserRoles, { params: { email: b.email }, body: { roles: ['viewer'] } }),
+          b.client.call(v1.users.setUserRoles, { params: { email: a.email }, body: { roles: ['viewer'] } }),
+        ]);
+        const statuses = results.map((r) => (r.status === 'fulfilled' ? 200 : (r.reason as ApiError).status));
+        assert.equal(await countAdmins(), 1, `round ${round}: ${statuses.join(', ')}`);
+        assert.equal(statuses.filter((s) => s === 200).length, 1, `round ${round}: exactly one demotion succeeds (${statuses.join(', ')})`);
+        for (const r of results) {
+          if (r.status === 'rejected') assert.ok([409, 403].includes((r.reason as ApiError).status), String(r.reason));
+        }
+        survivor = results[0].status === 'fulfilled' ? a : b;
+        assert.equal((await survivor.client.call(v1.meta.getMe)).role, 'admin');
+      }
+    });
+  });
+}
+
+async function createAdmin(server: TestServer, by: AttestClient): Promise<{ email: string; client: AttestClient }> {
+  const email = newEmail();
+  await by.call(v1.users.createUser, { body: { email, name: 'Admin', roles: ['admin'] } });
+  const key = await by.call(v1.users.createApiKey, { params: { email }, body: { name: 'race' } });
+  return { email, client: server.client(key.key) };
+}

@@ -1,0 +1,341 @@
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import { v1 } from '../../src/client/index.ts';
+import { loadConfig } from '../../src/server/config.ts';
+import type { CrashPoint } from '../../src/server/crash-points.ts';
+import { generateKey } from '../../src/server/security/api-key.ts';
+import { DIALECTS } from '../helpers/dialects.ts';
+import { randomPng } from '../helpers/png.ts';
+import { startRun } from '../helpers/records.ts';
+import { createStorage, residentBytes, type ServerStorage, spawnServer } from '../helpers/spawned-server.ts';
+import { filesUnder, upload } from '../helpers/uploads.ts';
+
+// RELIABILITY DUR-13b: the real server, killed (SIGKILL, no cleanup) exactly at each durability
+// step of an upload or a delete, then restarted on the same data: every row still points at an
+// intact blob (I1), acknowledged uploads are all there (I2), the database is consistent (I3),
+// tmp/ is empty (I4), and the server takes new writes (I6).
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+function sha256OfFile(file: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const hash = createHash('sha256');
+    fs.createReadStream(file)
+      .on('data', (chunk) => hash.update(chunk))
+      .on('end', () => resolve(hash.digest('hex')))
+      .on('error', reject);
+  });
+}
+
+const blobFile = (dataDir: string, sha: string) => path.join(dataDir, 'blobs', sha.slice(0, 2), sha.slice(2, 4), sha);
+
+/** Reads the records beside the running server: rows that reference blobs, and the database's own consistency checks. */
+async function inspectRecords(
+  storage: ServerStorage,
+): Promise<{ blobs: { table: string; sha256: string; size: number | null }[]; problems: string[]; artifactIds: string[] }> {
+  const referencing = [
+    "SELECT 'artifacts' AS tbl, sha256, size FROM artifacts",
+    "SELECT 'images' AS tbl, sha256, size FROM images",
+    "SELECT 'thumbnails' AS tbl, thumbnail_sha256 AS sha256, NULL AS size FROM images WHERE thumbnail_sha256 IS NOT NULL",
+  ].join(' UNION ALL ');
+  const orphans = [
+    'SELECT COUNT(*) AS n FROM artifact_images ai LEFT JOIN artifacts a ON a.id = ai.artifact_id WHERE a.id IS NULL',
+    'SELECT COUNT(*) AS n FROM artifact_images ai LEFT JOIN images i ON i.id = ai.image_id WHERE i.id IS NULL',
+    'SELECT COUNT(*) AS n FROM artifacts a LEFT JOIN test_runs r ON r.id = a.run_id WHERE r.id IS NULL',
+  ];
+  type Row = { tbl: string; sha256: string; size: number | string | null };
+  const toBlobs = (rows: Row[]) => rows.map((r) => ({ table: r.tbl, sha256: r.sha256, size: r.size === null ? null : Number(r.size) }));
+  if (storage.dialect === 'sqlite') {
+    const db = new SQLite(path.join(storage.dataDir, 'attest.db'), { readonly: true });
+    try {
+      const problems: string[] = [];
+      const integrity = db.pragma('integrity_check', { simple: true });
+      if (integrity !== 'ok') problems.push(`integrity_check: ${String(integrity)}`);
+      const fk = db.pragma('foreign_key_check') as unknown[];
+      if (fk.length > 0) problems.push(`foreign_key_check: ${JSON.stringify(fk)}`);
+      for (const q of orphans) {
+        const n = (db.prepare(q).get() as { n: number }).n;
+        if (n > 0) problems.push(`${n} rows: ${q}`);
+      }
+      const artifactIds = (db.prepare('SELECT id FROM artifacts').all() as { id: string }[]).map((r) => r.id);
+      return { blobs: toBlobs(db.prepare(referencing).all() as Row[]), problems, artifactIds };
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: storage.databaseUrl });
+  await client.connect();
+  try {
+    const problems: string[] = [];
+    for (const q of orphans) {
+      const n = Number((await client.query<{ n: string }>(q)).rows[0]?.n);
+      if (n > 0) problems.push(`${n} rows: ${q}`);
+    }
+    const artifactIds = (await client.query<{ id: string }>('SELECT id FROM artifacts')).rows.map((r) => r.id);
+    return { blobs: toBlobs((await client.query<Row>(referencing)).rows), problems, artifactIds };
+  } finally {
+    await client.end();
+  }
+}
+
+/** I1, I3, I4: every referenced blob is there with its size and digest; the database is consistent; tmp/ is empty. */
+async function assertInvariants(storage: ServerStorage) {
+  const records = await inspectRecords(storage);
+  assert.deepEqual(records.problems, [], 'I3: the database is consistent');
+  for (const blob of records.blobs) {
+    const file = blobFile(storage.dataDir, blob.sha256);
+    assert.ok(fs.existsSync(file), `I1: ${blob.table} row points at a missing blob ${blob.sha256}`);
+    if (blob.size !== null) assert.equal(fs.statSync(file).size, blob.size, `I1: size of ${blob.sha256}`);
+    assert.equal(await sha256OfFile(file), blob.sha256, `I1: content of ${blob.sha256}`);
+  }
+  assert.deepEqual(filesUnder(path.join(storage.dataDir, 'tmp')), [], 'I4: tmp/ is empty after recovery');
+  return records;
+}
+
+interface Scenario {
+  point: CrashPoint;
+  hit: number;
+  /** What the killed request was, and whether its artifact must exist after the restart. */
+  killed: 'first screenshot' | 'visual diff' | 'delete';
+  committed: boolean;
+}
+
+// Each upload reaches the three blob points once per file: the screenshot once, the visual diff
+// three times (baseline, actual, diff). Hit 3 lands in the visual diff's second image, with one of
+// its blobs durable and no row yet; hit 1 in the very first upload, before anything was acknowledged.
+const SCENARIOS: Scenario[] = [
+  { point: 'after-fsync-file', hit: 1, killed: 'first screenshot', committed: false },
+  { point: 'after-fsync-file', hit: 3, killed: 'visual diff', committed: false },
+  { point: 'after-rename', hit: 3, killed: 'visual diff', committed: false },
+  { point: 'after-dir-fsync', hit: 3, killed: 'visual diff', committed: false },
+  { point: 'before-commit', hit: 2, killed: 'visual diff', committed: false },
+  { point: 'after-commit-before-response', hit: 2, killed: 'visual diff', committed: true },
+  { point: 'after-row-delete', hit: 1, killed: 'delete', committed: true },
+];
+
+/**
+ * The blob points behave the same whatever database holds the rows (no row exists yet there), so
+ * PostgreSQL runs the points around its own COMMIT and one blob point as a control.
+ */
+const POSTGRES_POINTS: CrashPoint[] = ['after-dir-fsync', 'before-commit', 'after-commit-before-response', 'after-row-delete'];
+const scenariosFor = (dialect: string) => (dialect === 'sqlite' ? SCENARIOS : SCENARIOS.filter((s) => POSTGRES_POINTS.includes(s.point)));
+
+const tempDirs: string[] = [];
+after(() => {
+  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+for (const dialect of DIALECTS) {
+  describe(`[${dialect}] crash points (DUR-13b)`, () => {
+    for (const scenario of scenariosFor(dialect)) {
+      const { point, hit } = scenario;
+      test(`killed at ${point}:${hit} (during the ${scenario.killed}), the restarted server keeps every invariant`, async () => {
+        const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-crash-'));
+        tempDirs.push(dataDir);
+        const storage = await createStorage(dialect, dataDir, generateKey('standard'));
+        try {
+          const crashing = await spawnServer(storage, { ATTEST_CRASH_AT: `${point}:${hit}` });
+          const key = storage.adminKey;
+          const project = await crashing.admin.call(v1.projects.createProject, {
+            body: { key: `C${randomBytes(3).toString('hex').toUpperCase()}`, name: 'Crash' },
+          });
+          const runId = (await startRun(crashing.admin, project.id)).id;
+          const acked = new Map<string, string>(); // artifact id → sha256 of its content
+          const screenshotPng = await randomPng();
+          const diffParts = {
+            baseline: { bytes: await randomPng() },
+            actual: { bytes: await randomPng() },
+            diff: { bytes: await randomPng() },
+          };
+          const diffMetadata = { testRunId: runId, kind: 'visual-diff', name: 'diff', idempotencyKey: 'the-diff' };
+
+          const first = await upload(
+            crashing.url,
+            key,
+            project.id,
+            { testRunId: runId, kind: 'screenshot', name: 'a.png' },
+            { file: { bytes: screenshotPng } },
+          ).catch((error: unknown) => error);
+          if (scenario.killed === 'first screenshot') {
+            assert.ok(first instanceof Error, 'the first upload never got an answer');
+          } else {
+            assert.equal((first as { status: number }).status, 201);
+            acked.set(String((first as { body: { id: string } }).body.id), sha256(screenshotPng));
+            if (scenario.killed === 'visual diff') {
+              await assert.rejects(upload(crashing.url, key, project.id, diffMetadata, diffParts), 'the visual diff never got an answer');
+            } else {
+              const diff = await upload(crashing.url, key, project.id, diffMetadata, diffParts);
+              assert.equal(diff.status, 201);
+              const [deleted] = [...acked.keys()];
+              await assert.rejects(crashing.admin.call(v1.artifacts.deleteArtifact, { params: { artifactId: deleted as string } }));
+              acked.delete(deleted as string);
+              acked.set(String(diff.body.id), sha256(diffParts.diff.bytes));
+            }
+          }
+          const death = await crashing.exited;
+          assert.equal(death.signal, 'SIGKILL', `the server died at the crash point: ${crashing.output.slice(-5).join('\n')}`);
+          if (point === 'after-fsync-file') {
+            assert.ok(filesUnder(path.join(dataDir, 'tmp')).length > 0, 'the killed upload left its temp file behind');
+          }
+
+          const restarted = await spawnServer(storage);
+          try {
+            const records = await assertInvariants(storage);
+            // I2: every acknowledged artifact is there and downloads byte-identical.
+            for (const [artifactId, sha] of acked) {
+              const response = await restarted.admin.fetchRaw('GET', `/artifact/artifacts/${artifactId}/content`);
+              assert.equal(response.status, 200, `acknowledged artifact ${artifactId}`);
+              assert.equal(sha256(Buffer.from(await response.arrayBuffer())), sha);
+            }
+            // The killed request: committed (or deleted) only when the crash came after COMMIT.
+            const unacknowledged = records.artifactIds.filter((id) => !acked.has(id));
+            if (scenario.killed === 'delete') {
+              assert.deepEqual(unacknowledged, [], 'the deleted row stays deleted');
+            } else {
+              assert.equal(
+                unacknowledged.length,
+                scenario.committed ? 1 : 0,
+                `rows beyond the acknowledged ones: ${unacknowledged.join(', ')}`,
+              );
+            }
+            if (scenario.killed === 'visual diff') {
+              // The reporter retries with its idempotency key: it gets the committed artifact, or stores it now; never two.
+              const retry = await upload(restarted.url, key, project.id, diffMetadata, diffParts);
+              assert.equal(retry.status, scenario.committed ? 200 : 201, JSON.stringify(retry.body));
+              const details = await restarted.admin.call(v1.artifacts.getArtifacts, { query: { ids: String(retry.body.id) } });
+              assert.deepEqual(
+                details.items[0]?.images.map((i) => i.role),
+                ['baseline', 'actual', 'diff'],
+              );
+            }
+            // I6: the restarted server takes a new write and reads it back.
+            const fresh = await randomPng();
+            const late = await upload(
+              restarted.url,
+              key,
+              project.id,
+              { testRunId: runId, kind: 'screenshot', name: 'after.png' },
+              { file: { bytes: fresh } },
+            );
+            assert.equal(late.status, 201);
+            const image = await restarted.admin.fetchRaw('GET', `/images/${(late.body.images as { id: string }[])[0]?.id}`);
+            assert.equal(sha256(Buffer.from(await image.arrayBuffer())), sha256(fresh));
+            await assertInvariants(storage);
+          } finally {
+            await restarted.stop();
+          }
+        } finally {
+          await storage.drop();
+        }
+      });
+    }
+  });
+}
+
+describe('ATTEST_CRASH_AT', () => {
+  test('is honoured only with NODE_ENV=test: anywhere else the configuration is refused', () => {
+    assert.deepEqual(loadConfig({ NODE_ENV: 'test', ATTEST_CRASH_AT: 'before-commit:2' }).crashAt, { point: 'before-commit', hit: 2 });
+    assert.equal(loadConfig({ NODE_ENV: 'test' }).crashAt, undefined);
+    assert.throws(() => loadConfig({ NODE_ENV: 'production', ATTEST_CRASH_AT: 'before-commit:1' }), /only accepted with NODE_ENV=test/);
+    assert.throws(() => loadConfig({ ATTEST_CRASH_AT: 'before-commit:1' }), /only accepted with NODE_ENV=test/);
+    assert.throws(() => loadConfig({ NODE_ENV: 'test', ATTEST_CRASH_AT: 'somewhere:1' }), /must be <point>:<n>/);
+    assert.throws(() => loadConfig({ NODE_ENV: 'test', ATTEST_CRASH_AT: 'after-rename:0' }), /must be <point>:<n>/);
+  });
+});
+
+describe('memory while streaming a large upload', () => {
+  test('a 200 MB artifact streams to disk with the server RSS growing by less than 64 MB', async (t) => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-memory-'));
+    tempDirs.push(dataDir);
+    const storage = await createStorage('sqlite', dataDir, generateKey('standard'));
+    const server = await spawnServer(storage);
+    try {
+      const project = await server.admin.call(v1.projects.createProject, { body: { key: 'MEM', name: 'Memory' } });
+      const runId = (await startRun(server.admin, project.id)).id;
+      // Warm-up: load every module of the upload path before the baseline is taken.
+      const warm = await upload(
+        server.url,
+        storage.adminKey,
+        project.id,
+        { testRunId: runId, kind: 'screenshot', name: 'w.png' },
+        { file: { bytes: await randomPng() } },
+      );
+      assert.equal(warm.status, 201);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const baseline = await residentBytes(server.pid);
+
+      const total = 200 * 1024 * 1024;
+      const chunkSize = 256 * 1024;
+      const boundary = `attest${randomBytes(8).toString('hex')}`;
+      const head = Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="metadata"\r\n\r\n` +
+          `${JSON.stringify({ testRunId: runId, kind: 'video', name: 'screen-recording.bin' })}\r\n` +
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="screen-recording.bin"\r\n` +
+          'Content-Type: application/octet-stream\r\n\r\n',
+      );
+      const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+      const hash = createHash('sha256');
+      let sent = 0;
+      // Generated chunk by chunk as the socket asks for it: the test never holds 200 MB either.
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(head);
+        },
+        pull(controller) {
+          if (sent >= total) {
+            controller.enqueue(tail);
+            controller.close();
+            return;
+          }
+          const chunk = randomBytes(Math.min(chunkSize, total - sent));
+          hash.update(chunk);
+          sent += chunk.length;
+          controller.enqueue(chunk);
+        },
+      });
+
+      let peak = baseline;
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          peak = Math.max(peak, await residentBytes(server.pid));
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      })();
+      const started = Date.now();
+      const response = await fetch(`${server.url}/api/v1/projects/${project.id}/artifact`, {
+        method: 'POST',
+        headers: {
+          accept: 'application/json',
+          'service.api-token': storage.adminKey,
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+        },
+        body,
+        duplex: 'half',
+      } as RequestInit);
+      const result = (await response.json()) as { size: number; sha256: string };
+      const seconds = (Date.now() - started) / 1000;
+      sampling = false;
+      await sampler;
+
+      assert.equal(response.status, 201, JSON.stringify(result));
+      assert.equal(result.size, total);
+      const digest = hash.digest('hex');
+      assert.equal(result.sha256, digest);
+      assert.equal(await sha256OfFile(blobFile(dataDir, digest)), digest);
+      const growth = peak - baseline;
+      const mb = (n: number) => (n / 1024 / 1024).toFixed(1);
+      const figure = `server RSS baseline ${mb(baseline)} MB, peak ${mb(peak)} MB, growth ${mb(growth)} MB while streaming 200 MB in ${seconds.toFixed(1)} s`;
+      t.diagnostic(figure);
+      assert.ok(growth < 64 * 1024 * 1024, figure);
+    } finally {
+      await server.stop();
+    }
+  });
+});

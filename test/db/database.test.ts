@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { loadConfig } from '../../src/server/config.ts';
+import { createDatabase, migrateToLatest, StartupError } from '../../src/server/db/database.ts';
+import { DIALECTS, PG_ADMIN_URL } from '../helpers/dialects.ts';
+
+const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'attest-db-'));
+
+describe('[sqlite] createDatabase', () => {
+  test('opens in WAL mode with synchronous=FULL and foreign keys on, and verifies them', async () => {
+    const dir = tempDir();
+    const handle = await createDatabase(loadConfig({ ATTEST_DATA_DIR: dir }));
+    const { rows } = await sql<{ journal_mode: string }>`PRAGMA journal_mode`.execute(handle.db);
+    const sync = await sql<{ synchronous: number }>`PRAGMA synchronous`.execute(handle.db);
+    const fk = await sql<{ foreign_keys: number }>`PRAGMA foreign_keys`.execute(handle.db);
+    assert.equal(rows[0]?.journal_mode, 'wal');
+    assert.equal(sync.rows[0]?.synchronous, 2);
+    assert.equal(fk.rows[0]?.foreign_keys, 1);
+    await handle.close();
+  });
+
+  test('lets only one process open a data folder at a time', async () => {
+    const dir = tempDir();
+    const first = await createDatabase(loadConfig({ ATTEST_DATA_DIR: dir }));
+    await assert.rejects(
+      createDatabase(loadConfig({ ATTEST_DATA_DIR: dir })),
+      (e: Error) => e instanceof StartupError && /Another Attest process/.test(e.message),
+    );
+    await first.close();
+    const again = await createDatabase(loadConfig({ ATTEST_DATA_DIR: dir }));
+    await again.close();
+  });
+
+  test('a second server on the same data folder exits non-zero while the first keeps serving', async () => {
+    const dir = tempDir();
+    const env = { ...process.env, ATTEST_DATA_DIR: dir, PORT: '0', HOST: '127.0.0.1', ATTEST_LOG_LEVEL: 'warn' };
+    const first = spawn(process.execPath, ['--import', 'tsx', 'src/server/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      let out = '';
+      first.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      while (!/attest listening (\S+)/.test(out)) await once(first.stdout, 'data');
+      const url = /attest listening (\S+)/.exec(out)?.[1] as string;
+      const second = spawn(process.execPath, ['--import', 'tsx', 'src/server/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let err = '';
+      second.stderr.on('data', (chunk: Buffer) => {
+        err += chunk.toString();
+      });
+      const [code] = await once(second, 'exit');
+      assert.equal(code, 1);
+      assert.match(err, /Another Attest process is using the data folder/);
+      const health = await fetch(`${url}/api/v1/health`);
+      assert.equal(health.status, 200);
+    } finally {
+      first.kill('SIGTERM');
+      await once(first, 'exit');
+    }
+  });
+
+  test('re-running migrations is a no-op', async () => {
+    const dir = tempDir();
+    const handle = await createDatabase(loadConfig({ ATTEST_DATA_DIR: dir }));
+    assert.deepEqual(await migrateToLatest(handle.db), []);
+    await handle.close();
+  });
+});
+
+if (DIALECTS.includes('postgres')) {
+  describe('[postgres] createDatabase', () => {
+    async function withDatabase(fn: (url: string, admin: pg.Client, name: string) => Promise<void>) {
+      const name = `attest_db_${randomBytes(5).toString('hex')}`;
+      const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE ${name}`);
+      const url = new URL(PG_ADMIN_URL);
+      url.pathname = `/${name}`;
+      try {
+        await fn(url.toString(), admin, name);
+      } finally {
+        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await admin.end();
+      }
+    }
+
+    test('refuses to start when synchronous_commit is off, unless overridden', async () => {
+      await withDatabase(async (url, admin, name) => {
+        await admin.query(`ALTER DATABASE ${name} SET synchronous_commit = off`);
+        await assert.rejects(
+          createDatabase(loadConfig({ ATTEST_DATABASE_URL: url, ATTEST_DATA_DIR: tempDir() })),
+          (e: Error) => e instanceof StartupError && /synchronous_commit=off/.test(e.message),
+        );
+        const handle = await createDatabase(
+          loadConfig({ ATTEST_DATABASE_URL: url, ATTEST_ALLOW_UNSAFE_POSTGRES: 'true', ATTEST_DATA_DIR: tempDir() }),
+        );
+        await handle.close();
+      });
+    });
+
+    test('migrates a fresh database, and re-running is a no-op', async () => {
+      await withDatabase(async (url) => {
+        const handle = await createDatabase(loadConfig({ ATTEST_DATABASE_URL: url, ATTEST_DATA_DIR: tempDir() }));
+        assert.deepEqual(await migrateToLatest(handle.db), []);
+        const { rows } = await sql<{
+          n: number;
+        }>`SELECT count(*) AS n FROM information_schema.tables WHERE table_name = 'test_runs'`.execute(handle.db);
+        assert.equal(Number(rows[0]?.n), 1);
+        await handle.close();
+      });
+    });
+  });
+}

@@ -1,0 +1,160 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { v1 } from '../../src/client/index.ts';
+import { backupEmbedded, restoreEmbedded } from '../../src/server/services/backup.ts';
+import { collectGarbage, verifyStorage } from '../../src/server/services/maintenance.ts';
+import { DIALECTS } from '../helpers/dialects.ts';
+import { createProject } from '../helpers/factories.ts';
+import { randomPng } from '../helpers/png.ts';
+import { addSteps, startRun } from '../helpers/records.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { upload } from '../helpers/uploads.ts';
+
+const blobFile = (dataDir: string, sha: string) => path.join(dataDir, 'blobs', sha.slice(0, 2), sha.slice(2, 4), sha);
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+async function uploadScreenshots(server: TestServer, count: number) {
+  const project = await createProject(server);
+  const run = await startRun(server.admin.client, project.id);
+  const steps = await addSteps(server.admin.client, run.id, ['s1']);
+  const shas: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const png = await randomPng();
+    const res = await upload(
+      server.url,
+      server.admin.key,
+      project.id,
+      { testRunId: run.id, stepId: steps.s1, kind: 'screenshot', name: `shot-${i}.png` },
+      { file: { bytes: png, type: 'image/png' } },
+    );
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    shas.push(sha256(png));
+  }
+  return { project, run, shas };
+}
+
+for (const dialect of DIALECTS) {
+  describe(`[${dialect}] storage maintenance`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer(dialect);
+    });
+    after(() => server.close());
+
+    describe('collectGarbage', () => {
+      test('deletes only unreferenced blobs older than the grace period, and a dry run deletes nothing', async () => {
+        const { shas } = await uploadScreenshots(server, 2);
+        const ctx = server.app.attest;
+        const old = await ctx.blobs.put([Buffer.from(`orphan-old-${Math.random()}`)]);
+        const fresh = await ctx.blobs.put([Buffer.from(`orphan-fresh-${Math.random()}`)]);
+        const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+        fs.utimesSync(blobFile(server.dataDir, old.sha256), twoHoursAgo, twoHoursAgo);
+
+        const dry = await collectGarbage({ ...ctx, clock: () => new Date() }, { graceMs: 3600_000, dryRun: true });
+        assert.ok(dry.deleted >= 1);
+        assert.ok(fs.existsSync(blobFile(server.dataDir, old.sha256)), 'a dry run must not delete');
+
+        const report = await collectGarbage({ ...ctx, clock: () => new Date() }, { graceMs: 3600_000 });
+        assert.ok(report.deleted >= 1);
+        assert.ok(!fs.existsSync(blobFile(server.dataDir, old.sha256)), 'the old orphan is gone');
+        assert.ok(fs.existsSync(blobFile(server.dataDir, fresh.sha256)), 'a fresh orphan may be an upload in flight: kept');
+        for (const sha of shas) assert.ok(fs.existsSync(blobFile(server.dataDir, sha)), 'referenced blobs stay');
+      });
+    });
+
+    describe('collectGarbage after deletions', () => {
+      test('removes the image rows and blobs of deleted artifacts, and keeps images still in use', async () => {
+        const { project, run, shas } = await uploadScreenshots(server, 2);
+        const listed = await server.admin.client.call(v1.artifacts.listArtifacts, {
+          params: { projectId: project.id },
+          query: { testRunId: run.id },
+        });
+        const [gone, kept] = listed.items as unknown as [{ id: string; sha256: string }, { id: string; sha256: string }];
+        await server.admin.client.call(v1.artifacts.deleteArtifact, { params: { artifactId: gone.id } });
+        const ctx = server.app.attest;
+        const later = () => new Date(Date.now() + 2 * 3600_000);
+        const report = await collectGarbage({ ...ctx, clock: later }, { graceMs: 3600_000 });
+        assert.ok(report.unusedImages >= 1);
+        assert.ok(!fs.existsSync(blobFile(server.dataDir, gone.sha256)), "a deleted screenshot's bytes are gone");
+        assert.ok(fs.existsSync(blobFile(server.dataDir, kept.sha256)));
+        assert.ok(shas.includes(gone.sha256));
+        const image = await ctx.db.selectFrom('images').select('id').where('sha256', '=', gone.sha256).executeTakeFirst();
+        assert.equal(image, undefined);
+      });
+    });
+
+    describe('verifyStorage', () => {
+      test('reports a sound store, then a damaged and a missing blob', async () => {
+        const { shas } = await uploadScreenshots(server, 2);
+        const ctx = server.app.attest;
+        const sound = await verifyStorage(ctx);
+        assert.deepEqual(sound.integrity, []);
+        assert.deepEqual(sound.missingBlobs, []);
+        assert.deepEqual(sound.badBlobs, []);
+
+        const [damaged, missing] = shas as [string, string];
+        const file = blobFile(server.dataDir, damaged);
+        const bytes = fs.readFileSync(file);
+        bytes.writeUInt8((bytes.at(-1) ?? 0) ^ 0xff, bytes.length - 1);
+        fs.chmodSync(file, 0o600);
+        fs.writeFileSync(file, bytes);
+        fs.unlinkSync(blobFile(server.dataDir, missing));
+        const report = await verifyStorage(ctx);
+        assert.ok(report.badBlobs.includes(damaged));
+        assert.ok(report.missingBlobs.includes(missing));
+      });
+    });
+  });
+}
+
+describe('[sqlite] backup and restore', () => {
+  test('an online backup restores into a fresh folder that serves every screenshot byte-identically', async () => {
+    const server = await startTestServer('sqlite');
+    const target = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-backup-'));
+    const restored = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-restored-'));
+    try {
+      const { project, run, shas } = await uploadScreenshots(server, 3);
+      // The server keeps running (and holding its lock) while the backup reads.
+      const report = await backupEmbedded(server.dataDir, path.join(target, 'b'));
+      assert.equal(report.blobs, 3);
+      await restoreEmbedded(path.join(target, 'b'), path.join(restored, 'data'));
+      await server.close();
+
+      const again = await startTestServer('sqlite', { ATTEST_DATA_DIR: path.join(restored, 'data') });
+      try {
+        const client = again.client(server.admin.key);
+        const listed = await client.call(v1.artifacts.listArtifacts, { params: { projectId: project.id }, query: { testRunId: run.id } });
+        assert.equal(listed.items.length, 3);
+        const details = await client.call(v1.artifacts.getArtifacts, { query: { ids: listed.items.map((a) => a.id).join(',') } });
+        const downloaded: string[] = [];
+        for (const artifact of details.items) {
+          for (const image of artifact.images) {
+            const response = await client.fetchRaw('GET', `/images/${image.id}`);
+            assert.equal(response.status, 200);
+            downloaded.push(sha256(new Uint8Array(await response.arrayBuffer())));
+          }
+        }
+        assert.deepEqual(downloaded.sort(), [...shas].sort());
+        const verify = await verifyStorage(again.app.attest);
+        assert.deepEqual([verify.integrity, verify.missingBlobs, verify.badBlobs], [[], [], []]);
+      } finally {
+        await again.close();
+      }
+    } finally {
+      fs.rmSync(target, { recursive: true, force: true });
+      fs.rmSync(restored, { recursive: true, force: true });
+    }
+  });
+
+  test('refuses to restore into a folder that is not empty', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-restore-'));
+    fs.writeFileSync(path.join(dir, 'attest.db'), 'x');
+    fs.mkdirSync(path.join(dir, 'data'));
+    fs.writeFileSync(path.join(dir, 'data', 'keep'), 'x');
+    await assert.rejects(restoreEmbedded(dir, path.join(dir, 'data')), /not empty/);
+  });
+});

@@ -1,0 +1,56 @@
+import { randomBytes } from 'node:crypto';
+import { crc32 } from 'node:zlib';
+import sharp from 'sharp';
+
+/**
+ * A PNG of random pixels: images are stored by content, so every test gets bytes no other test
+ * (or earlier run on the same database) has uploaded.
+ */
+export async function randomPng(width = 16, height = 12): Promise<Buffer> {
+  return sharp(randomBytes(width * height * 3), { raw: { width, height, channels: 3 } })
+    .png()
+    .toBuffer();
+}
+
+/** A GIF of random pixels. */
+export async function randomGif(width = 8, height = 8): Promise<Buffer> {
+  return sharp(randomBytes(width * height * 3), { raw: { width, height, channels: 3 } })
+    .gif()
+    .toBuffer();
+}
+
+let flood: Promise<Buffer> | undefined;
+
+/**
+ * A one-colour 20 000 × 20 000 PNG (400 megapixels, about a megabyte): a pixel flood (RELIABILITY
+ * FILE-2). Encoding it takes seconds, so it is made once per process.
+ */
+export function pixelFloodPng(): Promise<Buffer> {
+  flood ??= sharp({ create: { width: 20_000, height: 20_000, channels: 3, background: 'white' }, limitInputPixels: false })
+    .png()
+    .toBuffer();
+  return flood;
+}
+
+function pngChunk(type: string, data: Buffer): Buffer {
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(data.length);
+  const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(body));
+  return Buffer.concat([length, body, crc]);
+}
+
+/** A hand-made PNG whose IHDR claims `width` × `height` pixels, with a token IDAT: a decompression bomb's header. */
+export function pngClaiming(width: number, height: number): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB, deflate, no filter, no interlace
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    pngChunk('IHDR', ihdr),
+    pngChunk('IDAT', Buffer.from([0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01])),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
+}

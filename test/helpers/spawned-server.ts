@@ -1,0 +1,98 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { AttestClient } from '../../src/client/index.ts';
+import type { Dialect } from '../../src/server/db/types.ts';
+import { createPostgresDatabase } from './dialects.ts';
+
+// The real server as a child process (`node --import tsx src/server/main.ts`), for tests that kill
+// it (RELIABILITY DUR-13) or measure its memory.
+
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface SpawnedServer {
+  child: ChildProcess;
+  pid: number;
+  url: string;
+  admin: AttestClient;
+  /** Every line the server printed (stdout and stderr). */
+  output: string[];
+  /** Resolves when the process is gone, with how it ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGTERM (graceful shutdown) and wait. */
+  stop(): Promise<void>;
+}
+
+/** Where a spawned server keeps its records: a data folder, plus a fresh PostgreSQL database on that dialect. */
+export interface ServerStorage {
+  dialect: Dialect;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  adminKey: string;
+  drop(): Promise<void>;
+}
+
+export async function createStorage(dialect: Dialect, dataDir: string, adminKey: string): Promise<ServerStorage> {
+  if (dialect === 'sqlite') return { dialect, dataDir, databaseUrl: undefined, adminKey, drop: async () => {} };
+  const database = await createPostgresDatabase('attest_crash');
+  return { dialect, dataDir, databaseUrl: database.url, adminKey, drop: database.drop };
+}
+
+/** Starts `src/server/main.ts` on 127.0.0.1 and a free port; resolves once it prints `attest listening <url>`. */
+export async function spawnServer(storage: ServerStorage, env: Record<string, string> = {}): Promise<SpawnedServer> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join('src', 'server', 'main.ts')], {
+    cwd: REPO_ROOT,
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      ATTEST_DATA_DIR: storage.dataDir,
+      ATTEST_ADMIN_EMAIL: 'admin@example.test',
+      ATTEST_ADMIN_API_KEY: storage.adminKey,
+      ATTEST_LOG_LEVEL: 'warn',
+      ATTEST_RATE_LIMIT_PER_MINUTE: '0',
+      ...(storage.databaseUrl ? { ATTEST_DATABASE_URL: storage.databaseUrl } : {}),
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const exited = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
+  createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (line) => output.push(line));
+  const listening = new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      output.push(line);
+      const match = /^attest listening (\S+)$/.exec(line);
+      if (match) resolve(match[1] as string);
+    });
+    void exited.then(({ code, signal }) =>
+      reject(new Error(`the server exited (${code ?? signal}) before listening:\n${output.join('\n')}`)),
+    );
+    setTimeout(() => reject(new Error(`the server did not listen within 60 s:\n${output.join('\n')}`)), 60_000).unref();
+  });
+  const url = (await listening).replace('0.0.0.0', '127.0.0.1');
+  return {
+    child,
+    pid: child.pid as number,
+    url,
+    admin: new AttestClient({ baseUrl: url, apiKey: storage.adminKey }),
+    output,
+    exited,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Resident set size of a process in bytes, from /proc/<pid>/status (Linux). */
+export async function residentBytes(pid: number): Promise<number> {
+  const { readFile } = await import('node:fs/promises');
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kib = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
+  if (kib === undefined) throw new Error(`no VmRSS for process ${pid}`);
+  return Number(kib) * 1024;
+}

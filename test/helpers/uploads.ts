@@ -1,0 +1,54 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** One file part of an upload. */
+export interface FilePart {
+  bytes: Uint8Array;
+  /** The part's declared type; the server ignores it for decisions. */
+  type?: string;
+  filename?: string;
+}
+
+export interface UploadResult {
+  status: number;
+  headers: Headers;
+  body: Record<string, unknown>;
+}
+
+/**
+ * POSTs a multipart upload the way a reporter does: the `metadata` JSON part first, then the file
+ * parts, with the SPEC 1.3 key header and `Accept: application/json`.
+ */
+export async function upload(
+  baseUrl: string,
+  apiKey: string,
+  projectId: string,
+  metadata: Record<string, unknown> | string,
+  files: Record<string, FilePart>,
+  headers: Record<string, string> = {},
+): Promise<UploadResult> {
+  const form = new FormData();
+  form.append('metadata', typeof metadata === 'string' ? metadata : JSON.stringify(metadata));
+  for (const [name, file] of Object.entries(files)) {
+    form.append(name, new Blob([file.bytes], { type: file.type ?? 'application/octet-stream' }), file.filename ?? `${name}.bin`);
+  }
+  const response = await fetch(`${baseUrl}/api/v1/projects/${projectId}/artifact`, {
+    method: 'POST',
+    headers: { accept: 'application/json', 'service.api-token': apiKey, ...headers },
+    body: form,
+  });
+  const text = await response.text();
+  let body: Record<string, unknown> = {};
+  try {
+    body = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    body = { text };
+  }
+  return { status: response.status, headers: response.headers, body };
+}
+
+/** Every file under `dir` (relative paths), for "nothing was stored" checks. */
+export function filesUnder(dir: string): string[] {
+  if (!fs.existsSync(dir)) return [];
+  return (fs.readdirSync(dir, { recursive: true }) as string[]).filter((f) => fs.statSync(path.join(dir, f)).isFile()).sort();
+}

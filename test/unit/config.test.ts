@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/server/config.ts';
+import { detectNetworkFilesystem } from '../../src/server/db/database.ts';
+
+describe('loadConfig', () => {
+  test('serves the embedded default with no variables set', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 8080);
+    assert.equal(config.databaseUrl, undefined);
+    assert.ok(config.dataDir.endsWith('/data'));
+    assert.equal(config.sqliteSynchronous, 'FULL');
+  });
+
+  test('reports every problem at once', () => {
+    assert.throws(
+      () => loadConfig({ PORT: 'eighty', ATTEST_DATABASE_URL: 'mysql://x', ATTEST_LEGACY_KEYS: 'maybe', ATTEST_ADMIN_EMAIL: 'a@b.c' }),
+      (error: ConfigError) => {
+        assert.ok(error instanceof ConfigError);
+        assert.equal(error.problems.length, 4, error.problems.join('\n'));
+        return true;
+      },
+    );
+  });
+
+  test('reads the sunset of old-format keys as a date, and refuses anything else', () => {
+    assert.equal(loadConfig({ ATTEST_LEGACY_KEYS_SUNSET: '2027-06-30' }).legacyKeysSunset?.toISOString(), '2027-06-30T00:00:00.000Z');
+    assert.throws(() => loadConfig({ ATTEST_LEGACY_KEYS_SUNSET: 'soon' }), ConfigError);
+  });
+
+  test('refuses a wildcard CORS origin', () => {
+    assert.throws(() => loadConfig({ ATTEST_CORS_ORIGINS: '*' }), ConfigError);
+  });
+});
+
+describe('detectNetworkFilesystem', () => {
+  const mountinfo = [
+    '22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw',
+    '40 22 0:35 / /mnt/share rw,relatime shared:20 - nfs4 server:/export rw',
+    '41 22 0:36 / /mnt/fuse rw - fuse.sshfs host: rw',
+  ].join('\n');
+
+  test('finds NFS and FUSE mounts by the longest matching mount point', () => {
+    assert.equal(detectNetworkFilesystem(mountinfo, '/mnt/share/attest/data'), 'nfs4');
+    assert.equal(detectNetworkFilesystem(mountinfo, '/mnt/fuse/data'), 'fuse.sshfs');
+  });
+
+  test('accepts local filesystems and lookalike paths', () => {
+    assert.equal(detectNetworkFilesystem(mountinfo, '/var/lib/attest'), undefined);
+    assert.equal(detectNetworkFilesystem(mountinfo, '/mnt/shared-local'), undefined);
+  });
+});
