@@ -54,6 +54,7 @@ export interface Config {
   /** Largest image side and pixel count accepted before any decode. */
   maxImageSide: number;
   maxImagePixels: number;
+  maxAnimationPixels: number;
   /** Most artifacts one run may hold; a run's artifact list then always fits one answer. */
   maxArtifactsPerRun: number;
   /** SQLite `synchronous` level; FULL survives power loss, NORMAL only process crashes. */
@@ -206,6 +207,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxImageBytes: r.int('ATTEST_MAX_IMAGE_BYTES', 25 * MiB, 1, 1024 * MiB),
     maxImageSide: r.int('ATTEST_MAX_IMAGE_SIDE', 20_000, 1, 1_000_000),
     maxImagePixels: r.int('ATTEST_MAX_IMAGE_PIXELS', 50_000_000, 1, 1_000_000_000),
+    maxAnimationPixels: r.int('ATTEST_MAX_ANIMATION_PIXELS', 500_000_000, 1, 100_000_000_000),
     maxArtifactsPerRun: r.int('ATTEST_MAX_ARTIFACTS_PER_RUN', 10_000, 1, 10_000),
     sqliteSynchronous: r.oneOf('ATTEST_SQLITE_SYNCHRONOUS', 'FULL', ['FULL', 'NORMAL'] as const),
     allowNetworkFs: r.bool('ATTEST_ALLOW_NETWORK_FS', false),

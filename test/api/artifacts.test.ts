@@ -9,7 +9,7 @@ import type { BlobFs } from '../../src/server/blob/fs-blob-store.ts';
 import { FsBlobStore, nodeBlobFs } from '../../src/server/blob/fs-blob-store.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
-import { pixelFloodPng, pngClaiming, randomGif, randomPng } from '../helpers/png.ts';
+import { pixelFloodPng, pngClaiming, randomAnimation, randomGif, randomPng } from '../helpers/png.ts';
 import { addSteps, completeRun, startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { filesUnder, upload } from '../helpers/uploads.ts';
@@ -765,6 +765,7 @@ for (const dialect of DIALECTS) {
         ATTEST_MAX_IMAGE_BYTES: String(64 * 1024),
         ATTEST_MAX_ARTIFACTS_PER_RUN: '3',
         ATTEST_MAX_IDS_PER_BATCH: '2',
+        ATTEST_MAX_ANIMATION_PIXELS: String(10 * 40 * 30),
       });
       projectId = (await createProject(server)).id;
       tester = await createUser(server, ['tester'], { projects: [projectId] });
@@ -785,6 +786,24 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(tmpFiles(), []);
       const rows = await server.app.attest.db.selectFrom('artifacts').select('id').where('run_id', '=', runId).execute();
       assert.equal(rows.length, 1);
+    });
+
+    test('an animated GIF or WebP over ATTEST_MAX_ANIMATION_PIXELS (frames × pixels) is 422; within it, stored', async () => {
+      for (const format of ['gif', 'webp'] as const) {
+        const runId = (await startRun(tester.client, projectId)).id;
+        const shot = { testRunId: runId, kind: 'screenshot', name: `a.${format}` };
+        const within = await upload(server.url, tester.key, projectId, shot, {
+          file: { bytes: await randomAnimation(format, 10, 40, 30) },
+        });
+        assert.equal(within.status, 201, JSON.stringify(within.body));
+        const over = await upload(server.url, tester.key, projectId, shot, { file: { bytes: await randomAnimation(format, 11, 40, 30) } });
+        assert.equal(over.status, 422, JSON.stringify(over.body));
+        assert.equal(over.body.code, 'IMAGE_TOO_LARGE');
+        assert.match(String(over.body.detail), /11 frames of 40×30/);
+        assert.deepEqual(tmpFiles(), []);
+        const rows = await server.app.attest.db.selectFrom('artifacts').select('id').where('run_id', '=', runId).execute();
+        assert.equal(rows.length, 1);
+      }
     });
 
     test('an image over ATTEST_MAX_IMAGE_BYTES is 413 even though other files may be larger', async () => {

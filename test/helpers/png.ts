@@ -54,3 +54,11 @@ export function pngClaiming(width: number, height: number): Buffer {
     pngChunk('IEND', Buffer.alloc(0)),
   ]);
 }
+
+/** An animated GIF or WebP of `frames` random frames, each `width` × `height`. */
+export async function randomAnimation(format: 'gif' | 'webp', frames: number, width = 8, height = 6): Promise<Buffer> {
+  const stills = await Promise.all(Array.from({ length: frames }, () => randomPng(width, height)));
+  return sharp(stills, { join: { animated: true } })
+    .toFormat(format)
+    .toBuffer();
+}

@@ -289,6 +289,7 @@ async function storeFile(
     maxBytes: image ? config.maxImageBytes : config.maxArtifactBytes,
     maxSide: config.maxImageSide,
     maxPixels: config.maxImagePixels,
+    maxAnimationPixels: config.maxAnimationPixels,
   });
   try {
     const blob = await ctx.blobs.put(inspection.pass(stream));

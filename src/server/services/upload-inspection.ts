@@ -2,6 +2,7 @@ import { fileTypeFromBuffer } from 'file-type';
 import { imageSize } from 'image-size';
 import { RASTER_TYPES } from '../../api/v1/artifacts.ts';
 import { AppError } from '../errors.ts';
+import { type FrameCounter, frameCounterFor } from './frame-counter.ts';
 
 /** What a file part must satisfy. */
 export interface InspectionPolicy {
@@ -10,6 +11,8 @@ export interface InspectionPolicy {
   maxBytes: number;
   maxSide: number;
   maxPixels: number;
+  /** Frames × pixels for an animated GIF or WebP. */
+  maxAnimationPixels: number;
 }
 
 /** What the bytes turned out to be. */
@@ -45,6 +48,7 @@ export class UploadInspection {
   private bytes = 0;
   private contentType: string | undefined;
   private dimensions: { width: number; height: number } | undefined;
+  private frameCounter: FrameCounter | undefined;
 
   constructor(private readonly policy: InspectionPolicy) {}
 
@@ -62,10 +66,14 @@ export class UploadInspection {
         await this.examine(false);
         // The decisions are made: stop holding the first bytes.
         if (!this.wantsMoreHead()) this.head.length = 0;
+      } else {
+        this.frameCounter?.push(chunk);
       }
+      this.checkAnimation();
       yield chunk;
     }
     await this.examine(true);
+    this.checkAnimation();
   }
 
   /** The verdict; only valid after `pass` has run to the end. */
@@ -91,6 +99,10 @@ export class UploadInspection {
         );
       }
       this.contentType = type ?? 'application/octet-stream';
+      if (this.policy.image) {
+        this.frameCounter = frameCounterFor(this.contentType);
+        for (const chunk of this.head) this.frameCounter?.push(chunk);
+      }
     }
     if (this.policy.image && this.contentType !== undefined && this.dimensions === undefined) {
       this.dimensions = readDimensions(Buffer.concat(this.head));
@@ -98,6 +110,19 @@ export class UploadInspection {
       else if (ended || this.headBytes >= DIMENSION_PEEK_BYTES) {
         throw new AppError('UNPROCESSABLE', 'The image header does not state a readable width and height.');
       }
+    }
+  }
+
+  /** FILE-2's cap on animations: every frame may be as large as the canvas the header states. */
+  private checkAnimation(): void {
+    if (!this.frameCounter || !this.dimensions) return;
+    const { width, height } = this.dimensions;
+    const frames = this.frameCounter.frames;
+    if (frames * width * height > this.policy.maxAnimationPixels) {
+      throw new AppError(
+        'IMAGE_TOO_LARGE',
+        `The animation has at least ${frames} frames of ${width}×${height} pixels; the limit is ${this.policy.maxAnimationPixels} pixels over all frames.`,
+      );
     }
   }
 

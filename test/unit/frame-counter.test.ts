@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import sharp from 'sharp';
+import { frameCounterFor } from '../../src/server/services/frame-counter.ts';
+import { randomAnimation, randomGif, randomPng } from '../helpers/png.ts';
+
+/** Feeds `bytes` to a fresh counter in pieces of `piece` bytes and answers the count. */
+function countFrames(contentType: string, bytes: Buffer, piece: number): number {
+  const counter = frameCounterFor(contentType);
+  assert.ok(counter, `a counter for ${contentType}`);
+  for (let offset = 0; offset < bytes.length; offset += piece) counter.push(bytes.subarray(offset, offset + piece));
+  return counter.frames;
+}
+
+describe('frameCounterFor', () => {
+  for (const format of ['gif', 'webp'] as const) {
+    const contentType = `image/${format}`;
+
+    test(`counts the frames of an animated ${format.toUpperCase()} as libvips does, however the bytes are split`, async () => {
+      for (const frames of [2, 7, 40]) {
+        const animation = await randomAnimation(format, frames, 24, 16);
+        assert.equal((await sharp(animation, { pages: -1 }).metadata()).pages, frames, 'the fixture itself');
+        for (const piece of [1, 5, 4096, animation.length]) {
+          assert.equal(countFrames(contentType, animation, piece), frames, `${frames} frames in pieces of ${piece}`);
+        }
+      }
+    });
+
+    test(`any split of a ${format.toUpperCase()} gives the same count`, async () => {
+      const animation = await randomAnimation(format, 5, 12, 9);
+      fc.assert(
+        fc.property(fc.array(fc.integer({ min: 1, max: animation.length }), { minLength: 1, maxLength: 20 }), (cuts) => {
+          const counter = frameCounterFor(contentType);
+          assert.ok(counter);
+          let offset = 0;
+          for (const cut of cuts.sort((a, b) => a - b)) {
+            counter.push(animation.subarray(offset, Math.max(offset, cut)));
+            offset = Math.max(offset, cut);
+          }
+          counter.push(animation.subarray(offset));
+          return counter.frames === 5;
+        }),
+        { numRuns: 100 },
+      );
+    });
+
+    test(`arbitrary bytes declared ${format.toUpperCase()} never throw and count at least one frame`, () => {
+      fc.assert(
+        fc.property(fc.uint8Array({ maxLength: 2000 }), (bytes) => countFrames(contentType, Buffer.from(bytes), 7) >= 1),
+        { numRuns: 300 },
+      );
+    });
+  }
+
+  test('a still GIF or WebP is one frame', async () => {
+    assert.equal(countFrames('image/gif', await randomGif(), 3), 1);
+    const webp = await sharp(await randomPng())
+      .webp()
+      .toBuffer();
+    assert.equal(countFrames('image/webp', webp, 3), 1);
+  });
+
+  test('PNG and JPEG have no counter: they are one frame by format', () => {
+    assert.equal(frameCounterFor('image/png'), undefined);
+    assert.equal(frameCounterFor('image/jpeg'), undefined);
+  });
+});
