@@ -25,6 +25,7 @@ import { v1Routes } from './routes/v1/index.ts';
 import { emailDigest, LEGACY_KEY_PATTERN } from './security/api-key.ts';
 import { authenticate, canSeeProject, roleAtLeast } from './services/authenticate.ts';
 import { bootstrapAdmin } from './services/bootstrap.ts';
+import { Thumbnails } from './services/images.ts';
 import { createAjv, rejectNulCharacters, toFieldError } from './validation.ts';
 import { APP_VERSION } from './version.ts';
 
@@ -252,6 +253,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     log: app.log,
     lastUsedWrites: new Map(),
     authFailures: new FailureLimiter(config.authFailuresPerMinute),
+    thumbnails: new Thumbnails(config),
   };
   app.decorate('attest', ctx);
   app.addHook('onClose', async () => {

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { CRASH_POINTS, type CrashSpec, parseCrashSpec } from './crash-points.ts';
 
@@ -55,6 +56,8 @@ export interface Config {
   maxImageSide: number;
   maxImagePixels: number;
   maxAnimationPixels: number;
+  thumbnailConcurrency: number;
+  thumbnailQueue: number;
   /** Most artifacts one run may hold; a run's artifact list then always fits one answer. */
   maxArtifactsPerRun: number;
   /** SQLite `synchronous` level; FULL survives power loss, NORMAL only process crashes. */
@@ -208,6 +211,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxImageSide: r.int('ATTEST_MAX_IMAGE_SIDE', 20_000, 1, 1_000_000),
     maxImagePixels: r.int('ATTEST_MAX_IMAGE_PIXELS', 50_000_000, 1, 1_000_000_000),
     maxAnimationPixels: r.int('ATTEST_MAX_ANIMATION_PIXELS', 500_000_000, 1, 100_000_000_000),
+    thumbnailConcurrency: r.int('ATTEST_THUMBNAIL_CONCURRENCY', Math.min(4, os.availableParallelism()), 1, 64),
+    thumbnailQueue: r.int('ATTEST_THUMBNAIL_QUEUE', 16, 0, 10_000),
     maxArtifactsPerRun: r.int('ATTEST_MAX_ARTIFACTS_PER_RUN', 10_000, 1, 10_000),
     sqliteSynchronous: r.oneOf('ATTEST_SQLITE_SYNCHRONOUS', 'FULL', ['FULL', 'NORMAL'] as const),
     allowNetworkFs: r.bool('ATTEST_ALLOW_NETWORK_FS', false),

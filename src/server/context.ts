@@ -6,6 +6,7 @@ import type { CrashPoint } from './crash-points.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import type { DB, Dialect } from './db/types.ts';
 import type { FailureLimiter } from './plugins/failure-limiter.ts';
+import type { Thumbnails } from './services/images.ts';
 
 /** Explicit dependencies handed to services and routes; tests build it with their own clock. */
 export interface AppContext {
@@ -25,6 +26,8 @@ export interface AppContext {
   lastUsedWrites: Map<string, number>;
   /** Failed authentications per client address (SEC-2b), shared by the key check and the login. */
   authFailures: FailureLimiter;
+  /** The bounded thumbnail decoder (RELIABILITY FILE-3). */
+  thumbnails: Thumbnails;
 }
 
 /** The authenticated caller of a request. */

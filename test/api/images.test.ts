@@ -219,4 +219,75 @@ for (const dialect of DIALECTS) {
       assert.deepEqual((await get(imageId, viewer.key)).body, png);
     });
   });
+
+  describe(`[${dialect}] thumbnail decoding is bounded (FILE-3)`, () => {
+    let server: TestServer;
+    let projectId: string;
+    let tester: TestUser;
+    before(async () => {
+      server = await startTestServer(dialect, { ATTEST_THUMBNAIL_CONCURRENCY: '1', ATTEST_THUMBNAIL_QUEUE: '1' });
+      projectId = (await createProject(server)).id;
+      tester = await createUser(server, ['tester'], { projects: [projectId] });
+    });
+    after(() => server.close());
+
+    /** Screenshots of 25 MP: each decode takes a while, so concurrent requests overlap. */
+    async function largeScreenshots(count: number): Promise<string[]> {
+      const runId = (await startRun(tester.client, projectId)).id;
+      const ids: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const background = { r: i, g: (Date.now() >> 8) & 0xff, b: Math.floor(Math.random() * 256) };
+        const bytes = await sharp({ create: { width: 5000, height: 5000, channels: 3, background } })
+          .png()
+          .toBuffer();
+        const res = await upload(
+          server.url,
+          tester.key,
+          projectId,
+          { testRunId: runId, kind: 'screenshot', name: `${i}.png` },
+          { file: { bytes } },
+        );
+        assert.equal(res.status, 201, JSON.stringify(res.body));
+        ids.push((res.body.images as { id: string }[])[0]?.id as string);
+      }
+      return ids;
+    }
+
+    const thumbnail = (imageId: string) =>
+      fetch(`${server.url}/api/v1/images/${imageId}?thumbnail=true`, {
+        headers: { accept: 'application/json', 'content-type': 'application/json', 'service.api-token': tester.key },
+      });
+
+    test('a burst beyond the decode queue gets 503 with Retry-After, never another 5xx, and the retries succeed', async () => {
+      const ids = await largeScreenshots(6);
+      const answers = await Promise.all(ids.map(thumbnail));
+      const statuses = answers.map((res) => res.status);
+      assert.ok(
+        statuses.every((status) => status === 200 || status === 503),
+        statuses.join(),
+      );
+      assert.ok(statuses.includes(503), `one decode and one waiting: a burst of 6 must overflow (${statuses})`);
+      for (const res of answers.filter((r) => r.status === 503)) {
+        assert.equal(res.headers.get('retry-after'), '1');
+        assert.equal(((await res.json()) as { code: string }).code, 'UNAVAILABLE');
+      }
+      for (const [i, res] of answers.entries()) {
+        if (res.status === 200) continue;
+        const retried = await thumbnail(ids[i] as string);
+        assert.equal(retried.status, 200);
+        assert.equal(retried.headers.get('content-type'), 'image/webp');
+      }
+    });
+
+    test('concurrent requests for one image share its single decode instead of queueing', async () => {
+      const [imageId] = await largeScreenshots(1);
+      const answers = await Promise.all(Array.from({ length: 6 }, () => thumbnail(imageId as string)));
+      assert.deepEqual(
+        answers.map((res) => res.status),
+        [200, 200, 200, 200, 200, 200],
+      );
+      const bodies = await Promise.all(answers.map(async (res) => Buffer.from(await res.arrayBuffer())));
+      for (const body of bodies) assert.deepEqual(body, bodies[0]);
+    });
+  });
 }

@@ -1,4 +1,3 @@
-import os from 'node:os';
 import sharp from 'sharp';
 import type { BlobInfo } from '../blob/blob-store.ts';
 import type { AppContext } from '../context.ts';
@@ -50,7 +49,41 @@ class WorkGate {
   }
 }
 
-const thumbnailGate = new WorkGate(Math.max(1, Math.min(4, os.availableParallelism())), 16);
+/**
+ * Makes thumbnails: at most `ATTEST_THUMBNAIL_CONCURRENCY` decodes at once and
+ * `ATTEST_THUMBNAIL_QUEUE` waiting, and one decode per image however many requests ask for it at
+ * the same moment (they share it, so a burst of viewers of one screenshot costs one slot).
+ */
+export class Thumbnails {
+  private readonly gate: WorkGate;
+  private readonly inFlight = new Map<string, Promise<BlobInfo>>();
+
+  constructor(config: { thumbnailConcurrency: number; thumbnailQueue: number }) {
+    this.gate = new WorkGate(config.thumbnailConcurrency, config.thumbnailQueue);
+  }
+
+  /** The stored thumbnail of an image, made (once) and stored as its own blob when there is none yet. */
+  async of(ctx: AppContext, image: ImagesTable): Promise<BlobInfo> {
+    if (image.thumbnail_sha256) {
+      const stored = await ctx.blobs.head(image.thumbnail_sha256);
+      if (stored) return stored;
+    }
+    let pending = this.inFlight.get(image.id);
+    if (!pending) {
+      pending = this.make(ctx, image).finally(() => this.inFlight.delete(image.id));
+      this.inFlight.set(image.id, pending);
+    }
+    return pending;
+  }
+
+  private async make(ctx: AppContext, image: ImagesTable): Promise<BlobInfo> {
+    const bytes = await this.gate.run(() => renderThumbnail(ctx, image));
+    const blob = await ctx.blobs.put([bytes]);
+    // Blob first, then the row that references it.
+    await setImageThumbnail(ctx.db, image.id, blob.sha256);
+    return blob;
+  }
+}
 
 /** Decodes the original and encodes a WebP at most THUMBNAIL_SIDE pixels on its longest side. */
 async function renderThumbnail(ctx: AppContext, image: ImagesTable): Promise<Buffer> {
@@ -70,19 +103,6 @@ async function renderThumbnail(ctx: AppContext, image: ImagesTable): Promise<Buf
   }
 }
 
-/** The stored thumbnail of an image, made (once) and stored as its own blob when there is none yet. */
-async function thumbnailOf(ctx: AppContext, image: ImagesTable): Promise<BlobInfo> {
-  if (image.thumbnail_sha256) {
-    const stored = await ctx.blobs.head(image.thumbnail_sha256);
-    if (stored) return stored;
-  }
-  const bytes = await thumbnailGate.run(() => renderThumbnail(ctx, image));
-  const blob = await ctx.blobs.put([bytes]);
-  // Blob first, then the row that references it; two requests racing here store the same bytes.
-  await setImageThumbnail(ctx.db, image.id, blob.sha256);
-  return blob;
-}
-
 /**
  * What `GET /images/{imageId}` sends: the image, or its thumbnail. A thumbnail that cannot be made
  * degrades to the original, marked and not cached, rather than failing the request; a full
@@ -94,7 +114,7 @@ export async function imageDownload(ctx: AppContext, imageId: string, options: {
   const original: BlobDownload = { sha256: image.sha256, size: Number(image.size), contentType: image.content_type, caching: 'immutable' };
   if (!options.thumbnail) return original;
   try {
-    const thumbnail = await thumbnailOf(ctx, image);
+    const thumbnail = await ctx.thumbnails.of(ctx, image);
     return { sha256: thumbnail.sha256, size: thumbnail.size, contentType: THUMBNAIL_TYPE, caching: 'immutable' };
   } catch (error) {
     if (error instanceof AppError && error.code === 'UNAVAILABLE') throw error;
