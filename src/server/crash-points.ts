@@ -14,6 +14,8 @@ export const CRASH_POINTS = [
   'after-commit-before-response',
   // Deleting an artifact: the row is gone, its blob stays for garbage collection.
   'after-row-delete',
+  // Appending results (DUR-4): the steps are inserted, the transaction is not committed yet.
+  'results-mid-transaction',
 ] as const;
 
 export type CrashPoint = (typeof CRASH_POINTS)[number];

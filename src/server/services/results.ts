@@ -240,6 +240,7 @@ export async function appendResults(
     }
     // Steps first: cells and child steps reference them, and a parent precedes its children.
     await insertRows(trx, ctx.dialect, 'steps', newSteps);
+    ctx.crashPoint('results-mid-transaction');
     await insertRows(trx, ctx.dialect, 'text_cells', newCells);
     for (const { id, step } of finishes) {
       await trx
