@@ -51,6 +51,9 @@ for (const dialect of DIALECTS) {
         const ctx = server.app.attest;
         const old = await ctx.blobs.put([Buffer.from(`orphan-old-${Math.random()}`)]);
         const fresh = await ctx.blobs.put([Buffer.from(`orphan-fresh-${Math.random()}`)]);
+        // Planted orphans: no row will reference them.
+        old.release();
+        fresh.release();
         const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
         fs.utimesSync(blobFile(server.dataDir, old.sha256), twoHoursAgo, twoHoursAgo);
 
@@ -63,6 +66,72 @@ for (const dialect of DIALECTS) {
         assert.ok(!fs.existsSync(blobFile(server.dataDir, old.sha256)), 'the old orphan is gone');
         assert.ok(fs.existsSync(blobFile(server.dataDir, fresh.sha256)), 'a fresh orphan may be an upload in flight: kept');
         for (const sha of shas) assert.ok(fs.existsSync(blobFile(server.dataDir, sha)), 'referenced blobs stay');
+      });
+    });
+
+    describe('collectGarbage under concurrent uploads (DUR-10)', () => {
+      test('GC every 100 ms with no grace period never costs an acknowledged artifact its bytes', async () => {
+        const ctx = server.app.attest;
+        const project = await createProject(server);
+        const run = await startRun(server.admin.client, project.id);
+        // A few byte sequences are uploaded again and again while their earlier artifacts are
+        // deleted: each becomes an orphan that GC may judge just as an upload of the same bytes
+        // finds it. The rest are new bytes, unreferenced until their row commits.
+        const pool = await Promise.all(Array.from({ length: 4 }, () => randomPng(24, 24)));
+        const acknowledged = new Map<string, string>(); // artifact id → sha256
+        let gcRuns = 0;
+        let deletedByGc = 0;
+        let stop = false;
+        const gc = (async () => {
+          while (!stop) {
+            // Grace 0: only the holds protect an upload whose row is not committed yet.
+            const report = await collectGarbage({ ...ctx, clock: () => new Date(Date.now() + 1000) }, { graceMs: 0 });
+            gcRuns++;
+            deletedByGc += report.deleted;
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+        })();
+        const client = async (n: number) => {
+          for (let i = 0; !stop; i++) {
+            const bytes = i % 3 === 0 ? await randomPng(8, 8) : (pool[(n + i) % pool.length] as Buffer);
+            const res = await upload(
+              server.url,
+              server.admin.key,
+              project.id,
+              { testRunId: run.id, kind: i % 2 === 0 ? 'screenshot' : 'file', name: `c${n}-${i}.png` },
+              { file: { bytes, type: 'image/png' } },
+            );
+            assert.equal(res.status, 201, JSON.stringify(res.body));
+            acknowledged.set(String(res.body.id), sha256(bytes));
+            if (i % 2 === 1) {
+              // Delete an earlier artifact of the pool's bytes, leaving them to GC.
+              const [victim] = [...acknowledged].find(([, sha]) => pool.some((p) => sha256(p) === sha)) ?? [];
+              if (victim) {
+                acknowledged.delete(victim);
+                const gone = await fetch(`${server.url}/api/v1/artifact/artifacts/${victim}`, {
+                  method: 'DELETE',
+                  headers: { accept: 'application/json', 'service.api-token': server.admin.key },
+                });
+                assert.ok([204, 404].includes(gone.status), String(gone.status));
+              }
+            }
+          }
+        };
+        const clients = Promise.all(Array.from({ length: 8 }, (_, n) => client(n)));
+        await new Promise((resolve) => setTimeout(resolve, 4000));
+        stop = true;
+        await clients;
+        await gc;
+        assert.ok(gcRuns >= 3 && deletedByGc > 0, `GC ran ${gcRuns} times and deleted ${deletedByGc} blobs`);
+        for (const [artifactId, sha] of acknowledged) {
+          const res = await fetch(`${server.url}/api/v1/artifact/artifacts/${artifactId}/content`, {
+            headers: { 'service.api-token': server.admin.key },
+          });
+          assert.equal(res.status, 200, `artifact ${artifactId} lost its bytes`);
+          assert.equal(sha256(new Uint8Array(await res.arrayBuffer())), sha);
+        }
+        const verify = await verifyStorage(ctx);
+        assert.deepEqual(verify.missingBlobs, []);
       });
     });
 

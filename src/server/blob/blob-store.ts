@@ -17,6 +17,17 @@ export interface BlobEntry extends BlobInfo {
   modifiedAt: Date;
 }
 
+/**
+ * A blob just stored. It stays held, so garbage collection leaves it alone although no row
+ * references it yet, until `release` is called: after the row that references it has committed,
+ * or when the upload failed. Releasing twice is harmless.
+ */
+export interface StoredBlob extends BlobInfo {
+  /** False when identical bytes were already stored. */
+  created: boolean;
+  release(): void;
+}
+
 /** An inclusive byte range, as in HTTP `Range: bytes=start-end`; always within the blob. */
 export interface ByteRange {
   start: number;
@@ -58,10 +69,11 @@ export interface BlobStore {
   /**
    * Streams `source` into the store, hashing and counting on the way, and resolves once the blob
    * is durable. Identical bytes are stored once (`created: false` when they were already there).
-   * Rejects with the source's own error if the source fails (a limit, a rejected type), or with a
-   * BlobStorageError if the storage does; either way no partial blob remains.
+   * The blob is held until the caller releases it (see StoredBlob). Rejects with the source's own
+   * error if the source fails (a limit, a rejected type), or with a BlobStorageError if the storage
+   * does; either way no partial blob remains and nothing stays held.
    */
-  put(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<BlobInfo & { created: boolean }>;
+  put(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<StoredBlob>;
 
   /** The blob's bytes (or only `range` of them) as a stream; undefined when there is no such blob. */
   get(sha256: string, range?: ByteRange): Promise<Readable | undefined>;
@@ -69,8 +81,12 @@ export interface BlobStore {
   /** Size and modification time of a blob; undefined when there is no such blob. */
   head(sha256: string): Promise<BlobEntry | undefined>;
 
-  /** Removes a blob; false when it was not there. Only garbage collection calls this. */
-  delete(sha256: string): Promise<boolean>;
+  /**
+   * Garbage collection's delete: removes the blob unless it is held, and only when
+   * `stillGarbage` (asked after uploads of these bytes are fenced off) confirms that no row
+   * references it. False when the blob stays or was not there.
+   */
+  delete(sha256: string, stillGarbage?: () => Promise<boolean>): Promise<boolean>;
 
   /** Every stored blob, in no particular order, for garbage collection and verification. */
   list(): AsyncIterable<BlobEntry>;
@@ -87,4 +103,46 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 /** True for a well-formed blob key; stores refuse anything else, so no key can escape their folder. */
 export function isBlobKey(value: string): boolean {
   return SHA256_HEX.test(value);
+}
+
+/**
+ * The fence between uploads and garbage collection, for one process (the one that owns the store,
+ * RELIABILITY DUR-3). Without it, an upload of bytes that are already stored as an old orphan can
+ * find the blob, and garbage collection can delete it before the upload's row commits: the row
+ * would point at nothing (DUR-8). So:
+ * - an upload holds its digest from before it looks for an existing blob until its row commits;
+ * - a deletion first marks the digest (new uploads of it wait), then skips it when held, then asks
+ *   the database once more; a row committed before the mark is seen, a later one waits.
+ */
+export class BlobHolds {
+  private readonly holds = new Map<string, number>();
+  private readonly deleting = new Map<string, Promise<unknown>>();
+
+  /** Holds `sha256` once no deletion of it is under way; answers the release. */
+  async hold(sha256: string): Promise<() => void> {
+    for (let pending = this.deleting.get(sha256); pending; pending = this.deleting.get(sha256)) {
+      await pending.catch(() => {});
+    }
+    this.holds.set(sha256, (this.holds.get(sha256) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.holds.get(sha256) ?? 1) - 1;
+      if (left > 0) this.holds.set(sha256, left);
+      else this.holds.delete(sha256);
+    };
+  }
+
+  /** Runs `remove` for an unheld digest with uploads of it fenced off; false when held or not confirmed. */
+  async delete(sha256: string, stillGarbage: () => Promise<boolean>, remove: () => Promise<boolean>): Promise<boolean> {
+    if (this.holds.has(sha256) || this.deleting.has(sha256)) return false;
+    const deletion = (async () => (await stillGarbage()) && (await remove()))();
+    this.deleting.set(sha256, deletion);
+    try {
+      return await deletion;
+    } finally {
+      this.deleting.delete(sha256);
+    }
+  }
 }

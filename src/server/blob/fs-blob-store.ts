@@ -6,11 +6,12 @@ import { promisify } from 'node:util';
 import {
   type BlobDurabilityStep,
   type BlobEntry,
-  type BlobInfo,
+  BlobHolds,
   BlobStorageError,
   type BlobStore,
   type ByteRange,
   isBlobKey,
+  type StoredBlob,
 } from './blob-store.ts';
 
 /**
@@ -88,6 +89,7 @@ export class FsBlobStore implements BlobStore {
   private readonly onDurabilityStep: (step: BlobDurabilityStep) => void;
   /** Directories whose own entry this process has made durable (see makeEntryDurable). */
   private readonly durableDirs = new Set<string>();
+  private readonly holds = new BlobHolds();
 
   constructor(
     private readonly root: string,
@@ -106,9 +108,10 @@ export class FsBlobStore implements BlobStore {
     return path.join(this.blobsDir, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
   }
 
-  async put(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<BlobInfo & { created: boolean }> {
+  async put(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<StoredBlob> {
     const tempFile = path.join(this.tmpDir, `${randomUUID()}.part`);
     let fd: number | undefined;
+    let release: (() => void) | undefined;
     try {
       fd = await this.io('open', () => this.fs.open(tempFile, 'wx', 0o600));
       const hash = createHash('sha256');
@@ -127,6 +130,7 @@ export class FsBlobStore implements BlobStore {
       this.onDurabilityStep('after-fsync-file');
 
       const sha256 = hash.digest('hex');
+      release = await this.holds.hold(sha256);
       const target = this.blobPath(sha256);
       await this.ensureParentDirs(target);
       const existing = await this.statOrUndefined(target);
@@ -137,15 +141,16 @@ export class FsBlobStore implements BlobStore {
         const now = new Date();
         await this.io('utimes', () => this.fs.utimes(target, now, now));
         await this.makeEntryDurable(target);
-        return { sha256, size, created: false };
+        return { sha256, size, created: false, release };
       }
       // Absent, or a damaged copy of a different length: the rename replaces it atomically.
       await this.io('rename', () => this.fs.rename(tempFile, target));
       this.onDurabilityStep('after-rename');
       await this.makeEntryDurable(target);
       this.onDurabilityStep('after-dir-fsync');
-      return { sha256, size, created: true };
+      return { sha256, size, created: true, release };
     } catch (error) {
+      release?.();
       if (fd !== undefined) await this.fs.close(fd).catch(() => {});
       await this.fs.unlink(tempFile).catch(() => {});
       throw error;
@@ -163,14 +168,17 @@ export class FsBlobStore implements BlobStore {
     return stats ? { sha256, size: stats.size, modifiedAt: stats.mtime } : undefined;
   }
 
-  async delete(sha256: string): Promise<boolean> {
-    try {
-      await this.fs.unlink(this.blobPath(sha256));
-      return true;
-    } catch (error) {
-      if (errnoOf(error) === 'ENOENT') return false;
-      throw storageError('unlink', error);
-    }
+  delete(sha256: string, stillGarbage: () => Promise<boolean> = async () => true): Promise<boolean> {
+    const file = this.blobPath(sha256);
+    return this.holds.delete(sha256, stillGarbage, async () => {
+      try {
+        await this.fs.unlink(file);
+        return true;
+      } catch (error) {
+        if (errnoOf(error) === 'ENOENT') return false;
+        throw storageError('unlink', error);
+      }
+    });
   }
 
   async *list(): AsyncIterable<BlobEntry> {

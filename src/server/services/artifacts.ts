@@ -4,6 +4,7 @@ import type { Static } from 'typebox';
 import { type ArtifactDetails, ArtifactMetadata } from '../../api/v1/artifacts.ts';
 import { BlobStorageError } from '../blob/blob-store.ts';
 import { type AppContext, nowIso } from '../context.ts';
+import { isForeignKeyViolation, isUniqueViolation } from '../db/errors.ts';
 import {
   countArtifactsOfRun,
   deleteArtifactRow,
@@ -156,11 +157,8 @@ interface StoredFile extends Inspected {
   role: ImageRole | undefined;
   sha256: string;
   size: number;
+  release(): void;
 }
-
-const constraintCode = (error: unknown) => String((error as { code?: unknown } | undefined)?.code ?? '');
-const isUniqueViolation = (error: unknown) => ['23505', 'SQLITE_CONSTRAINT_UNIQUE'].includes(constraintCode(error));
-const isForeignKeyViolation = (error: unknown) => ['23503', 'SQLITE_CONSTRAINT_FOREIGNKEY'].includes(constraintCode(error));
 
 /**
  * Stores an uploaded artifact: metadata first, then each file streamed through the type and size
@@ -206,74 +204,80 @@ export async function ingestArtifact(
 
   const expected = filePartsOf(metadata.kind);
   const stored: StoredFile[] = [];
-  for (let next = await parts.next(); !next.done; next = await parts.next()) {
-    const part = next.value;
-    const slot = expected.find((e) => e.part === part.name);
-    if (part.type !== 'file' || !slot) {
-      const allowed = expected.map((e) => e.part).join(', ');
-      throw invalid(`/body/${part.name}`, `is not a part a ${metadata.kind} upload takes (after metadata: ${allowed})`);
-    }
-    if (stored.some((s) => s.part === part.name)) throw invalid(`/body/${part.name}`, 'is sent more than once');
-    stored.push(await storeFile(ctx, part.stream, slot));
-  }
-  const absent = expected.find((e) => !stored.some((s) => s.part === e.part));
-  if (absent) throw invalid(`/body/${absent.part}`, `is required for a ${metadata.kind} upload`);
-
-  // The artifact's own content: its file, or a visual diff's diff image.
-  const content = stored.find((s) => s.part === 'file' || s.part === 'diff') as StoredFile;
-  const now = nowIso(ctx);
-  const row: ArtifactsTable = {
-    id: randomUUID(),
-    project_id: input.projectId,
-    run_id: run.id,
-    step_id: stepId,
-    kind: metadata.kind,
-    name,
-    content_type: content.contentType,
-    size: content.size,
-    sha256: content.sha256,
-    idempotency_key: metadata.idempotencyKey ?? null,
-    created_at: now,
-    created_by: input.userId,
-  };
   try {
-    await ctx.db.transaction().execute(async (trx) => {
-      // Every blob is durable by now (put resolved); the rows that reference them commit together.
-      const locked = await findRunInProject(trx, run.id, input.projectId, { lockForUpdate: ctx.dialect });
-      if (!locked) throw notFound('The test run');
-      assertRunTakesArtifacts(locked.status);
-      await assertRoomForArtifact(ctx, trx, run.id);
-      const links: ArtifactImagesTable[] = [];
-      for (const file of stored) {
-        if (!file.role) continue;
-        const imageId = await upsertImage(trx, {
-          id: randomUUID(),
-          sha256: file.sha256,
-          content_type: file.contentType,
-          width: file.width as number,
-          height: file.height as number,
-          size: file.size,
-          thumbnail_sha256: null,
-          created_at: now,
-        });
-        links.push({ artifact_id: row.id, image_id: imageId, role: file.role, position: links.length });
+    for (let next = await parts.next(); !next.done; next = await parts.next()) {
+      const part = next.value;
+      const slot = expected.find((e) => e.part === part.name);
+      if (part.type !== 'file' || !slot) {
+        const allowed = expected.map((e) => e.part).join(', ');
+        throw invalid(`/body/${part.name}`, `is not a part a ${metadata.kind} upload takes (after metadata: ${allowed})`);
       }
-      await insertArtifact(trx, row, links);
-      ctx.crashPoint('before-commit');
-    });
-  } catch (error) {
-    // A concurrent retry with the same key committed first: answer with its artifact.
-    if (metadata.idempotencyKey !== undefined && isUniqueViolation(error)) {
-      const winner = await findArtifactByIdempotencyKey(ctx.db, run.id, metadata.idempotencyKey);
-      if (winner) return replay(winner);
+      if (stored.some((s) => s.part === part.name)) throw invalid(`/body/${part.name}`, 'is sent more than once');
+      stored.push(await storeFile(ctx, part.stream, slot));
     }
-    // The run or step was deleted meanwhile.
-    if (isForeignKeyViolation(error)) throw notFound('The test run or step');
-    throw error;
+    const absent = expected.find((e) => !stored.some((s) => s.part === e.part));
+    if (absent) throw invalid(`/body/${absent.part}`, `is required for a ${metadata.kind} upload`);
+
+    // The artifact's own content: its file, or a visual diff's diff image.
+    const content = stored.find((s) => s.part === 'file' || s.part === 'diff') as StoredFile;
+    const now = nowIso(ctx);
+    const row: ArtifactsTable = {
+      id: randomUUID(),
+      project_id: input.projectId,
+      run_id: run.id,
+      step_id: stepId,
+      kind: metadata.kind,
+      name,
+      content_type: content.contentType,
+      size: content.size,
+      sha256: content.sha256,
+      idempotency_key: metadata.idempotencyKey ?? null,
+      created_at: now,
+      created_by: input.userId,
+    };
+    try {
+      await ctx.db.transaction().execute(async (trx) => {
+        // Every blob is durable by now (put resolved); the rows that reference them commit together.
+        const locked = await findRunInProject(trx, run.id, input.projectId, { lockForUpdate: ctx.dialect });
+        if (!locked) throw notFound('The test run');
+        assertRunTakesArtifacts(locked.status);
+        await assertRoomForArtifact(ctx, trx, run.id);
+        const links: ArtifactImagesTable[] = [];
+        for (const file of stored) {
+          if (!file.role) continue;
+          const imageId = await upsertImage(trx, ctx.dialect, {
+            id: randomUUID(),
+            sha256: file.sha256,
+            content_type: file.contentType,
+            width: file.width as number,
+            height: file.height as number,
+            size: file.size,
+            thumbnail_sha256: null,
+            created_at: now,
+          });
+          links.push({ artifact_id: row.id, image_id: imageId, role: file.role, position: links.length });
+        }
+        await insertArtifact(trx, row, links);
+        ctx.crashPoint('before-commit');
+      });
+    } catch (error) {
+      // A concurrent retry with the same key committed first: answer with its artifact.
+      if (metadata.idempotencyKey !== undefined && isUniqueViolation(error)) {
+        const winner = await findArtifactByIdempotencyKey(ctx.db, run.id, metadata.idempotencyKey);
+        if (winner) return replay(winner);
+      }
+      // The run or step was deleted meanwhile.
+      if (isForeignKeyViolation(error)) throw notFound('The test run or step');
+      throw error;
+    }
+    const artifact = await detailsOf(ctx, row);
+    ctx.crashPoint('after-commit-before-response');
+    return { created: true, artifact };
+  } finally {
+    // Each blob is held from its put until its row has committed, or never will: garbage
+    // collection may judge it from now on.
+    for (const file of stored) file.release();
   }
-  const artifact = await detailsOf(ctx, row);
-  ctx.crashPoint('after-commit-before-response');
-  return { created: true, artifact };
 }
 
 /** Streams one file part through the inspection into the blob store. */
@@ -293,7 +297,7 @@ async function storeFile(
   });
   try {
     const blob = await ctx.blobs.put(inspection.pass(stream));
-    return { ...slot, ...inspection.result(), sha256: blob.sha256, size: blob.size };
+    return { ...slot, ...inspection.result(), sha256: blob.sha256, size: blob.size, release: blob.release };
   } catch (error) {
     throw uploadFailure(ctx, error);
   }

@@ -79,9 +79,13 @@ export class Thumbnails {
   private async make(ctx: AppContext, image: ImagesTable): Promise<BlobInfo> {
     const bytes = await this.gate.run(() => renderThumbnail(ctx, image));
     const blob = await ctx.blobs.put([bytes]);
-    // Blob first, then the row that references it.
-    await setImageThumbnail(ctx.db, image.id, blob.sha256);
-    return blob;
+    try {
+      // Blob first, then the row that references it; held until then.
+      await setImageThumbnail(ctx.db, image.id, blob.sha256);
+    } finally {
+      blob.release();
+    }
+    return { sha256: blob.sha256, size: blob.size };
   }
 }
 

@@ -1,6 +1,7 @@
 import type { ExpressionBuilder } from 'kysely';
 import type { BlobStore } from '../blob/blob-store.ts';
 import type { DatabaseHandle } from '../db/database.ts';
+import { isForeignKeyViolation } from '../db/errors.ts';
 import type { Database, DB } from '../db/types.ts';
 
 /** The SHA-256 of every blob some row references: artifact contents, images and their thumbnails. */
@@ -44,9 +45,9 @@ export interface GcReport {
 
 /**
  * Deletes blobs that no row references and that are older than `graceMs` (RELIABILITY DUR-10).
- * Safe against concurrent uploads: an upload writes its blob (touching the mtime even when the
- * bytes were already there) before committing its row, so a blob in use is either referenced or
- * fresh; the reference is checked again right before each delete.
+ * Safe against concurrent uploads: an upload holds its blob from before it looks for stored bytes
+ * until its row commits, and the store deletes only unheld blobs, asking once more (with uploads
+ * of those bytes fenced off) whether a row references them and whether they are still old.
  */
 export async function collectGarbage(
   deps: { db: DB; blobs: BlobStore; clock: () => Date },
@@ -71,9 +72,21 @@ export async function collectGarbage(
       eb('created_at', '<', new Date(cutoff).toISOString()),
       eb.not(eb.exists(eb.selectFrom('artifact_images').select('image_id').whereRef('artifact_images.image_id', '=', 'images.id'))),
     ]);
-  report.unusedImages = report.dryRun
-    ? (await deps.db.selectFrom('images').select('id').where(unused).execute()).length
-    : Number((await deps.db.deleteFrom('images').where(unused).executeTakeFirst()).numDeletedRows);
+  const candidates = await deps.db.selectFrom('images').select('id').where(unused).execute();
+  for (const { id } of candidates) {
+    if (report.dryRun) {
+      report.unusedImages++;
+      continue;
+    }
+    try {
+      // Asked again per row: an upload may be linking this image right now. On PostgreSQL the
+      // upload's key-share lock makes the delete wait, and the link then refuses it.
+      const deleted = await deps.db.deleteFrom('images').where('id', '=', id).where(unused).executeTakeFirst();
+      report.unusedImages += Number(deleted.numDeletedRows);
+    } catch (error) {
+      if (!isForeignKeyViolation(error)) throw error;
+    }
+  }
   const referenced = await referencedBlobs(deps.db);
   for await (const blob of deps.blobs.list()) {
     report.scanned++;
@@ -81,18 +94,26 @@ export async function collectGarbage(
       report.referenced++;
     } else if (blob.modifiedAt.getTime() > cutoff) {
       report.keptFresh++;
-    } else if (!(await isReferenced(deps.db, blob.sha256))) {
-      // Read the time again: an upload of the same bytes touches the blob before committing its row.
-      const current = await deps.blobs.head(blob.sha256);
-      if (!current || current.modifiedAt.getTime() > cutoff) {
-        report.keptFresh++;
-        continue;
-      }
-      if (!report.dryRun && !(await deps.blobs.delete(blob.sha256))) continue;
-      report.deleted++;
-      report.deletedBytes += blob.size;
     } else {
-      report.referenced++;
+      // Asked again once uploads of these bytes are fenced off: a row may have committed since the
+      // scan, and an upload of the same bytes touches the blob before committing its own.
+      const judged: { verdict: 'referenced' | 'fresh' | 'garbage' } = { verdict: 'fresh' };
+      const stillGarbage = async () => {
+        const current = await deps.blobs.head(blob.sha256);
+        if (await isReferenced(deps.db, blob.sha256)) judged.verdict = 'referenced';
+        else if (current && current.modifiedAt.getTime() <= cutoff) judged.verdict = 'garbage';
+        return judged.verdict === 'garbage';
+      };
+      const deleted = report.dryRun ? await stillGarbage() : await deps.blobs.delete(blob.sha256, stillGarbage);
+      if (deleted) {
+        report.deleted++;
+        report.deletedBytes += blob.size;
+      } else if (judged.verdict === 'referenced') {
+        report.referenced++;
+      } else {
+        // Fresh, held by an upload in progress, or gone meanwhile.
+        report.keptFresh++;
+      }
     }
     options.onProgress?.(report);
   }

@@ -50,14 +50,22 @@ export async function findArtifact(executor: Executor, id: string): Promise<Arti
 }
 
 /** Inserts an image row unless one with the same bytes exists; either way answers the stored row's id. */
-export async function upsertImage(executor: Executor, image: ImagesTable): Promise<string> {
-  await executor
-    .insertInto('images')
-    .values(image)
-    .onConflict((oc) => oc.column('sha256').doNothing())
-    .execute();
-  const stored = await executor.selectFrom('images').select('id').where('sha256', '=', image.sha256).executeTakeFirstOrThrow();
-  return stored.id;
+export async function upsertImage(executor: Executor, dialect: Dialect, image: ImagesTable): Promise<string> {
+  // PostgreSQL: garbage collection may be deleting an unused image row with these bytes right now.
+  // The key-share lock waits for that delete and finds no row if it committed (then insert again),
+  // and keeps a later delete off the row until this transaction has linked it.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    await executor
+      .insertInto('images')
+      .values(image)
+      .onConflict((oc) => oc.column('sha256').doNothing())
+      .execute();
+    let query = executor.selectFrom('images').select('id').where('sha256', '=', image.sha256);
+    if (dialect === 'postgres') query = query.forKeyShare();
+    const stored = await query.executeTakeFirst();
+    if (stored) return stored.id;
+  }
+  throw new Error(`the image row for ${image.sha256} keeps disappearing`);
 }
 
 export async function insertArtifact(executor: Executor, artifact: ArtifactsTable, images: ArtifactImagesTable[]): Promise<void> {
