@@ -11,6 +11,15 @@ export const Timestamp = Type.String({ format: 'date-time', maxLength: 40, descr
 export const Email = Type.String({ format: 'email', minLength: 3, maxLength: 254 });
 export const Name = Type.String({ minLength: 1, maxLength: NAME_MAX });
 export const Description = Type.String({ maxLength: TEXT_MAX });
+/** A client-chosen key that makes a retried write harmless. */
+export const ClientKey = Type.String({ minLength: 1, maxLength: 200 });
+export const IdempotencyKey = (what: string) =>
+  Type.Optional({
+    ...ClientKey,
+    description:
+      `Makes a retried ${what} harmless: with a key already used, the same body answers what the first call stored ` +
+      '(200) and nothing is stored again; another body answers 409 `STATE_CONFLICT`.',
+  });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
 export const RoleSchema = Type.Union([Type.Literal('viewer'), Type.Literal('tester'), Type.Literal('manager'), Type.Literal('admin')]);

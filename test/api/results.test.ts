@@ -124,6 +124,32 @@ for (const dialect of DIALECTS) {
         assert.equal(results.steps[0]?.cells.length, 1, 'the inline cell of a repeated step is not stored again');
       });
 
+      test('a retried post with an idempotencyKey stores nothing again, unkeyed items included, even after completion', async () => {
+        const runId = await startRun();
+        const body: AppendBody = {
+          idempotencyKey: 'batch-1',
+          steps: [{ title: 'Unkeyed step', status: 'passed', cells: [{ name: 'log', text: 'inline', mediaType: 'text/plain' }] }],
+          cells: [{ name: 'note', text: 'unkeyed run-level cell', mediaType: 'text/plain' }],
+        };
+        const first = await append(runId, body);
+        const [again, concurrent] = await Promise.all([append(runId, body), append(runId, body)]);
+        assert.deepEqual(again, first, 'the receipt of the first post, ids and created flags as they were');
+        assert.deepEqual(concurrent, first);
+        let results = await partial(runId);
+        assert.deepEqual([results.steps.length, results.cells.length, results.steps[0]?.cells.length], [1, 1, 1]);
+        // Another batch key is another post; the same key with another body is a conflict.
+        await append(runId, { ...body, idempotencyKey: 'batch-2' });
+        await assert.rejects(append(runId, { ...body, cells: [] }), (e: ApiError) => e.status === 409 && e.code === 'STATE_CONFLICT');
+        await complete(runId);
+        assert.deepEqual(await append(runId, body), first, 'a retry arriving after completion still gets its receipt');
+        await assert.rejects(
+          append(runId, { ...body, idempotencyKey: 'batch-3' }),
+          (e: ApiError) => e.status === 409 && e.code === 'RUN_FROZEN',
+        );
+        results = await viewer.client.call(v1.results.getResults, { params: { testRunId: runId } });
+        assert.deepEqual([results.steps.length, results.cells.length], [2, 2]);
+      });
+
       test('finishes a step streamed as running when its key is posted again with a final status', async () => {
         const runId = await startRun();
         const started = await append(runId, {

@@ -335,6 +335,44 @@ for (const dialect of DIALECTS) {
       assert.equal(results.cells[0]?.mediaType, 'text/markdown');
     });
 
+    test('a retried create with an idempotencyKey answers 200 with the first run and records nothing again', async () => {
+      const project = await createProject(server);
+      const body = {
+        projectId: project.id,
+        name: unique('reported-'),
+        verdict: 'passed',
+        idempotencyKey: 'junit-upload-42',
+        results: {
+          steps: [{ title: 'unkeyed step', status: 'passed' }],
+          cells: [{ name: 'stdout', text: 'ok', mediaType: 'text/plain' }],
+        },
+      };
+      const post = (payload: unknown) =>
+        server.admin.client.fetchRaw('POST', '/testmgmt/testruns', {
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(payload),
+        });
+      const first = await post(body);
+      assert.equal(first.status, 201);
+      const created = (await first.json()) as { id: string; idempotencyKey: string };
+      assert.equal(created.idempotencyKey, 'junit-upload-42');
+      const retries = await Promise.all([post(body), post(body), post(body)]);
+      for (const retry of retries) {
+        assert.equal(retry.status, 200);
+        assert.equal(((await retry.json()) as { id: string }).id, created.id);
+      }
+      const conflict = await post({ ...body, name: 'another run' });
+      assert.equal(conflict.status, 409);
+      assert.equal(((await conflict.json()) as { code: string }).code, 'STATE_CONFLICT');
+      const listed = await server.admin.client.call(v1.runs.listRuns, { query: { projectId: project.id } });
+      assert.equal(listed.items.length, 1);
+      const results = await server.admin.client.call(v1.results.getResults, { params: { testRunId: created.id } });
+      assert.deepEqual([results.steps.length, results.cells.length], [1, 1]);
+      // Keys are per project: another project may use the same one.
+      const other = await createProject(server);
+      assert.equal((await post({ ...body, projectId: other.id })).status, 201);
+    });
+
     test('stores nothing when the results are invalid', async () => {
       const project = await createProject(server);
       await assert.rejects(

@@ -1,5 +1,5 @@
 import { type TSchema, Type } from 'typebox';
-import { NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
+import { ClientKey, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { ProjectParams } from './projects.ts';
 
@@ -22,7 +22,6 @@ export const Sha256 = Type.String({
   description: 'Lower-case hexadecimal SHA-256 of the bytes.',
 });
 /** A client-chosen key, unique within the run (the same shape as step and cell keys). */
-const ClientKey = Type.String({ minLength: 1, maxLength: 200 });
 const MediaType = Type.String({
   maxLength: 128,
   description: 'The media type detected from the bytes, never the one the uploader declared.',

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { NAME_MAX, Nullable, TEXT_MAX, Timestamp, Uuid } from '../common.ts';
+import { ClientKey, IdempotencyKey, NAME_MAX, Nullable, TEXT_MAX, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { RunStatus, Verdict } from './run-states.ts';
 
@@ -15,9 +15,6 @@ export const STEP_DEPTH_MAX = 10;
 /** Most steps + cells one run may hold in all; a post that would pass it answers 422 `UNPROCESSABLE`. */
 export const RUN_RESULT_ITEMS_MAX = 100_000;
 export const STEP_TITLE_MAX = 1024;
-
-/** A client-chosen key, unique within the run, that makes a retried post harmless. */
-const ClientKey = Type.String({ minLength: 1, maxLength: 200 });
 
 export const StepStatus = Type.Union([
   Type.Literal('passed'),
@@ -58,11 +55,16 @@ export const CellInput = Type.Object(
   { additionalProperties: false },
 );
 
+const resultItems = {
+  steps: Type.Optional(Type.Array(StepInput, { maxItems: RESULT_STEPS_MAX })),
+  cells: Type.Optional(Type.Array(CellInput, { maxItems: RESULT_CELLS_MAX })),
+};
+
+/** Steps and cells, as a run created in one call carries them. */
+export const ResultItems = Type.Object(resultItems, { additionalProperties: false });
+
 export const AppendResultsBody = Type.Object(
-  {
-    steps: Type.Optional(Type.Array(StepInput, { maxItems: RESULT_STEPS_MAX })),
-    cells: Type.Optional(Type.Array(CellInput, { maxItems: RESULT_CELLS_MAX })),
-  },
+  { ...resultItems, idempotencyKey: IdempotencyKey('results post (within the run)') },
   { additionalProperties: false },
 );
 
@@ -144,7 +146,9 @@ export const appendResults = endpoint({
     'id with `created: false`. A stored step still `running` is finished by posting its key again with another status ' +
     '(its `status`, `durationMs`, `error` and inline cells are taken, `updated: true`); otherwise the post repeats the ' +
     'step, which is skipped together with its inline cells (its receipt lists none). Run-level cells without a key are ' +
-    'always appended; they are also the way to add cells to a step stored earlier (`stepKey` or `stepId`).\n\n' +
+    'always appended; they are also the way to add cells to a step stored earlier (`stepKey` or `stepId`). A post with an ' +
+    '`idempotencyKey` already used in the run is not applied again: the same body answers the receipt of the first post ' +
+    '(also after the run finished), another body 409 `STATE_CONFLICT`. Reporters that retry should send one.\n\n' +
     'Only a `running` run takes results: a queued one answers 409 `STATE_CONFLICT`, a completed or aborted one 409 ' +
     '`RUN_FROZEN`. This route takes the larger bulk body limit.',
   tag: 'Results',

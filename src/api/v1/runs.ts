@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
-import { NAME_MAX, Name, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
+import { ClientKey, IdempotencyKey, NAME_MAX, Name, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { DeviceId } from './devices.ts';
-import { AppendResultsBody } from './results.ts';
+import { ResultItems } from './results.ts';
 
 import { RunStatus, Verdict } from './run-states.ts';
 
@@ -37,6 +37,7 @@ export const TestRun = Type.Object(
     createdAt: Timestamp,
     startedAt: Nullable(Timestamp),
     finishedAt: Nullable(Timestamp),
+    idempotencyKey: Nullable({ ...ClientKey, description: 'The key the run was created with, if any.' }),
   },
   { additionalProperties: false },
 );
@@ -53,7 +54,8 @@ export const createRun = endpoint({
     'from now on: results are appended with `POST /testmgmt/testruns/{testRunId}/results` and the run is finished with `PATCH`. ' +
     'With `verdict` the run is recorded completed in one transaction, together with its `results` (the same body as the ' +
     'results post) and optional `startedAt`/`finishedAt`: the bulk call of a reporter that sends a finished run at once. ' +
-    'This route takes the bulk body limit.',
+    'With an `idempotencyKey` already used in the project, the same body answers **200** with the run it created and ' +
+    'records nothing; another body 409 `STATE_CONFLICT`. A new run answers **201**. This route takes the bulk body limit.',
   tag: 'Runs',
   access: { scope: 'project', role: 'tester' },
   bodyLimit: 'bulkBodyLimit',
@@ -64,14 +66,15 @@ export const createRun = endpoint({
       testId: Type.Optional(Uuid),
       deviceId: Type.Optional(DeviceId),
       ...RunLabels,
-      results: Type.Optional(AppendResultsBody),
+      results: Type.Optional(ResultItems),
+      idempotencyKey: IdempotencyKey('create (within the project)'),
       verdict: Type.Optional(Verdict),
       startedAt: Type.Optional(Timestamp),
       finishedAt: Type.Optional(Timestamp),
     },
     { additionalProperties: false },
   ),
-  responses: { 201: TestRun },
+  responses: { 200: TestRun, 201: TestRun },
 });
 
 export const listRuns = endpoint({

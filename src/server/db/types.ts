@@ -108,6 +108,17 @@ export interface TestRunsTable {
   lease_owner: string | null;
   lease_expires_at: string | null;
   next_position: number;
+  idempotency_key: string | null;
+  idempotency_fingerprint: string | null;
+}
+
+export interface ResultPostsTable {
+  run_id: string;
+  idempotency_key: string;
+  fingerprint: string;
+  /** The JSON answer of the post. */
+  receipt: string;
+  created_at: string;
 }
 
 export interface StepsTable {
@@ -193,6 +204,7 @@ export interface Database {
   test_runs: TestRunsTable;
   steps: StepsTable;
   text_cells: TextCellsTable;
+  result_posts: ResultPostsTable;
   images: ImagesTable;
   artifacts: ArtifactsTable;
   artifact_images: ArtifactImagesTable;

@@ -19,5 +19,6 @@ export function presentRun(row: TestRunsTable): Static<typeof TestRun> {
     createdAt: row.created_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
+    idempotencyKey: row.idempotency_key,
   };
 }

@@ -215,6 +215,8 @@ export async function createJob(ctx: AppContext, projectId: string, input: Creat
         lease_owner: null,
         lease_expires_at: null,
         next_position: 0,
+        idempotency_key: null,
+        idempotency_fingerprint: null,
       })),
     );
     await insertRows(trx, ctx.dialect, 'test_runs', runs);

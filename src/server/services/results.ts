@@ -11,6 +11,7 @@ import type { AppContext } from '../context.ts';
 import { chunk, IN_LIST_SIZE, insertRows } from '../db/chunks.ts';
 import type { Executor, StepsTable, TestRunsTable, TextCellsTable } from '../db/types.ts';
 import { AppError, invalid, notFound } from '../errors.ts';
+import { bodyFingerprint } from './fingerprint.ts';
 import { loadRun } from './test-runs.ts';
 
 export type ResultsInput = Static<typeof AppendResultsBody>;
@@ -26,21 +27,39 @@ interface StoredStep {
 }
 
 /**
- * Locks the run row for the rest of the transaction and checks it takes results. The lock
- * serialises appends to one run (keys are checked, positions handed out, without races) and
- * orders them against completion: an append either commits before the run completes or sees
- * it completed. SQLite needs no lock: its transactions already run one at a time.
+ * Locks the run row for the rest of the transaction. The lock serialises appends to one run
+ * (keys are checked, positions handed out, without races) and orders them against completion:
+ * an append either commits before the run completes or sees it completed. SQLite needs no lock:
+ * its transactions already run one at a time.
  */
-async function lockRunForAppend(ctx: AppContext, trx: Executor, runId: string): Promise<TestRunsTable> {
+async function lockRun(ctx: AppContext, trx: Executor, runId: string): Promise<TestRunsTable> {
   const run =
     ctx.dialect === 'postgres'
       ? await trx.selectFrom('test_runs').selectAll().where('id', '=', runId).forUpdate().executeTakeFirst()
       : await loadRun(trx, runId);
   if (!run) throw notFound('The test run');
+  return run;
+}
+
+function assertTakesResults(run: TestRunsTable): void {
   if (run.status === 'queued')
     throw new AppError('STATE_CONFLICT', 'The run is queued; start it (status running) before appending results.');
   if (run.status !== 'running') throw new AppError('RUN_FROZEN', `The run is ${run.status}; its results are frozen.`);
-  return run;
+}
+
+/** The receipt of an earlier post with this key (the same body), or undefined; 409 for another body. */
+async function replayedPost(trx: Executor, runId: string, key: string, fingerprint: string): Promise<ResultsReceipt | undefined> {
+  const earlier = await trx
+    .selectFrom('result_posts')
+    .select(['fingerprint', 'receipt'])
+    .where('run_id', '=', runId)
+    .where('idempotency_key', '=', key)
+    .executeTakeFirst();
+  if (!earlier) return undefined;
+  if (earlier.fingerprint !== fingerprint) {
+    throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the run with another body.');
+  }
+  return JSON.parse(earlier.receipt) as ResultsReceipt;
 }
 
 /** Stored steps of the run with the given keys (client keys) or ids. */
@@ -134,8 +153,16 @@ export async function appendResults(
   });
 
   const now = ctx.clock().toISOString();
+  const key = input.idempotencyKey;
+  const fingerprint = key === undefined ? undefined : bodyFingerprint(input);
   const append = async (trx: Executor): Promise<ResultsReceipt> => {
-    const run = await lockRunForAppend(ctx, trx, runId);
+    const run = await lockRun(ctx, trx, runId);
+    // A retry is answered before the status check: the run may have finished since the first post.
+    if (key !== undefined && fingerprint !== undefined) {
+      const replay = await replayedPost(trx, runId, key, fingerprint);
+      if (replay) return replay;
+    }
+    assertTakesResults(run);
 
     // Every stored step the post may name: by key (its own keys, parents, cell targets) or by id.
     const namedKeys = new Set([...stepKeys.keys()]);
@@ -255,7 +282,14 @@ export async function appendResults(
         .execute();
     }
     if (appended > 0) await trx.updateTable('test_runs').set({ next_position: position }).where('id', '=', runId).execute();
-    return { steps: stepReceipts, cells: cellReceipts };
+    const receipt = { steps: stepReceipts, cells: cellReceipts };
+    if (key !== undefined && fingerprint !== undefined) {
+      await trx
+        .insertInto('result_posts')
+        .values({ run_id: runId, idempotency_key: key, fingerprint, receipt: JSON.stringify(receipt), created_at: now })
+        .execute();
+    }
+    return receipt;
   };
   return transaction ? append(transaction) : ctx.db.transaction().execute(append);
 }

@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { Static } from 'typebox';
 import type { createRun as createRunEndpoint, listRuns as listRunsEndpoint, updateRun as updateRunEndpoint } from '../../api/v1/runs.ts';
 import type { AppContext } from '../context.ts';
+import { isUniqueViolation } from '../db/errors.ts';
 import type { Executor, TestRunsTable } from '../db/types.ts';
 import { AppError, invalid, notFound } from '../errors.ts';
 import { keysetPage, type Page } from '../pagination.ts';
+import { bodyFingerprint } from './fingerprint.ts';
 import { appendResults } from './results.ts';
 
 export type CreateRunInput = Static<NonNullable<(typeof createRunEndpoint)['body']>>;
@@ -28,8 +30,56 @@ export async function loadRun(executor: Executor, runId: string): Promise<TestRu
   return row;
 }
 
-/** Starts a run: `running` from now on. Its test must be one of the same project, its device a registered one. */
-export async function createRun(ctx: AppContext, projectId: string, input: CreateRunInput, actorId: string): Promise<TestRunsTable> {
+/** The run created earlier with this key, if the body is the same; 409 if the key came with another body. */
+async function replayedRun(ctx: AppContext, projectId: string, key: string, fingerprint: string): Promise<TestRunsTable | undefined> {
+  const earlier = await ctx.db
+    .selectFrom('test_runs')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('idempotency_key', '=', key)
+    .executeTakeFirst();
+  if (earlier && earlier.idempotency_fingerprint !== fingerprint) {
+    throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the project with another body.');
+  }
+  return earlier;
+}
+
+/**
+ * Starts a run: `running` from now on, or recorded finished in one call. Its test must be one of
+ * the same project, its device a registered one. With an idempotency key used before (the same
+ * body) it answers the stored run, `created: false`, and records nothing.
+ */
+export async function createRun(
+  ctx: AppContext,
+  projectId: string,
+  input: CreateRunInput,
+  actorId: string,
+): Promise<{ run: TestRunsTable; created: boolean }> {
+  const key = input.idempotencyKey;
+  const fingerprint = key === undefined ? null : bodyFingerprint(input);
+  if (key !== undefined && fingerprint !== null) {
+    const earlier = await replayedRun(ctx, projectId, key, fingerprint);
+    if (earlier) return { run: earlier, created: false };
+  }
+  try {
+    return { run: await recordRun(ctx, projectId, input, actorId, fingerprint), created: true };
+  } catch (error) {
+    // A concurrent retry with the same key committed first.
+    if (key !== undefined && fingerprint !== null && isUniqueViolation(error)) {
+      const earlier = await replayedRun(ctx, projectId, key, fingerprint);
+      if (earlier) return { run: earlier, created: false };
+    }
+    throw error;
+  }
+}
+
+async function recordRun(
+  ctx: AppContext,
+  projectId: string,
+  input: CreateRunInput,
+  actorId: string,
+  fingerprint: string | null,
+): Promise<TestRunsTable> {
   if (input.testId !== undefined) {
     const test = await ctx.db
       .selectFrom('tests')
@@ -65,6 +115,8 @@ export async function createRun(ctx: AppContext, projectId: string, input: Creat
     lease_owner: null,
     lease_expires_at: null,
     next_position: 0,
+    idempotency_key: input.idempotencyKey ?? null,
+    idempotency_fingerprint: fingerprint,
   };
   if (input.verdict === undefined) {
     if (input.finishedAt !== undefined) throw invalid('/body/finishedAt', 'needs a verdict: only a finished run has a finish time');

@@ -10,8 +10,8 @@ export function runRoutes(ctx: AppContext) {
     route(api.createRun, {
       owner: (request) => namedProject(ctx, request.body, 'body'),
       handler: async (request, reply) => {
-        const run = await createRun(ctx, request.projectId, request.body, request.principal.user.id);
-        reply.code(201);
+        const { run, created } = await createRun(ctx, request.projectId, request.body, request.principal.user.id);
+        reply.code(created ? 201 : 200);
         return presentRun(run);
       },
     }),
