@@ -62,6 +62,17 @@ export interface BuildOptions {
   announce?: (message: string) => void;
 }
 
+/** Media types a JSON endpoint answers in. The charset-qualified offer matters: negotiator only
+ * matches `Accept: application/json; charset=utf-8` against an offer that carries the same parameter. */
+const JSON_OFFERS = ['application/json', 'application/json; charset=utf-8', 'application/problem+json'];
+
+/** 406 when the Accept header excludes JSON (SPEC 1.2); a missing Accept accepts anything. */
+function requireJsonAccept(request: FastifyRequest): void {
+  if (request.accepts().type(JSON_OFFERS) === false) {
+    throw new AppError('NOT_ACCEPTABLE', 'This operation answers application/json; the Accept header excludes it.');
+  }
+}
+
 const SENSITIVE_QUERY = /key|token|secret|password|user/i;
 
 const UUID_ANY_CASE = /^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$/;
@@ -197,6 +208,15 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
 
   const app = Fastify<Server>({
     logger: loggerOptions,
+    // Slow or incomplete requests (slowloris) are cut after requestTimeout with a 408 from
+    // clientErrorHandler. Node checks the deadline only every connectionsCheckingInterval (30 s by
+    // default), so the interval follows the timeout; headers must arrive within the same budget.
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: Math.min(60_000, config.requestTimeoutMs),
+      connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(config.requestTimeoutMs / 2))),
+    },
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
@@ -221,9 +241,16 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
           : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
             ? 'REQUEST_TIMEOUT'
             : 'INVALID_INPUT';
-      if (socket.writable && error.code !== 'ECONNRESET') {
-        // No request object exists here, but the answer still names an id like every other problem.
+      // Like Node's own handler: never write a second status line into a response already under way.
+      const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+      if (socket.writable && error.code !== 'ECONNRESET' && !inFlight?.headersSent) {
+        // No request object exists here, but the answer still names an id like every other problem,
+        // and a log line under that id says what happened (a timed-out request logs nothing else).
         const id = randomUUID();
+        app.log.info(
+          { reqId: id, code: error.code, status: ERRORS[code].status, remoteAddress: socket.remoteAddress },
+          'client error answered',
+        );
         const body = JSON.stringify(toProblem(code, ERRORS[code].title, { id }));
         socket.end(
           `HTTP/1.1 ${ERRORS[code].status} ${ERRORS[code].title}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
@@ -360,7 +387,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   const methodRouter = FindMyWay();
 
   // Authentication and function-level authorisation run before the body is even read.
-  async function checkAccess(request: FastifyRequest) {
+  async function checkAccess(request: FastifyRequest, reply: FastifyReply) {
     const route = request.routeOptions.config.route;
     if (!route) return;
     const { endpoint } = route;
@@ -391,6 +418,9 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         }
         throw error;
       }
+      // Every later log line of the request, "request completed" included (Fastify writes it with
+      // reply.log), names the key and its owner by id, never by the token (RELIABILITY AUTH-9).
+      reply.log = request.log = request.log.child({ keyId: request.principal.key.id, userId: request.principal.user.id });
       if (!roleAtLeast(request.principal.role, endpoint.access.role)) {
         throw new AppError('FORBIDDEN', `This operation needs the ${endpoint.access.role} role.`);
       }
@@ -400,14 +430,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         throw new AppError('FORBIDDEN', 'This key is read-only.');
       }
     }
-    // The charset-qualified offer matters: negotiator only matches `Accept: application/json; charset=utf-8`
-    // against an offer that carries the same parameter.
-    if (
-      !endpoint.binary &&
-      request.accepts().type(['application/json', 'application/json; charset=utf-8', 'application/problem+json']) === false
-    ) {
-      throw new AppError('NOT_ACCEPTABLE', 'This operation answers application/json; the Accept header excludes it.');
-    }
+    if (!endpoint.binary) requireJsonAccept(request);
     // No path or query value may carry U+0000 (PostgreSQL text cannot hold it).
     if (request.url.includes('%00')) {
       rejectNulCharacters(request.params, '/path');
@@ -476,7 +499,9 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     }
   }
 
-  app.get('/api', async (request) => {
+  // Open JSON routes outside the contract negotiate like every contract route.
+  const jsonOnly = { onRequest: async (request: FastifyRequest) => requireJsonAccept(request) };
+  app.get('/api', jsonOnly, async (request) => {
     const base = config.publicUrl ?? `${request.protocol}://${request.host}`;
     return {
       versions: API_VERSIONS.map((v, i) => ({
@@ -487,7 +512,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       current: supported[supported.length - 1],
     };
   });
-  app.get('/health', async () => ({ status: 'ok', version: APP_VERSION }));
+  app.get('/health', jsonOnly, async () => ({ status: 'ok', version: APP_VERSION }));
   // The API reference is product documentation (the same text ships in the repository), so it is
   // open. It describes the current version and is rendered on first request, not at start-up.
   const current = API_VERSIONS[API_VERSIONS.length - 1] as ApiVersion;

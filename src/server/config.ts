@@ -66,6 +66,13 @@ export interface Config {
   allowNetworkFs: boolean;
   /** Start even when PostgreSQL runs with fsync/synchronous_commit/full_page_writes off. */
   allowUnsafePostgres: boolean;
+  /**
+   * Longest time a client may take to send one whole request, headers and body (`ATTEST_REQUEST_TIMEOUT_MS`,
+   * default 300000). Slower requests are answered 408 and their connection closed, so a client
+   * trickling bytes cannot hold a connection forever. It bounds uploads too: raise it when clients
+   * send the largest artifacts over slow links.
+   */
+  requestTimeoutMs: number;
   /** How long graceful shutdown waits for in-flight requests. */
   shutdownTimeoutMs: number;
   /** Origins allowed by CORS; empty disables CORS. */
@@ -217,6 +224,7 @@ export function loadConfig(env: Env = process.env): Config {
     sqliteSynchronous: r.oneOf('ATTEST_SQLITE_SYNCHRONOUS', 'FULL', ['FULL', 'NORMAL'] as const),
     allowNetworkFs: r.bool('ATTEST_ALLOW_NETWORK_FS', false),
     allowUnsafePostgres: r.bool('ATTEST_ALLOW_UNSAFE_POSTGRES', false),
+    requestTimeoutMs: r.int('ATTEST_REQUEST_TIMEOUT_MS', 300_000, 100, 86_400_000),
     shutdownTimeoutMs: r.int('ATTEST_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     corsOrigins: r.list('ATTEST_CORS_ORIGINS'),
     gcIntervalMinutes: r.int('ATTEST_GC_INTERVAL_MINUTES', 60, 0, 7 * 24 * 60),

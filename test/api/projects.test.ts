@@ -153,11 +153,17 @@ for (const dialect of DIALECTS) {
         assert.equal(added.email, user.email);
         const again = await manager.client.call(v1.projects.addMember, { params: { projectId: project.id, email: user.email } });
         assert.deepEqual(again, added);
-        const members = await user.client.call(v1.projects.listMembers, { params: { projectId: project.id } });
+        const members = await manager.client.call(v1.projects.listMembers, { params: { projectId: project.id } });
         assert.deepEqual(
           members.items.map((m) => m.email).sort(),
           [server.admin.email, manager.email, user.email].sort(),
           'the creating admin is a member too',
+        );
+        const asMember = await user.client.call(v1.projects.listMembers, { params: { projectId: project.id } });
+        assert.deepEqual(
+          asMember.items.map((m) => m.userId).sort(),
+          members.items.map((m) => m.userId).sort(),
+          'a member sees who else is in',
         );
         assert.equal((await user.client.call(v1.projects.getProject, { params: { projectId: project.id } })).id, project.id);
         await manager.client.call(v1.projects.removeMember, { params: { projectId: project.id, email: user.email } });
@@ -166,6 +172,57 @@ for (const dialect of DIALECTS) {
           manager.client.call(v1.projects.removeMember, { params: { projectId: project.id, email: user.email } }),
           rejectsWith(404),
         );
+      });
+
+      test("members' e-mails are shown to managers and admins only; others see names and ids, in pages and cursors alike (ERR-4)", async () => {
+        const project = await createProject(server);
+        // The factory's display names quote the e-mail; real people are named, so these are too.
+        const member = async (role: 'manager' | 'tester' | 'viewer') => {
+          const email = `${unique(`${role}-`)}@example.test`;
+          await server.admin.client.call(v1.users.createUser, { body: { email, name: `A ${role}`, roles: [role] } });
+          await server.admin.client.call(v1.projects.addMember, { params: { projectId: project.id, email } });
+          const { key } = await server.admin.client.call(v1.users.createApiKey, { params: { email }, body: { name: 'test' } });
+          return { email, client: server.client(key) };
+        };
+        const manager = await member('manager');
+        const tester = await member('tester');
+        const viewer = await member('viewer');
+        const readOnly = await manager.client.call(v1.users.createApiKey, {
+          params: { email: manager.email },
+          body: { name: 'read-only', scope: 'read' },
+        });
+        const emails = [server.admin.email, manager.email, tester.email, viewer.email];
+
+        /** Every page of the member list, read one member at a time, with the cursors that chained them. */
+        const allPages = async (client: typeof manager.client) => {
+          const items: { userId: string; email?: string; name: string }[] = [];
+          const cursors: string[] = [];
+          let cursor: string | undefined;
+          do {
+            const page = await client.call(v1.projects.listMembers, { params: { projectId: project.id }, query: { limit: 1, cursor } });
+            items.push(...page.items);
+            cursor = page.nextCursor ?? undefined;
+            if (cursor) cursors.push(cursor);
+          } while (cursor);
+          return { items, cursors };
+        };
+
+        for (const client of [server.admin.client, manager.client]) {
+          const { items } = await allPages(client);
+          assert.deepEqual(items.map((m) => m.email).sort(), [...emails].sort());
+        }
+        const expected = (await allPages(server.admin.client)).items.map(({ email: _email, ...rest }) => rest);
+        for (const [who, client] of [
+          ['tester', tester.client],
+          ['viewer', viewer.client],
+          ['manager with a read-only key', server.client(readOnly.key)],
+        ] as const) {
+          const { items, cursors } = await allPages(client);
+          assert.deepEqual(items, expected, `${who}: the same members, without e-mails`);
+          for (const item of items) assert.ok(!('email' in item), `${who} was shown an e-mail`);
+          const cursorText = cursors.map((c) => Buffer.from(c, 'base64url').toString('utf8')).join(' ');
+          for (const email of emails) assert.ok(!cursorText.includes(email), `${who}: a cursor carries ${email}`);
+        }
       });
 
       test('adding an unknown e-mail answers 404; a tester member may not add members (403)', async () => {

@@ -18,8 +18,21 @@ export const Project = Type.Object(
 
 export const ProjectParams = Type.Object({ projectId: Uuid }, { additionalProperties: false });
 
+/**
+ * A project member. An e-mail is half of an old-format credential, so only those who manage
+ * membership see it: managers (their key not read-only) and admins. Everyone else gets the
+ * display name and the user id (RELIABILITY ERR-4).
+ */
 export const Member = Type.Object(
-  { userId: Uuid, email: Email, name: Type.String({ maxLength: NAME_MAX }), addedAt: Timestamp },
+  {
+    userId: Uuid,
+    email: Type.Optional({
+      ...Email,
+      description: 'Present only when the caller is a manager (with a full key) or an admin; absent for everyone else.',
+    }),
+    name: Type.String({ maxLength: NAME_MAX }),
+    addedAt: Timestamp,
+  },
   { additionalProperties: false },
 );
 
@@ -86,7 +99,7 @@ export const listMembers = endpoint({
   operationId: 'listMembers',
   method: 'GET',
   path: '/projects/{projectId}/members',
-  summary: "A project's members.",
+  summary: "A project's members, by name. E-mails are shown to managers and admins only.",
   tag: 'Projects',
   access: { scope: 'project', role: 'viewer' },
   params: ProjectParams,

@@ -34,8 +34,12 @@ export function presentProject(row: ProjectsTable): Static<typeof Project> {
   return { id: row.id, key: row.key, name: row.name, description: row.description, createdAt: row.created_at, updatedAt: row.updated_at };
 }
 
-export function presentMember(row: { user_id: string; email: string; name: string; added_at: string }): Static<typeof Member> {
-  return { userId: row.user_id, email: row.email, name: row.name, addedAt: row.added_at };
+/** A member row; the e-mail goes out only when `showEmail` says the caller manages membership (ERR-4). */
+export function presentMember(
+  row: { user_id: string; email: string; name: string; added_at: string },
+  showEmail: boolean,
+): Static<typeof Member> {
+  return { userId: row.user_id, ...(showEmail ? { email: row.email } : {}), name: row.name, addedAt: row.added_at };
 }
 
 export function presentAuditEntry(row: AuditLogTable): Static<typeof AuditEntry> {

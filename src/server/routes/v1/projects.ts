@@ -8,6 +8,7 @@ import { keysetPage } from '../../pagination.ts';
 import { presentMember, presentProject } from '../../presenters/identity.ts';
 import { normaliseEmail } from '../../security/api-key.ts';
 import { audit } from '../../services/audit.ts';
+import { roleAtLeast } from '../../services/authenticate.ts';
 import { requireActiveUser } from '../../services/users.ts';
 import { rawField, route } from '../route.ts';
 
@@ -118,13 +119,16 @@ export function projectRoutes(ctx: AppContext) {
           .select(['m.user_id', 'u.email', 'u.name', 'm.added_at'])
           .where('m.project_id', '=', request.projectId)
           .where('u.deleted_at', 'is', null);
+        // Ordered by name, not e-mail: the cursor carries the sort key, and a viewer must not be
+        // able to read e-mails out of it.
         const page = await keysetPage(ctx, query, {
-          columns: ['u.email', 'm.user_id'],
+          columns: ['u.name', 'm.user_id'],
           direction: 'asc',
           cursor: request.query.cursor,
           limit: request.query.limit,
         });
-        return { items: page.items.map(presentMember), nextCursor: page.nextCursor };
+        const showEmail = roleAtLeast(request.principal.role, 'manager');
+        return { items: page.items.map((row) => presentMember(row, showEmail)), nextCursor: page.nextCursor };
       },
     }),
 
@@ -157,7 +161,8 @@ export function projectRoutes(ctx: AppContext) {
           .where('project_id', '=', request.projectId)
           .where('user_id', '=', user.id)
           .executeTakeFirstOrThrow();
-        return presentMember({ ...member, email: user.email, name: user.name });
+        // Only managers and admins reach this route, and they named the e-mail themselves.
+        return presentMember({ ...member, email: user.email, name: user.name }, true);
       },
     }),
 
