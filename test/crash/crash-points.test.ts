@@ -6,20 +6,22 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import { v1 } from '../../src/client/index.ts';
+import type { BodyOf } from '../../src/api/endpoint.ts';
+import { ApiError, type AttestClient, v1 } from '../../src/client/index.ts';
 import { loadConfig } from '../../src/server/config.ts';
 import type { CrashPoint } from '../../src/server/crash-points.ts';
 import { generateKey } from '../../src/server/security/api-key.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { randomPng } from '../helpers/png.ts';
 import { startRun } from '../helpers/records.ts';
-import { createStorage, residentBytes, type ServerStorage, spawnServer } from '../helpers/spawned-server.ts';
+import { createStorage, type ServerStorage, type SpawnedServer, spawnServer } from '../helpers/spawned-server.ts';
 import { filesUnder, upload } from '../helpers/uploads.ts';
 
 // RELIABILITY DUR-13b: the real server, killed (SIGKILL, no cleanup) exactly at each durability
 // step of an upload or a delete, then restarted on the same data: every row still points at an
 // intact blob (I1), acknowledged uploads are all there (I2), the database is consistent (I3),
-// tmp/ is empty (I4), and the server takes new writes (I6).
+// tmp/ is empty (I4), and the server takes new writes (I6). Killed inside a results post, none of
+// that post is stored and every acknowledged one is (DUR-4).
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -48,6 +50,9 @@ async function inspectRecords(
     'SELECT COUNT(*) AS n FROM artifact_images ai LEFT JOIN artifacts a ON a.id = ai.artifact_id WHERE a.id IS NULL',
     'SELECT COUNT(*) AS n FROM artifact_images ai LEFT JOIN images i ON i.id = ai.image_id WHERE i.id IS NULL',
     'SELECT COUNT(*) AS n FROM artifacts a LEFT JOIN test_runs r ON r.id = a.run_id WHERE r.id IS NULL',
+    'SELECT COUNT(*) AS n FROM steps s LEFT JOIN test_runs r ON r.id = s.run_id WHERE r.id IS NULL',
+    'SELECT COUNT(*) AS n FROM steps s LEFT JOIN steps p ON p.id = s.parent_id WHERE s.parent_id IS NOT NULL AND p.id IS NULL',
+    'SELECT COUNT(*) AS n FROM text_cells c LEFT JOIN steps s ON s.id = c.step_id WHERE c.step_id IS NOT NULL AND s.id IS NULL',
   ];
   type Row = { tbl: string; sha256: string; size: number | string | null };
   const toBlobs = (rows: Row[]) => rows.map((r) => ({ table: r.tbl, sha256: r.sha256, size: r.size === null ? null : Number(r.size) }));
@@ -98,6 +103,109 @@ async function assertInvariants(storage: ServerStorage) {
   return records;
 }
 
+/** The result rows of one run as stored, counted beside the running server, and the run's position counter. */
+async function storedResults(storage: ServerStorage, runId: string): Promise<{ steps: number; cells: number; nextPosition: number }> {
+  const queries = {
+    steps: 'SELECT COUNT(*) AS n FROM steps WHERE run_id = $1',
+    cells: 'SELECT COUNT(*) AS n FROM text_cells WHERE run_id = $1',
+    nextPosition: 'SELECT next_position AS n FROM test_runs WHERE id = $1',
+  };
+  const counts = { steps: 0, cells: 0, nextPosition: 0 };
+  if (storage.dialect === 'sqlite') {
+    const db = new SQLite(path.join(storage.dataDir, 'attest.db'), { readonly: true });
+    try {
+      for (const [name, q] of Object.entries(queries) as [keyof typeof counts, string][]) {
+        counts[name] = Number((db.prepare(q.replace('$1', '?')).get(runId) as { n: number }).n);
+      }
+    } finally {
+      db.close();
+    }
+    return counts;
+  }
+  const client = new pg.Client({ connectionString: storage.databaseUrl });
+  await client.connect();
+  try {
+    for (const [name, q] of Object.entries(queries) as [keyof typeof counts, string][]) {
+      counts[name] = Number((await client.query<{ n: string }>(q, [runId])).rows[0]?.n);
+    }
+  } finally {
+    await client.end();
+  }
+  return counts;
+}
+
+type ResultsBody = NonNullable<BodyOf<typeof v1.results.appendResults>>;
+
+/**
+ * A results post of `count` steps keyed `<prefix>-<i>`: every tenth one a top-level step, the nine
+ * after it nested under it, each step with one inline text cell; and one run-level cell.
+ */
+function resultsPost(prefix: string, count: number): ResultsBody {
+  return {
+    steps: Array.from({ length: count }, (_, i) => {
+      const group = i - (i % 10);
+      return {
+        key: `${prefix}-${i}`,
+        title: `${prefix} step ${i}`,
+        status: i % 7 === 3 ? ('failed' as const) : ('passed' as const),
+        durationMs: i,
+        ...(i === group ? {} : { parentKey: `${prefix}-${group}` }),
+        cells: [{ key: `${prefix}-${i}-log`, name: 'log', text: `log of ${prefix} step ${i}`, mediaType: 'text/plain' as const }],
+      };
+    }),
+    cells: [{ key: `${prefix}-summary`, name: 'summary', text: `**${count}** steps`, mediaType: 'text/markdown' }],
+  };
+}
+
+const itemsOf = (post: ResultsBody) =>
+  (post.steps ?? []).reduce((sum, step) => sum + 1 + (step.cells?.length ?? 0), 0) + (post.cells ?? []).length;
+
+/** What reading the run back must show after the given posts, each stored whole, in order. */
+function expectedResults(posts: ResultsBody[]) {
+  const cell = ({ key, name, text, mediaType }: { key?: string; name: string; text: string; mediaType: string }) => ({
+    key: key ?? null,
+    name,
+    text,
+    mediaType,
+  });
+  return {
+    cells: posts.flatMap((post) => (post.cells ?? []).map(cell)),
+    steps: posts.flatMap((post) =>
+      (post.steps ?? []).map((step) => ({
+        key: step.key ?? null,
+        title: step.title,
+        status: step.status,
+        durationMs: step.durationMs ?? null,
+        parentKey: step.parentKey ?? null,
+        cells: (step.cells ?? []).map(cell),
+      })),
+    ),
+  };
+}
+
+/** The run's results as the API reads them back (partial: the run is still running), in the shape of {@link expectedResults}. */
+async function readBack(client: AttestClient, testRunId: string) {
+  const results = await client.call(v1.results.getResults, { params: { testRunId }, query: { partial: true } });
+  const keyOf = new Map(results.steps.map((step) => [step.id, step.key]));
+  const cell = ({ key, name, text, mediaType }: { key: string | null; name: string; text: string; mediaType: string }) => ({
+    key,
+    name,
+    text,
+    mediaType,
+  });
+  return {
+    cells: results.cells.map(cell),
+    steps: results.steps.map((step) => ({
+      key: step.key,
+      title: step.title,
+      status: step.status,
+      durationMs: step.durationMs,
+      parentKey: step.parentId === null ? null : (keyOf.get(step.parentId) ?? `unknown parent ${step.parentId}`),
+      cells: step.cells.map(cell),
+    })),
+  };
+}
+
 interface Scenario {
   point: CrashPoint;
   hit: number;
@@ -139,8 +247,9 @@ for (const dialect of DIALECTS) {
         const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-crash-'));
         tempDirs.push(dataDir);
         const storage = await createStorage(dialect, dataDir, generateKey('standard'));
+        let crashing: SpawnedServer | undefined;
         try {
-          const crashing = await spawnServer(storage, { ATTEST_CRASH_AT: `${point}:${hit}` });
+          crashing = await spawnServer(storage, { ATTEST_CRASH_AT: `${point}:${hit}` });
           const key = storage.adminKey;
           const project = await crashing.admin.call(v1.projects.createProject, {
             body: { key: `C${randomBytes(3).toString('hex').toUpperCase()}`, name: 'Crash' },
@@ -231,10 +340,88 @@ for (const dialect of DIALECTS) {
             await restarted.stop();
           }
         } finally {
+          // When it did not die where it should have (a failed assertion above), it must not outlive the test.
+          await crashing?.stop();
           await storage.drop();
         }
       });
     }
+
+    // DUR-4: a results post is one transaction. The crash point sits after its step rows are inserted
+    // and before its text cells and COMMIT; hit 2 is the second post, so the first is acknowledged.
+    test('killed at results-mid-transaction:2 (inside a 1 000-step results post), the restart has none of that post and all of the acknowledged one', {
+      timeout: 180_000,
+    }, async () => {
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-crash-'));
+      tempDirs.push(dataDir);
+      const storage = await createStorage(dialect, dataDir, generateKey('standard'));
+      let crashing: SpawnedServer | undefined;
+      try {
+        crashing = await spawnServer(storage, { ATTEST_CRASH_AT: 'results-mid-transaction:2' });
+        const project = await crashing.admin.call(v1.projects.createProject, {
+          body: { key: `R${randomBytes(3).toString('hex').toUpperCase()}`, name: 'Crash results' },
+        });
+        const testRunId = (await startRun(crashing.admin, project.id)).id;
+        const earlier = resultsPost('early', 10);
+        // With an idempotency key: the key commits with the steps, so the killed post left no trace of it.
+        const big = { ...resultsPost('big', 1000), idempotencyKey: 'big-post' };
+
+        const acked = await crashing.admin.call(v1.results.appendResults, { params: { testRunId }, body: earlier });
+        assert.equal(acked.steps.filter((step) => step.created).length, 10, 'the earlier post was acknowledged whole');
+        const killed = await crashing.admin.call(v1.results.appendResults, { params: { testRunId }, body: big }).then(
+          (reply) => reply,
+          (error: unknown) => error,
+        );
+        assert.ok(
+          killed instanceof Error && !(killed instanceof ApiError),
+          `the 1 000-step post got no answer at all, got: ${killed instanceof Error ? killed.message : `an answer ${JSON.stringify(killed).slice(0, 80)}`}`,
+        );
+        const death = await crashing.exited;
+        assert.equal(death.signal, 'SIGKILL', `the server died at the crash point: ${crashing.output.slice(-5).join('\n')}`);
+        assert.ok(
+          crashing.output.some((line) => line.includes('ATTEST_CRASH_AT reached results-mid-transaction:2')),
+          'it was killed inside the transaction of the 1 000-step post',
+        );
+
+        const restarted = await spawnServer(storage);
+        try {
+          assert.deepEqual((await inspectRecords(storage)).problems, [], 'I3: the database is consistent');
+          // All or nothing, and here nothing (the kill came before COMMIT): exactly the acknowledged post is stored.
+          assert.deepEqual(
+            await storedResults(storage, testRunId),
+            { steps: 10, cells: 11, nextPosition: itemsOf(earlier) },
+            'stored steps and cells of the run: only the acknowledged post',
+          );
+          assert.deepEqual(
+            await readBack(restarted.admin, testRunId),
+            expectedResults([earlier]),
+            'the acknowledged post reads back whole',
+          );
+
+          // The reporter posts the same 1 000 steps again, same key: all are new (neither they nor the key
+          // were half-stored), and all are there.
+          const retry = await restarted.admin.call(v1.results.appendResults, { params: { testRunId }, body: big });
+          assert.equal(retry.steps.length, 1000);
+          assert.deepEqual(
+            retry.steps.filter((step) => !step.created || step.cells.some((cell) => !cell.created)).map((step) => step.key),
+            [],
+            'every step and cell of the retried post is stored by it',
+          );
+          assert.deepEqual(await readBack(restarted.admin, testRunId), expectedResults([earlier, big]));
+          assert.deepEqual(await storedResults(storage, testRunId), {
+            steps: 1010,
+            cells: 1012,
+            nextPosition: itemsOf(earlier) + itemsOf(big),
+          });
+          assert.deepEqual((await inspectRecords(storage)).problems, []);
+        } finally {
+          await restarted.stop();
+        }
+      } finally {
+        await crashing?.stop();
+        await storage.drop();
+      }
+    });
   });
 }
 
@@ -246,96 +433,5 @@ describe('ATTEST_CRASH_AT', () => {
     assert.throws(() => loadConfig({ ATTEST_CRASH_AT: 'before-commit:1' }), /only accepted with NODE_ENV=test/);
     assert.throws(() => loadConfig({ NODE_ENV: 'test', ATTEST_CRASH_AT: 'somewhere:1' }), /must be <point>:<n>/);
     assert.throws(() => loadConfig({ NODE_ENV: 'test', ATTEST_CRASH_AT: 'after-rename:0' }), /must be <point>:<n>/);
-  });
-});
-
-describe('memory while streaming a large upload', () => {
-  test('a 200 MB artifact streams to disk with the server RSS growing by less than 64 MB', async (t) => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-memory-'));
-    tempDirs.push(dataDir);
-    const storage = await createStorage('sqlite', dataDir, generateKey('standard'));
-    const server = await spawnServer(storage);
-    try {
-      const project = await server.admin.call(v1.projects.createProject, { body: { key: 'MEM', name: 'Memory' } });
-      const runId = (await startRun(server.admin, project.id)).id;
-      // Warm-up: load every module of the upload path before the baseline is taken.
-      const warm = await upload(
-        server.url,
-        storage.adminKey,
-        project.id,
-        { testRunId: runId, kind: 'screenshot', name: 'w.png' },
-        { file: { bytes: await randomPng() } },
-      );
-      assert.equal(warm.status, 201);
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      const baseline = await residentBytes(server.pid);
-
-      const total = 200 * 1024 * 1024;
-      const chunkSize = 256 * 1024;
-      const boundary = `attest${randomBytes(8).toString('hex')}`;
-      const head = Buffer.from(
-        `--${boundary}\r\nContent-Disposition: form-data; name="metadata"\r\n\r\n` +
-          `${JSON.stringify({ testRunId: runId, kind: 'video', name: 'screen-recording.bin' })}\r\n` +
-          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="screen-recording.bin"\r\n` +
-          'Content-Type: application/octet-stream\r\n\r\n',
-      );
-      const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-      const hash = createHash('sha256');
-      let sent = 0;
-      // Generated chunk by chunk as the socket asks for it: the test never holds 200 MB either.
-      const body = new ReadableStream<Uint8Array>({
-        start(controller) {
-          controller.enqueue(head);
-        },
-        pull(controller) {
-          if (sent >= total) {
-            controller.enqueue(tail);
-            controller.close();
-            return;
-          }
-          const chunk = randomBytes(Math.min(chunkSize, total - sent));
-          hash.update(chunk);
-          sent += chunk.length;
-          controller.enqueue(chunk);
-        },
-      });
-
-      let peak = baseline;
-      let sampling = true;
-      const sampler = (async () => {
-        while (sampling) {
-          peak = Math.max(peak, await residentBytes(server.pid));
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-      })();
-      const started = Date.now();
-      const response = await fetch(`${server.url}/api/v1/projects/${project.id}/artifact`, {
-        method: 'POST',
-        headers: {
-          accept: 'application/json',
-          'service.api-token': storage.adminKey,
-          'content-type': `multipart/form-data; boundary=${boundary}`,
-        },
-        body,
-        duplex: 'half',
-      } as RequestInit);
-      const result = (await response.json()) as { size: number; sha256: string };
-      const seconds = (Date.now() - started) / 1000;
-      sampling = false;
-      await sampler;
-
-      assert.equal(response.status, 201, JSON.stringify(result));
-      assert.equal(result.size, total);
-      const digest = hash.digest('hex');
-      assert.equal(result.sha256, digest);
-      assert.equal(await sha256OfFile(blobFile(dataDir, digest)), digest);
-      const growth = peak - baseline;
-      const mb = (n: number) => (n / 1024 / 1024).toFixed(1);
-      const figure = `server RSS baseline ${mb(baseline)} MB, peak ${mb(peak)} MB, growth ${mb(growth)} MB while streaming 200 MB in ${seconds.toFixed(1)} s`;
-      t.diagnostic(figure);
-      assert.ok(growth < 64 * 1024 * 1024, figure);
-    } finally {
-      await server.stop();
-    }
   });
 });

@@ -96,3 +96,41 @@ export async function residentBytes(pid: number): Promise<number> {
   if (kib === undefined) throw new Error(`no VmRSS for process ${pid}`);
   return Number(kib) * 1024;
 }
+
+/** What a {@link watchResident} saw: the first and the highest RSS, and how many samples it took. */
+export interface ResidentPeak {
+  first: number;
+  peak: number;
+  samples: number;
+}
+
+/**
+ * Samples the resident set size of `pid` every `intervalMs` until `stop()`, which resolves with the
+ * highest one seen. A decode of a few hundred megapixels takes seconds, far longer than the interval,
+ * so a transient spike is caught even when the memory is given back before the request ends.
+ */
+export function watchResident(pid: number, intervalMs = 20): { stop(): Promise<ResidentPeak> } {
+  let sampling = true;
+  const seen: ResidentPeak = { first: 0, peak: 0, samples: 0 };
+  const loop = (async () => {
+    do {
+      const rss = await residentBytes(pid);
+      if (seen.samples++ === 0) seen.first = rss;
+      seen.peak = Math.max(seen.peak, rss);
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    } while (sampling);
+  })();
+  // A process that died mid-sample surfaces at stop(), not as an unhandled rejection before it.
+  const failed = loop.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  return {
+    async stop() {
+      sampling = false;
+      const error = await failed;
+      if (error !== undefined) throw error;
+      return seen;
+    },
+  };
+}

@@ -1,0 +1,187 @@
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { v1 } from '../../src/client/index.ts';
+import { generateKey } from '../../src/server/security/api-key.ts';
+import { pixelFloodPng, pngClaiming, randomPng } from '../helpers/png.ts';
+import { startRun } from '../helpers/records.ts';
+import { createStorage, residentBytes, type SpawnedServer, spawnServer, watchResident } from '../helpers/spawned-server.ts';
+import { filesUnder, upload } from '../helpers/uploads.ts';
+
+// The memory a hostile or merely large upload costs the real server (a spawned process, measured
+// by its RSS from /proc): streaming keeps a 200 MB body off the heap (FILE-8), and a pixel flood is
+// refused from its header before anything decodes it (FILE-2).
+
+const MB = 1024 * 1024;
+const mb = (n: number) => (n / MB).toFixed(1);
+
+function sha256OfFile(file: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const hash = createHash('sha256');
+    fs.createReadStream(file)
+      .on('data', (chunk) => hash.update(chunk))
+      .on('end', () => resolve(hash.digest('hex')))
+      .on('error', reject);
+  });
+}
+
+const blobFile = (dataDir: string, sha: string) => path.join(dataDir, 'blobs', sha.slice(0, 2), sha.slice(2, 4), sha);
+
+const tempDirs: string[] = [];
+after(() => {
+  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A spawned server on SQLite with a project and a running run, warmed up by one small screenshot upload. */
+async function warmServer(
+  label: string,
+): Promise<{ server: SpawnedServer; dataDir: string; key: string; projectId: string; runId: string }> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `attest-${label}-`));
+  tempDirs.push(dataDir);
+  const storage = await createStorage('sqlite', dataDir, generateKey('standard'));
+  const server = await spawnServer(storage);
+  try {
+    const project = await server.admin.call(v1.projects.createProject, {
+      body: { key: `M${randomBytes(3).toString('hex').toUpperCase()}`, name: 'Memory' },
+    });
+    const runId = (await startRun(server.admin, project.id)).id;
+    // Warm-up: load every module of the upload path before the baseline is taken.
+    const warm = await upload(
+      server.url,
+      storage.adminKey,
+      project.id,
+      { testRunId: runId, kind: 'screenshot', name: 'w.png' },
+      { file: { bytes: await randomPng() } },
+    );
+    assert.equal(warm.status, 201);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    return { server, dataDir, key: storage.adminKey, projectId: project.id, runId };
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+}
+
+describe('memory while streaming a large upload', () => {
+  test('a 200 MB artifact streams to disk with the server RSS growing by less than 64 MB', async (t) => {
+    const { server, dataDir, key, projectId, runId } = await warmServer('memory');
+    try {
+      const baseline = await residentBytes(server.pid);
+
+      const total = 200 * MB;
+      const chunkSize = 256 * 1024;
+      const boundary = `attest${randomBytes(8).toString('hex')}`;
+      const head = Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="metadata"\r\n\r\n` +
+          `${JSON.stringify({ testRunId: runId, kind: 'video', name: 'screen-recording.bin' })}\r\n` +
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="screen-recording.bin"\r\n` +
+          'Content-Type: application/octet-stream\r\n\r\n',
+      );
+      const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+      const hash = createHash('sha256');
+      let sent = 0;
+      // Generated chunk by chunk as the socket asks for it: the test never holds 200 MB either.
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(head);
+        },
+        pull(controller) {
+          if (sent >= total) {
+            controller.enqueue(tail);
+            controller.close();
+            return;
+          }
+          const chunk = randomBytes(Math.min(chunkSize, total - sent));
+          hash.update(chunk);
+          sent += chunk.length;
+          controller.enqueue(chunk);
+        },
+      });
+
+      const watch = watchResident(server.pid);
+      const started = Date.now();
+      const response = await fetch(`${server.url}/api/v1/projects/${projectId}/artifact`, {
+        method: 'POST',
+        headers: {
+          accept: 'application/json',
+          'service.api-token': key,
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+        },
+        body,
+        duplex: 'half',
+      } as RequestInit);
+      const result = (await response.json()) as { size: number; sha256: string };
+      const seconds = (Date.now() - started) / 1000;
+      const peak = Math.max(baseline, (await watch.stop()).peak);
+
+      assert.equal(response.status, 201, JSON.stringify(result));
+      assert.equal(result.size, total);
+      const digest = hash.digest('hex');
+      assert.equal(result.sha256, digest);
+      assert.equal(await sha256OfFile(blobFile(dataDir, digest)), digest);
+      const growth = peak - baseline;
+      const figure = `server RSS baseline ${mb(baseline)} MB, peak ${mb(peak)} MB, growth ${mb(growth)} MB while streaming 200 MB in ${seconds.toFixed(1)} s`;
+      t.diagnostic(figure);
+      assert.ok(growth < 64 * MB, figure);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('memory while refusing a pixel flood (FILE-2)', () => {
+  test('a 20 000 × 20 000 PNG and a header claiming 100 000 × 100 000 are refused with 422, the server RSS growing by less than 50 MB', async (t) => {
+    // Encoding the flood takes a few seconds: overlap it with the server start.
+    const [flood, { server, dataDir, key, projectId, runId }] = await Promise.all([pixelFloodPng(), warmServer('flood')]);
+    try {
+      const bombs = [
+        { name: 'flood.png', what: `a 1-colour 20000×20000 PNG of ${(flood.length / 1024).toFixed(0)} KB`, bytes: flood },
+        { name: 'claim.png', what: 'a PNG header claiming 100000×100000', bytes: pngClaiming(100_000, 100_000) },
+      ];
+      const baseline = await residentBytes(server.pid);
+      let peak = baseline;
+      for (const bomb of bombs) {
+        const watch = watchResident(server.pid);
+        const started = Date.now();
+        const res = await upload(
+          server.url,
+          key,
+          projectId,
+          { testRunId: runId, kind: 'screenshot', name: bomb.name },
+          { file: { bytes: bomb.bytes, type: 'image/png', filename: bomb.name } },
+        );
+        const elapsed = Date.now() - started;
+        // Keep sampling a moment after the answer: work left running behind it would count too.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const seen = await watch.stop();
+        peak = Math.max(peak, seen.peak);
+        t.diagnostic(
+          `${bomb.what}: ${res.status} ${String(res.body.code)} in ${elapsed} ms; server RSS peak ${mb(seen.peak)} MB ` +
+            `(${seen.samples} samples), ${mb(seen.peak - baseline)} MB over the baseline`,
+        );
+        assert.equal(res.status, 422, JSON.stringify(res.body));
+        assert.equal(res.body.code, 'IMAGE_TOO_LARGE');
+        // Memory first: a decode shows as both, and the memory is what the limit protects.
+        assert.ok(seen.peak - baseline < 50 * MB, `${bomb.what}: RSS grew by ${mb(seen.peak - baseline)} MB`);
+        assert.ok(elapsed < 1000, `${bomb.what}: refused within 1 s (took ${elapsed} ms)`);
+      }
+      const growth = peak - baseline;
+      const figure = `server RSS baseline ${mb(baseline)} MB, peak ${mb(peak)} MB, growth ${mb(growth)} MB over both pixel-flood uploads`;
+      t.diagnostic(figure);
+      assert.ok(growth < 50 * MB, figure);
+
+      // Nothing of them was kept: no artifact in the run, no temp file.
+      const listed = await server.admin.call(v1.artifacts.listArtifacts, { params: { projectId }, query: { testRunId: runId } });
+      assert.deepEqual(
+        listed.items.map((a) => a.name),
+        ['w.png'],
+      );
+      assert.deepEqual(filesUnder(path.join(dataDir, 'tmp')), []);
+    } finally {
+      await server.stop();
+    }
+  });
+});
