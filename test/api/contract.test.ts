@@ -340,6 +340,31 @@ for (const dialect of DIALECTS) {
           'a bad key on an open route is ignored',
         );
       });
+
+      test('readiness only pings the database: the start-up integrity check is not run per probe (DUR-9)', async () => {
+        const database = server.app.attest.database;
+        const { check, ping } = database;
+        let pings = 0;
+        try {
+          database.check = async () => {
+            throw new Error('quick_check must not run on a probe');
+          };
+          database.ping = async () => {
+            pings++;
+            return ping.call(database);
+          };
+          assert.equal((await exchange(server, 'GET', '/api/v1/health/ready', {})).status, 200);
+          assert.equal(pings, 1);
+          database.ping = async () => {
+            throw new Error('connection lost');
+          };
+          const down = await exchange(server, 'GET', '/api/v1/health/ready', {});
+          assert.equal(down.status, 503);
+          assert.equal(down.headers['retry-after'], '5');
+        } finally {
+          Object.assign(database, { check, ping });
+        }
+      });
     });
   });
 

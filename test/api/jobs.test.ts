@@ -196,6 +196,27 @@ for (const dialect of DIALECTS) {
         assert.equal(seen.finishedAt, server.clock.now.toISOString());
       });
 
+      test('stays queued, without a start time, while runs are only aborted and none has started', async () => {
+        const job = await createJob({ testIds: [await newTest(), await newTest(), await newTest()] });
+        const runs = await runsOf(job.id);
+        const get = () => viewer.client.call(v1.jobs.getJob, { params: { jobId: job.id } });
+
+        await move(runs[0]?.id as string, { status: 'aborted' });
+        let seen = await get();
+        assert.equal(seen.status, 'queued');
+        assert.equal(seen.startedAt, null);
+        assert.equal(seen.finishedAt, null);
+        assert.deepEqual([seen.progress.queued, seen.progress.running, seen.progress.aborted], [2, 0, 1]);
+        const listed = await viewer.client.call(v1.jobs.listJobs, { query: { projectId: projectA, limit: 200 } });
+        assert.equal(listed.items.find((j) => j.id === job.id)?.status, 'queued');
+
+        server.clock.advance(1000);
+        await move(runs[1]?.id as string, { status: 'running' });
+        seen = await get();
+        assert.equal(seen.status, 'running');
+        assert.equal(seen.startedAt, server.clock.now.toISOString());
+      });
+
       test("answers 404 for another project's job exactly as for an unknown one", async () => {
         const job = await createJob({ testIds: [await newTest()] });
         const hidden = await outsider.client.call(v1.jobs.getJob, { params: { jobId: job.id } }).catch((e: ApiError) => e);

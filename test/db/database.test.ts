@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../../src/server/config.ts';
@@ -13,6 +14,23 @@ import { createDatabase, migrateToLatest, StartupError } from '../../src/server/
 import { DIALECTS, PG_ADMIN_URL } from '../helpers/dialects.ts';
 
 const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'attest-db-'));
+
+/** A migrated data folder whose database file has one damaged b-tree page (in a table of its own). */
+async function damagedDataDir(): Promise<string> {
+  const dir = tempDir();
+  await (await createDatabase(loadConfig({ ATTEST_DATA_DIR: dir }))).close();
+  const file = path.join(dir, 'attest.db');
+  const raw = new SQLite(file);
+  raw.exec(`CREATE TABLE filler(x TEXT);
+    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) INSERT INTO filler SELECT printf('%0100d', i) FROM n`);
+  const { rootpage } = raw.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'filler'").get() as { rootpage: number };
+  const pageSize = raw.pragma('page_size', { simple: true }) as number;
+  raw.close(); // checkpoints the WAL into the file
+  const fd = fs.openSync(file, 'r+');
+  fs.writeSync(fd, Buffer.alloc(64, 0xff), 0, 64, (rootpage - 1) * pageSize);
+  fs.closeSync(fd);
+  return dir;
+}
 
 describe('[sqlite] createDatabase', () => {
   test('opens in WAL mode with synchronous=FULL and foreign keys on, and verifies them', async () => {
@@ -64,6 +82,33 @@ describe('[sqlite] createDatabase', () => {
       first.kill('SIGTERM');
       await once(first, 'exit');
     }
+  });
+
+  test('check() runs quick_check and fails on a damaged file, while the readiness ping() still answers', async () => {
+    const handle = await createDatabase(loadConfig({ ATTEST_DATA_DIR: await damagedDataDir() }));
+    try {
+      await assert.rejects(handle.check(), (e: Error) => e instanceof StartupError && /quick_check failed/.test(e.message));
+      await handle.ping();
+    } finally {
+      await handle.close();
+    }
+  });
+
+  test('a server refuses to start on a database that fails quick_check (DUR-9)', async () => {
+    const env = { ...process.env, ATTEST_DATA_DIR: await damagedDataDir(), PORT: '0', HOST: '127.0.0.1', ATTEST_LOG_LEVEL: 'warn' };
+    const server = spawn(process.execPath, ['--import', 'tsx', 'src/server/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    server.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    server.stderr.on('data', (chunk: Buffer) => {
+      err += chunk.toString();
+    });
+    const [code] = await once(server, 'exit');
+    assert.equal(code, 1);
+    assert.match(err, /attest: SQLite quick_check failed/);
+    assert.doesNotMatch(out, /attest listening/);
   });
 
   test('re-running migrations is a no-op', async () => {

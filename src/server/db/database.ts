@@ -17,8 +17,13 @@ export interface DatabaseHandle {
   dialect: Dialect;
   /** Number of statements sent since start; tests use it to prove a path touches no table. */
   stats: { statements: number };
-  /** Runs the integrity checks of start-up recovery (SQLite `quick_check`, PostgreSQL a round trip). */
+  /**
+   * The integrity check of start-up recovery (DUR-9): SQLite `quick_check`, which reads the whole
+   * file, or a PostgreSQL round trip. Run once at start-up, never per probe; throws StartupError.
+   */
   check(): Promise<void>;
+  /** A cheap `SELECT 1` for the readiness probe: the database still answers. */
+  ping(): Promise<void>;
   /** The full check behind `attest verify`: problems found (empty when sound). */
   integrityProblems(): Promise<string[]>;
   close(): Promise<void>;
@@ -148,6 +153,9 @@ export async function createDatabase(config: Config): Promise<DatabaseHandle> {
       async check() {
         await sql`SELECT 1`.execute(db);
       },
+      async ping() {
+        await sql`SELECT 1`.execute(db);
+      },
       async integrityProblems() {
         // PostgreSQL enforces foreign keys on every write and checksums its own pages; a round
         // trip proves the server answers.
@@ -169,6 +177,7 @@ export async function createDatabase(config: Config): Promise<DatabaseHandle> {
     lock.close();
     throw error;
   }
+  const selectOne = sqlite.prepare('SELECT 1');
   return {
     db,
     dialect: 'sqlite',
@@ -176,6 +185,12 @@ export async function createDatabase(config: Config): Promise<DatabaseHandle> {
     async check() {
       const result = sqlite.pragma('quick_check', { simple: true });
       if (result !== 'ok') throw new StartupError(`SQLite quick_check failed: ${String(result)}`);
+    },
+    async ping() {
+      // On the connection directly, not through Kysely: a probe must not wait behind a long
+      // transaction holding Kysely's connection. SELECT 1 reads nothing, so running it between that
+      // transaction's statements is harmless.
+      selectOne.get();
     },
     async integrityProblems() {
       const integrity = sqlite.pragma('integrity_check') as { integrity_check: string }[];

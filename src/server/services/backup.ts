@@ -5,15 +5,71 @@ import { isBlobKey } from '../blob/blob-store.ts';
 
 const blobPath = (dataDir: string, sha256: string) => path.join(dataDir, 'blobs', sha256.slice(0, 2), sha256.slice(2, 4), sha256);
 
-function referencedIn(db: SQLite.Database): string[] {
-  const rows = db
-    .prepare(
-      `SELECT sha256 AS key FROM artifacts
-       UNION SELECT sha256 FROM images
-       UNION SELECT thumbnail_sha256 FROM images WHERE thumbnail_sha256 IS NOT NULL`,
-    )
-    .all() as { key: string }[];
-  return rows.map((r) => r.key).filter(isBlobKey);
+/**
+ * The blobs a database copy references. Opened read-write, though it only reads: the copy is in
+ * WAL mode like its source, and closing a read-only connection would leave `-wal` and `-shm` files
+ * beside it, while closing this one removes them.
+ */
+function referencedIn(file: string): string[] {
+  const db = new SQLite(file, { fileMustExist: true });
+  try {
+    const rows = db
+      .prepare(
+        `SELECT sha256 AS key FROM artifacts
+         UNION SELECT sha256 FROM images
+         UNION SELECT thumbnail_sha256 FROM images WHERE thumbnail_sha256 IS NOT NULL`,
+      )
+      .all() as { key: string }[];
+    return rows.map((r) => r.key).filter(isBlobKey);
+  } finally {
+    db.close();
+  }
+}
+
+/** fsync on a file, or on a folder to make its new entries durable. */
+function fsyncPath(target: string): void {
+  const fd = fs.openSync(target, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Writes files so they survive a power loss, as uploads do (DUR-6): each file is fsynced once
+ * written, and `flush` then fsyncs every folder that gained an entry, namely the folder of each
+ * file and the parent of each folder created here. A backup or restore is complete only after `flush`.
+ */
+function durableWriter() {
+  const changedFolders = new Set<string>();
+  const mkdir = (folder: string) => {
+    const first = fs.mkdirSync(folder, { recursive: true });
+    if (first === undefined) return;
+    // Every folder from `first` down to `folder` is new, so each one's parent gained an entry.
+    const top = path.resolve(first);
+    for (let created = path.resolve(folder); ; created = path.dirname(created)) {
+      changedFolders.add(path.dirname(created));
+      if (created === top || created === path.dirname(created)) break;
+    }
+  };
+  /** Makes a file just written durable (its bytes now, its folder entry at `flush`). */
+  const written = (file: string) => {
+    fsyncPath(file);
+    changedFolders.add(path.dirname(path.resolve(file)));
+  };
+  return {
+    mkdir,
+    written,
+    copy(from: string, to: string, mode?: number) {
+      mkdir(path.dirname(to));
+      fs.copyFileSync(from, to, mode);
+      written(to);
+    },
+    flush() {
+      for (const folder of changedFolders) fsyncPath(folder);
+    },
+  };
 }
 
 export interface BackupReport {
@@ -37,27 +93,29 @@ export async function backupEmbedded(
   const source = path.join(dataDir, 'attest.db');
   if (!fs.existsSync(source)) throw new Error(`no Attest database in ${dataDir}`);
   if (fs.existsSync(destination) && fs.readdirSync(destination).length > 0) throw new Error(`${destination} is not empty`);
-  fs.mkdirSync(destination, { recursive: true });
+  const out = durableWriter();
+  out.mkdir(destination);
   const target = path.join(destination, 'attest.db');
   // Read-only and without the instance lock: SQLite's own locking makes reading beside the
   // running server safe, and the backup API copies a consistent snapshot.
   const live = new SQLite(source, { readonly: true, fileMustExist: true });
   try {
     live.pragma('busy_timeout = 5000');
-    await live.backup(target);
+    // All pages in one step: SQLite restarts an online backup whenever another connection writes
+    // between two steps, so under steady uploads a copy in small steps (better-sqlite3 defaults to
+    // 100 pages) never finishes. One step reads one consistent snapshot while, in WAL mode, the
+    // server keeps writing.
+    await live.backup(target, { progress: () => 0x7fffffff });
   } finally {
     live.close();
   }
-  const snapshot = new SQLite(target, { readonly: true });
-  const keys = referencedIn(snapshot);
-  snapshot.close();
+  const keys = referencedIn(target);
+  out.written(target);
   let bytes = 0;
   for (const [index, key] of keys.entries()) {
-    const from = blobPath(dataDir, key);
     const to = blobPath(destination, key);
-    fs.mkdirSync(path.dirname(to), { recursive: true });
     try {
-      fs.copyFileSync(from, to, fs.constants.COPYFILE_EXCL);
+      out.copy(blobPath(dataDir, key), to, fs.constants.COPYFILE_EXCL);
     } catch (error) {
       throw new Error(
         `blob ${key} referenced by the snapshot could not be copied (${(error as NodeJS.ErrnoException).code}); run the backup again`,
@@ -66,6 +124,7 @@ export async function backupEmbedded(
     bytes += fs.statSync(to).size;
     onProgress?.(index + 1, keys.length);
   }
+  out.flush();
   return { database: target, blobs: keys.length, bytes };
 }
 
@@ -79,18 +138,17 @@ export async function restoreEmbedded(
   if (!fs.existsSync(source)) throw new Error(`${backupDir} holds no attest.db`);
   if (fs.existsSync(dataDir) && fs.readdirSync(dataDir).length > 0)
     throw new Error(`the data folder ${dataDir} is not empty; restore into a new one`);
-  fs.mkdirSync(dataDir, { recursive: true });
-  fs.copyFileSync(source, path.join(dataDir, 'attest.db'));
-  const snapshot = new SQLite(path.join(dataDir, 'attest.db'), { readonly: true });
-  const keys = referencedIn(snapshot);
-  snapshot.close();
+  const out = durableWriter();
+  out.mkdir(dataDir);
+  out.copy(source, path.join(dataDir, 'attest.db'));
+  const keys = referencedIn(path.join(dataDir, 'attest.db'));
   let bytes = 0;
   for (const [index, key] of keys.entries()) {
     const to = blobPath(dataDir, key);
-    fs.mkdirSync(path.dirname(to), { recursive: true });
-    fs.copyFileSync(blobPath(backupDir, key), to);
+    out.copy(blobPath(backupDir, key), to);
     bytes += fs.statSync(to).size;
     onProgress?.(index + 1, keys.length);
   }
+  out.flush();
   return { database: path.join(dataDir, 'attest.db'), blobs: keys.length, bytes };
 }

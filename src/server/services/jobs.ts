@@ -58,8 +58,10 @@ export function deriveJobState(job: JobsTable, groups: readonly RunGroup[]): Job
     if (group.last_finished && (finishedAt === null || group.last_finished > finishedAt)) finishedAt = group.last_finished;
   }
   const unfinished = progress.queued + progress.running;
+  // Queued until one of its runs has started: runs aborted straight from the queue never started,
+  // so they leave the job queued (and `startedAt` null, as a running job's never is).
   const status: JobStatus =
-    job.cancelled_at !== null ? 'cancelled' : unfinished === 0 ? 'completed' : progress.queued === progress.total ? 'queued' : 'running';
+    job.cancelled_at !== null ? 'cancelled' : unfinished === 0 ? 'completed' : startedAt === null ? 'queued' : 'running';
   return { status, progress, startedAt, finishedAt: status === 'completed' ? finishedAt : null };
 }
 

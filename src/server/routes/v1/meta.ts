@@ -22,8 +22,9 @@ export function metaRoutes(ctx: AppContext) {
             headers: { 'retry-after': '1' },
           });
         }
+        // Start-up recovery ran the full quick_check once (DUR-9); a probe only asks for an answer.
         try {
-          await ctx.database.check();
+          await ctx.database.ping();
         } catch (error) {
           ctx.log.error({ err: error }, 'readiness: database check failed');
           throw new AppError('UNAVAILABLE', 'The database does not answer.', { headers: { 'retry-after': '5' } });
