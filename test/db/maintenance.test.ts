@@ -224,6 +224,30 @@ describe('[sqlite] backup and restore', () => {
     fs.writeFileSync(path.join(dir, 'attest.db'), 'x');
     fs.mkdirSync(path.join(dir, 'data'));
     fs.writeFileSync(path.join(dir, 'data', 'keep'), 'x');
+    fs.writeFileSync(path.join(dir, 'attest-backup.json'), '{}');
     await assert.rejects(restoreEmbedded(dir, path.join(dir, 'data')), /not empty/);
+  });
+
+  test('refuses an interrupted backup, and a failed restore leaves no half-restored data folder', async () => {
+    const server = await startTestServer('sqlite');
+    const backup = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-backup-'));
+    const restored = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'attest-restored-')), 'data');
+    try {
+      const { shas } = await uploadScreenshots(server, 2);
+      await backupEmbedded(server.dataDir, path.join(backup, 'b'));
+      await server.close();
+      const manifest = path.join(backup, 'b', 'attest-backup.json');
+      const saved = fs.readFileSync(manifest);
+      fs.unlinkSync(manifest); // as if the backup had been cut off before its last step
+      await assert.rejects(restoreEmbedded(path.join(backup, 'b'), restored), /incomplete backup/);
+      fs.writeFileSync(manifest, saved);
+      fs.unlinkSync(blobFile(path.join(backup, 'b'), shas[1] as string)); // a damaged backup
+      await assert.rejects(restoreEmbedded(path.join(backup, 'b'), restored), /ENOENT/);
+      assert.equal(fs.existsSync(restored), false, 'the data folder was never created');
+      assert.deepEqual(fs.readdirSync(path.dirname(restored)), [], 'and no staging folder is left');
+    } finally {
+      fs.rmSync(backup, { recursive: true, force: true });
+      fs.rmSync(path.dirname(restored), { recursive: true, force: true });
+    }
   });
 });

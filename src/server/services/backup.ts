@@ -72,6 +72,12 @@ function durableWriter() {
   };
 }
 
+/**
+ * Written last, once everything else in the backup is durable: a folder without it is a backup
+ * that was interrupted, and restore refuses it.
+ */
+const MANIFEST = 'attest-backup.json';
+
 export interface BackupReport {
   database: string;
   blobs: number;
@@ -125,10 +131,18 @@ export async function backupEmbedded(
     onProgress?.(index + 1, keys.length);
   }
   out.flush();
+  const manifest = path.join(destination, MANIFEST);
+  fs.writeFileSync(manifest, `${JSON.stringify({ format: 1, createdAt: new Date().toISOString(), blobs: keys.length, bytes })}\n`);
+  out.written(manifest);
+  out.flush();
   return { database: target, blobs: keys.length, bytes };
 }
 
-/** Restores a backup into an empty data folder; the server then starts on it as usual. */
+/**
+ * Restores a complete backup into an empty (or absent) data folder; the server then starts on it
+ * as usual. The restore is built in a sibling folder and renamed into place once durable, so an
+ * interrupted or failed restore leaves the target as it was.
+ */
 export async function restoreEmbedded(
   backupDir: string,
   dataDir: string,
@@ -136,19 +150,32 @@ export async function restoreEmbedded(
 ): Promise<BackupReport> {
   const source = path.join(backupDir, 'attest.db');
   if (!fs.existsSync(source)) throw new Error(`${backupDir} holds no attest.db`);
+  if (!fs.existsSync(path.join(backupDir, MANIFEST)))
+    throw new Error(`${backupDir} is an incomplete backup (no ${MANIFEST}: it was interrupted); take the backup again`);
   if (fs.existsSync(dataDir) && fs.readdirSync(dataDir).length > 0)
     throw new Error(`the data folder ${dataDir} is not empty; restore into a new one`);
-  const out = durableWriter();
-  out.mkdir(dataDir);
-  out.copy(source, path.join(dataDir, 'attest.db'));
-  const keys = referencedIn(path.join(dataDir, 'attest.db'));
-  let bytes = 0;
-  for (const [index, key] of keys.entries()) {
-    const to = blobPath(dataDir, key);
-    out.copy(blobPath(backupDir, key), to);
-    bytes += fs.statSync(to).size;
-    onProgress?.(index + 1, keys.length);
+  const target = path.resolve(dataDir);
+  const staging = `${target}.restoring-${process.pid}`;
+  fs.rmSync(staging, { recursive: true, force: true });
+  try {
+    const out = durableWriter();
+    out.mkdir(staging);
+    out.copy(source, path.join(staging, 'attest.db'));
+    const keys = referencedIn(path.join(staging, 'attest.db'));
+    let bytes = 0;
+    for (const [index, key] of keys.entries()) {
+      const to = blobPath(staging, key);
+      out.copy(blobPath(backupDir, key), to);
+      bytes += fs.statSync(to).size;
+      onProgress?.(index + 1, keys.length);
+    }
+    out.flush();
+    if (fs.existsSync(target)) fs.rmdirSync(target); // empty, checked above
+    fs.renameSync(staging, target);
+    fsyncPath(path.dirname(target));
+    return { database: path.join(target, 'attest.db'), blobs: keys.length, bytes };
+  } catch (error) {
+    fs.rmSync(staging, { recursive: true, force: true });
+    throw error;
   }
-  out.flush();
-  return { database: path.join(dataDir, 'attest.db'), blobs: keys.length, bytes };
 }
