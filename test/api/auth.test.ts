@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import crypto, { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, mock, test } from 'node:test';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { v1 } from '../../src/client/index.ts';
@@ -492,6 +493,160 @@ for (const dialect of DIALECTS) {
       assert.ok(linesOfRequest.length > 0);
       for (const line of linesOfRequest) assert.ok(!line.toLowerCase().includes(user.email), `the e-mail header is in: ${line}`);
       assert.doesNotMatch(logs, new RegExp(SECRET_SCANNING_REGEX));
+    });
+  });
+
+  describe(`[${dialect}] keys over time (AUTH-8, AUTH-13, sessions)`, () => {
+    // Its own server: these tests move the clock by days.
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer(dialect, { ATTEST_SESSION_MINUTES: '5' });
+    });
+    after(() => server.close());
+
+    const listed = async (email: string, query: { unusedForDays?: number; includeRevoked?: boolean } = {}) =>
+      (await server.admin.client.call(v1.users.listApiKeys, { params: { email }, query })).items;
+    const lastUsedOf = async (email: string, keyId: string) => (await listed(email)).find((k) => k.id === keyId)?.lastUsedAt;
+
+    test('an old-format key records its last use like a standard key: once a minute at most, never for a failure', async () => {
+      const user = await createUser(server, ['tester']);
+      const legacy = await legacyKeyFor(server, user);
+      const pair = { 'service.api-token': legacy.key, 'service.user': user.email };
+      assert.equal(await lastUsedOf(user.email, legacy.id), null, 'unused so far');
+      const first = server.clock.now.toISOString();
+      assert.equal((await me(server, pair)).status, 200);
+      await settle();
+      assert.equal(await lastUsedOf(user.email, legacy.id), first, 'the first use is recorded');
+      for (let i = 0; i < 20; i++) {
+        server.clock.advance(2_000);
+        assert.equal((await me(server, { ...pair, 'service.user': user.email.toUpperCase() })).status, 200);
+      }
+      await settle();
+      assert.equal(await lastUsedOf(user.email, legacy.id), first, 'no second write within the minute');
+      server.clock.advance(30_000);
+      assert.equal((await me(server, { ...pair, 'service.user': 'someone-else@example.test' })).status, 401);
+      assert.equal((await me(server, { 'service.api-token': legacy.key })).status, 401);
+      await settle();
+      assert.equal(await lastUsedOf(user.email, legacy.id), first, 'a refused attempt is no use of the key');
+      const later = server.clock.now.toISOString();
+      assert.equal((await me(server, pair)).status, 200);
+      await settle();
+      assert.equal(await lastUsedOf(user.email, legacy.id), later, 'a use a minute later is recorded again');
+      assert.equal(await lastUsedOf(user.email, user.keyId), null, "the owner's other key was not touched");
+    });
+
+    test('?unusedForDays=N lists the keys never used or last used more than N days ago', async () => {
+      const user = await createUser(server, ['tester']); // its standard key is never used
+      const legacy = await legacyKeyFor(server, user);
+      const recent = await server.admin.client.call(v1.users.createApiKey, { params: { email: user.email }, body: { name: 'recent' } });
+      const revoked = await server.admin.client.call(v1.users.createApiKey, { params: { email: user.email }, body: { name: 'revoked' } });
+      await server.admin.client.call(v1.users.revokeApiKey, { params: { email: user.email, keyId: revoked.id } });
+      const password = `pw-${unique()}-long-enough`;
+      await server.admin.client.call(v1.users.setUserPassword, { params: { email: user.email }, body: { password } });
+
+      assert.equal((await me(server, { 'service.api-token': legacy.key, 'service.user': user.email })).status, 200);
+      await settle();
+      server.clock.advance(10 * 86_400_000);
+      assert.equal((await me(server, { 'service.api-token': recent.key })).status, 200);
+      const login = await send(
+        server,
+        'POST',
+        '/api/v1/auth/login',
+        { 'content-type': 'application/json', accept: 'application/json' },
+        JSON.stringify({ email: user.email, password }),
+      );
+      assert.equal(login.status, 200, login.text);
+      await settle();
+      server.clock.advance(3_600_000);
+      // Now: the first key never used, the old-format key used 10 days and an hour ago, `recent` an hour ago.
+
+      const ids = async (query: { unusedForDays?: number; includeRevoked?: boolean }) =>
+        (await listed(user.email, query)).map((k) => k.id).sort();
+      const sorted = (...list: string[]) => list.sort();
+      assert.deepEqual(await ids({}), sorted(user.keyId, legacy.id, recent.id), 'no filter: every active key, sessions aside');
+      assert.deepEqual(await ids({ unusedForDays: 30 }), [user.keyId], '30 days: only the key never used');
+      assert.deepEqual(await ids({ unusedForDays: 7 }), sorted(user.keyId, legacy.id), '7 days: also the old-format key used 10 days ago');
+      assert.deepEqual(
+        await ids({ unusedForDays: 0 }),
+        sorted(user.keyId, legacy.id, recent.id),
+        '0 days: every key not used this instant',
+      );
+      assert.deepEqual(await ids({ unusedForDays: 30, includeRevoked: true }), sorted(user.keyId, revoked.id), 'revoked keys on request');
+      for (const item of await listed(user.email, { unusedForDays: 0 }))
+        assert.notEqual(item.format, 'session', 'session keys are never listed');
+
+      for (const bad of ['-1', '1.5', 'x', '36501']) {
+        const raw = await send(server, 'GET', `/api/v1/users/${encodeURIComponent(user.email)}/apikeys?unusedForDays=${bad}`, {
+          accept: 'application/json',
+          'service.api-token': server.admin.key,
+        });
+        assert.equal(raw.status, 400, `unusedForDays=${bad}: ${raw.text}`);
+        assert.equal((raw.json.errors as { pointer: string }[])[0]?.pointer, '/query/unusedForDays');
+      }
+    });
+
+    test('a session key from POST /auth/login stops working once ATTEST_SESSION_MINUTES have passed', async () => {
+      const user = await createUser(server, ['viewer']);
+      const password = `pw-${unique()}-long-enough`;
+      await user.client.call(v1.users.setUserPassword, { params: { email: user.email }, body: { password } });
+      const login = async () => {
+        const raw = await send(
+          server,
+          'POST',
+          '/api/v1/auth/login',
+          { 'content-type': 'application/json', accept: 'application/json' },
+          JSON.stringify({ email: user.email, password }),
+        );
+        assert.equal(raw.status, 200, raw.text);
+        return raw.json as { key: string; expiresAt: string };
+      };
+      const session = await login();
+      assert.equal(session.expiresAt, new Date(server.clock.now.getTime() + 5 * 60_000).toISOString(), 'expires 5 minutes from now');
+      const withSession = { 'service.api-token': session.key };
+      assert.equal((await me(server, withSession)).status, 200);
+      server.clock.advance(5 * 60_000 - 1_000);
+      assert.equal((await me(server, withSession)).status, 200, 'still valid a second before');
+      server.clock.advance(1_000);
+      const expired = await me(server, withSession);
+      assert.equal(expired.status, 401, 'expired at exactly expiresAt');
+      assert.deepEqual(failureShape(expired), failureShape(await me(server, {})), 'the same 401 as no key');
+      server.clock.advance(24 * 3_600_000);
+      assert.equal((await me(server, withSession)).status, 401, 'and stays expired');
+      assert.equal((await me(server, { 'service.api-token': user.key })).status, 200, "the user's API key is unaffected");
+      const fresh = await login();
+      assert.equal((await me(server, { 'service.api-token': fresh.key })).status, 200, 'a new login gives a new session');
+    });
+
+    test('every key confirmation runs crypto.timingSafeEqual once on two 32-byte digests, hit or miss (AUTH-4)', async () => {
+      const user = await createUser(server, ['viewer']);
+      const legacy = await legacyKeyFor(server, user);
+      const cases: [string, Record<string, string>, boolean][] = [
+        ['standard key', { 'service.api-token': user.key }, true],
+        ['unknown standard key', { 'service.api-token': generateKey('standard') }, false],
+        ['old-format key and e-mail', { 'service.api-token': legacy.key, 'service.user': user.email }, true],
+        ["old-format key and another's e-mail", { 'service.api-token': legacy.key, 'service.user': server.admin.email }, false],
+        ['old-format key without e-mail', { 'service.api-token': legacy.key }, false],
+        ['unknown old-format key', { 'service.api-token': randomUUID(), 'service.user': user.email }, false],
+      ];
+      await settle();
+      const spy = mock.method(crypto, 'timingSafeEqual');
+      // The server imports timingSafeEqual by name from node:crypto; this makes that binding the spy too.
+      syncBuiltinESMExports();
+      try {
+        for (const [name, headers, hit] of cases) {
+          spy.mock.resetCalls();
+          const raw = await me(server, headers);
+          assert.equal(raw.status, hit ? 200 : 401, name);
+          assert.equal(spy.mock.callCount(), 1, `${name}: timingSafeEqual ran ${spy.mock.callCount()} times`);
+          const [a, b] = (spy.mock.calls[0]?.arguments ?? []) as unknown[];
+          assert.ok(Buffer.isBuffer(a) && Buffer.isBuffer(b), `${name}: compares buffers`);
+          assert.deepEqual([(a as Buffer).length, (b as Buffer).length], [32, 32], `${name}: compares two SHA-256 digests`);
+          assert.equal((a as Buffer).equals(b as Buffer), hit, `${name}: the digests ${hit ? 'match' : 'differ'}`);
+        }
+      } finally {
+        spy.mock.restore();
+        syncBuiltinESMExports();
+      }
     });
   });
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
+import { v1Endpoints } from '../../src/api/v1/index.ts';
 import { ApiError, type AttestClient, v1 } from '../../src/client/index.ts';
 import { LEGACY_KEY_PATTERN, SECRET_SCANNING_REGEX } from '../../src/server/security/api-key.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
@@ -38,6 +39,13 @@ async function rawCall(client: AttestClient, method: string, path: string, body?
 }
 
 const newEmail = () => `${unique('person-')}@example.test`;
+
+test('e-mails are immutable: only creating a user and signing in take an e-mail in the body (docs/api-keys.md)', () => {
+  // Old-format keys are paired with the digest of their owner's e-mail, which is sound only as
+  // long as no operation can change an e-mail (RELIABILITY AUTH-12).
+  const taking = v1Endpoints.filter((e) => JSON.stringify(e.body ?? {}).includes('"email"')).map((e) => e.operationId);
+  assert.deepEqual(taking.sort(), ['createUser', 'login']);
+});
 
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] users`, () => {
@@ -152,6 +160,20 @@ for (const dialect of DIALECTS) {
         assert.equal(me.role, 'manager');
       });
 
+      test('the roles body cannot carry a new e-mail: 400, and the user keeps theirs', async () => {
+        const user = await createUser(server, ['viewer']);
+        const renamed = newEmail();
+        await assert.rejects(
+          server.admin.client.call(v1.users.setUserRoles, {
+            params: { email: user.email },
+            body: { roles: ['tester'], email: renamed } as never,
+          }),
+          (e: ApiError) => e.status === 400 && (e.problem.errors as { pointer: string }[]).some((f) => f.pointer === '/body/email'),
+        );
+        assert.equal((await user.client.call(v1.meta.getMe)).email, user.email);
+        await assert.rejects(server.admin.client.call(v1.users.getUser, { params: { email: renamed } }), rejectsWith(404));
+      });
+
       test('unknown roles, no roles, and an unknown user are refused', async () => {
         const user = await createUser(server, ['viewer']);
         await assert.rejects(
@@ -217,6 +239,56 @@ for (const dialect of DIALECTS) {
         await assert.rejects(manager.client.call(v1.users.deleteUser, { params: { email: target.email } }), rejectsWith(403));
         await assert.rejects(target.client.call(v1.users.deleteUser, { params: { email: target.email } }), rejectsWith(403));
         await target.client.call(v1.meta.getMe);
+      });
+    });
+
+    describe('the e-mail in the path (SPEC 1.4)', () => {
+      // The typed client always sends `%40`; these calls go out raw, so the literal `@` form is tested too.
+      const forms: [string, (email: string) => string][] = [
+        ['canonical', (email) => email],
+        ['upper-case', (email) => email.toUpperCase()],
+        ['%40-encoded', (email) => email.replace('@', '%40')],
+        ['upper-case, %40-encoded', (email) => email.toUpperCase().replace('@', '%40')],
+      ];
+
+      for (const [name, form] of forms) {
+        test(`PUT /users/{email}/roles and DELETE /users/{email} with the ${name} e-mail act on that user`, async () => {
+          const user = await createUser(server, ['viewer']);
+          const bystander = await createUser(server, ['viewer']);
+          const path = `/users/${form(user.email)}`;
+          assert.ok(path.includes(name.includes('%40') ? '%40' : '@'), `the path is sent as written: ${path}`);
+
+          const put = await server.admin.client.fetchRaw('PUT', `${path}/roles`, {
+            body: JSON.stringify({ roles: ['manager', 'tester'] }),
+          });
+          const updated = (await put.json()) as { email: string; roles: string[] };
+          assert.equal(put.status, 200, JSON.stringify(updated));
+          assert.equal(updated.email, user.email, 'the answer names the stored (canonical) e-mail');
+          assert.deepEqual(updated.roles, ['tester', 'manager']);
+          assert.equal((await user.client.call(v1.meta.getMe)).role, 'manager', 'the user has the new role');
+          assert.deepEqual((await bystander.client.call(v1.meta.getMe)).roles, ['viewer'], 'nobody else changed');
+
+          const deletion = await server.admin.client.fetchRaw('DELETE', path);
+          assert.equal(deletion.status, 204, await deletion.text());
+          await assert.rejects(user.client.call(v1.meta.getMe), rejectsWith(401));
+          await assert.rejects(server.admin.client.call(v1.users.getUser, { params: { email: user.email } }), rejectsWith(404));
+          const again = await server.admin.client.fetchRaw('DELETE', path);
+          assert.equal(again.status, 404, 'the same form addresses the deleted user: gone');
+          await again.text();
+          await bystander.client.call(v1.meta.getMe);
+        });
+      }
+
+      test('an unknown e-mail answers 404 in every form', async () => {
+        const ghost = newEmail();
+        for (const [name, form] of forms) {
+          const put = await server.admin.client.fetchRaw('PUT', `/users/${form(ghost)}/roles`, {
+            body: JSON.stringify({ roles: ['viewer'] }),
+          });
+          assert.equal(put.status, 404, `${name}: ${await put.text()}`);
+          const deletion = await server.admin.client.fetchRaw('DELETE', `/users/${form(ghost)}`);
+          assert.equal(deletion.status, 404, `${name}: ${await deletion.text()}`);
+        }
       });
     });
 
