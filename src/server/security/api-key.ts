@@ -77,7 +77,10 @@ const DUMMY_DIGEST = randomBytes(32);
 /** Constant-time comparison of two hex SHA-256 digests; `expected` undefined compares against a dummy. */
 export function digestsMatch(actualHex: string, expectedHex: string | null | undefined): boolean {
   const actual = Buffer.from(actualHex, 'hex');
-  const expected = expectedHex && expectedHex.length === 64 ? Buffer.from(expectedHex, 'hex') : DUMMY_DIGEST;
+  // A stored value that does not decode to 32 bytes (absent, or a damaged row) compares against
+  // the dummy too: the caller gets the usual 401, never an error.
+  const decoded = expectedHex ? Buffer.from(expectedHex, 'hex') : undefined;
+  const expected = decoded?.length === 32 ? decoded : DUMMY_DIGEST;
   const equal = actual.length === 32 && timingSafeEqual(actual, expected);
   return equal && expected !== DUMMY_DIGEST;
 }
