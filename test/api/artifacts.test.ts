@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { type ApiError, v1 } from '../../src/client/index.ts';
 import type { BlobFs } from '../../src/server/blob/fs-blob-store.ts';
 import { FsBlobStore, nodeBlobFs } from '../../src/server/blob/fs-blob-store.ts';
+import { sha256 } from '../helpers/blob-files.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
 import { pixelFloodPng, pngClaiming, randomAnimation, randomGif, randomPng } from '../helpers/png.ts';
@@ -14,7 +15,6 @@ import { addSteps, completeRun, startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { filesUnder, upload } from '../helpers/uploads.ts';
 
-const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 const MiB = 1024 * 1024;
 
 interface ArtifactBody {

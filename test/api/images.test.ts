@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { v1 } from '../../src/client/index.ts';
+import { sha256 } from '../helpers/blob-files.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser } from '../helpers/factories.ts';
 import { randomGif, randomPng } from '../helpers/png.ts';
 import { startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { upload } from '../helpers/uploads.ts';
-
-const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 interface Raw {
   status: number;

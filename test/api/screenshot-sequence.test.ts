@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { v1 } from '../../src/client/index.ts';
+import { sha256 } from '../helpers/blob-files.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
@@ -13,8 +13,6 @@ import { upload } from '../helpers/uploads.ts';
 // endpoint 2 for the text; (2) endpoint 3 for the run's artifacts; (3) endpoint 4 with the artifact
 // ids, reading the image ids; (4) endpoint 5 once per image id. The client below is a plain fetch
 // that sends what existing clients send on every call (SPEC 1.2, 1.3), the image call included.
-
-const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 interface Step {
   id: string;

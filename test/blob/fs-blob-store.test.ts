@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { text } from 'node:stream/consumers';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { BlobStorageError } from '../../src/server/blob/blob-store.ts';
 import { type BlobFs, FsBlobStore, nodeBlobFs } from '../../src/server/blob/fs-blob-store.ts';
+import { sha256 } from '../helpers/blob-files.ts';
 import { blobStoreContract, chunks } from '../helpers/blob-store-contract.ts';
-
-const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 blobStoreContract('FsBlobStore', async () => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-blobs-'));

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,6 +10,7 @@ import { v1 } from '../../src/client/index.ts';
 import { generateKey } from '../../src/server/security/api-key.ts';
 import { backupEmbedded, restoreEmbedded } from '../../src/server/services/backup.ts';
 import { verifyStorage } from '../../src/server/services/maintenance.ts';
+import { sha256 } from '../helpers/blob-files.ts';
 import { randomPng } from '../helpers/png.ts';
 import { startRun } from '../helpers/records.ts';
 import { startTestServer } from '../helpers/server.ts';
@@ -26,8 +27,6 @@ const CLIENTS = 6;
 /** Load before the backup starts, and after it ends. */
 const LOAD_BEFORE_MS = 1500;
 const LOAD_AFTER_MS = 1000;
-
-const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 const tempDirs: string[] = [];
 const tempDir = (prefix: string) => {

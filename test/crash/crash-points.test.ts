@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +11,7 @@ import { ApiError, type AttestClient, v1 } from '../../src/client/index.ts';
 import { loadConfig } from '../../src/server/config.ts';
 import type { CrashPoint } from '../../src/server/crash-points.ts';
 import { generateKey } from '../../src/server/security/api-key.ts';
+import { blobFile, sha256, sha256OfFile } from '../helpers/blob-files.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { randomPng } from '../helpers/png.ts';
 import { startRun } from '../helpers/records.ts';
@@ -22,20 +23,6 @@ import { filesUnder, upload } from '../helpers/uploads.ts';
 // intact blob (I1), acknowledged uploads are all there (I2), the database is consistent (I3),
 // tmp/ is empty (I4), and the server takes new writes (I6). Killed inside a results post, none of
 // that post is stored and every acknowledged one is (DUR-4).
-
-const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
-
-function sha256OfFile(file: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const hash = createHash('sha256');
-    fs.createReadStream(file)
-      .on('data', (chunk) => hash.update(chunk))
-      .on('end', () => resolve(hash.digest('hex')))
-      .on('error', reject);
-  });
-}
-
-const blobFile = (dataDir: string, sha: string) => path.join(dataDir, 'blobs', sha.slice(0, 2), sha.slice(2, 4), sha);
 
 /** Reads the records beside the running server: rows that reference blobs, and the database's own consistency checks. */
 async function inspectRecords(

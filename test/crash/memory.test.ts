@@ -6,6 +6,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { v1 } from '../../src/client/index.ts';
 import { generateKey } from '../../src/server/security/api-key.ts';
+import { blobFile, sha256OfFile } from '../helpers/blob-files.ts';
 import { pixelFloodPng, pngClaiming, randomPng } from '../helpers/png.ts';
 import { startRun } from '../helpers/records.ts';
 import { createStorage, residentBytes, type SpawnedServer, spawnServer, watchResident } from '../helpers/spawned-server.ts';
@@ -17,18 +18,6 @@ import { filesUnder, upload } from '../helpers/uploads.ts';
 
 const MB = 1024 * 1024;
 const mb = (n: number) => (n / MB).toFixed(1);
-
-function sha256OfFile(file: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const hash = createHash('sha256');
-    fs.createReadStream(file)
-      .on('data', (chunk) => hash.update(chunk))
-      .on('end', () => resolve(hash.digest('hex')))
-      .on('error', reject);
-  });
-}
-
-const blobFile = (dataDir: string, sha: string) => path.join(dataDir, 'blobs', sha.slice(0, 2), sha.slice(2, 4), sha);
 
 const tempDirs: string[] = [];
 after(() => {

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,15 +6,13 @@ import { after, before, describe, test } from 'node:test';
 import { v1 } from '../../src/client/index.ts';
 import { backupEmbedded, restoreEmbedded } from '../../src/server/services/backup.ts';
 import { collectGarbage, verifyStorage } from '../../src/server/services/maintenance.ts';
+import { blobFile, sha256 } from '../helpers/blob-files.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
 import { addSteps, startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { upload } from '../helpers/uploads.ts';
-
-const blobFile = (dataDir: string, sha: string) => path.join(dataDir, 'blobs', sha.slice(0, 2), sha.slice(2, 4), sha);
-const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 async function uploadScreenshots(server: TestServer, count: number) {
   const project = await createProject(server);

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { text } from 'node:stream/consumers';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { BlobStore } from '../../src/server/blob/blob-store.ts';
-
-const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+import { sha256 } from './blob-files.ts';
 
 export async function* chunks(...parts: (string | Uint8Array)[]): AsyncIterable<Uint8Array> {
   for (const part of parts) yield typeof part === 'string' ? Buffer.from(part) : part;
