@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import sharp from 'sharp';
 import { v1 } from '../../src/client/index.ts';
 import { generateKey } from '../../src/server/security/api-key.ts';
 import { blobFile, sha256OfFile } from '../helpers/blob-files.ts';
@@ -14,7 +15,8 @@ import { filesUnder, upload } from '../helpers/uploads.ts';
 
 // The memory a hostile or merely large upload costs the real server (a spawned process, measured
 // by its RSS from /proc): streaming keeps a 200 MB body off the heap (FILE-8), and a pixel flood is
-// refused from its header before anything decodes it (FILE-2).
+// refused from its header before anything decodes it (FILE-2), and a burst of thumbnail requests for
+// images at the pixel limit decodes a bounded number at once (FILE-3).
 
 const MB = 1024 * 1024;
 const mb = (n: number) => (n / MB).toFixed(1);
@@ -27,11 +29,12 @@ after(() => {
 /** A spawned server on SQLite with a project and a running run, warmed up by one small screenshot upload. */
 async function warmServer(
   label: string,
+  env: Record<string, string> = {},
 ): Promise<{ server: SpawnedServer; dataDir: string; key: string; projectId: string; runId: string }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `attest-${label}-`));
   tempDirs.push(dataDir);
   const storage = await createStorage('sqlite', dataDir, generateKey('standard'));
-  const server = await spawnServer(storage);
+  const server = await spawnServer(storage, env);
   try {
     const project = await server.admin.call(v1.projects.createProject, {
       body: { key: `M${randomBytes(3).toString('hex').toUpperCase()}`, name: 'Memory' },
@@ -169,6 +172,69 @@ describe('memory while refusing a pixel flood (FILE-2)', () => {
         ['w.png'],
       );
       assert.deepEqual(filesUnder(path.join(dataDir, 'tmp')), []);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('memory while decoding thumbnails (FILE-3)', () => {
+  test('30 concurrent thumbnail requests for 49 MP screenshots answer 200 or 503, the server RSS staying bounded', async (t) => {
+    // Distinct one-colour images just under the 50 MP limit: cheap to upload, full price to decode.
+    const makeImages = Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        sharp({ create: { width: 7000, height: 7000, channels: 3, background: { r: i * 20, g: Date.now() % 256, b: 99 } } })
+          .png()
+          .toBuffer(),
+      ),
+    );
+    const [images, { server, key, projectId, runId }] = await Promise.all([makeImages, warmServer('thumbs')]);
+    try {
+      const imageIds: string[] = [];
+      for (const [i, bytes] of images.entries()) {
+        const res = await upload(
+          server.url,
+          key,
+          projectId,
+          { testRunId: runId, kind: 'screenshot', name: `${i}.png` },
+          { file: { bytes } },
+        );
+        assert.equal(res.status, 201, JSON.stringify(res.body));
+        imageIds.push((res.body.images as { id: string }[])[0]?.id as string);
+      }
+      const baseline = await residentBytes(server.pid);
+      const watch = watchResident(server.pid);
+      const started = Date.now();
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          fetch(`${server.url}/api/v1/images/${imageIds[i % imageIds.length]}?thumbnail=true`, {
+            headers: { accept: 'application/json', 'service.api-token': key },
+          }).then(async (res) => ({
+            status: res.status,
+            retryAfter: res.headers.get('retry-after'),
+            bytes: (await res.arrayBuffer()).byteLength,
+          })),
+        ),
+      );
+      const seconds = (Date.now() - started) / 1000;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const seen = await watch.stop();
+      const statuses = answers.map((a) => a.status);
+      const growth = seen.peak - baseline;
+      const figure =
+        `30 thumbnail requests over 10 images of 49 MP in ${seconds.toFixed(1)} s: ` +
+        `${statuses.filter((s) => s === 200).length} × 200, ${statuses.filter((s) => s === 503).length} × 503; ` +
+        `server RSS baseline ${mb(baseline)} MB, peak ${mb(seen.peak)} MB, growth ${mb(growth)} MB`;
+      t.diagnostic(figure);
+      assert.ok(
+        statuses.every((s) => s === 200 || s === 503),
+        figure,
+      );
+      for (const answer of answers.filter((a) => a.status === 503)) assert.equal(answer.retryAfter, '1');
+      // The bound: decode slots × one decode's peak (about 40 MB at 49 MP, decoding row by row), plus
+      // what glibc keeps in its per-thread arenas (see docs/configuration.md, MALLOC_ARENA_MAX). Ten
+      // whole 49 MP images in memory at once would be about 1.5 GB.
+      assert.ok(growth < 320 * MB, figure);
     } finally {
       await server.stop();
     }
