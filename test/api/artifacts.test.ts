@@ -10,7 +10,7 @@ import { FsBlobStore, nodeBlobFs } from '../../src/server/blob/fs-blob-store.ts'
 import { sha256 } from '../helpers/blob-files.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
-import { pixelFloodPng, pngClaiming, randomAnimation, randomGif, randomPng } from '../helpers/png.ts';
+import { gifWithFrames, pixelFloodPng, pngClaiming, randomAnimation, randomGif, randomPng } from '../helpers/png.ts';
 import { addSteps, completeRun, startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { filesUnder, upload } from '../helpers/uploads.ts';
@@ -347,6 +347,28 @@ for (const dialect of DIALECTS) {
           assert.match(String(res.body.detail), /20000×20000/);
           assert.ok(elapsed < 1000, `took ${elapsed} ms`);
           assert.equal(await runArtifactCount(runId), 0);
+          assert.deepEqual(filesUnder(tmpDir()), []);
+        });
+
+        test('a GIF whose frames are larger than its header states is judged by its frames', async () => {
+          const runId = await newRun();
+          const send = (bytes: Buffer) => upload(server.url, tester.key, projectId, shot(runId), { file: { bytes } });
+          // A 1 × 1 header over a 30 000-pixel-wide frame: the side limit applies to the frame.
+          const wide = await send(gifWithFrames(1, 1, 30_000, 10, 1));
+          assert.equal(wide.status, 422, JSON.stringify(wide.body));
+          assert.match(String(wide.body.detail), /30000×10/);
+          // Tiny frames, but more of them than any animation may have.
+          const many = await send(gifWithFrames(1, 1, 1, 1, 10_001));
+          assert.equal(many.status, 422, JSON.stringify(many.body));
+          assert.match(String(many.body.detail), /more than 10000 frames/);
+          // Within every limit it is stored with the size its frames cover.
+          const fine = await send(gifWithFrames(1, 1, 64, 48, 2));
+          assert.equal(fine.status, 201, JSON.stringify(fine.body));
+          assert.deepEqual(
+            (fine.body.images as { width: number; height: number }[]).map((i) => [i.width, i.height]),
+            [[64, 48]],
+          );
+          assert.equal(await runArtifactCount(runId), 1);
           assert.deepEqual(filesUnder(tmpDir()), []);
         });
 

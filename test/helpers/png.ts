@@ -62,3 +62,18 @@ export async function randomAnimation(format: 'gif' | 'webp', frames: number, wi
     .toFormat(format)
     .toBuffer();
 }
+
+/**
+ * A hand-made GIF whose header states a `screenWidth` × `screenHeight` logical screen while its
+ * frames are `frameWidth` × `frameHeight`: decoders grow the canvas to the frames, so the header
+ * alone understates the pixels (RELIABILITY FILE-2). The frames hold one tiny LZW block each.
+ */
+export function gifWithFrames(screenWidth: number, screenHeight: number, frameWidth: number, frameHeight: number, frames: number): Buffer {
+  const u16 = (n: number) => [n & 0xff, (n >> 8) & 0xff];
+  const head = [...Buffer.from('GIF89a'), ...u16(screenWidth), ...u16(screenHeight), 0, 0, 0];
+  const frame = [0x2c, ...u16(0), ...u16(0), ...u16(frameWidth), ...u16(frameHeight), 0, 2, 2, 0x4c, 0x01, 0];
+  const delay = [0x21, 0xf9, 4, 0, 10, 0, 0, 0];
+  const body: number[] = [];
+  for (let i = 0; i < frames; i++) body.push(...delay, ...frame);
+  return Buffer.from([...head, ...body, 0x3b]);
+}

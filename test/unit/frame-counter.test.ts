@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import sharp from 'sharp';
 import { frameCounterFor } from '../../src/server/services/frame-counter.ts';
-import { randomAnimation, randomGif, randomPng } from '../helpers/png.ts';
+import { gifWithFrames, randomAnimation, randomGif, randomPng } from '../helpers/png.ts';
 
 /** Feeds `bytes` to a fresh counter in pieces of `piece` bytes and answers the count. */
 function countFrames(contentType: string, bytes: Buffer, piece: number): number {
@@ -52,6 +52,27 @@ describe('frameCounterFor', () => {
       );
     });
   }
+
+  test('the canvas grows to the frames, as decoders do, even when the GIF header states less', async () => {
+    const gif = gifWithFrames(1, 1, 4000, 3000, 3);
+    // The fixture is what libvips sees too: a 4000 × 3000 canvas of 3 pages behind a 1 × 1 header.
+    const seen = await sharp(gif, { pages: -1 }).metadata();
+    assert.deepEqual([seen.width, seen.pageHeight, seen.pages], [4000, 3000, 3]);
+    for (const piece of [1, 3, gif.length]) {
+      const counter = frameCounterFor('image/gif');
+      assert.ok(counter);
+      for (let offset = 0; offset < gif.length; offset += piece) counter.push(gif.subarray(offset, offset + piece));
+      assert.deepEqual([counter.frames, counter.width, counter.height], [3, 4000, 3000]);
+    }
+  });
+
+  test('reads the canvas of animated WebP from VP8X and its frames', async () => {
+    const webp = await randomAnimation('webp', 3, 40, 30);
+    const counter = frameCounterFor('image/webp');
+    assert.ok(counter);
+    counter.push(webp);
+    assert.deepEqual([counter.frames, counter.width, counter.height], [3, 40, 30]);
+  });
 
   test('a still GIF or WebP is one frame', async () => {
     assert.equal(countFrames('image/gif', await randomGif(), 3), 1);

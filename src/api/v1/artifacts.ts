@@ -120,7 +120,8 @@ export const uploadArtifact = endpoint({
     'Types are detected from the bytes, whatever the part declares. `screenshot` and `visual-diff` parts must be PNG, JPEG, GIF ' +
     'or WebP (else 415; SVG never is an image); their width and height are read from the header before anything decodes them, ' +
     'and a side over `ATTEST_MAX_IMAGE_SIDE`, more pixels than `ATTEST_MAX_IMAGE_PIXELS`, or an animated GIF or WebP whose ' +
-    'frames × pixels exceed `ATTEST_MAX_ANIMATION_PIXELS` is a 422 `IMAGE_TOO_LARGE`. Other ' +
+    'frames × pixels exceed `ATTEST_MAX_ANIMATION_PIXELS` (or that has more than 10 000 frames) is a 422 `IMAGE_TOO_LARGE`; ' +
+    'a GIF is measured by the canvas its frames cover, not only the size its header states. Other ' +
     'kinds keep the detected type, or `application/octet-stream`. Identical image bytes are stored once.\n\n' +
     'Limits: an image file at most `ATTEST_MAX_IMAGE_BYTES`, any other file `ATTEST_MAX_ARTIFACT_BYTES` (else 413, and nothing ' +
     'is stored); at most 10 files and 20 parts; the metadata at most 64 KiB; a run at most `ATTEST_MAX_ARTIFACTS_PER_RUN` ' +

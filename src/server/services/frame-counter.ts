@@ -1,15 +1,21 @@
 /**
- * Counts the frames of an animated GIF or WebP while its bytes stream past, reading only the
- * container structure (block and chunk lengths), never the compressed pixels. RELIABILITY FILE-2
- * caps frames × pixels: a small file can hold thousands of full-size frames that a viewer decodes
- * one after another. The libraries that read animations (omggif, sharp's `pages`) want the whole
- * file in memory or on disk; this walks it in constant memory, and a malformed structure simply
- * stops the count (the type and size checks decide about malformed files, not this).
+ * Reads the frames of an animated GIF or WebP while its bytes stream past: how many there are and
+ * the canvas they really cover. It walks only the container structure (block and chunk lengths,
+ * frame descriptors), never the compressed pixels, in constant memory.
+ *
+ * RELIABILITY FILE-2 caps frames × pixels: a small file can hold thousands of full-size frames
+ * that a viewer decodes one after another. And the size in a GIF's header is only a hint: a frame
+ * may be larger than the "logical screen", and decoders (libvips, browsers) grow the canvas to fit
+ * it, so the canvas here grows the same way. A malformed structure stops the walk; the type and
+ * size checks decide about malformed files, not this.
  */
 export interface FrameCounter {
   push(chunk: Uint8Array): void;
   /** Frames seen so far; at least 1 for any image, since a still image is one frame. */
   readonly frames: number;
+  /** The canvas the frames seen so far cover (0 × 0 until a frame states its size). */
+  readonly width: number;
+  readonly height: number;
 }
 
 export function frameCounterFor(contentType: string): FrameCounter | undefined {
@@ -18,16 +24,23 @@ export function frameCounterFor(contentType: string): FrameCounter | undefined {
   return undefined;
 }
 
+/** The most bytes a walker reads at once (a GIF screen descriptor, a WebP frame header). */
+const MAX_READ = 16;
+
 /**
- * A byte-at-a-time reader that is told, state by state, how many bytes to collect or skip next.
- * Both formats are a sequence of "read a small header, skip a length it states" steps.
+ * A reader that is told, step by step, how many bytes to collect next and how many to skip before
+ * them. Both formats are a sequence of "read a small header, skip a length it states".
  */
 abstract class StructureWalker implements FrameCounter {
+  width = 0;
+  height = 0;
   protected counted = 0;
-  private skip = 0;
-  private want: number;
-  private collected: number[] = [];
-  private done = false;
+  /** Bytes to pass over before collecting the next read. */
+  protected skip = 0;
+  /** Bytes the next read needs; 0 stops the walk. */
+  protected want: number;
+  private readonly collected = new Uint8Array(MAX_READ);
+  private have = 0;
 
   constructor(firstRead: number) {
     this.want = firstRead;
@@ -39,111 +52,139 @@ abstract class StructureWalker implements FrameCounter {
 
   push(chunk: Uint8Array): void {
     let offset = 0;
-    while (offset < chunk.byteLength && !this.done) {
+    while (offset < chunk.byteLength && this.want > 0) {
       if (this.skip > 0) {
         const skipped = Math.min(this.skip, chunk.byteLength - offset);
         this.skip -= skipped;
         offset += skipped;
         continue;
       }
-      const take = Math.min(this.want - this.collected.length, chunk.byteLength - offset);
-      for (let i = 0; i < take; i++) this.collected.push(chunk[offset + i] as number);
+      const take = Math.min(this.want - this.have, chunk.byteLength - offset);
+      this.collected.set(chunk.subarray(offset, offset + take), this.have);
+      this.have += take;
       offset += take;
-      if (this.collected.length === this.want) {
-        const bytes = this.collected;
-        this.collected = [];
-        const next = this.read(bytes);
-        if (next === undefined) this.done = true;
-        else {
-          this.skip = next.skip;
-          this.want = next.read;
-        }
+      if (this.have === this.want) {
+        this.have = 0;
+        // Sets `skip` and `want` for the next step.
+        this.read(this.collected);
       }
     }
   }
 
-  /** Handles the bytes asked for; answers what to skip and how many bytes to read next, or undefined to stop. */
-  protected abstract read(bytes: number[]): { skip: number; read: number } | undefined;
+  protected cover(right: number, bottom: number): void {
+    this.width = Math.max(this.width, right);
+    this.height = Math.max(this.height, bottom);
+  }
+
+  /** Handles the `want` bytes collected at the start of `bytes`, then sets `skip` and `want`. */
+  protected abstract read(bytes: Uint8Array): void;
 }
+
+const u16le = (b: Uint8Array, at: number) => (b[at] as number) | ((b[at + 1] as number) << 8);
+const u24le = (b: Uint8Array, at: number) => u16le(b, at) | ((b[at + 2] as number) << 16);
+const u32le = (b: Uint8Array, at: number) => u24le(b, at) + (b[at + 3] as number) * 2 ** 24;
+
+/** The size of the colour table a GIF packed-fields byte announces (bit 7 set, 2^(n+1) RGB entries). */
+const colorTableBytes = (packed: number) => (packed & 0x80 ? 3 * 2 ** ((packed & 0x07) + 1) : 0);
 
 type GifState = 'header' | 'block' | 'extension-label' | 'sub-block' | 'image-descriptor' | 'lzw-size';
 
-/** GIF89a: header and screen descriptor, then extension and image blocks, each image block a frame. */
+/** GIF: header and logical screen, then extension and image blocks; each image block is a frame. */
 class GifFrameCounter extends StructureWalker {
   private state: GifState = 'header';
-  private afterSubBlocks: GifState = 'block';
 
   constructor() {
     super(13);
   }
 
-  protected read(bytes: number[]): { skip: number; read: number } | undefined {
-    const at = (i: number): number => bytes[i] as number;
+  protected read(b: Uint8Array): void {
+    this.skip = 0;
+    this.want = 1;
     switch (this.state) {
-      case 'header': {
+      case 'header':
+        this.cover(u16le(b, 6), u16le(b, 8));
+        this.skip = colorTableBytes(b[10] as number);
         this.state = 'block';
-        return { skip: colorTableBytes(at(10)), read: 1 };
-      }
-      case 'block': {
-        if (at(0) === 0x2c) {
-          this.counted++;
+        return;
+      case 'block':
+        if (b[0] === 0x2c) {
           this.state = 'image-descriptor';
-          return { skip: 0, read: 9 };
-        }
-        if (at(0) === 0x21) {
+          this.want = 9;
+        } else if (b[0] === 0x21) {
           this.state = 'extension-label';
-          return { skip: 0, read: 1 };
+        } else {
+          this.want = 0; // 0x3b trailer, or not a block at all
         }
-        return undefined; // 0x3b trailer, or not a block at all
-      }
-      case 'extension-label': {
-        this.state = 'sub-block';
-        this.afterSubBlocks = 'block';
-        return { skip: 0, read: 1 };
-      }
-      case 'image-descriptor': {
+        return;
+      case 'image-descriptor':
+        // left, top, width, height: the frame may reach beyond the logical screen.
+        this.counted++;
+        this.cover(u16le(b, 0) + u16le(b, 4), u16le(b, 2) + u16le(b, 6));
+        this.skip = colorTableBytes(b[8] as number);
         this.state = 'lzw-size';
-        return { skip: colorTableBytes(at(8)), read: 1 };
-      }
-      case 'lzw-size': {
+        return;
+      case 'extension-label':
+      case 'lzw-size':
         this.state = 'sub-block';
-        this.afterSubBlocks = 'block';
-        return { skip: 0, read: 1 };
-      }
-      case 'sub-block': {
+        return;
+      case 'sub-block':
         // A sub-block is a length byte and that many bytes; a zero length ends the sequence.
-        if (at(0) === 0) {
-          this.state = this.afterSubBlocks;
-          return { skip: 0, read: 1 };
-        }
-        return { skip: at(0), read: 1 };
-      }
+        if (b[0] === 0) this.state = 'block';
+        else this.skip = b[0] as number;
+        return;
     }
   }
 }
 
-/** The size of the colour table a GIF packed-fields byte announces (bit 7 set, 2^(n+1) RGB entries). */
-function colorTableBytes(packed: number): number {
-  return packed & 0x80 ? 3 * 2 ** ((packed & 0x07) + 1) : 0;
-}
-
-/** WebP: a RIFF container whose chunks are a FourCC and a little-endian length; each ANMF chunk is a frame. */
+/**
+ * WebP: a RIFF container of chunks, each a FourCC and a little-endian length. VP8X states the
+ * canvas; each ANMF chunk is a frame with its own offset and size.
+ */
 class WebpFrameCounter extends StructureWalker {
-  private headerRead = false;
+  private state: 'riff' | 'chunk' | 'vp8x' | 'anmf' = 'riff';
+  /** What is left of the current chunk after the bytes read from it. */
+  private rest = 0;
 
   constructor() {
     super(12);
   }
 
-  protected read(bytes: number[]): { skip: number; read: number } | undefined {
-    if (!this.headerRead) {
-      this.headerRead = true;
-      return { skip: 0, read: 8 };
+  protected read(b: Uint8Array): void {
+    switch (this.state) {
+      case 'riff':
+        this.state = 'chunk';
+        this.skip = 0;
+        this.want = 8;
+        return;
+      case 'chunk': {
+        const fourcc = String.fromCharCode(b[0] as number, b[1] as number, b[2] as number, b[3] as number);
+        const length = u32le(b, 4);
+        // Chunks are padded to an even length.
+        const padded = length + (length % 2);
+        const header = fourcc === 'VP8X' ? 10 : fourcc === 'ANMF' ? 16 : 0;
+        if (header > 0 && length >= header) {
+          this.state = fourcc === 'VP8X' ? 'vp8x' : 'anmf';
+          this.rest = padded - header;
+          this.skip = 0;
+          this.want = header;
+        } else {
+          this.skip = padded;
+          this.want = 8;
+        }
+        return;
+      }
+      case 'vp8x':
+        // flags (4), then canvas width - 1 and height - 1 (24 bits each).
+        this.cover(u24le(b, 4) + 1, u24le(b, 7) + 1);
+        break;
+      case 'anmf':
+        // x / 2, y / 2, width - 1, height - 1 (24 bits each), then duration and flags.
+        this.counted++;
+        this.cover(u24le(b, 0) * 2 + u24le(b, 6) + 1, u24le(b, 3) * 2 + u24le(b, 9) + 1);
+        break;
     }
-    const fourcc = String.fromCharCode(...bytes.slice(0, 4));
-    const length = ((bytes[4] as number) | ((bytes[5] as number) << 8) | ((bytes[6] as number) << 16)) + (bytes[7] as number) * 2 ** 24;
-    if (fourcc === 'ANMF') this.counted++;
-    // Chunks are padded to an even length.
-    return { skip: length + (length % 2), read: 8 };
+    this.state = 'chunk';
+    this.skip = this.rest;
+    this.want = 8;
   }
 }

@@ -31,6 +31,9 @@ const TYPE_PEEK_BYTES = 4100;
  */
 const DIMENSION_PEEK_BYTES = 1024 * 1024;
 
+/** Most frames an animated image may have, however small (a 10-minute recording at 15 frames a second). */
+const MAX_FRAMES = 10_000;
+
 /** file-type names a few raster types by a more specific variant of a type we accept. */
 const SAME_AS: Record<string, string> = { 'image/apng': 'image/png' };
 
@@ -60,14 +63,14 @@ export class UploadInspection {
         const what = this.policy.image ? 'An image file' : 'An artifact file';
         throw new AppError('PAYLOAD_TOO_LARGE', `${what} may be at most ${this.policy.maxBytes} bytes.`);
       }
+      // A counter that exists already reads every chunk; one created below reads the head first.
+      this.frameCounter?.push(chunk);
       if (this.wantsMoreHead()) {
         this.head.push(chunk);
         this.headBytes += chunk.byteLength;
         await this.examine(false);
         // The decisions are made: stop holding the first bytes.
         if (!this.wantsMoreHead()) this.head.length = 0;
-      } else {
-        this.frameCounter?.push(chunk);
       }
       this.checkAnimation();
       yield chunk;
@@ -114,10 +117,23 @@ export class UploadInspection {
   }
 
   /** FILE-2's cap on animations: every frame may be as large as the canvas the header states. */
+  /**
+   * FILE-2 for animations: the frames may cover more than the header states (decoders grow the
+   * canvas to fit them), so that canvas must pass the same limits; and frames × canvas pixels, and
+   * the number of frames, are capped too.
+   */
   private checkAnimation(): void {
     if (!this.frameCounter || !this.dimensions) return;
-    const { width, height } = this.dimensions;
+    const width = Math.max(this.dimensions.width, this.frameCounter.width);
+    const height = Math.max(this.dimensions.height, this.frameCounter.height);
+    if (width !== this.dimensions.width || height !== this.dimensions.height) {
+      this.checkDimensions({ width, height });
+      this.dimensions = { width, height };
+    }
     const frames = this.frameCounter.frames;
+    if (frames > MAX_FRAMES) {
+      throw new AppError('IMAGE_TOO_LARGE', `The animation has more than ${MAX_FRAMES} frames.`);
+    }
     if (frames * width * height > this.policy.maxAnimationPixels) {
       throw new AppError(
         'IMAGE_TOO_LARGE',
