@@ -262,7 +262,9 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     },
   });
 
-  const database: DatabaseHandle = await createDatabase(config).catch((error: unknown) => {
+  const database: DatabaseHandle = await createDatabase(config, {
+    onConnectionLost: (error) => app.log.warn({ err: error }, 'a PostgreSQL connection broke while idle; the pool opens a new one'),
+  }).catch((error: unknown) => {
     app.log.fatal({ err: error }, 'cannot open the database');
     throw error;
   });

@@ -150,6 +150,25 @@ if (DIALECTS.includes('postgres')) {
       });
     });
 
+    test('survives PostgreSQL terminating its idle connections, and the next query opens a new one', async () => {
+      await withDatabase(async (url, admin, name) => {
+        const lost: Error[] = [];
+        const handle = await createDatabase(loadConfig({ ATTEST_DATABASE_URL: url, ATTEST_DATA_DIR: tempDir() }), {
+          onConnectionLost: (error) => lost.push(error),
+        });
+        try {
+          await handle.ping(); // leaves an idle connection in the pool
+          const { rowCount } = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+          assert.ok((rowCount ?? 0) >= 1);
+          for (let i = 0; i < 50 && lost.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+          assert.ok(lost.length >= 1, 'the broken idle connection was reported, not thrown');
+          await handle.ping();
+        } finally {
+          await handle.close();
+        }
+      });
+    });
+
     test('migrates a fresh database, and re-running is a no-op', async () => {
       await withDatabase(async (url) => {
         const handle = await createDatabase(loadConfig({ ATTEST_DATABASE_URL: url, ATTEST_DATA_DIR: tempDir() }));

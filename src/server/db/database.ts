@@ -127,8 +127,12 @@ async function checkPostgresDurability(db: DB, config: Config): Promise<void> {
   }
 }
 
-/** Opens the configured database (SQLite in the data folder, or PostgreSQL) and migrates it. */
-export async function createDatabase(config: Config): Promise<DatabaseHandle> {
+/**
+ * Opens the configured database (SQLite in the data folder, or PostgreSQL) and migrates it.
+ * `onConnectionLost` hears of PostgreSQL connections that broke while idle in the pool (a server
+ * restart, an administrator terminating them): the pool drops them and opens new ones on demand.
+ */
+export async function createDatabase(config: Config, options: { onConnectionLost?: (error: Error) => void } = {}): Promise<DatabaseHandle> {
   const stats = { statements: 0 };
   const log = () => {
     stats.statements++;
@@ -137,6 +141,8 @@ export async function createDatabase(config: Config): Promise<DatabaseHandle> {
     // Blobs still live in the data folder (S3 is a later release), so it stays one process's.
     const lock = lockDataDir(config.dataDir);
     const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10, types: pgTypes });
+    // Without a listener an idle connection's error is an uncaught exception that ends the process.
+    pool.on('error', options.onConnectionLost ?? (() => {}));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log });
     try {
       await checkPostgresDurability(db, config);
