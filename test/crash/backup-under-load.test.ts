@@ -214,7 +214,7 @@ describe('[sqlite] backup under upload load (DUR-12)', () => {
         await restoreEmbedded(backupDir, restoredDir);
         // The restore writes into a staging sibling and renames it into place once durable: what it
         // fsynced under the staging name is fsynced under the final one.
-        const staging = `${path.resolve(restoredDir)}.restoring-${process.pid}`;
+        const staging = path.join(path.resolve(restoredDir), '.restoring');
         for (const entry of [...synced]) if (entry.startsWith(staging)) synced.add(path.resolve(restoredDir) + entry.slice(staging.length));
         expectDurable(restoredDir, 'restore');
       } finally {

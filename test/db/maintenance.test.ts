@@ -225,7 +225,7 @@ describe('[sqlite] backup and restore', () => {
     await assert.rejects(restoreEmbedded(dir, path.join(dir, 'data')), /not empty/);
   });
 
-  test('refuses an interrupted backup, and a failed restore leaves no half-restored data folder', async () => {
+  test('refuses an interrupted backup; a failed restore leaves the data folder as it was; a crashed one blocks start-up', async () => {
     const server = await startTestServer('sqlite');
     const backup = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-backup-'));
     const restored = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'attest-restored-')), 'data');
@@ -238,10 +238,19 @@ describe('[sqlite] backup and restore', () => {
       fs.unlinkSync(manifest); // as if the backup had been cut off before its last step
       await assert.rejects(restoreEmbedded(path.join(backup, 'b'), restored), /incomplete backup/);
       fs.writeFileSync(manifest, saved);
-      fs.unlinkSync(blobFile(path.join(backup, 'b'), shas[1] as string)); // a damaged backup
+      const damaged = blobFile(path.join(backup, 'b'), shas[1] as string);
+      const removed = fs.readFileSync(damaged);
+      fs.unlinkSync(damaged); // a damaged backup
+      fs.mkdirSync(restored); // an empty folder, as a mounted volume would be
       await assert.rejects(restoreEmbedded(path.join(backup, 'b'), restored), /ENOENT/);
-      assert.equal(fs.existsSync(restored), false, 'the data folder was never created');
-      assert.deepEqual(fs.readdirSync(path.dirname(restored)), [], 'and no staging folder is left');
+      assert.deepEqual(fs.readdirSync(restored), [], 'the data folder is as empty as before');
+      // A restore cut off by a crash leaves its staging folder: the server refuses to start there.
+      fs.mkdirSync(path.join(restored, '.restoring'));
+      await assert.rejects(startTestServer('sqlite', { ATTEST_DATA_DIR: restored }), /restore into .* was interrupted/);
+      // A complete backup restores over that leftover.
+      fs.writeFileSync(damaged, removed);
+      await restoreEmbedded(path.join(backup, 'b'), restored);
+      assert.deepEqual(fs.readdirSync(restored).sort(), ['attest.db', 'blobs']);
     } finally {
       fs.rmSync(backup, { recursive: true, force: true });
       fs.rmSync(path.dirname(restored), { recursive: true, force: true });

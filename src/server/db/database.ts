@@ -61,6 +61,13 @@ export function detectNetworkFilesystem(mountinfo: string, dir: string): string 
  */
 export function lockDataDir(dataDir: string): SQLite.Database {
   fs.mkdirSync(dataDir, { recursive: true });
+  // Checked before the lock file is made, so the folder stays as the restore left it.
+  if (fs.existsSync(path.join(dataDir, '.restoring'))) {
+    throw new StartupError(
+      `A restore into ${dataDir} was interrupted (its .restoring folder is still there); run the restore again, ` +
+        'or remove the data folder and start afresh.',
+    );
+  }
   const lock = new SQLite(path.join(dataDir, 'attest.lock'), { timeout: 0 });
   try {
     lock.pragma('locking_mode = EXCLUSIVE');

@@ -138,10 +138,15 @@ export async function backupEmbedded(
   return { database: target, blobs: keys.length, bytes };
 }
 
+/** Where a restore builds its copy, inside the data folder (which may be a mount point). */
+export const RESTORE_STAGING = '.restoring';
+
 /**
  * Restores a complete backup into an empty (or absent) data folder; the server then starts on it
- * as usual. The restore is built in a sibling folder and renamed into place once durable, so an
- * interrupted or failed restore leaves the target as it was.
+ * as usual. The copy is built in `<data folder>/.restoring` and moved into place once durable,
+ * blobs before the database, so no database ever points at blobs that are not there yet. A failed
+ * restore removes its copy; one cut off by a crash leaves `.restoring`, which the server refuses to
+ * start beside (see database.ts) and which a new restore replaces.
  */
 export async function restoreEmbedded(
   backupDir: string,
@@ -152,10 +157,11 @@ export async function restoreEmbedded(
   if (!fs.existsSync(source)) throw new Error(`${backupDir} holds no attest.db`);
   if (!fs.existsSync(path.join(backupDir, MANIFEST)))
     throw new Error(`${backupDir} is an incomplete backup (no ${MANIFEST}: it was interrupted); take the backup again`);
-  if (fs.existsSync(dataDir) && fs.readdirSync(dataDir).length > 0)
-    throw new Error(`the data folder ${dataDir} is not empty; restore into a new one`);
   const target = path.resolve(dataDir);
-  const staging = `${target}.restoring-${process.pid}`;
+  const staging = path.join(target, RESTORE_STAGING);
+  if (fs.existsSync(target) && fs.readdirSync(target).some((entry) => entry !== RESTORE_STAGING))
+    throw new Error(`the data folder ${dataDir} is not empty; restore into a new one`);
+  // What an interrupted restore left behind.
   fs.rmSync(staging, { recursive: true, force: true });
   try {
     const out = durableWriter();
@@ -170,9 +176,14 @@ export async function restoreEmbedded(
       onProgress?.(index + 1, keys.length);
     }
     out.flush();
-    if (fs.existsSync(target)) fs.rmdirSync(target); // empty, checked above
-    fs.renameSync(staging, target);
-    fsyncPath(path.dirname(target));
+    // Into place on the same filesystem: the blobs first, then the database that references them.
+    if (fs.existsSync(path.join(staging, 'blobs'))) {
+      fs.renameSync(path.join(staging, 'blobs'), path.join(target, 'blobs'));
+      fsyncPath(target);
+    }
+    fs.renameSync(path.join(staging, 'attest.db'), path.join(target, 'attest.db'));
+    fs.rmdirSync(staging);
+    fsyncPath(target);
     return { database: path.join(target, 'attest.db'), blobs: keys.length, bytes };
   } catch (error) {
     fs.rmSync(staging, { recursive: true, force: true });
