@@ -7,10 +7,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
-import { sql } from 'kysely';
+import { Kysely, Migrator, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../../src/server/config.ts';
 import { createDatabase, migrateToLatest, StartupError } from '../../src/server/db/database.ts';
+import * as initialMigration from '../../src/server/db/migrations/2026-11-22-0001-initial.ts';
 import { DIALECTS, PG_ADMIN_URL } from '../helpers/dialects.ts';
 
 const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'attest-db-'));
@@ -109,6 +110,28 @@ describe('[sqlite] createDatabase', () => {
     assert.equal(code, 1);
     assert.match(err, /attest: SQLite quick_check failed/);
     assert.doesNotMatch(out, /attest listening/);
+  });
+
+  test('a database made by the first release is brought up to date on open', async () => {
+    const dir = tempDir();
+    // Only the first migration, as the first release left the file.
+    const old = new Kysely<unknown>({ dialect: new SqliteDialect({ database: new SQLite(path.join(dir, 'attest.db')) }) });
+    const first = new Migrator({
+      db: old,
+      provider: { getMigrations: async () => ({ '2026-11-22-0001-initial': initialMigration }) },
+      migrationTableName: 'attest_migrations',
+      migrationLockTableName: 'attest_migrations_lock',
+    });
+    assert.equal((await first.migrateToLatest()).error, undefined);
+    await old.destroy();
+    const handle = await createDatabase(loadConfig({ ATTEST_DATA_DIR: dir }));
+    try {
+      const columns = await sql<{ name: string }>`SELECT name FROM pragma_table_info('test_runs')`.execute(handle.db);
+      assert.ok(columns.rows.some((c) => c.name === 'idempotency_key'));
+      await sql`SELECT run_id FROM result_posts`.execute(handle.db);
+    } finally {
+      await handle.close();
+    }
   });
 
   test('re-running migrations is a no-op', async () => {

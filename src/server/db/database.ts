@@ -5,11 +5,13 @@ import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDiale
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import * as initial from './migrations/2026-11-22-0001-initial.ts';
+import * as idempotency from './migrations/2026-11-22-0002-idempotency.ts';
 import type { Database, DB, Dialect } from './types.ts';
 
 /** Migrations in the order they apply; names sort in time. */
 const MIGRATIONS: Record<string, Migration> = {
   '2026-11-22-0001-initial': initial,
+  '2026-11-22-0002-idempotency': idempotency,
 };
 
 export interface DatabaseHandle {

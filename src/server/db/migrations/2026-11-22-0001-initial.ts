@@ -129,14 +129,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('lease_owner', 'text')
     .addColumn('lease_expires_at', 'text')
     .addColumn('next_position', 'integer', (c) => c.notNull().defaultTo(0))
-    // A client's key for creating this run, and the SHA-256 of the body it came with: a retried
-    // create answers the stored run instead of recording it twice.
-    .addColumn('idempotency_key', 'text')
-    .addColumn('idempotency_fingerprint', 'text')
     .execute();
-  await sql`CREATE UNIQUE INDEX test_runs_idempotency ON test_runs (project_id, idempotency_key) WHERE idempotency_key IS NOT NULL`.execute(
-    db,
-  );
   await db.schema.createIndex('test_runs_project').on('test_runs').columns(['project_id', 'created_at', 'id']).execute();
   await db.schema.createIndex('test_runs_job').on('test_runs').column('job_id').execute();
   await db.schema.createIndex('test_runs_queue').on('test_runs').columns(['status', 'created_at']).execute();
@@ -173,17 +166,6 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('text_cells_run').on('text_cells').columns(['run_id', 'position']).execute();
   await sql`CREATE UNIQUE INDEX text_cells_run_key ON text_cells (run_id, client_key) WHERE client_key IS NOT NULL`.execute(db);
-
-  // Results posts made with an idempotency key: a retry answers the stored receipt.
-  await db.schema
-    .createTable('result_posts')
-    .addColumn('run_id', 'text', (c) => c.notNull().references('test_runs.id').onDelete('cascade'))
-    .addColumn('idempotency_key', 'text', (c) => c.notNull())
-    .addColumn('fingerprint', 'text', (c) => c.notNull()) // SHA-256 of the posted body
-    .addColumn('receipt', 'text', (c) => c.notNull()) // JSON of the answer
-    .addColumn('created_at', 'text', (c) => c.notNull())
-    .addPrimaryKeyConstraint('result_posts_pk', ['run_id', 'idempotency_key'])
-    .execute();
 
   // Content-addressed: one row per distinct byte sequence, whichever projects use it.
   await db.schema
@@ -251,7 +233,6 @@ export async function down(db: Kysely<any>): Promise<void> {
     'artifact_images',
     'artifacts',
     'images',
-    'result_posts',
     'text_cells',
     'steps',
     'test_runs',
