@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { v1Endpoints } from '../src/api/v1/index.ts';
-import { buildOpenApiDocument } from '../src/server/openapi.ts';
+import { buildOpenApiDocument } from '../src/server/openapi/document.ts';
 import { APP_VERSION } from '../src/server/version.ts';
 
 /** Where the committed OpenAPI document lives; a test fails when it differs from the contract. */

@@ -5,8 +5,8 @@ import type { Config } from './config.ts';
 import type { CrashPoint } from './crash-points.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import type { DB, Dialect } from './db/types.ts';
-import type { FailureLimiter } from './plugins/failure-limiter.ts';
-import type { Thumbnails } from './services/images.ts';
+import type { ThumbnailRenderer } from './media/thumbnails.ts';
+import type { FailureLimiter } from './security/failure-limiter.ts';
 
 /** Explicit dependencies handed to services and routes; tests build it with their own clock. */
 export interface AppContext {
@@ -26,8 +26,8 @@ export interface AppContext {
   lastUsedWrites: Map<string, number>;
   /** Failed authentications per client address (SEC-2b), shared by the key check and the login. */
   authFailures: FailureLimiter;
-  /** The bounded thumbnail decoder (RELIABILITY FILE-3). */
-  thumbnails: Thumbnails;
+  /** The bounded thumbnail decoder (FILE-3). */
+  thumbnails: ThumbnailRenderer;
 }
 
 /** The authenticated caller of a request. */

@@ -61,3 +61,12 @@ export class AppError extends Error {
 export const notFound = (what = 'The resource') => new AppError('NOT_FOUND', `${what} does not exist or is not visible to you.`);
 export const invalid = (pointer: string, message: string) =>
   new AppError('INVALID_INPUT', `${pointer || 'body'}: ${message}`, { errors: [{ pointer, message }] });
+
+/**
+ * The one "load or 404" idiom: a row a repository found, or the 404 of an unknown id. Missing and
+ * invisible resources answer alike, so `what` names the kind of thing, never which one.
+ */
+export function found<T>(row: T | undefined, what: string): T {
+  if (row === undefined) throw notFound(what);
+  return row;
+}

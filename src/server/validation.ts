@@ -64,3 +64,15 @@ const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 /** Whether a raw value can be one of our ids (random UUIDs); anything else cannot name a row. */
 export const isUuid = (value: string): boolean => UUID_SHAPE.test(value);
+
+/**
+ * Fastify's validator compiler. Path and query strings arrive as text and are coerced to the schema
+ * types; bodies are JSON and must already have the right types, so a wrong type is a 400, never a
+ * silent conversion.
+ */
+export function createValidatorCompiler() {
+  const coercing = createAjv(true);
+  const exact = createAjv(false);
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
+    (httpPart === 'body' ? exact : coercing).compile(schema) as (data: unknown) => boolean;
+}

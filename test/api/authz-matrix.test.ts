@@ -7,7 +7,7 @@ import sharp from 'sharp';
 import { ROLES, type Role } from '../../src/api/endpoint.ts';
 import { v1Endpoints } from '../../src/api/v1/index.ts';
 import { v1 } from '../../src/client/index.ts';
-import { buildOpenApiDocument } from '../../src/server/openapi.ts';
+import { buildOpenApiDocument } from '../../src/server/openapi/document.ts';
 import { APP_VERSION } from '../../src/server/version.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, unique } from '../helpers/factories.ts';

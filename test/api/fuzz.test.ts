@@ -9,7 +9,7 @@ import sharp from 'sharp';
 import type { Role } from '../../src/api/endpoint.ts';
 import { v1Endpoints } from '../../src/api/v1/index.ts';
 import { v1 } from '../../src/client/index.ts';
-import { buildOpenApiDocument } from '../../src/server/openapi.ts';
+import { buildOpenApiDocument } from '../../src/server/openapi/document.ts';
 import { LEGACY_KEY_PATTERN } from '../../src/server/security/api-key.ts';
 import { APP_VERSION } from '../../src/server/version.ts';
 import { DIALECTS } from '../helpers/dialects.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import sharp from 'sharp';
-import { frameCounterFor } from '../../src/server/services/frame-counter.ts';
+import { frameCounterFor } from '../../src/server/media/frame-counter.ts';
 import { gifWithFrames, randomAnimation, randomGif, randomPng } from '../helpers/png.ts';
 
 /** Feeds `bytes` to a fresh counter in pieces of `piece` bytes and answers the count. */

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { createBlobStore } from '../../server/blob/create-blob-store.ts';
 import { loadConfig } from '../../server/config.ts';
+import { backupEmbedded, restoreEmbedded } from '../../server/db/backup.ts';
 import { createDatabase } from '../../server/db/database.ts';
-import { backupEmbedded, restoreEmbedded } from '../../server/services/backup.ts';
 import { collectGarbage, verifyStorage } from '../../server/services/maintenance.ts';
 import { progressBar } from '../progress.ts';
 

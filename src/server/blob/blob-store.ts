@@ -146,3 +146,17 @@ export class BlobHolds {
     }
   }
 }
+
+/** A stored blob as a download. */
+export interface BlobDownload {
+  sha256: string;
+  size: number;
+  /** The type detected at upload; never the uploader's declaration. */
+  contentType: string;
+  /** Download name (already sanitised at upload); raster images are shown inline, the rest saved. */
+  fileName?: string;
+  /** `immutable` for content-addressed bytes; `no-store` for an answer that may change (a degraded thumbnail). */
+  caching: 'immutable' | 'no-store';
+  /** Extra headers (e.g. why a thumbnail request got the original). */
+  headers?: Record<string, string>;
+}

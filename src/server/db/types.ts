@@ -215,3 +215,9 @@ export type DB = Kysely<Database>;
 /** A database handle or an open transaction: repositories accept either. */
 export type Executor = Kysely<Database> | Transaction<Database>;
 export type Dialect = 'sqlite' | 'postgres';
+
+/** An image row as an artifact uses it. */
+export type ArtifactImageRow = ImagesTable & Pick<ArtifactImagesTable, 'artifact_id' | 'role' | 'position'>;
+
+/** The projects a caller may see, as queries filter by them: every project, or these ids. */
+export type VisibleProjects = 'all' | ReadonlySet<string>;

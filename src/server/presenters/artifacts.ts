@@ -1,7 +1,6 @@
 import type { Static } from 'typebox';
 import type { Artifact, ArtifactDetails, ArtifactImage } from '../../api/v1/artifacts.ts';
-import type { ArtifactImageRow } from '../db/repositories/artifacts.ts';
-import type { ArtifactsTable } from '../db/types.ts';
+import type { ArtifactImageRow, ArtifactsTable } from '../db/types.ts';
 
 export function presentArtifact(row: ArtifactsTable): Static<typeof Artifact> {
   return {

@@ -1,8 +1,10 @@
 import type { Static } from 'typebox';
+import type { Me } from '../../api/v1/meta.ts';
 import type { Member, Project } from '../../api/v1/projects.ts';
 import type { ApiKey, AuditEntry, User } from '../../api/v1/users.ts';
-import type { ApiKeysTable, AuditLogTable, ProjectsTable, UsersTable } from '../db/types.ts';
-import { parseRoles } from '../services/authenticate.ts';
+import type { Principal } from '../context.ts';
+import type { ApiKeysTable, AuditLogTable, ProjectMembersTable, ProjectsTable, UsersTable } from '../db/types.ts';
+import { parseRoles } from '../security/roles.ts';
 
 export function presentUser(row: UsersTable): Static<typeof User> {
   return {
@@ -36,7 +38,7 @@ export function presentProject(row: ProjectsTable): Static<typeof Project> {
 
 /** A member row; the e-mail goes out only when `showEmail` says the caller manages membership (ERR-4). */
 export function presentMember(
-  row: { user_id: string; email: string; name: string; added_at: string },
+  row: Pick<ProjectMembersTable, 'user_id' | 'added_at'> & Pick<UsersTable, 'email' | 'name'>,
   showEmail: boolean,
 ): Static<typeof Member> {
   return { userId: row.user_id, ...(showEmail ? { email: row.email } : {}), name: row.name, addedAt: row.added_at };
@@ -52,5 +54,18 @@ export function presentAuditEntry(row: AuditLogTable): Static<typeof AuditEntry>
     targetId: row.target_id,
     details: JSON.parse(row.details) as Record<string, unknown>,
     requestId: row.request_id,
+  };
+}
+
+/** The caller as `/me` shows them, with the projects they are a member of. */
+export function presentMe(principal: Principal, projectIds: string[]): Static<typeof Me> {
+  return {
+    id: principal.user.id,
+    email: principal.user.email,
+    name: principal.user.name,
+    roles: principal.user.roles,
+    role: principal.role,
+    key: principal.key,
+    projectIds,
   };
 }

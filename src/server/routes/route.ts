@@ -1,8 +1,27 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BodyOf, Endpoint, ParamsOf, QueryOf } from '../../api/endpoint.ts';
-import type { Principal } from '../context.ts';
+import type { Config } from '../config.ts';
+import type { AppContext, Principal } from '../context.ts';
+import type { PageRequest } from '../db/pagination.ts';
 import { invalid } from '../errors.ts';
 import { isUuid } from '../validation.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated caller, set by the access check before any handler runs. */
+    principal?: Principal;
+    /** The project that owns the addressed resource, resolved and checked before the handler runs. */
+    projectId?: string;
+  }
+  interface FastifyInstance {
+    /** The application's dependencies (tests reach its database and blob store through it). */
+    attest: AppContext;
+  }
+  interface FastifyContextConfig {
+    /** The contract entry and implementation of a contract route. */
+    route?: RouteImpl;
+  }
+}
 
 export type TypedRequest<E extends Endpoint> = FastifyRequest<{ Params: ParamsOf<E>; Querystring: QueryOf<E>; Body: BodyOf<E> }> & {
   principal: Principal;
@@ -42,4 +61,15 @@ export function uuidPathParam(request: FastifyRequest, name: string): string {
   const value = rawField(request.params, name);
   if (value === undefined || !isUuid(value)) throw invalid(`/path/${name}`, 'must be a UUID');
   return value;
+}
+
+/**
+ * The page a list request asks for: its cursor, and its `limit` within the configured bound (the
+ * default when absent; over the bound is a 400 naming `limit`).
+ */
+export function pageOf(config: Config, query: { cursor?: string; limit?: number }): PageRequest {
+  if (query.limit !== undefined && query.limit > config.pageSizeMax) {
+    throw invalid('/query/limit', `must be at most ${config.pageSizeMax}`);
+  }
+  return { cursor: query.cursor, limit: query.limit ?? config.pageSizeDefault };
 }

@@ -1,31 +1,44 @@
 import { randomUUID } from 'node:crypto';
 import sjson from 'secure-json-parse';
 import type { Static } from 'typebox';
-import { type ArtifactDetails, ArtifactMetadata } from '../../api/v1/artifacts.ts';
+import { ArtifactMetadata } from '../../api/v1/artifacts.ts';
 import { BlobStorageError } from '../blob/blob-store.ts';
 import { type AppContext, nowIso } from '../context.ts';
 import { isForeignKeyViolation, isUniqueViolation } from '../db/errors.ts';
+import type { Page, PageRequest } from '../db/pagination.ts';
 import {
   countArtifactsOfRun,
   deleteArtifactRow,
+  findArtifact,
   findArtifactByIdempotencyKey,
-  findRunInProject,
-  findStepOfRun,
   findVisibleArtifacts,
   imagesOfArtifacts,
   insertArtifact,
+  listArtifactsOfRun,
   upsertImage,
 } from '../db/repositories/artifacts.ts';
-import type { ArtifactImagesTable, ArtifactsTable, Executor } from '../db/types.ts';
-import { AppError, invalid, notFound } from '../errors.ts';
-import { keysetPage, type Page } from '../pagination.ts';
-import { presentArtifact, presentArtifactDetails } from '../presenters/artifacts.ts';
+import { findStepOfRun } from '../db/repositories/results.ts';
+import { findRun, lockRun } from '../db/repositories/runs.ts';
+import { inTransaction } from '../db/repositories/transaction.ts';
+import type { ArtifactImageRow, ArtifactImagesTable, ArtifactsTable, Executor, TestRunsTable, VisibleProjects } from '../db/types.ts';
+import { AppError, found, invalid, notFound } from '../errors.ts';
+import { type Inspected, UploadInspection } from '../media/upload-inspection.ts';
 import { compileValidator, isUuid, rejectNulCharacters } from '../validation.ts';
-import { type Inspected, UploadInspection } from './upload-inspection.ts';
 
 type Kind = ArtifactsTable['kind'];
 type ImageRole = ArtifactImagesTable['role'];
 type Metadata = Static<typeof ArtifactMetadata>;
+
+/** An artifact with its images in their order: what the details of an artifact show. */
+export interface ArtifactWithImages {
+  row: ArtifactsTable;
+  images: ArtifactImageRow[];
+}
+
+/** The run an upload or a listing names, if it belongs to that project; any other is as unknown as a missing one. */
+function runInProject(run: TestRunsTable | undefined, projectId: string): TestRunsTable {
+  return found(run?.project_id === projectId ? run : undefined, 'The test run');
+}
 
 /** One part of a multipart upload, in the order it arrived. */
 export type UploadPart =
@@ -147,9 +160,9 @@ async function drain(parts: AsyncIterator<UploadPart>): Promise<void> {
   }
 }
 
-async function detailsOf(ctx: AppContext, row: ArtifactsTable): Promise<Static<typeof ArtifactDetails>> {
+async function detailsOf(ctx: AppContext, row: ArtifactsTable): Promise<ArtifactWithImages> {
   const images = await imagesOfArtifacts(ctx.db, [row.id]);
-  return presentArtifactDetails(row, images.get(row.id) ?? []);
+  return { row, images: images.get(row.id) ?? [] };
 }
 
 interface StoredFile extends Inspected {
@@ -169,14 +182,13 @@ interface StoredFile extends Inspected {
 export async function ingestArtifact(
   ctx: AppContext,
   input: { projectId: string; userId: string; parts: AsyncIterable<UploadPart> },
-): Promise<{ created: boolean; artifact: Static<typeof ArtifactDetails> }> {
+): Promise<{ created: boolean; artifact: ArtifactWithImages }> {
   const parts = input.parts[Symbol.asyncIterator]();
   const metadata = await readMetadata((await parts.next()).value as UploadPart | undefined);
   const name = sanitizeArtifactName(metadata.name);
   if (name === '') throw invalid('/body/metadata/name', 'is empty once control characters and slashes are removed');
 
-  const run = await findRunInProject(ctx.db, metadata.testRunId.toLowerCase(), input.projectId);
-  if (!run) throw notFound('The test run');
+  const run = runInProject(await findRun(ctx.db, metadata.testRunId.toLowerCase()), input.projectId);
   let stepId: string | null = null;
   if (metadata.stepId !== undefined || metadata.stepKey !== undefined) {
     const step = metadata.stepId !== undefined ? { id: metadata.stepId.toLowerCase() } : { key: metadata.stepKey as string };
@@ -236,16 +248,17 @@ export async function ingestArtifact(
       created_by: input.userId,
     };
     try {
-      await ctx.db.transaction().execute(async (trx) => {
+      await inTransaction(ctx.db, async (trx) => {
         // Every blob is durable by now (put resolved); the rows that reference them commit together.
-        const locked = await findRunInProject(trx, run.id, input.projectId, { lockForUpdate: ctx.dialect });
-        if (!locked) throw notFound('The test run');
+        // The run stays locked until they do, so a concurrent completion or another upload's count
+        // check waits for this one.
+        const locked = runInProject(await lockRun(trx, run.id), input.projectId);
         assertRunTakesArtifacts(locked.status);
         await assertRoomForArtifact(ctx, trx, run.id);
         const links: ArtifactImagesTable[] = [];
         for (const file of stored) {
           if (!file.role) continue;
-          const imageId = await upsertImage(trx, ctx.dialect, {
+          const imageId = await upsertImage(trx, {
             id: randomUUID(),
             sha256: file.sha256,
             content_type: file.contentType,
@@ -315,17 +328,11 @@ export function uploadRequestLimit(config: AppContext['config']): number {
 export async function listRunArtifacts(
   ctx: AppContext,
   projectId: string,
-  query: { testRunId: string; cursor?: string; limit?: number },
-): Promise<Page<ReturnType<typeof presentArtifact>>> {
-  const run = await findRunInProject(ctx.db, query.testRunId, projectId);
-  if (!run) throw notFound('The test run');
-  const base = ctx.db.selectFrom('artifacts').selectAll().where('run_id', '=', run.id);
-  if (query.limit === undefined && query.cursor === undefined) {
-    const rows = await base.orderBy('created_at').orderBy('id').limit(RUN_LISTING_MAX).execute();
-    return { items: rows.map(presentArtifact), nextCursor: null };
-  }
-  const page = await keysetPage(ctx, base, { columns: ['created_at', 'id'], direction: 'asc', cursor: query.cursor, limit: query.limit });
-  return { items: page.items.map(presentArtifact), nextCursor: page.nextCursor };
+  runId: string,
+  page: PageRequest | undefined,
+): Promise<Page<ArtifactsTable>> {
+  const run = runInProject(await findRun(ctx.db, runId), projectId);
+  return listArtifactsOfRun(ctx.db, run.id, page ?? { max: RUN_LISTING_MAX });
 }
 
 /**
@@ -336,8 +343,8 @@ export async function listRunArtifacts(
 export async function artifactDetailsByIds(
   ctx: AppContext,
   idList: string,
-  projects: 'all' | Set<string>,
-): Promise<{ items: Static<typeof ArtifactDetails>[]; missing: string[] }> {
+  projects: VisibleProjects,
+): Promise<{ items: ArtifactWithImages[]; missing: string[] }> {
   const ids = [...new Set(idList.split(',').map((id) => id.trim().toLowerCase()))];
   const malformed = ids.find((id) => !isUuid(id));
   if (malformed !== undefined) throw invalid('/query/ids', `must be artifact ids (UUIDs); "${malformed.slice(0, 40)}" is not one`);
@@ -349,11 +356,11 @@ export async function artifactDetailsByIds(
     rows.map((r) => r.id),
   );
   const byId = new Map(rows.map((r) => [r.id, r]));
-  const items: Static<typeof ArtifactDetails>[] = [];
+  const items: ArtifactWithImages[] = [];
   const missing: string[] = [];
   for (const id of ids) {
     const row = byId.get(id);
-    if (row) items.push(presentArtifactDetails(row, images.get(id) ?? []));
+    if (row) items.push({ row, images: images.get(id) ?? [] });
     else missing.push(id);
   }
   return { items, missing };
@@ -364,3 +371,6 @@ export async function deleteArtifact(ctx: AppContext, artifactId: string): Promi
   if (!(await deleteArtifactRow(ctx.db, artifactId))) throw notFound('The artifact');
   ctx.crashPoint('after-row-delete');
 }
+
+export const getArtifact = async (ctx: AppContext, artifactId: string): Promise<ArtifactsTable> =>
+  found(await findArtifact(ctx.db, artifactId), 'The artifact');

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.ts';
-import type { Executor } from '../db/types.ts';
+import type { Page, PageRequest } from '../db/pagination.ts';
+import { type AuditFilter, insertAuditEntry, listAuditLog as listAuditRows } from '../db/repositories/audit.ts';
+import type { AuditLogTable, Executor } from '../db/types.ts';
 
 export type AuditAction =
   | 'user.create'
@@ -17,7 +19,7 @@ export type AuditAction =
 /** Appends an audit entry inside the caller's transaction, so the change and its record commit together. */
 export async function audit(
   ctx: AppContext,
-  executor: Executor,
+  trx: Executor,
   entry: {
     actorUserId: string | null;
     action: AuditAction;
@@ -27,17 +29,17 @@ export async function audit(
     requestId?: string;
   },
 ): Promise<void> {
-  await executor
-    .insertInto('audit_log')
-    .values({
-      id: randomUUID(),
-      at: ctx.clock().toISOString(),
-      actor_user_id: entry.actorUserId,
-      action: entry.action,
-      target_type: entry.targetType,
-      target_id: entry.targetId,
-      details: JSON.stringify(entry.details ?? {}),
-      request_id: entry.requestId ?? null,
-    })
-    .execute();
+  await insertAuditEntry(trx, {
+    id: randomUUID(),
+    at: ctx.clock().toISOString(),
+    actor_user_id: entry.actorUserId,
+    action: entry.action,
+    target_type: entry.targetType,
+    target_id: entry.targetId,
+    details: JSON.stringify(entry.details ?? {}),
+    request_id: entry.requestId ?? null,
+  });
 }
+
+export const listAuditLog = (ctx: AppContext, filter: AuditFilter, page: PageRequest): Promise<Page<AuditLogTable>> =>
+  listAuditRows(ctx.db, filter, page);

@@ -1,7 +1,12 @@
-import { ROLES, type Role } from '../../api/endpoint.ts';
 import type { AppContext, Principal } from '../context.ts';
+import { findKeyWithUserByDigest, touchKeyLastUsed } from '../db/repositories/api-keys.ts';
+import { projectIdsOfUser } from '../db/repositories/users.ts';
+import type { ApiKeysTable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 import { classifyToken, digestsMatch, emailDigest, keyDigest } from '../security/api-key.ts';
+import { verifyPassword } from '../security/password.ts';
+import { highestRole, parseRoles } from '../security/roles.ts';
+import { createApiKey, findActiveUser } from './users.ts';
 
 export const AUTH_FAILURE_DETAIL = 'Invalid or missing credentials';
 
@@ -10,17 +15,6 @@ export const unauthenticated = () =>
   new AppError('UNAUTHENTICATED', AUTH_FAILURE_DETAIL, {
     headers: { 'www-authenticate': 'ApiKey realm="attest", header="service.api-token"' },
   });
-
-export function highestRole(roles: readonly string[]): Role {
-  let best = 0;
-  for (const role of roles) best = Math.max(best, ROLES.indexOf(role as Role));
-  return ROLES[best] ?? 'viewer';
-}
-
-export function parseRoles(json: string): Role[] {
-  const parsed: unknown = JSON.parse(json);
-  return Array.isArray(parsed) ? ROLES.filter((r) => parsed.includes(r)) : [];
-}
 
 /**
  * Resolves the caller from the two headers of SPEC 1.3. A standard key with a bad layout or
@@ -33,25 +27,7 @@ export async function authenticate(ctx: AppContext, token: string | undefined, u
   if (shape === 'invalid' || (shape === 'legacy' && !ctx.config.legacyKeys)) throw unauthenticated();
 
   const digest = keyDigest(token, shape);
-  const row = await ctx.db
-    .selectFrom('api_keys as k')
-    .innerJoin('users as u', 'u.id', 'k.user_id')
-    .where('k.key_digest', '=', digest)
-    .select([
-      'k.id as keyId',
-      'k.format',
-      'k.scope',
-      'k.key_digest',
-      'k.email_digest',
-      'k.expires_at',
-      'k.revoked_at',
-      'u.id as userId',
-      'u.email',
-      'u.name',
-      'u.roles',
-      'u.deleted_at',
-    ])
-    .executeTakeFirst();
+  const row = await findKeyWithUserByDigest(ctx.db, digest);
 
   const expectedFormat = shape === 'legacy' ? 'legacy' : shape === 'session' ? 'session' : 'standard';
   const usable = row !== undefined && row.format === expectedFormat;
@@ -67,11 +43,7 @@ export async function authenticate(ctx: AppContext, token: string | undefined, u
 
   const roles = parseRoles(row.roles);
   const userRole = highestRole(roles);
-  let projects: Principal['projects'] = 'all';
-  if (userRole !== 'admin') {
-    const memberships = await ctx.db.selectFrom('project_members').where('user_id', '=', row.userId).select('project_id').execute();
-    projects = new Set(memberships.map((m) => m.project_id));
-  }
+  const projects: Principal['projects'] = userRole === 'admin' ? 'all' : new Set(await projectIdsOfUser(ctx.db, row.userId));
   recordKeyUse(ctx, row.keyId);
   return {
     user: { id: row.userId, email: row.email, name: row.name, roles },
@@ -90,20 +62,34 @@ function recordKeyUse(ctx: AppContext, keyId: string): void {
   if (last !== undefined && now.getTime() - last < LAST_USED_INTERVAL_MS) return;
   ctx.lastUsedWrites.set(keyId, now.getTime());
   setImmediate(() => {
-    ctx.db
-      .updateTable('api_keys')
-      .set({ last_used_at: now.toISOString() })
-      .where('id', '=', keyId)
-      .execute()
-      .catch((error: unknown) => ctx.log.warn({ err: error, keyId }, 'could not record key use'));
+    touchKeyLastUsed(ctx.db, keyId, now.toISOString()).catch((error: unknown) =>
+      ctx.log.warn({ err: error, keyId }, 'could not record key use'),
+    );
   });
 }
 
-/** True when `role` is at least `required` in the role order. */
-export function roleAtLeast(role: Role, required: Role): boolean {
-  return ROLES.indexOf(role) >= ROLES.indexOf(required);
-}
-
-export function canSeeProject(principal: Principal, projectId: string): boolean {
-  return principal.projects === 'all' || principal.projects.has(projectId);
+/**
+ * Exchanges an e-mail and password for a session key. Failures count against the client address
+ * (shared with the key check), and an address over its budget is refused before any lookup.
+ */
+export async function logIn(
+  ctx: AppContext,
+  credentials: { email: string; password: string },
+  client: { ip: string; requestId: string },
+): Promise<{ row: ApiKeysTable; secret: string }> {
+  const subject = `ip:${client.ip}`;
+  const wait = ctx.authFailures.retryAfter(subject);
+  if (wait > 0) {
+    throw new AppError('RATE_LIMITED', 'Too many failed logins; retry after the time in Retry-After.', {
+      headers: { 'retry-after': String(wait) },
+    });
+  }
+  const user = await findActiveUser(ctx.db, credentials.email);
+  // Verified even without a user, so the answer takes as long for unknown e-mails.
+  const valid = await verifyPassword(credentials.password, user?.password_hash);
+  if (!user || !valid) {
+    ctx.authFailures.recordFailure(subject);
+    throw unauthenticated();
+  }
+  return createApiKey(ctx, user, { name: 'web session', format: 'session' }, { userId: user.id, requestId: client.requestId });
 }

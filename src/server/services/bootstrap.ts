@@ -1,4 +1,5 @@
 import type { AppContext } from '../context.ts';
+import { anyUserExists } from '../db/repositories/users.ts';
 import { classifyToken } from '../security/api-key.ts';
 import { createApiKey, createUser } from './users.ts';
 
@@ -8,8 +9,7 @@ import { createApiKey, createUser } from './users.ts';
  * credentials exist (RELIABILITY SEC-8b).
  */
 export async function bootstrapAdmin(ctx: AppContext, announce: (message: string) => void): Promise<void> {
-  const existing = await ctx.db.selectFrom('users').select('id').limit(1).executeTakeFirst();
-  if (existing) return;
+  if (await anyUserExists(ctx.db)) return;
   const email = ctx.config.adminEmail ?? 'admin@attest.local';
   const given = ctx.config.adminApiKey;
   const shape = given ? classifyToken(given) : 'standard';

@@ -3,9 +3,14 @@ import type { Static } from 'typebox';
 import { NAME_MAX } from '../../api/common.ts';
 import { type createJob as createJobEndpoint, JOB_RUNS_MAX, type JobProgress } from '../../api/v1/jobs.ts';
 import type { AppContext } from '../context.ts';
-import { chunk, IN_LIST_SIZE, insertRows } from '../db/chunks.ts';
+import type { Page, PageRequest } from '../db/pagination.ts';
+import { deviceIdsWithLabels, knownDeviceIds } from '../db/repositories/devices.ts';
+import { findJob, insertJob, listJobs as listJobRows, markJobCancelled } from '../db/repositories/jobs.ts';
+import { abortQueuedRunsOfJob, insertRuns, type RunGroup, runGroupsOfJobs } from '../db/repositories/runs.ts';
+import { testNamesInProject } from '../db/repositories/tests.ts';
+import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, JobsTable, TestRunsTable } from '../db/types.ts';
-import { AppError, invalid, notFound } from '../errors.ts';
+import { AppError, found, invalid } from '../errors.ts';
 
 export type CreateJobInput = Static<NonNullable<(typeof createJobEndpoint)['body']>>;
 
@@ -36,15 +41,6 @@ export interface JobView {
   state: JobState;
 }
 
-interface RunGroup {
-  job_id: string | null;
-  status: TestRunsTable['status'];
-  verdict: TestRunsTable['verdict'];
-  runs: number | string;
-  first_started: string | null;
-  last_finished: string | null;
-}
-
 export function deriveJobState(job: JobsTable, groups: readonly RunGroup[]): JobState {
   const progress = { total: 0, queued: 0, running: 0, completed: 0, aborted: 0, passed: 0, failed: 0, broken: 0, skipped: 0 };
   let startedAt: string | null = null;
@@ -65,33 +61,11 @@ export function deriveJobState(job: JobsTable, groups: readonly RunGroup[]): Job
   return { status, progress, startedAt, finishedAt: status === 'completed' ? finishedAt : null };
 }
 
-/** Run counts per job, status and verdict, for the jobs given (one grouped query per chunk of jobs). */
-async function runGroups(executor: Executor, jobIds: readonly string[]): Promise<RunGroup[]> {
-  const groups: RunGroup[] = [];
-  for (const ids of chunk(jobIds, IN_LIST_SIZE)) {
-    const rows = await executor
-      .selectFrom('test_runs')
-      .select((eb) => [
-        'job_id',
-        'status',
-        'verdict',
-        eb.fn.countAll<number | string>().as('runs'),
-        eb.fn.min<string | null>('started_at').as('first_started'),
-        eb.fn.max<string | null>('finished_at').as('last_finished'),
-      ])
-      .where('job_id', 'in', ids)
-      .groupBy(['job_id', 'status', 'verdict'])
-      .execute();
-    groups.push(...rows);
-  }
-  return groups;
-}
-
 /** Jobs as the API shows them: each with the state its runs give it. */
 export async function viewJobs(executor: Executor, rows: readonly JobsTable[]): Promise<JobView[]> {
   const groups =
     rows.length > 0
-      ? await runGroups(
+      ? await runGroupsOfJobs(
           executor,
           rows.map((r) => r.id),
         )
@@ -107,32 +81,28 @@ export async function viewJobs(executor: Executor, rows: readonly JobsTable[]): 
 }
 
 async function loadJobView(executor: Executor, jobId: string): Promise<JobView> {
-  const row = await executor.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
-  if (!row) throw notFound('The job');
+  const row = found(await findJob(executor, jobId), 'The job');
   const [view] = await viewJobs(executor, [row]);
   return view as JobView;
 }
 
 export const getJob = (ctx: AppContext, jobId: string) => loadJobView(ctx.db, jobId);
 
+/** A project's jobs, newest first, each with the state its runs give it. */
+export async function listJobs(ctx: AppContext, projectId: string, page: PageRequest): Promise<Page<JobView>> {
+  const rows = await listJobRows(ctx.db, projectId, page);
+  return { items: await viewJobs(ctx.db, rows.items), nextCursor: rows.nextCursor };
+}
+
 /** The devices a job runs on: those named, then those carrying any named label; each once, ordered. */
 async function resolveDevices(executor: Executor, deviceIds: readonly string[], labels: readonly string[]): Promise<string[]> {
-  const known = new Set<string>();
-  for (const ids of chunk(deviceIds, IN_LIST_SIZE)) {
-    for (const row of await executor.selectFrom('devices').select('id').where('id', 'in', ids).execute()) known.add(row.id);
-  }
+  const known = await knownDeviceIds(executor, deviceIds);
   const unknown = deviceIds.findIndex((id) => !known.has(id));
   if (unknown >= 0) throw invalid(`/body/deviceIds/${unknown}`, 'names no registered device');
 
   const byLabel = new Map<string, string[]>();
   if (labels.length > 0) {
-    const rows = await executor
-      .selectFrom('device_labels')
-      .select(['device_id', 'label'])
-      .where('label', 'in', labels)
-      .orderBy('device_id')
-      .execute();
-    for (const row of rows) {
+    for (const row of await deviceIdsWithLabels(executor, labels)) {
       const devices = byLabel.get(row.label) ?? [];
       if (devices.length === 0) byLabel.set(row.label, devices);
       devices.push(row.device_id);
@@ -157,17 +127,8 @@ function defaultJobName(testNames: string[]): string {
  */
 export async function createJob(ctx: AppContext, projectId: string, input: CreateJobInput, actorId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
-  return ctx.db.transaction().execute(async (trx) => {
-    const names = new Map<string, string>();
-    for (const ids of chunk(input.testIds, IN_LIST_SIZE)) {
-      const rows = await trx
-        .selectFrom('tests')
-        .select(['id', 'name'])
-        .where('project_id', '=', projectId)
-        .where('id', 'in', ids)
-        .execute();
-      for (const row of rows) names.set(row.id, row.name);
-    }
+  return inTransaction(ctx.db, async (trx) => {
+    const names = await testNamesInProject(trx, projectId, input.testIds);
     const missing = input.testIds.findIndex((id) => !names.has(id));
     // A test of another project answers like an unknown one, so ids of other projects cannot be probed.
     if (missing >= 0) throw invalid(`/body/testIds/${missing}`, 'names no test of this project');
@@ -195,7 +156,7 @@ export async function createJob(ctx: AppContext, projectId: string, input: Creat
       created_at: now,
       created_by: actorId,
     };
-    await trx.insertInto('jobs').values(job).execute();
+    await insertJob(trx, job);
     const runs: TestRunsTable[] = input.testIds.flatMap((testId) =>
       targets.map((deviceId) => ({
         id: randomUUID(),
@@ -221,7 +182,7 @@ export async function createJob(ctx: AppContext, projectId: string, input: Creat
         idempotency_fingerprint: null,
       })),
     );
-    await insertRows(trx, ctx.dialect, 'test_runs', runs);
+    await insertRuns(trx, runs);
     return loadJobView(trx, job.id);
   });
 }
@@ -232,26 +193,15 @@ export async function createJob(ctx: AppContext, projectId: string, input: Creat
  */
 export async function cancelJob(ctx: AppContext, jobId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
-  return ctx.db.transaction().execute(async (trx) => {
+  return inTransaction(ctx.db, async (trx) => {
     const before = await loadJobView(trx, jobId);
     if (before.state.status === 'cancelled' || before.state.status === 'completed') {
       throw new AppError('STATE_CONFLICT', `The job is already ${before.state.status}.`);
     }
     // Conditional on not being cancelled yet, so two concurrent cancels cannot both succeed.
-    const marked = await trx
-      .updateTable('jobs')
-      .set({ cancelled_at: now })
-      .where('id', '=', jobId)
-      .where('cancelled_at', 'is', null)
-      .executeTakeFirst();
-    if (Number(marked.numUpdatedRows) === 0) throw new AppError('STATE_CONFLICT', 'The job is already cancelled.');
+    if (!(await markJobCancelled(trx, jobId, now))) throw new AppError('STATE_CONFLICT', 'The job is already cancelled.');
     // Only runs still queued: a run a runner claimed meanwhile keeps going.
-    await trx
-      .updateTable('test_runs')
-      .set({ status: 'aborted', finished_at: now, lease_owner: null, lease_expires_at: null })
-      .where('job_id', '=', jobId)
-      .where('status', '=', 'queued')
-      .execute();
+    await abortQueuedRunsOfJob(trx, jobId, now);
     return loadJobView(trx, jobId);
   });
 }

@@ -1,35 +1,7 @@
-import type { ExpressionBuilder } from 'kysely';
+import { createHash } from 'node:crypto';
 import type { BlobStore } from '../blob/blob-store.ts';
-import type { DatabaseHandle } from '../db/database.ts';
-import { isForeignKeyViolation } from '../db/errors.ts';
-import type { Database, DB } from '../db/types.ts';
-
-/** The SHA-256 of every blob some row references: artifact contents, images and their thumbnails. */
-export async function referencedBlobs(db: DB): Promise<Set<string>> {
-  const [artifacts, images] = await Promise.all([
-    db.selectFrom('artifacts').select('sha256').distinct().execute(),
-    db.selectFrom('images').select(['sha256', 'thumbnail_sha256']).execute(),
-  ]);
-  const keys = new Set<string>();
-  for (const a of artifacts) keys.add(a.sha256);
-  for (const i of images) {
-    keys.add(i.sha256);
-    if (i.thumbnail_sha256) keys.add(i.thumbnail_sha256);
-  }
-  return keys;
-}
-
-async function isReferenced(db: DB, sha256: string): Promise<boolean> {
-  const artifact = await db.selectFrom('artifacts').select('id').where('sha256', '=', sha256).limit(1).executeTakeFirst();
-  if (artifact) return true;
-  const image = await db
-    .selectFrom('images')
-    .select('id')
-    .where((eb) => eb.or([eb('sha256', '=', sha256), eb('thumbnail_sha256', '=', sha256)]))
-    .limit(1)
-    .executeTakeFirst();
-  return image !== undefined;
-}
+import { deleteImageIfUnused, expectedBlobs, isBlobReferenced, referencedBlobs, unusedImageIds } from '../db/repositories/maintenance.ts';
+import type { DB } from '../db/types.ts';
 
 export interface GcReport {
   /** Image rows no artifact uses any more (their artifacts or projects were deleted). */
@@ -67,25 +39,10 @@ export async function collectGarbage(
   // or projects), its row goes, so its bytes and thumbnail become unreferenced below. An image is
   // created in the same transaction as the artifact that uses it, so the grace period only
   // guards against clock skew between instances.
-  const unused = (eb: ExpressionBuilder<Database, 'images'>) =>
-    eb.and([
-      eb('created_at', '<', new Date(cutoff).toISOString()),
-      eb.not(eb.exists(eb.selectFrom('artifact_images').select('image_id').whereRef('artifact_images.image_id', '=', 'images.id'))),
-    ]);
-  const candidates = await deps.db.selectFrom('images').select('id').where(unused).execute();
-  for (const { id } of candidates) {
-    if (report.dryRun) {
-      report.unusedImages++;
-      continue;
-    }
-    try {
-      // Asked again per row: an upload may be linking this image right now. On PostgreSQL the
-      // upload's key-share lock makes the delete wait, and the link then refuses it.
-      const deleted = await deps.db.deleteFrom('images').where('id', '=', id).where(unused).executeTakeFirst();
-      report.unusedImages += Number(deleted.numDeletedRows);
-    } catch (error) {
-      if (!isForeignKeyViolation(error)) throw error;
-    }
+  const cutoffIso = new Date(cutoff).toISOString();
+  for (const id of await unusedImageIds(deps.db, cutoffIso)) {
+    if (report.dryRun) report.unusedImages++;
+    else if (await deleteImageIfUnused(deps.db, id, cutoffIso)) report.unusedImages++;
   }
   const referenced = await referencedBlobs(deps.db);
   for await (const blob of deps.blobs.list()) {
@@ -100,7 +57,7 @@ export async function collectGarbage(
       const judged: { verdict: 'referenced' | 'fresh' | 'garbage' } = { verdict: 'fresh' };
       const stillGarbage = async () => {
         const current = await deps.blobs.head(blob.sha256);
-        if (await isReferenced(deps.db, blob.sha256)) judged.verdict = 'referenced';
+        if (await isBlobReferenced(deps.db, blob.sha256)) judged.verdict = 'referenced';
         else if (current && current.modifiedAt.getTime() <= cutoff) judged.verdict = 'garbage';
         return judged.verdict === 'garbage';
       };
@@ -133,7 +90,6 @@ export interface VerifyReport {
 }
 
 async function sha256Of(blobs: BlobStore, key: string): Promise<string | undefined> {
-  const { createHash } = await import('node:crypto');
   const stream = await blobs.get(key);
   if (!stream) return undefined;
   const hash = createHash('sha256');
@@ -146,7 +102,7 @@ async function sha256Of(blobs: BlobStore, key: string): Promise<string | undefin
  * and SHA-256 its rows record (I1), the database is sound (I3); orphans are counted (I5).
  */
 export async function verifyStorage(
-  deps: { db: DB; blobs: BlobStore; database: DatabaseHandle },
+  deps: { db: DB; blobs: BlobStore; database: { integrityProblems(): Promise<string[]> } },
   options: { hashContents?: boolean; onProgress?: (done: number, total: number) => void } = {},
 ): Promise<VerifyReport> {
   const report: VerifyReport = {
@@ -156,17 +112,8 @@ export async function verifyStorage(
     badBlobs: [],
     orphanBlobs: 0,
   };
-  const expected = new Map<string, number>();
-  for (const a of await deps.db.selectFrom('artifacts').select(['sha256', 'size', 'kind']).execute()) {
-    report.artifactsChecked++;
-    // A visual diff's size is the sum of its images; its sha256 names the diff image, checked below.
-    if (a.kind !== 'visual-diff') expected.set(a.sha256, Number(a.size));
-    else if (!expected.has(a.sha256)) expected.set(a.sha256, -1);
-  }
-  for (const i of await deps.db.selectFrom('images').select(['sha256', 'size', 'thumbnail_sha256']).execute()) {
-    expected.set(i.sha256, Number(i.size));
-    if (i.thumbnail_sha256 && !expected.has(i.thumbnail_sha256)) expected.set(i.thumbnail_sha256, -1);
-  }
+  const { artifacts, blobs: expected } = await expectedBlobs(deps.db);
+  report.artifactsChecked = artifacts;
   let done = 0;
   for (const [key, size] of expected) {
     const head = await deps.blobs.head(key);

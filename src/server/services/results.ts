@@ -8,38 +8,27 @@ import {
   STEP_DEPTH_MAX,
 } from '../../api/v1/results.ts';
 import type { AppContext } from '../context.ts';
-import { chunk, IN_LIST_SIZE, insertRows } from '../db/chunks.ts';
+import {
+  findCellsByKey,
+  findResultPost,
+  findSteps,
+  finishStep,
+  insertCells,
+  insertResultPost,
+  insertSteps,
+  resultsOfRun,
+  type StoredStep,
+} from '../db/repositories/results.ts';
+import { findRun, lockRun, setNextPosition } from '../db/repositories/runs.ts';
+import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, StepsTable, TestRunsTable, TextCellsTable } from '../db/types.ts';
-import { AppError, invalid, notFound } from '../errors.ts';
+import { AppError, found, invalid } from '../errors.ts';
 import { bodyFingerprint } from './fingerprint.ts';
-import { loadRun } from './test-runs.ts';
 
 export type ResultsInput = Static<typeof AppendResultsBody>;
 export type ResultsReceipt = Static<typeof AppendResultsReply>;
 type StepInput = NonNullable<ResultsInput['steps']>[number];
 type CellInput = Omit<NonNullable<ResultsInput['cells']>[number], 'stepId' | 'stepKey'>;
-
-/** A step already stored in the run, as far as an append needs to know it. */
-interface StoredStep {
-  id: string;
-  status: StepsTable['status'];
-  depth: number;
-}
-
-/**
- * Locks the run row for the rest of the transaction. The lock serialises appends to one run
- * (keys are checked, positions handed out, without races) and orders them against completion:
- * an append either commits before the run completes or sees it completed. SQLite needs no lock:
- * its transactions already run one at a time.
- */
-async function lockRun(ctx: AppContext, trx: Executor, runId: string): Promise<TestRunsTable> {
-  const run =
-    ctx.dialect === 'postgres'
-      ? await trx.selectFrom('test_runs').selectAll().where('id', '=', runId).forUpdate().executeTakeFirst()
-      : await loadRun(trx, runId);
-  if (!run) throw notFound('The test run');
-  return run;
-}
 
 function assertTakesResults(run: TestRunsTable): void {
   if (run.status === 'queued')
@@ -49,12 +38,7 @@ function assertTakesResults(run: TestRunsTable): void {
 
 /** The receipt of an earlier post with this key (the same body), or undefined; 409 for another body. */
 async function replayedPost(trx: Executor, runId: string, key: string, fingerprint: string): Promise<ResultsReceipt | undefined> {
-  const earlier = await trx
-    .selectFrom('result_posts')
-    .select(['fingerprint', 'receipt'])
-    .where('run_id', '=', runId)
-    .where('idempotency_key', '=', key)
-    .executeTakeFirst();
+  const earlier = await findResultPost(trx, runId, key);
   if (!earlier) return undefined;
   if (earlier.fingerprint !== fingerprint) {
     throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the run with another body.');
@@ -62,38 +46,20 @@ async function replayedPost(trx: Executor, runId: string, key: string, fingerpri
   return JSON.parse(earlier.receipt) as ResultsReceipt;
 }
 
-/** Stored steps of the run with the given keys (client keys) or ids. */
+/** Stored steps of the run with the given keys (client keys) or ids, by that key or id. */
 async function storedSteps(
   trx: Executor,
   runId: string,
   column: 'client_key' | 'id',
   values: Set<string>,
 ): Promise<Map<string, StoredStep>> {
-  const found = new Map<string, StoredStep>();
-  for (const part of chunk([...values], IN_LIST_SIZE)) {
-    const rows = await trx
-      .selectFrom('steps')
-      .select(['id', 'client_key', 'status', 'depth'])
-      .where('run_id', '=', runId)
-      .where(column, 'in', part)
-      .execute();
-    for (const row of rows) found.set((column === 'id' ? row.id : row.client_key) as string, row);
-  }
-  return found;
+  const rows = await findSteps(trx, runId, column, [...values]);
+  return new Map(rows.map((row) => [(column === 'id' ? row.id : row.client_key) as string, row]));
 }
 
 async function storedCellIds(trx: Executor, runId: string, keys: Set<string>): Promise<Map<string, string>> {
-  const found = new Map<string, string>();
-  for (const part of chunk([...keys], IN_LIST_SIZE)) {
-    const rows = await trx
-      .selectFrom('text_cells')
-      .select(['id', 'client_key'])
-      .where('run_id', '=', runId)
-      .where('client_key', 'in', part)
-      .execute();
-    for (const row of rows) found.set(row.client_key as string, row.id);
-  }
-  return found;
+  const rows = await findCellsByKey(trx, runId, [...keys]);
+  return new Map(rows.map((row) => [row.client_key as string, row.id]));
 }
 
 /** Refuses a key used twice in one post: a client bug that would otherwise silently drop an item. */
@@ -156,7 +122,7 @@ export async function appendResults(
   const key = input.idempotencyKey;
   const fingerprint = key === undefined ? undefined : bodyFingerprint(input);
   const append = async (trx: Executor): Promise<ResultsReceipt> => {
-    const run = await lockRun(ctx, trx, runId);
+    const run = found(await lockRun(trx, runId), 'The test run');
     // A retry is answered before the status check: the run may have finished since the first post.
     if (key !== undefined && fingerprint !== undefined) {
       const replay = await replayedPost(trx, runId, key, fingerprint);
@@ -240,7 +206,7 @@ export async function appendResults(
       };
       newSteps.push(row);
       // Later steps of this post may nest under it by key.
-      if (step.key !== undefined) byKey.set(step.key, { id: row.id, status: row.status, depth });
+      if (step.key !== undefined) byKey.set(step.key, { id: row.id, client_key: key, status: row.status, depth });
       return { id: row.id, key, created: true, updated: false, cells: (step.cells ?? []).map((cell) => addCell(cell, row.id)) };
     });
 
@@ -266,32 +232,25 @@ export async function appendResults(
       );
     }
     // Steps first: cells and child steps reference them, and a parent precedes its children.
-    await insertRows(trx, ctx.dialect, 'steps', newSteps);
+    await insertSteps(trx, newSteps);
     ctx.crashPoint('results-mid-transaction');
-    await insertRows(trx, ctx.dialect, 'text_cells', newCells);
+    await insertCells(trx, newCells);
     for (const { id, step } of finishes) {
-      await trx
-        .updateTable('steps')
-        .set({
-          status: step.status,
-          duration_ms: step.durationMs ?? null,
-          error_message: step.error ?? null,
-          ...(step.startedAt !== undefined ? { started_at: normaliseTime(step.startedAt) } : {}),
-        })
-        .where('id', '=', id)
-        .execute();
+      await finishStep(trx, id, {
+        status: step.status,
+        duration_ms: step.durationMs ?? null,
+        error_message: step.error ?? null,
+        ...(step.startedAt !== undefined ? { started_at: normaliseTime(step.startedAt) } : {}),
+      });
     }
-    if (appended > 0) await trx.updateTable('test_runs').set({ next_position: position }).where('id', '=', runId).execute();
+    if (appended > 0) await setNextPosition(trx, runId, position);
     const receipt = { steps: stepReceipts, cells: cellReceipts };
     if (key !== undefined && fingerprint !== undefined) {
-      await trx
-        .insertInto('result_posts')
-        .values({ run_id: runId, idempotency_key: key, fingerprint, receipt: JSON.stringify(receipt), created_at: now })
-        .execute();
+      await insertResultPost(trx, { run_id: runId, idempotency_key: key, fingerprint, receipt: JSON.stringify(receipt), created_at: now });
     }
     return receipt;
   };
-  return transaction ? append(transaction) : ctx.db.transaction().execute(append);
+  return inTransaction(transaction ?? ctx.db, append);
 }
 
 export interface RunResultsContent {
@@ -305,14 +264,12 @@ export interface RunResultsContent {
  * other run is a 409 unless the caller asks for partial results.
  */
 export async function readResults(ctx: AppContext, runId: string, options: { partial: boolean }): Promise<RunResultsContent> {
-  const run = await loadRun(ctx.db, runId);
+  const run = found(await findRun(ctx.db, runId), 'The test run');
   if (run.status !== 'completed' && !options.partial) {
     throw new AppError(
       'RUN_NOT_COMPLETED',
       `The run is ${run.status}; its results are final once it is completed. Pass partial=true for what is stored so far.`,
     );
   }
-  const steps = await ctx.db.selectFrom('steps').selectAll().where('run_id', '=', runId).orderBy('position').execute();
-  const cells = await ctx.db.selectFrom('text_cells').selectAll().where('run_id', '=', runId).orderBy('position').execute();
-  return { run, steps, cells };
+  return { run, ...(await resultsOfRun(ctx.db, runId)) };
 }

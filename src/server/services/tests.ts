@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { CreateTestBody } from '../../api/v1/tests.ts';
 import type { AppContext } from '../context.ts';
+import type { Page, PageRequest } from '../db/pagination.ts';
+import { findTest, insertTest, listTests as listTestRows } from '../db/repositories/tests.ts';
 import type { TestsTable } from '../db/types.ts';
-import { invalid, notFound } from '../errors.ts';
+import { found, invalid } from '../errors.ts';
 import { compileValidator } from '../validation.ts';
 import { type FeatureDefinition, featureToTest } from './gherkin.ts';
 
@@ -60,12 +62,11 @@ export async function createTest(ctx: AppContext, projectId: string, test: NewTe
     created_at: ctx.clock().toISOString(),
     created_by: actorId,
   };
-  await ctx.db.insertInto('tests').values(row).execute();
+  await insertTest(ctx.db, row);
   return row;
 }
 
-export async function getTest(ctx: AppContext, testId: string): Promise<TestsTable> {
-  const row = await ctx.db.selectFrom('tests').selectAll().where('id', '=', testId).executeTakeFirst();
-  if (!row) throw notFound('The test');
-  return row;
-}
+export const getTest = async (ctx: AppContext, testId: string): Promise<TestsTable> => found(await findTest(ctx.db, testId), 'The test');
+
+export const listTests = (ctx: AppContext, projectId: string, page: PageRequest): Promise<Page<TestsTable>> =>
+  listTestRows(ctx.db, projectId, page);

@@ -1,35 +1,82 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
-import type { Role } from '../../api/endpoint.ts';
-import type { AppContext } from '../context.ts';
+import type { BodyOf, Role } from '../../api/endpoint.ts';
+import type { createApiKey as createApiKeyEndpoint } from '../../api/v1/users.ts';
+import type { AppContext, Principal } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
+import type { Page, PageRequest } from '../db/pagination.ts';
+import {
+  countActiveKeys,
+  findKeyOfUser,
+  insertApiKey,
+  type KeyFilter,
+  listKeysOfUser,
+  revokeKey,
+  revokeKeysOfUser,
+} from '../db/repositories/api-keys.ts';
+import { inTransaction } from '../db/repositories/transaction.ts';
+import {
+  countActiveAdmins,
+  deleteMembershipsOfUser,
+  findActiveUserByEmail,
+  insertUser,
+  listUsers as listUserRows,
+  lockAdmins,
+  projectIdsOfUser,
+  updateUser,
+} from '../db/repositories/users.ts';
 import type { ApiKeysTable, Executor, UsersTable } from '../db/types.ts';
-import { AppError, notFound } from '../errors.ts';
+import { AppError, found, notFound } from '../errors.ts';
 import { classifyToken, displayHint, emailDigest, generateKey, keyDigest, normaliseEmail } from '../security/api-key.ts';
 import { hashPassword } from '../security/password.ts';
 import { audit } from './audit.ts';
 
+/** Who does a change, as the audit log records it: no user for start-up work such as the first admin. */
 export interface Actor {
   userId: string | null;
   requestId?: string;
 }
 
+/** The authenticated caller of a request: whom the self-or-admin rule checks, and whom the audit log names. */
+export interface Caller {
+  principal: Principal;
+  requestId: string;
+}
+
+const actorOf = (caller: Caller): Actor => ({ userId: caller.principal.user.id, requestId: caller.requestId });
+
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** Finds an active (not deleted) user by e-mail, case-insensitively. */
 export async function findActiveUser(executor: Executor, email: string): Promise<UsersTable | undefined> {
-  return executor
-    .selectFrom('users')
-    .selectAll()
-    .where('email', '=', normaliseEmail(email))
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  return findActiveUserByEmail(executor, normaliseEmail(email));
 }
 
 export async function requireActiveUser(executor: Executor, email: string): Promise<UsersTable> {
-  const user = await findActiveUser(executor, email);
-  if (!user) throw notFound('The user');
-  return user;
+  return found(await findActiveUser(executor, email), 'The user');
+}
+
+/**
+ * The user an admin-or-self operation addresses. Non-admins may only address themselves; any other
+ * e-mail answers 404 whether or not it belongs to someone, so e-mails cannot be probed.
+ */
+async function addressableUser(ctx: AppContext, principal: Principal, email: string): Promise<UsersTable> {
+  if (principal.role !== 'admin' && normaliseEmail(email) !== principal.user.email) throw notFound('The user');
+  return requireActiveUser(ctx.db, email);
+}
+
+export const getUser = (ctx: AppContext, email: string, caller: Principal): Promise<UsersTable> => addressableUser(ctx, caller, email);
+
+/** Active users by e-mail, narrowed to a role and to e-mails containing `email`. */
+export function listUsers(ctx: AppContext, filter: { role?: Role; email?: string }, page: PageRequest): Promise<Page<UsersTable>> {
+  return listUserRows(ctx.db, { role: filter.role, emailContains: filter.email ? normaliseEmail(filter.email) : undefined }, page);
+}
+
+/**
+ * The projects the caller is a member of. Non-admins' memberships were read when they
+ * authenticated; admins see every project, so theirs are read here.
+ */
+export async function memberProjectIds(ctx: AppContext, principal: Principal): Promise<string[]> {
+  return principal.projects === 'all' ? projectIdsOfUser(ctx.db, principal.user.id) : [...principal.projects];
 }
 
 export async function createUser(
@@ -49,8 +96,8 @@ export async function createUser(
     deleted_at: null,
   };
   try {
-    await ctx.db.transaction().execute(async (trx) => {
-      await trx.insertInto('users').values(row).execute();
+    await inTransaction(ctx.db, async (trx) => {
+      await insertUser(trx, row);
       await audit(ctx, trx, {
         actorUserId: actor.userId,
         action: 'user.create',
@@ -69,36 +116,25 @@ export async function createUser(
 
 /**
  * Runs `change` in a transaction after locking the admin set, and refuses (409) when it would
- * leave no active admin. Locking makes two concurrent demotions of the last two admins serialise:
- * SQLite transactions are serial already; PostgreSQL takes row locks on every admin.
+ * leave no active admin. Locking makes two concurrent demotions of the last two admins serialise.
  */
-async function withAdminInvariant(ctx: AppContext, change: (trx: Executor) => Promise<void>): Promise<void> {
-  await ctx.db.transaction().execute(async (trx) => {
-    if (ctx.dialect === 'postgres') {
-      await sql`SELECT id FROM users WHERE deleted_at IS NULL AND roles LIKE '%"admin"%' ORDER BY id FOR UPDATE`.execute(trx);
+async function withAdminInvariant<T>(ctx: AppContext, change: (trx: Executor) => Promise<T>): Promise<T> {
+  return inTransaction(ctx.db, async (trx) => {
+    await lockAdmins(trx);
+    const result = await change(trx);
+    if ((await countActiveAdmins(trx)) === 0) {
+      throw new AppError('LAST_ADMIN', 'At least one admin must remain; promote another user first.');
     }
-    await change(trx);
-    const admins = await trx
-      .selectFrom('users')
-      .select((eb) => eb.fn.countAll<number>().as('count'))
-      .where('deleted_at', 'is', null)
-      .where('roles', 'like', '%"admin"%')
-      .executeTakeFirstOrThrow();
-    if (Number(admins.count) === 0) throw new AppError('LAST_ADMIN', 'At least one admin must remain; promote another user first.');
+    return result;
   });
 }
 
 export async function setRoles(ctx: AppContext, email: string, roles: Role[], actor: Actor): Promise<UsersTable> {
   const ordered = (['viewer', 'tester', 'manager', 'admin'] as const).filter((r) => roles.includes(r));
-  let updated: UsersTable | undefined;
-  await withAdminInvariant(ctx, async (trx) => {
+  return withAdminInvariant(ctx, async (trx) => {
     const user = await requireActiveUser(trx, email);
     const now = ctx.clock().toISOString();
-    await trx
-      .updateTable('users')
-      .set({ roles: JSON.stringify(ordered), updated_at: now })
-      .where('id', '=', user.id)
-      .execute();
+    await updateUser(trx, user.id, { roles: JSON.stringify(ordered), updated_at: now });
     await audit(ctx, trx, {
       actorUserId: actor.userId,
       action: 'user.roles',
@@ -107,9 +143,8 @@ export async function setRoles(ctx: AppContext, email: string, roles: Role[], ac
       details: { from: JSON.parse(user.roles), to: ordered },
       requestId: actor.requestId,
     });
-    updated = { ...user, roles: JSON.stringify(ordered), updated_at: now };
+    return { ...user, roles: JSON.stringify(ordered), updated_at: now };
   });
-  return updated as UsersTable;
 }
 
 /** Deletes a user: keys revoked and memberships dropped in the same transaction; created records keep their author id. */
@@ -117,9 +152,9 @@ export async function deleteUser(ctx: AppContext, email: string, actor: Actor): 
   await withAdminInvariant(ctx, async (trx) => {
     const user = await requireActiveUser(trx, email);
     const now = ctx.clock().toISOString();
-    await trx.updateTable('users').set({ deleted_at: now, updated_at: now, password_hash: null }).where('id', '=', user.id).execute();
-    await trx.updateTable('api_keys').set({ revoked_at: now }).where('user_id', '=', user.id).where('revoked_at', 'is', null).execute();
-    await trx.deleteFrom('project_members').where('user_id', '=', user.id).execute();
+    await updateUser(trx, user.id, { deleted_at: now, updated_at: now, password_hash: null });
+    await revokeKeysOfUser(trx, user.id, now);
+    await deleteMembershipsOfUser(trx, user.id);
     await audit(ctx, trx, {
       actorUserId: actor.userId,
       action: 'user.delete',
@@ -133,8 +168,8 @@ export async function deleteUser(ctx: AppContext, email: string, actor: Actor): 
 
 export async function setPassword(ctx: AppContext, user: UsersTable, password: string, actor: Actor): Promise<void> {
   const hash = await hashPassword(password);
-  await ctx.db.transaction().execute(async (trx) => {
-    await trx.updateTable('users').set({ password_hash: hash, updated_at: ctx.clock().toISOString() }).where('id', '=', user.id).execute();
+  await inTransaction(ctx.db, async (trx) => {
+    await updateUser(trx, user.id, { password_hash: hash, updated_at: ctx.clock().toISOString() });
     await audit(ctx, trx, {
       actorUserId: actor.userId,
       action: 'user.password',
@@ -143,6 +178,12 @@ export async function setPassword(ctx: AppContext, user: UsersTable, password: s
       requestId: actor.requestId,
     });
   });
+}
+
+/** Sets the password of the user the caller addresses (themselves, or anyone for an admin). */
+export async function setUserPassword(ctx: AppContext, email: string, password: string, caller: Caller): Promise<void> {
+  const user = await addressableUser(ctx, caller.principal, email);
+  await setPassword(ctx, user, password, actorOf(caller));
 }
 
 export interface KeyRequest {
@@ -155,7 +196,32 @@ export interface KeyRequest {
   expiresAt?: string | null;
 }
 
-/** Creates a key for `user` and returns its row with the secret, which is never stored. */
+/** When a new key expires: sessions after the session lifetime, others as asked within the configured bounds. */
+function keyExpiry(ctx: AppContext, request: KeyRequest, now: Date): string | null {
+  if (request.format === 'session') return new Date(now.getTime() + ctx.config.sessionMinutes * 60_000).toISOString();
+  if (request.expiresAt === undefined) return new Date(now.getTime() + ctx.config.keyDefaultDays * DAY_MS).toISOString();
+  if (request.expiresAt === null) {
+    if (!ctx.config.allowNonExpiringKeys) {
+      throw new AppError('INVALID_INPUT', '/body/expiresAt: keys must expire (ATTEST_ALLOW_NON_EXPIRING_KEYS is off)', {
+        errors: [{ pointer: '/body/expiresAt', message: 'keys must expire on this instance' }],
+      });
+    }
+    return null;
+  }
+  const maxExpiry = new Date(now.getTime() + ctx.config.keyMaxDays * DAY_MS);
+  const at = new Date(request.expiresAt);
+  if (Number.isNaN(at.getTime()) || at <= now || at > maxExpiry) {
+    throw new AppError('INVALID_INPUT', `/body/expiresAt: must be in the future and within ${ctx.config.keyMaxDays} days`, {
+      errors: [{ pointer: '/body/expiresAt', message: `must be in the future and within ${ctx.config.keyMaxDays} days` }],
+    });
+  }
+  return at.toISOString();
+}
+
+/**
+ * Creates a key for `user` and returns its row with the secret, which is never stored. Runs in its
+ * own transaction, or in the caller's when `executor` is one.
+ */
 export async function createApiKey(
   ctx: AppContext,
   user: UsersTable,
@@ -166,29 +232,7 @@ export async function createApiKey(
   presetSecret?: string,
 ): Promise<{ row: ApiKeysTable; secret: string }> {
   const now = ctx.clock();
-  const maxExpiry = new Date(now.getTime() + ctx.config.keyMaxDays * DAY_MS);
-  let expiresAt: string | null;
-  if (request.format === 'session') {
-    expiresAt = new Date(now.getTime() + ctx.config.sessionMinutes * 60_000).toISOString();
-  } else if (request.expiresAt === undefined) {
-    expiresAt = new Date(now.getTime() + ctx.config.keyDefaultDays * DAY_MS).toISOString();
-  } else if (request.expiresAt === null) {
-    if (!ctx.config.allowNonExpiringKeys) {
-      throw new AppError('INVALID_INPUT', '/body/expiresAt: keys must expire (ATTEST_ALLOW_NON_EXPIRING_KEYS is off)', {
-        errors: [{ pointer: '/body/expiresAt', message: 'keys must expire on this instance' }],
-      });
-    }
-    expiresAt = null;
-  } else {
-    const at = new Date(request.expiresAt);
-    if (Number.isNaN(at.getTime()) || at <= now || at > maxExpiry) {
-      throw new AppError('INVALID_INPUT', `/body/expiresAt: must be in the future and within ${ctx.config.keyMaxDays} days`, {
-        errors: [{ pointer: '/body/expiresAt', message: `must be in the future and within ${ctx.config.keyMaxDays} days` }],
-      });
-    }
-    expiresAt = at.toISOString();
-  }
-
+  const expiresAt = keyExpiry(ctx, request, now);
   const secret =
     presetSecret ??
     (request.value ? request.value.toLowerCase() : request.format === 'legacy' ? randomUUID() : generateKey(request.format));
@@ -208,35 +252,24 @@ export async function createApiKey(
     last_used_at: null,
     revoked_at: null,
   };
-  const insert = async (trx: Executor) => {
-    if (request.format !== 'session') {
-      const active = await trx
-        .selectFrom('api_keys')
-        .select((eb) => eb.fn.countAll<number>().as('count'))
-        .where('user_id', '=', user.id)
-        .where('revoked_at', 'is', null)
-        .where('format', '!=', 'session')
-        .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now.toISOString())]))
-        .executeTakeFirstOrThrow();
-      if (Number(active.count) >= ctx.config.maxKeysPerUser) {
+  try {
+    await inTransaction(executor, async (trx) => {
+      // Sessions are not counted against the limit and not audited: every login makes one.
+      if (request.format !== 'session' && (await countActiveKeys(trx, user.id, now.toISOString())) >= ctx.config.maxKeysPerUser) {
         throw new AppError('TOO_MANY_KEYS', `A user may hold at most ${ctx.config.maxKeysPerUser} active keys; revoke one first.`);
       }
-    }
-    await trx.insertInto('api_keys').values(row).execute();
-    if (request.format !== 'session') {
-      await audit(ctx, trx, {
-        actorUserId: actor.userId,
-        action: request.value ? 'apikey.import' : 'apikey.create',
-        targetType: 'apikey',
-        targetId: row.id,
-        details: { userId: user.id, format: row.format, scope: row.scope, expiresAt },
-        requestId: actor.requestId,
-      });
-    }
-  };
-  try {
-    if (executor === ctx.db) await ctx.db.transaction().execute(insert);
-    else await insert(executor);
+      await insertApiKey(trx, row);
+      if (request.format !== 'session') {
+        await audit(ctx, trx, {
+          actorUserId: actor.userId,
+          action: request.value ? 'apikey.import' : 'apikey.create',
+          targetType: 'apikey',
+          targetId: row.id,
+          details: { userId: user.id, format: row.format, scope: row.scope, expiresAt },
+          requestId: actor.requestId,
+        });
+      }
+    });
   } catch (error) {
     if (isUniqueViolation(error)) throw new AppError('ALREADY_EXISTS', 'This key value is already registered.');
     throw error;
@@ -244,11 +277,52 @@ export async function createApiKey(
   return { row, secret };
 }
 
-export async function revokeApiKey(ctx: AppContext, user: UsersTable, keyId: string, actor: Actor): Promise<void> {
-  await ctx.db.transaction().execute(async (trx) => {
-    const key = await trx.selectFrom('api_keys').selectAll().where('id', '=', keyId).where('user_id', '=', user.id).executeTakeFirst();
+export type CreateApiKeyInput = BodyOf<typeof createApiKeyEndpoint>;
+
+/** Creates a key for the user the caller addresses; only admins create or import old-format keys. */
+export async function issueApiKey(
+  ctx: AppContext,
+  email: string,
+  input: CreateApiKeyInput,
+  caller: Caller,
+): Promise<{ row: ApiKeysTable; secret: string }> {
+  const user = await addressableUser(ctx, caller.principal, email);
+  const { name, format = 'standard', value, scope, expiresAt } = input;
+  if ((format === 'legacy' || value !== undefined) && caller.principal.role !== 'admin') {
+    throw new AppError('FORBIDDEN', 'Only admins create or import old-format keys.');
+  }
+  if (value !== undefined && format !== 'legacy') {
+    throw new AppError('INVALID_INPUT', '/body/value: only old-format keys can be imported; set format to legacy', {
+      errors: [{ pointer: '/body/value', message: 'only old-format keys can be imported; set format to legacy' }],
+    });
+  }
+  return createApiKey(ctx, user, { name, format, value, scope, expiresAt }, actorOf(caller));
+}
+
+/** The keys of the user the caller addresses; `unusedForDays` keeps those not used for that long. */
+export async function listApiKeys(
+  ctx: AppContext,
+  email: string,
+  filter: { includeRevoked?: boolean; unusedForDays?: number },
+  page: PageRequest,
+  caller: Principal,
+): Promise<Page<ApiKeysTable>> {
+  const user = await addressableUser(ctx, caller, email);
+  const keyFilter: KeyFilter = { includeRevoked: filter.includeRevoked };
+  if (filter.unusedForDays !== undefined) {
+    keyFilter.unusedSince = new Date(ctx.clock().getTime() - filter.unusedForDays * DAY_MS).toISOString();
+  }
+  return listKeysOfUser(ctx.db, user.id, keyFilter, page);
+}
+
+/** Revokes a key of the user the caller addresses; a revoked or foreign key is a 404. */
+export async function revokeApiKey(ctx: AppContext, email: string, keyId: string, caller: Caller): Promise<void> {
+  const user = await addressableUser(ctx, caller.principal, email);
+  const actor = actorOf(caller);
+  await inTransaction(ctx.db, async (trx) => {
+    const key = await findKeyOfUser(trx, keyId, user.id);
     if (!key || key.revoked_at !== null) throw notFound('The key');
-    await trx.updateTable('api_keys').set({ revoked_at: ctx.clock().toISOString() }).where('id', '=', key.id).execute();
+    await revokeKey(trx, key.id, ctx.clock().toISOString());
     await audit(ctx, trx, {
       actorUserId: actor.userId,
       action: 'apikey.revoke',

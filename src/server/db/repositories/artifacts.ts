@@ -1,36 +1,9 @@
-import type { Principal } from '../../context.ts';
 import { chunk, IN_LIST_SIZE } from '../chunks.ts';
-import type { ArtifactImagesTable, ArtifactsTable, Dialect, Executor, ImagesTable } from '../types.ts';
+import { dialectOf } from '../dialect.ts';
+import { keysetPage, type Page, type PageRequest } from '../pagination.ts';
+import type { ArtifactImageRow, ArtifactImagesTable, ArtifactsTable, Executor, ImagesTable, VisibleProjects } from '../types.ts';
 
 // Queries of artifacts and images. Every function takes the database or an open transaction.
-
-/** An image row as an artifact uses it. */
-export type ArtifactImageRow = ImagesTable & Pick<ArtifactImagesTable, 'artifact_id' | 'role' | 'position'>;
-
-/** The run an upload names, if it belongs to that project. */
-export async function findRunInProject(
-  executor: Executor,
-  runId: string,
-  projectId: string,
-  options: { lockForUpdate?: Dialect } = {},
-): Promise<{ id: string; status: string } | undefined> {
-  let query = executor.selectFrom('test_runs').select(['id', 'status']).where('id', '=', runId).where('project_id', '=', projectId);
-  // PostgreSQL: lock the run until the artifact commits, so a concurrent completion or another
-  // upload's count check waits for it. SQLite needs nothing: it runs one write transaction at a time.
-  if (options.lockForUpdate === 'postgres') query = query.forUpdate();
-  return query.executeTakeFirst();
-}
-
-/** A step of the run, named by id or by its client key. */
-export async function findStepOfRun(
-  executor: Executor,
-  runId: string,
-  step: { id: string } | { key: string },
-): Promise<string | undefined> {
-  let query = executor.selectFrom('steps').select('id').where('run_id', '=', runId);
-  query = 'id' in step ? query.where('id', '=', step.id) : query.where('client_key', '=', step.key);
-  return (await query.executeTakeFirst())?.id;
-}
 
 export async function findArtifactByIdempotencyKey(executor: Executor, runId: string, key: string): Promise<ArtifactsTable | undefined> {
   return executor.selectFrom('artifacts').selectAll().where('run_id', '=', runId).where('idempotency_key', '=', key).executeTakeFirst();
@@ -50,7 +23,7 @@ export async function findArtifact(executor: Executor, id: string): Promise<Arti
 }
 
 /** Inserts an image row unless one with the same bytes exists; either way answers the stored row's id. */
-export async function upsertImage(executor: Executor, dialect: Dialect, image: ImagesTable): Promise<string> {
+export async function upsertImage(executor: Executor, image: ImagesTable): Promise<string> {
   // PostgreSQL: garbage collection may be deleting an unused image row with these bytes right now.
   // The key-share lock waits for that delete and finds no row if it committed (then insert again),
   // and keeps a later delete off the row until this transaction has linked it.
@@ -61,7 +34,7 @@ export async function upsertImage(executor: Executor, dialect: Dialect, image: I
       .onConflict((oc) => oc.column('sha256').doNothing())
       .execute();
     let query = executor.selectFrom('images').select('id').where('sha256', '=', image.sha256);
-    if (dialect === 'postgres') query = query.forKeyShare();
+    if (dialectOf(executor) === 'postgres') query = query.forKeyShare();
     const stored = await query.executeTakeFirst();
     if (stored) return stored.id;
   }
@@ -96,7 +69,7 @@ export async function imagesOfArtifacts(executor: Executor, artifactIds: string[
 }
 
 /** The artifacts among `ids` in projects the caller can see; the rest are indistinguishable from unknown ids. */
-export async function findVisibleArtifacts(executor: Executor, ids: string[], projects: Principal['projects']): Promise<ArtifactsTable[]> {
+export async function findVisibleArtifacts(executor: Executor, ids: string[], projects: VisibleProjects): Promise<ArtifactsTable[]> {
   if (ids.length === 0 || (projects !== 'all' && projects.size === 0)) return [];
   const found: ArtifactsTable[] = [];
   for (const part of chunk(ids, IN_LIST_SIZE)) {
@@ -117,11 +90,7 @@ export async function deleteArtifactRow(executor: Executor, id: string): Promise
  * A project the caller can see that holds an artifact using this image, or undefined. Images are
  * shared by content, so one image can be in several projects; any visible one makes it visible.
  */
-export async function visibleProjectOfImage(
-  executor: Executor,
-  imageId: string,
-  projects: Principal['projects'],
-): Promise<string | undefined> {
+export async function visibleProjectOfImage(executor: Executor, imageId: string, projects: VisibleProjects): Promise<string | undefined> {
   if (projects !== 'all' && projects.size === 0) return undefined;
   let query = executor
     .selectFrom('artifact_images as ai')
@@ -138,4 +107,18 @@ export async function findImage(executor: Executor, id: string): Promise<ImagesT
 
 export async function setImageThumbnail(executor: Executor, imageId: string, thumbnailSha256: string): Promise<void> {
   await executor.updateTable('images').set({ thumbnail_sha256: thumbnailSha256 }).where('id', '=', imageId).execute();
+}
+
+/**
+ * A run's artifacts in upload order: the first `max` of them, or with a page request one page of
+ * the list convention.
+ */
+export async function listArtifactsOfRun(
+  executor: Executor,
+  runId: string,
+  page: PageRequest | { max: number },
+): Promise<Page<ArtifactsTable>> {
+  const query = executor.selectFrom('artifacts').selectAll().where('run_id', '=', runId);
+  if ('max' in page) return { items: await query.orderBy('created_at').orderBy('id').limit(page.max).execute(), nextCursor: null };
+  return keysetPage(query, { columns: ['created_at', 'id'], direction: 'asc' }, page);
 }

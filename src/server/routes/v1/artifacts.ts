@@ -1,19 +1,24 @@
 import type { FastifyRequest } from 'fastify';
 import * as api from '../../../api/v1/artifacts.ts';
 import type { AppContext } from '../../context.ts';
-import { findArtifact } from '../../db/repositories/artifacts.ts';
-import { AppError, notFound } from '../../errors.ts';
-import { sendBlob } from '../../presenters/blob-download.ts';
+import { AppError } from '../../errors.ts';
+import { sendBlob } from '../../http/blob-download.ts';
+import { presentArtifact, presentArtifactDetails } from '../../presenters/artifacts.ts';
 import {
+  type ArtifactWithImages,
   artifactDetailsByIds,
   deleteArtifact,
+  getArtifact,
   ingestArtifact,
   listRunArtifacts,
   type UploadPart,
   uploadFailure,
   uploadRequestLimit,
 } from '../../services/artifacts.ts';
-import { route, uuidPathParam } from '../route.ts';
+import { artifactOwner, uuidPathProject } from '../owners.ts';
+import { pageOf, route } from '../route.ts';
+
+const presentDetails = ({ row, images }: ArtifactWithImages) => presentArtifactDetails(row, images);
 
 /** The multipart body as upload parts; parser failures (limits, malformed bodies) become problems. */
 async function* multipartParts(ctx: AppContext, request: FastifyRequest): AsyncGenerator<UploadPart> {
@@ -28,9 +33,8 @@ async function* multipartParts(ctx: AppContext, request: FastifyRequest): AsyncG
 }
 
 export function artifactRoutes(ctx: AppContext) {
-  const pathProject = async (request: FastifyRequest) =>
-    (await ctx.db.selectFrom('projects').select('id').where('id', '=', uuidPathParam(request, 'projectId')).executeTakeFirst())?.id;
-  const artifactProject = async (request: FastifyRequest) => (await findArtifact(ctx.db, uuidPathParam(request, 'artifactId')))?.project_id;
+  const pathProject = (request: FastifyRequest) => uuidPathProject(ctx, request);
+  const artifactProject = (request: FastifyRequest) => artifactOwner(ctx, request);
 
   return [
     route(api.uploadArtifact, {
@@ -50,7 +54,7 @@ export function artifactRoutes(ctx: AppContext) {
             parts: multipartParts(ctx, request),
           });
           reply.code(result.created ? 201 : 200);
-          return result.artifact;
+          return presentDetails(result.artifact);
         } catch (error) {
           // Refused part way: close the connection instead of reading the rest of the body.
           if (!request.raw.complete) reply.header('connection', 'close');
@@ -61,18 +65,26 @@ export function artifactRoutes(ctx: AppContext) {
 
     route(api.listArtifacts, {
       owner: pathProject,
-      handler: async (request) => listRunArtifacts(ctx, request.projectId, request.query),
+      handler: async (request) => {
+        // Without limit and cursor the whole run in one answer: the documented retrieval sequence reads it with one call.
+        const { testRunId, cursor, limit } = request.query;
+        const paged = cursor !== undefined || limit !== undefined;
+        const page = await listRunArtifacts(ctx, request.projectId, testRunId, paged ? pageOf(ctx.config, request.query) : undefined);
+        return { items: page.items.map(presentArtifact), nextCursor: page.nextCursor };
+      },
     }),
 
     route(api.getArtifacts, {
-      handler: async (request) => artifactDetailsByIds(ctx, request.query.ids, request.principal.projects),
+      handler: async (request) => {
+        const { items, missing } = await artifactDetailsByIds(ctx, request.query.ids, request.principal.projects);
+        return { items: items.map(presentDetails), missing };
+      },
     }),
 
     route(api.getArtifactContent, {
       owner: artifactProject,
       handler: async (request, reply) => {
-        const artifact = await findArtifact(ctx.db, request.params.artifactId);
-        if (!artifact) throw notFound('The artifact');
+        const artifact = await getArtifact(ctx, request.params.artifactId);
         return sendBlob(ctx, request, reply, {
           sha256: artifact.sha256,
           size: Number(artifact.size),

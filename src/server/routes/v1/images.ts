@@ -1,7 +1,7 @@
 import * as api from '../../../api/v1/images.ts';
 import type { AppContext } from '../../context.ts';
 import { visibleProjectOfImage } from '../../db/repositories/artifacts.ts';
-import { sendBlob } from '../../presenters/blob-download.ts';
+import { sendBlob } from '../../http/blob-download.ts';
 import { imageDownload } from '../../services/images.ts';
 import { route, uuidPathParam } from '../route.ts';
 

@@ -1,10 +1,9 @@
 import * as api from '../../../api/v1/jobs.ts';
 import type { AppContext } from '../../context.ts';
-import { keysetPage } from '../../pagination.ts';
 import { presentJob } from '../../presenters/jobs.ts';
-import { cancelJob, createJob, getJob, viewJobs } from '../../services/jobs.ts';
+import { cancelJob, createJob, getJob, listJobs } from '../../services/jobs.ts';
 import { jobOwner, namedProject } from '../owners.ts';
-import { route } from '../route.ts';
+import { pageOf, route } from '../route.ts';
 
 export function jobRoutes(ctx: AppContext) {
   return [
@@ -20,14 +19,8 @@ export function jobRoutes(ctx: AppContext) {
     route(api.listJobs, {
       owner: (request) => namedProject(ctx, request.query, 'query'),
       handler: async (request) => {
-        const query = ctx.db.selectFrom('jobs').selectAll().where('project_id', '=', request.projectId);
-        const page = await keysetPage(ctx, query, {
-          columns: ['created_at', 'id'],
-          direction: 'desc',
-          cursor: request.query.cursor,
-          limit: request.query.limit,
-        });
-        return { items: (await viewJobs(ctx.db, page.items)).map(presentJob), nextCursor: page.nextCursor };
+        const page = await listJobs(ctx, request.projectId, pageOf(ctx.config, request.query));
+        return { items: page.items.map(presentJob), nextCursor: page.nextCursor };
       },
     }),
 

@@ -2,10 +2,10 @@ import { v1Endpoints } from '../../../api/v1/index.ts';
 import * as api from '../../../api/v1/meta.ts';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
-import { buildOpenApiDocument } from '../../openapi.ts';
-import { verifyPassword } from '../../security/password.ts';
-import { unauthenticated } from '../../services/authenticate.ts';
-import { createApiKey, findActiveUser } from '../../services/users.ts';
+import { buildOpenApiDocument } from '../../openapi/document.ts';
+import { presentMe } from '../../presenters/identity.ts';
+import { logIn } from '../../services/authenticate.ts';
+import { memberProjectIds } from '../../services/users.ts';
 import { APP_VERSION } from '../../version.ts';
 import { route } from '../route.ts';
 
@@ -39,47 +39,12 @@ export function metaRoutes(ctx: AppContext) {
     }),
 
     route(api.getMe, {
-      handler: async (request) => {
-        const { principal } = request;
-        const projectIds =
-          principal.projects === 'all'
-            ? (await ctx.db.selectFrom('project_members').select('project_id').where('user_id', '=', principal.user.id).execute()).map(
-                (m) => m.project_id,
-              )
-            : [...principal.projects];
-        return {
-          id: principal.user.id,
-          email: principal.user.email,
-          name: principal.user.name,
-          roles: principal.user.roles,
-          role: principal.role,
-          key: principal.key,
-          projectIds,
-        };
-      },
+      handler: async (request) => presentMe(request.principal, await memberProjectIds(ctx, request.principal)),
     }),
 
     route(api.login, {
       handler: async (request) => {
-        const subject = `ip:${request.ip}`;
-        const wait = ctx.authFailures.retryAfter(subject);
-        if (wait > 0) {
-          throw new AppError('RATE_LIMITED', 'Too many failed logins; retry after the time in Retry-After.', {
-            headers: { 'retry-after': String(wait) },
-          });
-        }
-        const user = await findActiveUser(ctx.db, request.body.email);
-        const valid = await verifyPassword(request.body.password, user?.password_hash);
-        if (!user || !valid) {
-          ctx.authFailures.recordFailure(subject);
-          throw unauthenticated();
-        }
-        const { row, secret } = await createApiKey(
-          ctx,
-          user,
-          { name: 'web session', format: 'session' },
-          { userId: user.id, requestId: request.id },
-        );
+        const { row, secret } = await logIn(ctx, request.body, { ip: request.ip, requestId: request.id });
         return { key: secret, keyId: row.id, expiresAt: row.expires_at as string };
       },
     }),

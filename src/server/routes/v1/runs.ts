@@ -1,9 +1,9 @@
 import * as api from '../../../api/v1/runs.ts';
 import type { AppContext } from '../../context.ts';
 import { presentRun } from '../../presenters/runs.ts';
-import { changeRunStatus, createRun, listRuns, loadRun } from '../../services/test-runs.ts';
+import { changeRunStatus, createRun, getRun, listRuns } from '../../services/runs.ts';
 import { namedProject, runOwner } from '../owners.ts';
-import { route } from '../route.ts';
+import { pageOf, route } from '../route.ts';
 
 export function runRoutes(ctx: AppContext) {
   return [
@@ -19,14 +19,15 @@ export function runRoutes(ctx: AppContext) {
     route(api.listRuns, {
       owner: (request) => namedProject(ctx, request.query, 'query'),
       handler: async (request) => {
-        const page = await listRuns(ctx, request.projectId, request.query);
+        const { cursor: _cursor, limit: _limit, ...filters } = request.query;
+        const page = await listRuns(ctx, request.projectId, filters, pageOf(ctx.config, request.query));
         return { items: page.items.map(presentRun), nextCursor: page.nextCursor };
       },
     }),
 
     route(api.getRun, {
       owner: (request) => runOwner(ctx, request),
-      handler: async (request) => presentRun(await loadRun(ctx.db, request.params.testRunId)),
+      handler: async (request) => presentRun(await getRun(ctx, request.params.testRunId)),
     }),
 
     route(api.updateRun, {

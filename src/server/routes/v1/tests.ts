@@ -2,11 +2,10 @@ import type { FastifyRequest } from 'fastify';
 import * as api from '../../../api/v1/tests.ts';
 import type { AppContext } from '../../context.ts';
 import { AppError, invalid } from '../../errors.ts';
-import { keysetPage } from '../../pagination.ts';
 import { presentTest } from '../../presenters/tests.ts';
-import { createTest, getTest, testFromGherkin, testFromJsonBody } from '../../services/tests.ts';
+import { createTest, getTest, listTests, testFromGherkin, testFromJsonBody } from '../../services/tests.ts';
 import { namedProject, testOwner } from '../owners.ts';
-import { route } from '../route.ts';
+import { pageOf, route } from '../route.ts';
 
 /** Which of its two inputs a create-test request sends; any other media type is a 415. */
 function createTestInput(request: FastifyRequest): 'json' | 'gherkin' {
@@ -42,13 +41,7 @@ export function testRoutes(ctx: AppContext) {
     route(api.listTests, {
       owner: (request) => namedProject(ctx, request.query, 'query'),
       handler: async (request) => {
-        const query = ctx.db.selectFrom('tests').selectAll().where('project_id', '=', request.projectId);
-        const page = await keysetPage(ctx, query, {
-          columns: ['created_at', 'id'],
-          direction: 'desc',
-          cursor: request.query.cursor,
-          limit: request.query.limit,
-        });
+        const page = await listTests(ctx, request.projectId, pageOf(ctx.config, request.query));
         return { items: page.items.map(presentTest), nextCursor: page.nextCursor };
       },
     }),

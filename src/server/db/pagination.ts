@@ -1,16 +1,15 @@
 import type { SelectQueryBuilder } from 'kysely';
-import type { AppContext } from './context.ts';
-import { AppError } from './errors.ts';
+import { AppError } from '../errors.ts';
 
-/** The page size asked for, within the configured bound; over the bound is a 400 naming `limit`. */
-export function pageSize(ctx: AppContext, limit: number | undefined): number {
-  if (limit === undefined) return ctx.config.pageSizeDefault;
-  if (limit > ctx.config.pageSizeMax) {
-    throw new AppError('INVALID_INPUT', `/query/limit: must be at most ${ctx.config.pageSizeMax}`, {
-      errors: [{ pointer: '/query/limit', message: `must be at most ${ctx.config.pageSizeMax}` }],
-    });
-  }
-  return limit;
+/** One page asked of a list: the cursor a previous page handed out, and the page size (already bounded). */
+export interface PageRequest {
+  cursor?: string;
+  limit: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
 }
 
 function encodeCursor(values: unknown[]): string {
@@ -35,26 +34,20 @@ function decodeCursor(cursor: string, arity: number): (string | number)[] {
   });
 }
 
-export interface Page<T> {
-  items: T[];
-  nextCursor: string | null;
-}
-
 /**
  * Keyset pagination, the one list convention: rows ordered by `columns` (the last one unique),
  * all ascending or all descending; the cursor holds the last row's values of those columns.
  */
 export async function keysetPage<Row extends Record<string, unknown>>(
-  ctx: AppContext,
   // biome-ignore lint/suspicious/noExplicitAny: the helper is generic over every table's query builder
   query: SelectQueryBuilder<any, any, Row>,
-  options: { columns: [string, ...string[]]; direction: 'asc' | 'desc'; cursor?: string; limit?: number },
+  order: { columns: [string, ...string[]]; direction: 'asc' | 'desc' },
+  page: PageRequest,
 ): Promise<Page<Row>> {
-  const limit = pageSize(ctx, options.limit);
-  const { columns, direction } = options;
+  const { columns, direction } = order;
   let q = query;
-  if (options.cursor !== undefined) {
-    const values = decodeCursor(options.cursor, columns.length);
+  if (page.cursor !== undefined) {
+    const values = decodeCursor(page.cursor, columns.length);
     const op = direction === 'desc' ? '<' : '>';
     q = q.where((eb) => {
       // (a, b) after (x, y)  ≡  a op x OR (a = x AND b op y), spelled out for both dialects.
@@ -65,10 +58,10 @@ export async function keysetPage<Row extends Record<string, unknown>>(
     });
   }
   for (const column of columns) q = q.orderBy(column, direction);
-  const rows = await q.limit(limit + 1).execute();
-  const items = rows.slice(0, limit);
+  const rows = await q.limit(page.limit + 1).execute();
+  const items = rows.slice(0, page.limit);
   const last = items[items.length - 1];
   const nextCursor =
-    rows.length > limit && last ? encodeCursor(columns.map((c) => last[c.includes('.') ? (c.split('.').pop() as string) : c])) : null;
+    rows.length > page.limit && last ? encodeCursor(columns.map((c) => last[c.includes('.') ? (c.split('.').pop() as string) : c])) : null;
   return { items, nextCursor };
 }

@@ -1,22 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RASTER_TYPES } from '../../api/v1/artifacts.ts';
-import type { ByteRange } from '../blob/blob-store.ts';
+import type { BlobDownload, ByteRange } from '../blob/blob-store.ts';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../errors.ts';
-
-/** A stored blob as a download. */
-export interface BlobDownload {
-  sha256: string;
-  size: number;
-  /** The type detected at upload; never the uploader's declaration. */
-  contentType: string;
-  /** Download name (already sanitised at upload); raster images are shown inline, the rest saved. */
-  fileName?: string;
-  /** `immutable` for content-addressed bytes; `no-store` for an answer that may change (a degraded thumbnail). */
-  caching: 'immutable' | 'no-store';
-  /** Extra headers (e.g. why a thumbnail request got the original). */
-  headers?: Record<string, string>;
-}
 
 /** The policy raw.githubusercontent.com sends: nothing loads, nothing runs, even if a browser renders it as HTML. */
 const SANDBOX_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox";

@@ -1,7 +1,7 @@
 import type { TSchema } from 'typebox';
-import { Problem } from '../api/common.ts';
-import type { Endpoint, ResponseSpec } from '../api/endpoint.ts';
-import { ERRORS } from './errors.ts';
+import { Problem } from '../../api/common.ts';
+import type { Endpoint, ResponseSpec } from '../../api/endpoint.ts';
+import { ERRORS } from '../errors.ts';
 
 type Json = Record<string, unknown>;
 

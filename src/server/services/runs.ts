@@ -3,15 +3,26 @@ import type { Static } from 'typebox';
 import type { createRun as createRunEndpoint, listRuns as listRunsEndpoint, updateRun as updateRunEndpoint } from '../../api/v1/runs.ts';
 import type { AppContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
-import type { Executor, TestRunsTable } from '../db/types.ts';
-import { AppError, invalid, notFound } from '../errors.ts';
-import { keysetPage, type Page } from '../pagination.ts';
+import type { Page, PageRequest } from '../db/pagination.ts';
+import { findDeviceId } from '../db/repositories/devices.ts';
+import {
+  findRun,
+  findRunByIdempotencyKey,
+  insertRun,
+  listRuns as listRunRows,
+  lockRun,
+  updateRunIfStatus,
+} from '../db/repositories/runs.ts';
+import { findTestOfProject } from '../db/repositories/tests.ts';
+import { inTransaction } from '../db/repositories/transaction.ts';
+import type { TestRunsTable } from '../db/types.ts';
+import { AppError, found, invalid } from '../errors.ts';
 import { bodyFingerprint } from './fingerprint.ts';
 import { appendResults } from './results.ts';
 
 export type CreateRunInput = Static<NonNullable<(typeof createRunEndpoint)['body']>>;
 export type RunChange = Static<NonNullable<(typeof updateRunEndpoint)['body']>>;
-export type RunFilters = Static<NonNullable<(typeof listRunsEndpoint)['querystring']>>;
+export type RunFilters = Omit<Static<NonNullable<(typeof listRunsEndpoint)['querystring']>>, 'cursor' | 'limit'>;
 type RunStatus = TestRunsTable['status'];
 
 /** The run lifecycle: queued → running → completed, and aborted from either unfinished state. */
@@ -24,20 +35,11 @@ const NEXT_STATUSES: Record<RunStatus, readonly RunStatus[]> = {
 
 export const isFinished = (status: RunStatus) => status === 'completed' || status === 'aborted';
 
-export async function loadRun(executor: Executor, runId: string): Promise<TestRunsTable> {
-  const row = await executor.selectFrom('test_runs').selectAll().where('id', '=', runId).executeTakeFirst();
-  if (!row) throw notFound('The test run');
-  return row;
-}
+export const getRun = async (ctx: AppContext, runId: string): Promise<TestRunsTable> => found(await findRun(ctx.db, runId), 'The test run');
 
 /** The run created earlier with this key, if the body is the same; 409 if the key came with another body. */
 async function replayedRun(ctx: AppContext, projectId: string, key: string, fingerprint: string): Promise<TestRunsTable | undefined> {
-  const earlier = await ctx.db
-    .selectFrom('test_runs')
-    .selectAll()
-    .where('project_id', '=', projectId)
-    .where('idempotency_key', '=', key)
-    .executeTakeFirst();
+  const earlier = await findRunByIdempotencyKey(ctx.db, projectId, key);
   if (earlier && earlier.idempotency_fingerprint !== fingerprint) {
     throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the project with another body.');
   }
@@ -80,19 +82,12 @@ async function recordRun(
   actorId: string,
   fingerprint: string | null,
 ): Promise<TestRunsTable> {
-  if (input.testId !== undefined) {
-    const test = await ctx.db
-      .selectFrom('tests')
-      .select('id')
-      .where('id', '=', input.testId)
-      .where('project_id', '=', projectId)
-      .executeTakeFirst();
-    // A test of another project answers like an unknown one, so ids of other projects cannot be probed.
-    if (!test) throw invalid('/body/testId', 'names no test of this project');
+  // A test of another project answers like an unknown one, so ids of other projects cannot be probed.
+  if (input.testId !== undefined && !(await findTestOfProject(ctx.db, input.testId, projectId))) {
+    throw invalid('/body/testId', 'names no test of this project');
   }
-  if (input.deviceId !== undefined) {
-    const device = await ctx.db.selectFrom('devices').select('id').where('id', '=', input.deviceId).executeTakeFirst();
-    if (!device) throw invalid('/body/deviceId', 'names no registered device');
+  if (input.deviceId !== undefined && !(await findDeviceId(ctx.db, input.deviceId))) {
+    throw invalid('/body/deviceId', 'names no registered device');
   }
   const now = ctx.clock().toISOString();
   const row: TestRunsTable = {
@@ -121,8 +116,8 @@ async function recordRun(
   if (input.verdict === undefined) {
     if (input.finishedAt !== undefined) throw invalid('/body/finishedAt', 'needs a verdict: only a finished run has a finish time');
     if (input.startedAt !== undefined) row.started_at = new Date(input.startedAt).toISOString();
-    await ctx.db.transaction().execute(async (trx) => {
-      await trx.insertInto('test_runs').values(row).execute();
+    await inTransaction(ctx.db, async (trx) => {
+      await insertRun(trx, row);
       if (input.results) await appendResults(ctx, row.id, input.results, trx);
     });
     return row;
@@ -133,34 +128,27 @@ async function recordRun(
   const finishedAt = input.finishedAt === undefined ? now : new Date(input.finishedAt).toISOString();
   if (finishedAt < startedAt) throw invalid('/body/finishedAt', 'must not be before startedAt');
   row.started_at = startedAt;
-  await ctx.db.transaction().execute(async (trx) => {
-    await trx.insertInto('test_runs').values(row).execute();
+  await inTransaction(ctx.db, async (trx) => {
+    await insertRun(trx, row);
     if (input.results) await appendResults(ctx, row.id, input.results, trx);
-    await trx
-      .updateTable('test_runs')
-      .set({ status: 'completed', verdict: input.verdict ?? null, finished_at: finishedAt })
-      .where('id', '=', row.id)
-      .execute();
+    await updateRunIfStatus(trx, row.id, 'running', { status: 'completed', verdict: input.verdict ?? null, finished_at: finishedAt });
   });
-  return loadRun(ctx.db, row.id);
+  return getRun(ctx, row.id);
 }
 
 /** A project's runs, newest first, narrowed by every filter given. */
-export async function listRuns(ctx: AppContext, projectId: string, filters: RunFilters): Promise<Page<TestRunsTable>> {
-  let query = ctx.db.selectFrom('test_runs').selectAll().where('project_id', '=', projectId);
-  if (filters.status) query = query.where('status', '=', filters.status);
-  if (filters.verdict) query = query.where('verdict', '=', filters.verdict);
-  if (filters.testId) query = query.where('test_id', '=', filters.testId);
-  if (filters.jobId) query = query.where('job_id', '=', filters.jobId);
-  if (filters.deviceId) query = query.where('device_id', '=', filters.deviceId);
-  if (filters.environment) query = query.where('environment', '=', filters.environment);
-  if (filters.branch) query = query.where('branch', '=', filters.branch);
-  if (filters.build) query = query.where('build', '=', filters.build);
-  if (filters.commit) query = query.where('commit_sha', '=', filters.commit);
-  // Stored times are toISOString() text, which sorts as time; the bounds are normalised to match.
-  if (filters.from) query = query.where('created_at', '>=', new Date(filters.from).toISOString());
-  if (filters.to) query = query.where('created_at', '<', new Date(filters.to).toISOString());
-  return keysetPage(ctx, query, { columns: ['created_at', 'id'], direction: 'desc', cursor: filters.cursor, limit: filters.limit });
+export async function listRuns(ctx: AppContext, projectId: string, filters: RunFilters, page: PageRequest): Promise<Page<TestRunsTable>> {
+  return listRunRows(
+    ctx.db,
+    projectId,
+    {
+      ...filters,
+      // Stored times are toISOString() text; the bounds are normalised to compare as times.
+      from: filters.from === undefined ? undefined : new Date(filters.from).toISOString(),
+      to: filters.to === undefined ? undefined : new Date(filters.to).toISOString(),
+    },
+    page,
+  );
 }
 
 function checkVerdict(change: RunChange): void {
@@ -176,8 +164,8 @@ function checkVerdict(change: RunChange): void {
 export async function changeRunStatus(ctx: AppContext, runId: string, change: RunChange): Promise<TestRunsTable> {
   checkVerdict(change);
   const now = ctx.clock().toISOString();
-  return ctx.db.transaction().execute(async (trx) => {
-    const run = await loadRun(trx, runId);
+  return inTransaction(ctx.db, async (trx) => {
+    const run = found(await lockRun(trx, runId), 'The test run');
     if (run.status === change.status && (change.status !== 'completed' || run.verdict === change.verdict)) return run;
     if (!NEXT_STATUSES[run.status].includes(change.status)) {
       const current = run.status === 'completed' ? `completed (${run.verdict})` : run.status;
@@ -190,15 +178,9 @@ export async function changeRunStatus(ctx: AppContext, runId: string, change: Ru
     if (change.status === 'running') changes.started_at = run.started_at ?? now;
     if (change.status === 'completed') changes.verdict = change.verdict ?? null;
     if (isFinished(change.status)) Object.assign(changes, { finished_at: now, lease_owner: null, lease_expires_at: null });
-    // Conditional on the status read above: a concurrent change (a runner claiming the run, another
-    // PATCH, a job cancel) makes this one a conflict instead of silently overwriting it.
-    const updated = await trx
-      .updateTable('test_runs')
-      .set(changes)
-      .where('id', '=', run.id)
-      .where('status', '=', run.status)
-      .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) === 0) throw new AppError('STATE_CONFLICT', 'The run changed meanwhile; read it again.');
+    if (!(await updateRunIfStatus(trx, run.id, run.status, changes))) {
+      throw new AppError('STATE_CONFLICT', 'The run changed meanwhile; read it again.');
+    }
     return { ...run, ...changes };
   });
 }

@@ -1,0 +1,34 @@
+import { keysetPage, type Page, type PageRequest } from '../pagination.ts';
+import type { Executor, JobsTable } from '../types.ts';
+
+// Queries of jobs. A job's state is derived from its runs (see runGroupsOfJobs in runs.ts).
+
+export async function findJob(executor: Executor, jobId: string): Promise<JobsTable | undefined> {
+  return executor.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
+}
+
+/** The project a job belongs to, for the access check. */
+export async function projectOfJob(executor: Executor, jobId: string): Promise<string | undefined> {
+  return (await executor.selectFrom('jobs').select('project_id').where('id', '=', jobId).executeTakeFirst())?.project_id;
+}
+
+export async function insertJob(executor: Executor, job: JobsTable): Promise<void> {
+  await executor.insertInto('jobs').values(job).execute();
+}
+
+/** Marks the job cancelled unless it already is; false when another cancel came first. */
+export async function markJobCancelled(executor: Executor, jobId: string, at: string): Promise<boolean> {
+  const result = await executor
+    .updateTable('jobs')
+    .set({ cancelled_at: at })
+    .where('id', '=', jobId)
+    .where('cancelled_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** A project's jobs, newest first. */
+export async function listJobs(executor: Executor, projectId: string, page: PageRequest): Promise<Page<JobsTable>> {
+  const query = executor.selectFrom('jobs').selectAll().where('project_id', '=', projectId);
+  return keysetPage(query, { columns: ['created_at', 'id'], direction: 'desc' }, page);
+}

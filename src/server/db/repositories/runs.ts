@@ -1,0 +1,143 @@
+import { chunk, IN_LIST_SIZE, insertRows } from '../chunks.ts';
+import { dialectOf } from '../dialect.ts';
+import { keysetPage, type Page, type PageRequest } from '../pagination.ts';
+import type { Executor, TestRunsTable } from '../types.ts';
+
+// Queries of test runs. Every function takes the database or an open transaction.
+
+export async function findRun(executor: Executor, runId: string): Promise<TestRunsTable | undefined> {
+  return executor.selectFrom('test_runs').selectAll().where('id', '=', runId).executeTakeFirst();
+}
+
+/** The project a run belongs to, for the access check. */
+export async function projectOfRun(executor: Executor, runId: string): Promise<string | undefined> {
+  return (await executor.selectFrom('test_runs').select('project_id').where('id', '=', runId).executeTakeFirst())?.project_id;
+}
+
+/**
+ * The one way to lock a run row for the rest of a transaction. The lock serialises writes to one
+ * run (results appended, artifacts attached, its status changed): each either commits before the
+ * run finishes or sees it finished. PostgreSQL takes a row lock; SQLite needs none, since its write
+ * transactions already run one at a time.
+ */
+export async function lockRun(trx: Executor, runId: string): Promise<TestRunsTable | undefined> {
+  const query = trx.selectFrom('test_runs').selectAll().where('id', '=', runId);
+  return (dialectOf(trx) === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
+}
+
+export async function findRunByIdempotencyKey(executor: Executor, projectId: string, key: string): Promise<TestRunsTable | undefined> {
+  return executor
+    .selectFrom('test_runs')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('idempotency_key', '=', key)
+    .executeTakeFirst();
+}
+
+export async function insertRun(executor: Executor, run: TestRunsTable): Promise<void> {
+  await executor.insertInto('test_runs').values(run).execute();
+}
+
+/** Inserts many runs (a job's fan-out) in as few statements as the dialect allows. */
+export async function insertRuns(executor: Executor, runs: readonly TestRunsTable[]): Promise<void> {
+  await insertRows(executor, dialectOf(executor), 'test_runs', runs);
+}
+
+/**
+ * Applies `changes` only while the run is still in `expectedStatus`, so a concurrent change (a
+ * runner claiming it, another PATCH, a job cancel) is never silently overwritten. False when it was.
+ */
+export async function updateRunIfStatus(
+  executor: Executor,
+  runId: string,
+  expectedStatus: TestRunsTable['status'],
+  changes: Partial<TestRunsTable>,
+): Promise<boolean> {
+  const result = await executor
+    .updateTable('test_runs')
+    .set(changes)
+    .where('id', '=', runId)
+    .where('status', '=', expectedStatus)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Hands out the run's next `count` result positions: the counter moves to `nextPosition`. */
+export async function setNextPosition(executor: Executor, runId: string, nextPosition: number): Promise<void> {
+  await executor.updateTable('test_runs').set({ next_position: nextPosition }).where('id', '=', runId).execute();
+}
+
+/** Aborts a job's runs that are still queued; runs a runner already took keep going. */
+export async function abortQueuedRunsOfJob(executor: Executor, jobId: string, now: string): Promise<void> {
+  await executor
+    .updateTable('test_runs')
+    .set({ status: 'aborted', finished_at: now, lease_owner: null, lease_expires_at: null })
+    .where('job_id', '=', jobId)
+    .where('status', '=', 'queued')
+    .execute();
+}
+
+export interface RunFilter {
+  status?: TestRunsTable['status'];
+  verdict?: NonNullable<TestRunsTable['verdict']>;
+  testId?: string;
+  jobId?: string;
+  deviceId?: string;
+  environment?: string;
+  branch?: string;
+  build?: string;
+  commit?: string;
+  /** ISO-8601 bounds on the creation time: from inclusive, to exclusive. */
+  from?: string;
+  to?: string;
+}
+
+/** A project's runs, newest first, narrowed by every filter given. */
+export async function listRuns(executor: Executor, projectId: string, filter: RunFilter, page: PageRequest): Promise<Page<TestRunsTable>> {
+  let query = executor.selectFrom('test_runs').selectAll().where('project_id', '=', projectId);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.verdict) query = query.where('verdict', '=', filter.verdict);
+  if (filter.testId) query = query.where('test_id', '=', filter.testId);
+  if (filter.jobId) query = query.where('job_id', '=', filter.jobId);
+  if (filter.deviceId) query = query.where('device_id', '=', filter.deviceId);
+  if (filter.environment) query = query.where('environment', '=', filter.environment);
+  if (filter.branch) query = query.where('branch', '=', filter.branch);
+  if (filter.build) query = query.where('build', '=', filter.build);
+  if (filter.commit) query = query.where('commit_sha', '=', filter.commit);
+  // Stored times are toISOString() text, which sorts as time; callers normalise the bounds to match.
+  if (filter.from) query = query.where('created_at', '>=', filter.from);
+  if (filter.to) query = query.where('created_at', '<', filter.to);
+  return keysetPage(query, { columns: ['created_at', 'id'], direction: 'desc' }, page);
+}
+
+/** A job's progress source: run counts per job, status and verdict, with the first start and last finish. */
+export interface RunGroup {
+  job_id: string | null;
+  status: TestRunsTable['status'];
+  verdict: TestRunsTable['verdict'];
+  runs: number | string;
+  first_started: string | null;
+  last_finished: string | null;
+}
+
+/** Run counts per job, status and verdict, for the jobs given (one grouped query per chunk of jobs). */
+export async function runGroupsOfJobs(executor: Executor, jobIds: readonly string[]): Promise<RunGroup[]> {
+  const groups: RunGroup[] = [];
+  for (const ids of chunk(jobIds, IN_LIST_SIZE)) {
+    const rows = await executor
+      .selectFrom('test_runs')
+      .select((eb) => [
+        'job_id',
+        'status',
+        'verdict',
+        eb.fn.countAll<number | string>().as('runs'),
+        eb.fn.min<string | null>('started_at').as('first_started'),
+        eb.fn.max<string | null>('finished_at').as('last_finished'),
+      ])
+      .where('job_id', 'in', ids)
+      .groupBy(['job_id', 'status', 'verdict'])
+      .execute();
+    groups.push(...rows);
+  }
+  return groups;
+}

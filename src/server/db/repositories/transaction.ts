@@ -1,0 +1,11 @@
+import type { DB, Executor } from '../types.ts';
+
+/**
+ * Runs `work` in one transaction: a new one on the database, or the caller's when `executor` is
+ * already a transaction (a use case that is part of a larger one, like results posted with a run).
+ * Services hand the transaction on to repositories and never look inside it.
+ */
+export function inTransaction<T>(executor: Executor, work: (trx: Executor) => Promise<T>): Promise<T> {
+  if (executor.isTransaction) return work(executor);
+  return (executor as DB).transaction().execute(work);
+}

@@ -1,0 +1,86 @@
+import sharp from 'sharp';
+import { AppError } from '../errors.ts';
+
+// Decoding is where image bombs hurt (FILE-3): no cache of decoded images between requests, one
+// libvips thread per image, a bounded number of decodes at once, and a pixel limit and timeout on
+// each. Every image was already checked against the pixel limit at upload, from its header; the
+// limit here also covers a header that lied.
+sharp.cache(false);
+sharp.concurrency(1);
+
+const THUMBNAIL_SIDE = 320;
+const THUMBNAIL_TIMEOUT_SECONDS = 10;
+export const THUMBNAIL_TYPE = 'image/webp';
+
+/** Runs at most `slots` jobs at once with at most `maxWaiting` queued; beyond that, 503 with Retry-After. */
+class WorkGate {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(
+    private readonly slots: number,
+    private readonly maxWaiting: number,
+  ) {}
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.running < this.slots) {
+      this.running++;
+    } else {
+      if (this.waiting.length >= this.maxWaiting) {
+        throw new AppError('UNAVAILABLE', 'Too many thumbnails are being made right now; retry shortly.', {
+          headers: { 'retry-after': '1' },
+        });
+      }
+      // The finishing job hands its slot over, so `running` stays as it is.
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    }
+    try {
+      return await work();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
+}
+
+/**
+ * Renders thumbnails: at most `ATTEST_THUMBNAIL_CONCURRENCY` decodes at once and
+ * `ATTEST_THUMBNAIL_QUEUE` waiting, and one piece of work per image however many requests ask
+ * for it at the same moment (they share it, so a burst of viewers of one screenshot costs one slot).
+ */
+export class ThumbnailRenderer {
+  private readonly gate: WorkGate;
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly config: { thumbnailConcurrency: number; thumbnailQueue: number; maxImagePixels: number }) {
+    this.gate = new WorkGate(config.thumbnailConcurrency, config.thumbnailQueue);
+  }
+
+  /** Runs `work` for `key` unless it is already running; concurrent callers share its outcome. */
+  once<T>(key: string, work: () => Promise<T>): Promise<T> {
+    let pending = this.inFlight.get(key) as Promise<T> | undefined;
+    if (!pending) {
+      pending = work().finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, pending);
+    }
+    return pending;
+  }
+
+  /**
+   * Decodes the original (read by `load` once a decode slot is free) and encodes a WebP at most
+   * THUMBNAIL_SIDE pixels on its longest side. The original (at most `ATTEST_MAX_IMAGE_BYTES`) is
+   * read whole: libvips decodes a buffer with about half the peak memory of the same bytes piped
+   * in as a stream.
+   */
+  render(load: () => Promise<Buffer>): Promise<Buffer> {
+    return this.gate.run(async () =>
+      sharp(await load(), { limitInputPixels: this.config.maxImagePixels, failOn: 'error', sequentialRead: true })
+        .timeout({ seconds: THUMBNAIL_TIMEOUT_SECONDS })
+        .rotate()
+        .resize(THUMBNAIL_SIDE, THUMBNAIL_SIDE, { fit: 'inside', withoutEnlargement: true })
+        .webp({ quality: 80 })
+        .toBuffer(),
+    );
+  }
+}

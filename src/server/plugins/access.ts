@@ -1,0 +1,137 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../context.ts';
+import { AppError } from '../errors.ts';
+import { emailDigest, LEGACY_KEY_PATTERN } from '../security/api-key.ts';
+import { canSeeProject, roleAtLeast } from '../security/roles.ts';
+import { authenticate } from '../services/authenticate.ts';
+import { rejectNulCharacters } from '../validation.ts';
+
+/** Media types a JSON endpoint answers in. The charset-qualified offer matters: negotiator only
+ * matches `Accept: application/json; charset=utf-8` against an offer that carries the same parameter. */
+const JSON_OFFERS = ['application/json', 'application/json; charset=utf-8', 'application/problem+json'];
+
+/** 406 when the Accept header excludes JSON (SPEC-1.2); a missing Accept accepts anything. */
+export function requireJsonAccept(request: FastifyRequest): void {
+  if (request.accepts().type(JSON_OFFERS) === false) {
+    throw new AppError('NOT_ACCEPTABLE', 'This operation answers application/json; the Accept header excludes it.');
+  }
+}
+
+const UUID_ANY_CASE = /^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$/;
+const ID_FIELD = /(Id|Ids|^ids)$/;
+
+/**
+ * Ids are lower-case UUIDs; a client that stores them upper-case still addresses the same
+ * resources. Only our id fields (`…Id`/`…Ids` path, query and top-level body fields, device ids
+ * excepted) are touched, never free text that happens to look like a UUID.
+ */
+function normaliseIds(request: FastifyRequest): void {
+  const lower = (value: unknown): unknown => {
+    if (typeof value === 'string') {
+      if (UUID_ANY_CASE.test(value)) return value.toLowerCase();
+      if (value.includes(','))
+        return value
+          .split(',')
+          .map((v) => (UUID_ANY_CASE.test(v) ? v.toLowerCase() : v))
+          .join(',');
+      return value;
+    }
+    return Array.isArray(value) ? value.map(lower) : value;
+  };
+  for (const part of [request.params, request.query, request.body]) {
+    if (typeof part !== 'object' || part === null || Array.isArray(part)) continue;
+    const record = part as Record<string, unknown>;
+    for (const [name, value] of Object.entries(record)) {
+      // Device ids are chosen by clients (simulator UDIDs are upper-case UUIDs): compared exactly.
+      if (ID_FIELD.test(name) && !name.startsWith('device')) record[name] = lower(value);
+    }
+  }
+}
+
+/**
+ * The two access hooks every contract route runs, so authorisation is declared on the endpoint
+ * (`access.role`, an `owner` resolver) and enforced here only, never inside handlers.
+ */
+export function accessHooks(ctx: AppContext) {
+  const failures = ctx.authFailures;
+  const throttled = (wait: number) =>
+    new AppError('RATE_LIMITED', 'Too many failed authentications; retry after the time in Retry-After.', {
+      headers: { 'retry-after': String(wait) },
+    });
+
+  /** onRequest: authentication and function-level authorisation, before the body is even read. */
+  async function checkAccess(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const route = request.routeOptions.config.route;
+    if (!route) return;
+    const { endpoint } = route;
+    if (endpoint.access.scope !== 'public') {
+      const tokenHeader = request.headers['service.api-token'];
+      const userHeader = request.headers['service.user'];
+      const token = Array.isArray(tokenHeader) ? undefined : tokenHeader;
+      const user = Array.isArray(userHeader) ? undefined : userHeader;
+      // Requests presenting a key are throttled per address once it has failed too often.
+      const address = `ip:${request.ip}`;
+      if (token !== undefined && failures.retryAfter(address) > 0) throw throttled(failures.retryAfter(address));
+      try {
+        request.principal = await authenticate(ctx, token, user);
+      } catch (error) {
+        if (token === undefined) throw error;
+        failures.recordFailure(address);
+        // Old-format guesses are also counted per e-mail digest, so guessing one user's key is
+        // throttled across addresses (AUTH-13). Only failures are ever refused this way: a correct
+        // pair always passes, so nobody can lock a user out by guessing.
+        if (user !== undefined && LEGACY_KEY_PATTERN.test(token)) {
+          const subject = `email:${emailDigest(user)}`;
+          failures.recordFailure(subject);
+          if (failures.retryAfter(subject) > 0) throw throttled(failures.retryAfter(subject));
+        }
+        throw error;
+      }
+      // Every later log line of the request, "request completed" included (Fastify writes it with
+      // reply.log), names the key and its owner by id, never by the token (AUTH-9).
+      reply.log = request.log = request.log.child({ keyId: request.principal.key.id, userId: request.principal.user.id });
+      if (!roleAtLeast(request.principal.role, endpoint.access.role)) {
+        throw new AppError('FORBIDDEN', `This operation needs the ${endpoint.access.role} role.`);
+      }
+      // A read-only key reads: it may not write anything, its owner's own keys and password included,
+      // or it could mint itself a full key.
+      if (request.principal.key.scope === 'read' && endpoint.method !== 'GET') {
+        throw new AppError('FORBIDDEN', 'This key is read-only.');
+      }
+    }
+    if (!endpoint.binary) requireJsonAccept(request);
+    // No path or query value may carry U+0000 (PostgreSQL text cannot hold it).
+    if (request.url.includes('%00')) {
+      rejectNulCharacters(request.params, '/path');
+      rejectNulCharacters(request.query, '/query');
+    }
+  }
+
+  /** preValidation: object-level access. The owning project of the addressed resource must be visible, else 404 (SEC-1a). */
+  async function checkOwner(request: FastifyRequest): Promise<void> {
+    const route = request.routeOptions.config.route;
+    if (!route) return;
+    normaliseIds(request);
+    const { endpoint } = route;
+    if (endpoint.body && !endpoint.consumes) {
+      const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+      // A multipart body parses to nothing on a JSON route, so the headers decide whether a body was sent.
+      const hasBody =
+        request.body !== undefined ||
+        Number(request.headers['content-length'] ?? 0) > 0 ||
+        request.headers['transfer-encoding'] !== undefined;
+      if (hasBody && type !== 'application/json') {
+        throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'This operation takes Content-Type: application/json.');
+      }
+    }
+    if (route.owner && request.principal) {
+      const projectId = await route.owner(request);
+      if (projectId === undefined || !canSeeProject(request.principal, projectId)) {
+        throw new AppError('NOT_FOUND', 'The resource does not exist or is not visible to you.');
+      }
+      request.projectId = projectId;
+    }
+  }
+
+  return { checkAccess, checkOwner };
+}

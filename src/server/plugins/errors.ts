@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
+import type { ErrorObject } from 'ajv';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { AppError, ERRORS, type ErrorCode, type FieldError } from '../errors.ts';
+import { sendProblem, toProblem } from '../http/problem.ts';
+import { toFieldError } from '../validation.ts';
+
+const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'headers' };
+
+/** Turns Ajv errors into field errors with JSON pointers (`/body/steps/3/title`). */
+function fieldErrors(error: FastifyError): FieldError[] {
+  const part = PART_NAMES[error.validationContext ?? 'body'] ?? 'body';
+  return (error.validation ?? []).slice(0, 20).map((v) => toFieldError(`/${part}`, v as ErrorObject));
+}
+
+/** Maps any thrown error onto the problem catalogue; unknown errors are logged and become a bare 500. */
+export function classifyError(error: FastifyError | AppError | Error, request: FastifyRequest): AppError {
+  if (error instanceof AppError) return error;
+  const e = error as FastifyError;
+  if (e.validation) {
+    const errors = fieldErrors(e);
+    const first = errors[0];
+    return new AppError('INVALID_INPUT', first ? `${first.pointer}: ${first.message}` : 'The request is invalid.', { errors });
+  }
+  switch (e.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new AppError('MALFORMED_JSON', 'The body is not valid JSON.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('INVALID_INPUT', 'The body is empty; this operation needs a JSON body.');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+    case 'FST_REQ_FILE_TOO_LARGE':
+    case 'FST_FILES_LIMIT':
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+      return new AppError('PAYLOAD_TOO_LARGE', 'The request body is larger than the configured limit.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
+      return new AppError('UNSUPPORTED_MEDIA_TYPE', 'This operation does not accept that Content-Type.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('INVALID_INPUT', 'The Content-Length does not match the body.');
+  }
+  if (e.statusCode === 429) return new AppError('RATE_LIMITED', 'Too many requests; retry after the time in Retry-After.');
+  if (e.statusCode === 408) return new AppError('REQUEST_TIMEOUT');
+  if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
+    const code = (Object.keys(ERRORS) as ErrorCode[]).find((c) => ERRORS[c].status === e.statusCode) ?? 'INVALID_INPUT';
+    return new AppError(code, ERRORS[code].title);
+  }
+  request.log.error({ err: error }, 'unhandled error');
+  return new AppError('INTERNAL', 'An internal error occurred; quote the instance id when reporting it.');
+}
+
+/**
+ * Fastify's `frameworkErrors`: a malformed percent-encoding or an over-long path segment fails
+ * before routing; it is answered as a problem too, instead of Fastify's own JSON (which also echoes
+ * the whole path back). These replies skip the onSend hooks, so they set the headers every answer
+ * carries themselves.
+ */
+export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const detail = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path segment is longer than any id.' : 'The URL is not validly encoded.';
+  reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff').header('cache-control', 'no-store');
+  sendProblem(reply, new AppError('INVALID_INPUT', detail, { errors: [{ pointer: '/path', message: detail }] }));
+}
+
+/**
+ * Fastify's `clientErrorHandler`: requests Node cannot parse (or that time out) never reach
+ * Fastify's handlers; they are answered as problems too, on the raw socket.
+ */
+export function clientErrorAnswerer(log: () => FastifyBaseLogger) {
+  return (error: NodeJS.ErrnoException, socket: Socket): void => {
+    const code: ErrorCode =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? 'HEADERS_TOO_LARGE'
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? 'REQUEST_TIMEOUT'
+          : 'INVALID_INPUT';
+    // Like Node's own handler: never write a second status line into a response already under way.
+    const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+    if (!socket.writable || error.code === 'ECONNRESET' || inFlight?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    // No request object exists here, but the answer still names an id like every other problem,
+    // and a log line under that id says what happened (a timed-out request logs nothing else).
+    const id = randomUUID();
+    log().info({ reqId: id, code: error.code, status: ERRORS[code].status, remoteAddress: socket.remoteAddress }, 'client error answered');
+    const body = JSON.stringify(toProblem(code, ERRORS[code].title, { id }));
+    socket.end(
+      `HTTP/1.1 ${ERRORS[code].status} ${ERRORS[code].title}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Content-Type-Options: nosniff\r\nX-Request-Id: ${id}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  };
+}
+
+/** The one error handler: coded errors become RFC 9457 problems, anything else a logged, bare 500. */
+export const errorsPlugin = fp(
+  async (app: FastifyInstance) => {
+    app.setErrorHandler((error, request, reply) => {
+      const problem = classifyError(error as Error, request);
+      // Every 503 tells clients when to come back, whether or not the thrower chose a delay.
+      if (problem.status === 503 && !problem.extras.headers?.['retry-after']) reply.header('retry-after', '5');
+      return sendProblem(reply, problem);
+    });
+  },
+  { name: 'attest-errors' },
+);

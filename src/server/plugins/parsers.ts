@@ -1,0 +1,66 @@
+import accepts from '@fastify/accepts';
+import multipart from '@fastify/multipart';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import sjson from 'secure-json-parse';
+import { GHERKIN_MEDIA_TYPE } from '../../api/v1/tests.ts';
+import type { Config } from '../config.ts';
+import { AppError } from '../errors.ts';
+import { rejectNulCharacters } from '../validation.ts';
+
+/**
+ * Body parsers for exactly the bodies some route accepts: JSON, a Gherkin feature text (creating
+ * a test) and multipart uploads. Every other Content-Type is a 415.
+ */
+export const parsersPlugin = fp(
+  async (app: FastifyInstance, { config }: { config: Config }) => {
+    app.removeAllContentTypeParsers();
+    // JSON, with an empty body allowed: clients send Content-Type: application/json on GET and
+    // DELETE too (SPEC-1.2). Prototype-poisoning keys are refused rather than stripped.
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+      const text = body as string;
+      if (text.trim() === '') return done(null, undefined);
+      try {
+        const parsed: unknown = sjson.parse(text, { protoAction: 'error', constructorAction: 'error' });
+        // PostgreSQL text cannot hold U+0000, so it is refused for every dialect alike; the deep
+        // check only runs when the raw text could contain one.
+        if (text.includes('\\u0000') || text.includes('\0')) rejectNulCharacters(parsed, '/body');
+        done(null, parsed);
+      } catch (error) {
+        if (error instanceof AppError) return done(error, undefined);
+        const message = (error as Error).message;
+        if (/prototype|constructor/i.test(message)) {
+          done(new AppError('INVALID_INPUT', 'The body holds a forbidden "__proto__" or "constructor.prototype" key.'), undefined);
+        } else {
+          done(Object.assign(new Error('invalid JSON'), { code: 'FST_ERR_CTP_INVALID_JSON_BODY', statusCode: 400 }), undefined);
+        }
+      }
+    });
+    app.addContentTypeParser(GHERKIN_MEDIA_TYPE, { parseAs: 'string' }, (_req, body, done) => {
+      try {
+        rejectNulCharacters(body, '/body');
+        done(null, body);
+      } catch (error) {
+        done(error as AppError, undefined);
+      }
+    });
+
+    await app.register(accepts);
+    // Uploads stream part by part (never buffered whole). busboy's own defaults are unlimited, so
+    // every limit is set (FILE-8). fileSize is one byte over the largest file allowed: the upload
+    // code counts bytes itself and refuses a file with 413 as soon as it passes its limit (smaller
+    // for images), before the truncated remainder could be mistaken for a whole file.
+    await app.register(multipart, {
+      limits: {
+        fileSize: Math.max(config.maxArtifactBytes, config.maxImageBytes) + 1,
+        files: 10,
+        parts: 20,
+        fields: 10,
+        fieldSize: 64 * 1024,
+        fieldNameSize: 100,
+        headerPairs: 100,
+      },
+    });
+  },
+  { name: 'attest-parsers' },
+);

@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto';
+import type { BodyOf } from '../../api/endpoint.ts';
+import type { createProject as createProjectEndpoint, updateProject as updateProjectEndpoint } from '../../api/v1/projects.ts';
+import type { AppContext } from '../context.ts';
+import { isUniqueViolation } from '../db/errors.ts';
+import type { Page, PageRequest } from '../db/pagination.ts';
+import {
+  deleteMember,
+  deleteProject as deleteProjectRow,
+  findMember,
+  findProject,
+  findProjectIdByKey,
+  insertMember,
+  insertProject,
+  listMembers as listMemberRows,
+  listProjects as listProjectRows,
+  type MemberRow,
+  updateProject as updateProjectRow,
+} from '../db/repositories/projects.ts';
+import { inTransaction } from '../db/repositories/transaction.ts';
+import { findActiveUserByEmail } from '../db/repositories/users.ts';
+import type { ProjectsTable, VisibleProjects } from '../db/types.ts';
+import { AppError, found, notFound } from '../errors.ts';
+import { normaliseEmail } from '../security/api-key.ts';
+import { audit } from './audit.ts';
+import { type Actor, requireActiveUser } from './users.ts';
+
+export type CreateProjectInput = BodyOf<typeof createProjectEndpoint>;
+export type UpdateProjectInput = BodyOf<typeof updateProjectEndpoint>;
+
+const keyTaken = (key: string) => new AppError('ALREADY_EXISTS', `A project with key ${key} already exists.`);
+
+export const getProject = async (ctx: AppContext, projectId: string): Promise<ProjectsTable> =>
+  found(await findProject(ctx.db, projectId), 'The project');
+
+/** The projects the caller may see, by key. */
+export const listProjects = (ctx: AppContext, visible: VisibleProjects, page: PageRequest): Promise<Page<ProjectsTable>> =>
+  listProjectRows(ctx.db, visible, page);
+
+/** Creates a project with its creator as the first member. */
+export async function createProject(ctx: AppContext, input: CreateProjectInput, creatorId: string): Promise<ProjectsTable> {
+  const now = ctx.clock().toISOString();
+  const row: ProjectsTable = {
+    id: randomUUID(),
+    key: input.key,
+    name: input.name,
+    description: input.description ?? '',
+    created_at: now,
+    updated_at: now,
+    created_by: creatorId,
+  };
+  if (await findProjectIdByKey(ctx.db, row.key)) throw keyTaken(row.key);
+  try {
+    await inTransaction(ctx.db, async (trx) => {
+      await insertProject(trx, row);
+      await insertMember(trx, { project_id: row.id, user_id: creatorId, added_at: now });
+    });
+  } catch (error) {
+    // Two concurrent creations with one key: the unique index decides, the loser gets 409.
+    if (isUniqueViolation(error)) throw keyTaken(row.key);
+    throw error;
+  }
+  return row;
+}
+
+/** Changes a project's name or description and returns it as stored. */
+export async function updateProject(ctx: AppContext, projectId: string, input: UpdateProjectInput): Promise<ProjectsTable> {
+  await updateProjectRow(ctx.db, projectId, { ...input, updated_at: ctx.clock().toISOString() });
+  return getProject(ctx, projectId);
+}
+
+/**
+ * Deletes a project. Child rows go with it (ON DELETE CASCADE); blobs they referenced become
+ * unreferenced and are reclaimed by the blob garbage collector.
+ */
+export async function deleteProject(ctx: AppContext, projectId: string, actor: Actor): Promise<void> {
+  await inTransaction(ctx.db, async (trx) => {
+    const project = found(await findProject(trx, projectId), 'The project');
+    await deleteProjectRow(trx, project.id);
+    await audit(ctx, trx, {
+      actorUserId: actor.userId,
+      action: 'project.delete',
+      targetType: 'project',
+      targetId: project.id,
+      details: { key: project.key, name: project.name },
+      requestId: actor.requestId,
+    });
+  });
+}
+
+/** A project's active members, by name. */
+export const listMembers = (ctx: AppContext, projectId: string, page: PageRequest): Promise<Page<MemberRow>> =>
+  listMemberRows(ctx.db, projectId, page);
+
+/** Adds a user to a project; adding a member twice changes nothing. Returns the membership. */
+export async function addMember(ctx: AppContext, projectId: string, email: string, actor: Actor): Promise<MemberRow> {
+  const user = await requireActiveUser(ctx.db, email);
+  const member = await inTransaction(ctx.db, async (trx) => {
+    const existing = await findMember(trx, projectId, user.id);
+    if (existing) return existing;
+    const added = { project_id: projectId, user_id: user.id, added_at: ctx.clock().toISOString() };
+    await insertMember(trx, added);
+    await audit(ctx, trx, {
+      actorUserId: actor.userId,
+      action: 'project.member.add',
+      targetType: 'project',
+      targetId: projectId,
+      details: { userId: user.id },
+      requestId: actor.requestId,
+    });
+    return added;
+  });
+  return { user_id: member.user_id, added_at: member.added_at, email: user.email, name: user.name };
+}
+
+/** Removes a user from a project; a user who is not a member (or no user at all) is a 404. */
+export async function removeMember(ctx: AppContext, projectId: string, email: string, actor: Actor): Promise<void> {
+  await inTransaction(ctx.db, async (trx) => {
+    const user = await findActiveUserByEmail(trx, normaliseEmail(email));
+    if (!user || !(await deleteMember(trx, projectId, user.id))) throw notFound('The member');
+    await audit(ctx, trx, {
+      actorUserId: actor.userId,
+      action: 'project.member.remove',
+      targetType: 'project',
+      targetId: projectId,
+      details: { userId: user.id },
+      requestId: actor.requestId,
+    });
+  });
+}
