@@ -1,6 +1,11 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx, so the package needs no build step to be used.
-import { register } from 'tsx/esm/api';
+// The installed `attest` command runs the compiled CLI: `npm install` builds dist/ (the `prepare`
+// script), so production never compiles TypeScript at run time.
+import { existsSync } from 'node:fs';
 
-register();
-await import('../src/cli/main.ts');
+const entry = new URL('../dist/cli/main.js', import.meta.url);
+if (!existsSync(entry)) {
+  process.stderr.write('attest: dist/ is missing; run `npm run build` (npm install does it) first.\n');
+  process.exit(1);
+}
+await import(entry.href);
