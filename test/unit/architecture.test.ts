@@ -1,0 +1,177 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+// The layering docs/ARCHITECTURE.md describes, checked on the source text so it stays true.
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const SERVER = path.join(ROOT, 'src', 'server');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) return sourceFiles(full);
+    return name.endsWith('.ts') ? [full] : [];
+  });
+}
+
+const rel = (file: string) => path.relative(ROOT, file);
+const FILES = sourceFiles(path.join(ROOT, 'src'));
+const TEXT = new Map(FILES.map((file) => [file, readFileSync(file, 'utf8')]));
+
+/** Every module a file imports (static, re-exported, dynamic), as written. */
+function importsOf(file: string): { specifier: string; typeOnly: boolean }[] {
+  const text = TEXT.get(file) ?? readFileSync(file, 'utf8');
+  const found: { specifier: string; typeOnly: boolean }[] = [];
+  for (const m of text.matchAll(/^\s*(import|export)\s+(type\s+)?[^'";]*?\bfrom\s+'([^']+)'/gm)) {
+    found.push({ specifier: m[3] as string, typeOnly: m[2] !== undefined });
+  }
+  for (const m of text.matchAll(/^\s*import\s+'([^']+)'/gm)) found.push({ specifier: m[1] as string, typeOnly: false });
+  for (const m of text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)) found.push({ specifier: m[1] as string, typeOnly: false });
+  return found;
+}
+
+/** The file a relative specifier names, or undefined for a package. */
+function resolve(file: string, specifier: string): string | undefined {
+  return specifier.startsWith('.') ? path.resolve(path.dirname(file), specifier) : undefined;
+}
+
+const under = (folder: string) => FILES.filter((file) => file.startsWith(path.join(SERVER, folder) + path.sep));
+
+describe('the layers of src/server', () => {
+  test('routes and services reach the database only through repositories: no query builder, transaction or SQL of their own', () => {
+    const offences: string[] = [];
+    for (const file of [...under('routes'), ...under('services'), ...under('presenters'), ...under('http'), ...under('plugins')]) {
+      const lines = (TEXT.get(file) as string).split('\n');
+      lines.forEach((line, i) => {
+        if (/\.(selectFrom|insertInto|updateTable|deleteFrom|replaceInto|transaction)\(|\bsql`|\.execute\(\)/.test(line)) {
+          offences.push(`${rel(file)}:${i + 1}: ${line.trim()}`);
+        }
+      });
+    }
+    assert.deepEqual(offences, []);
+  });
+
+  test('routes and services import no Kysely, driver, database module or node:fs', () => {
+    const banned = (specifier: string, target: string | undefined) =>
+      ['kysely', 'pg', 'better-sqlite3', 'node:fs', 'fs', 'node:fs/promises', 'fs/promises'].includes(specifier) ||
+      (target !== undefined && /[/\\]db[/\\](database|backup|chunks|dialect)\.ts$|[/\\]db[/\\]migrations[/\\]/.test(target));
+    const offences = [...under('routes'), ...under('services')].flatMap((file) =>
+      importsOf(file)
+        .filter(({ specifier }) => banned(specifier, resolve(file, specifier)))
+        .map(({ specifier }) => `${rel(file)} imports ${specifier}`),
+    );
+    assert.deepEqual(offences, []);
+  });
+
+  test('dependencies point down: storage knows nothing of HTTP, services nothing of routes, presenters only rows and the contract', () => {
+    const rules: { from: string; forbidden: RegExp; why: string }[] = [
+      {
+        from: 'db',
+        forbidden: /[/\\]server[/\\](routes|services|presenters|http|plugins|media)[/\\]|^fastify$/,
+        why: 'storage is the bottom layer',
+      },
+      { from: 'services', forbidden: /[/\\]server[/\\](routes|plugins|http)[/\\]|^fastify$/, why: 'use cases know nothing of HTTP' },
+      {
+        from: 'presenters',
+        forbidden: /[/\\]server[/\\](routes|plugins|http|db[/\\]repositories)[/\\]|^fastify$|^kysely$/,
+        why: 'presenters map rows',
+      },
+      { from: 'media', forbidden: /[/\\]server[/\\](routes|plugins|http|services|db)[/\\]|^fastify$/, why: 'media parsing is pure' },
+      {
+        from: 'blob',
+        forbidden: /[/\\]server[/\\](routes|plugins|http|services|presenters)[/\\]|^fastify$/,
+        why: 'the blob store is storage',
+      },
+    ];
+    const offences: string[] = [];
+    for (const { from, forbidden, why } of rules) {
+      for (const file of under(from)) {
+        for (const { specifier } of importsOf(file)) {
+          const target = resolve(file, specifier) ?? specifier;
+          if (forbidden.test(target)) offences.push(`${rel(file)} imports ${specifier} (${why})`);
+        }
+      }
+    }
+    assert.deepEqual(offences, []);
+  });
+
+  test('no import cycles, type-only imports included', () => {
+    const graph = new Map(
+      FILES.map((file) => [
+        file,
+        importsOf(file)
+          .map(({ specifier }) => resolve(file, specifier))
+          .filter((target): target is string => target !== undefined && TEXT.has(target)),
+      ]),
+    );
+    const cycles: string[] = [];
+    const state = new Map<string, 'visiting' | 'done'>();
+    const visit = (file: string, trail: string[]) => {
+      if (state.get(file) === 'done') return;
+      if (state.get(file) === 'visiting') {
+        cycles.push([...trail.slice(trail.indexOf(file)), file].map(rel).join(' → '));
+        return;
+      }
+      state.set(file, 'visiting');
+      for (const next of graph.get(file) ?? []) visit(next, [...trail, file]);
+      state.set(file, 'done');
+    };
+    for (const file of FILES) visit(file, []);
+    assert.deepEqual(cycles, []);
+  });
+
+  test('app.ts only assembles (under 150 lines) and no source file passes 400 lines', () => {
+    const lines = (file: string) => (TEXT.get(file) as string).split('\n').length;
+    assert.ok(lines(path.join(SERVER, 'app.ts')) < 150, `app.ts has ${lines(path.join(SERVER, 'app.ts'))} lines`);
+    assert.deepEqual(
+      FILES.filter((file) => lines(file) > 400).map((file) => `${rel(file)}: ${lines(file)} lines`),
+      [],
+    );
+  });
+
+  test('every folder of src/server says in a README what belongs there', () => {
+    const folders = (dir: string): string[] =>
+      readdirSync(dir)
+        .map((name) => path.join(dir, name))
+        .filter((full) => statSync(full).isDirectory())
+        .flatMap((full) => [full, ...folders(full)]);
+    assert.deepEqual(
+      folders(SERVER)
+        .filter((folder) => !existsSync(path.join(folder, 'README.md')))
+        .map(rel),
+      [],
+    );
+  });
+});
+
+describe('biome.json noRestrictedImports', () => {
+  test('fails the lint on a route or service that imports Kysely or the database module', { timeout: 60_000 }, () => {
+    // A planted violation, linted with the project's own configuration: the rule must catch it.
+    const dir = mkdtempSync(path.join(SERVER, 'services', 'planted-'));
+    const planted = path.join(dir, 'planted.ts');
+    try {
+      writeFileSync(
+        planted,
+        "import { sql } from 'kysely';\nimport { createDatabase } from '../../db/database.ts';\n\nexport const planted = [sql, createDatabase];\n",
+      );
+      let output = '';
+      try {
+        execFileSync(path.join(ROOT, 'node_modules', '.bin', 'biome'), ['lint', '--max-diagnostics=20', planted], {
+          cwd: ROOT,
+          encoding: 'utf8',
+          stdio: 'pipe',
+        });
+      } catch (error) {
+        output = `${(error as { stdout?: string }).stdout ?? ''}${(error as { stderr?: string }).stderr ?? ''}`;
+      }
+      assert.match(output, /noRestrictedImports[\s\S]*kysely/);
+      assert.match(output, /db\/database\.ts/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
