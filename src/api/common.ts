@@ -1,6 +1,6 @@
 import { type TSchema, Type } from 'typebox';
 
-// Bounds that every schema reuses (RELIABILITY SEC-4a: every string and array has a maximum).
+// Bounds that every schema reuses (SEC-4a: every string and array has a maximum).
 export const NAME_MAX = 256;
 export const TEXT_MAX = 64 * 1024;
 export const LABEL_MAX = 128;

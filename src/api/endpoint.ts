@@ -1,6 +1,6 @@
 import type { Static, TSchema } from 'typebox';
 
-/** Roles in increasing power; each includes everything the ones before it may do (SPEC 2.2). */
+/** Roles in increasing power; each includes everything the ones before it may do (SPEC-2.2). */
 export const ROLES = ['viewer', 'tester', 'manager', 'admin'] as const;
 export type Role = (typeof ROLES)[number];
 

@@ -70,7 +70,7 @@ export class AttestClient {
     this.fetchImpl = options.fetch ?? fetch;
   }
 
-  /** The headers SPEC 1.2/1.3 say every call carries. */
+  /** The headers SPEC-1.2/SPEC-1.3 say every call carries. */
   headers(extra: Record<string, string> = {}): Record<string, string> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', ...extra };
     if (this.options.apiKey) headers['service.api-token'] = this.options.apiKey;

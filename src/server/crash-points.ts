@@ -1,5 +1,5 @@
 /**
- * Deterministic crash points for the durability suite (RELIABILITY DUR-13b): with
+ * Deterministic crash points for the durability suite (DUR-13b): with
  * `ATTEST_CRASH_AT=<point>:<n>` (honoured only under `NODE_ENV=test`, see config.ts) the process
  * SIGKILLs itself the n-th time it reaches `<point>`, so a test can stop it exactly between two
  * durability steps, which random kills only hit by luck.

@@ -21,7 +21,7 @@ export const ProjectParams = Type.Object({ projectId: Uuid }, { additionalProper
 /**
  * A project member. An e-mail is half of an old-format credential, so only those who manage
  * membership see it: managers (their key not read-only) and admins. Everyone else gets the
- * display name and the user id (RELIABILITY ERR-4).
+ * display name and the user id (ERR-4).
  */
 export const Member = Type.Object(
   {

@@ -34,7 +34,7 @@ export interface ByteRange {
   end: number;
 }
 
-/** Durability steps of `put` at which test builds can crash the process (RELIABILITY DUR-13b). */
+/** Durability steps of `put` at which test builds can crash the process (DUR-13b). */
 export type BlobDurabilityStep = 'after-fsync-file' | 'after-rename' | 'after-dir-fsync';
 
 /**
@@ -56,7 +56,7 @@ export class BlobStorageError extends Error {
  * Where Attest keeps the bytes of artifacts and images: a local folder by default, an
  * S3-compatible bucket at scale. Every implementation keeps the same contract:
  * - Keys are SHA-256 digests computed by the store from the bytes, never names from user input.
- * - `put` resolves only once the blob is durable (RELIABILITY DUR-6); the caller commits the
+ * - `put` resolves only once the blob is durable (DUR-6); the caller commits the
  *   database row that references it afterwards, so a row never points at a missing blob (DUR-8).
  * - A failed `put` leaves nothing behind that `recover` or garbage collection would not remove, and
  *   is never retried into a false success (DUR-7).
@@ -107,7 +107,7 @@ export function isBlobKey(value: string): boolean {
 
 /**
  * The fence between uploads and garbage collection, for one process (the one that owns the store,
- * RELIABILITY DUR-3). Without it, an upload of bytes that are already stored as an old orphan can
+ * DUR-3). Without it, an upload of bytes that are already stored as an old orphan can
  * find the blob, and garbage collection can delete it before the upload's row commits: the row
  * would point at nothing (DUR-8). So:
  * - an upload holds its digest from before it looks for an existing blob until its row commits;

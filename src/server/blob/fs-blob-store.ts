@@ -16,7 +16,8 @@ import {
 
 /**
  * The filesystem calls the store makes, as one replaceable object: tests inject EIO or ENOSPC at
- * any step (RELIABILITY DUR-7) and record the order of writes, renames and fsyncs (DUR-13c).
+ * any step (DUR-7) and record the order of writes, renames and fsyncs, the groundwork of the power-loss
+ * simulation DUR-13c (not built yet).
  * File descriptors rather than FileHandles, so a fake needs no class of its own.
  */
 export interface BlobFs {
@@ -77,7 +78,7 @@ function storageError(operation: string, error: unknown): BlobStorageError {
  *     <root>/blobs/aa/bb/<sha256>     immutable, named by their digest (aa, bb: its first two bytes)
  *     <root>/tmp/<uuid>.part          uploads in progress, on the same filesystem so rename is atomic
  *
- * `put` follows RELIABILITY DUR-6: write the temp file while hashing, fsync it, rename it into
+ * `put` follows DUR-6: write the temp file while hashing, fsync it, rename it into
  * place, fsync the directory (and its parents when they were just created). Only then may the
  * caller commit the row that references the blob.
  */

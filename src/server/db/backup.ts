@@ -85,7 +85,7 @@ export interface BackupReport {
 }
 
 /**
- * Online backup of an embedded instance (RELIABILITY DUR-12): SQLite's backup API takes a
+ * Online backup of an embedded instance (DUR-12): SQLite's backup API takes a
  * consistent snapshot while the server keeps writing, then the blobs that snapshot references are
  * copied. Blobs are immutable and content-addressed, so copying them after the snapshot yields
  * every blob it needs. A referenced blob that vanished meanwhile (its rows deleted and collected

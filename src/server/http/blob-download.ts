@@ -46,7 +46,7 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
 }
 
 /**
- * Sends a blob with the headers of RELIABILITY FILE-5: the stored type, `nosniff`, a sandboxing
+ * Sends a blob with the headers of FILE-5: the stored type, `nosniff`, a sandboxing
  * CSP, `inline` only for raster images, an ETag from the SHA-256 with `If-None-Match` → 304, and
  * single byte ranges → 206 (416 outside the blob).
  */

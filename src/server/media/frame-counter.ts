@@ -3,7 +3,7 @@
  * the canvas they really cover. It walks only the container structure (block and chunk lengths,
  * frame descriptors), never the compressed pixels, in constant memory.
  *
- * RELIABILITY FILE-2 caps frames × pixels: a small file can hold thousands of full-size frames
+ * FILE-2 caps frames × pixels: a small file can hold thousands of full-size frames
  * that a viewer decodes one after another. And the size in a GIF's header is only a hint: a frame
  * may be larger than the "logical screen", and decoders (libvips, browsers) grow the canvas to fit
  * it, so the canvas here grows the same way. A malformed structure stops the walk; the type and

@@ -40,7 +40,7 @@ const SAME_AS: Record<string, string> = { 'image/apng': 'image/png' };
 const isRaster = (type: string): boolean => (RASTER_TYPES as readonly string[]).includes(type);
 
 /**
- * Checks a file while it streams past (RELIABILITY FILE-1, FILE-2, FILE-8): counts bytes against the
+ * Checks a file while it streams past (FILE-1, FILE-2, FILE-8): counts bytes against the
  * limit, detects the type from the first bytes, and for images reads width and height from the
  * header. Nothing here decodes pixels. A violation throws from `pass`, which aborts the blob
  * write before the bytes become a blob; the bytes already written are in a temp file that goes.

@@ -10,7 +10,7 @@ import { rejectNulCharacters } from '../validation.ts';
  * matches `Accept: application/json; charset=utf-8` against an offer that carries the same parameter. */
 const JSON_OFFERS = ['application/json', 'application/json; charset=utf-8', 'application/problem+json'];
 
-/** 406 when the Accept header excludes JSON (SPEC-1.2); a missing Accept accepts anything. */
+/** 406 when the Accept header excludes JSON (SPEC-2.5); a missing Accept accepts anything. */
 export function requireJsonAccept(request: FastifyRequest): void {
   if (request.accepts().type(JSON_OFFERS) === false) {
     throw new AppError('NOT_ACCEPTABLE', 'This operation answers application/json; the Accept header excludes it.');

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
-// Key formats (SPEC 1.3, RELIABILITY AUTH-1..AUTH-4, AUTH-10):
+// Key formats (SPEC-1.3, AUTH-1..AUTH-4, AUTH-10):
 // - standard: `atk_` + 43 base62 characters (32 random bytes) + 6 base62 characters of CRC32
 //   over prefix and body. Session keys from the web login use `ats_` and the same layout.
 // - legacy: a UUID (8-4-4-4-12 hex) that is only valid together with its owner's e-mail.

@@ -1,7 +1,7 @@
 /**
  * Counts failed authentications per subject (client address, or legacy e-mail digest) in a
  * fixed one-minute window. Stricter than the per-key rate limit because these are guesses
- * (RELIABILITY SEC-2b). In memory: one process per data folder, or per instance behind a
+ * (SEC-2b). In memory: one process per data folder, or per instance behind a
  * balancer, each throttling what it sees.
  */
 export class FailureLimiter {

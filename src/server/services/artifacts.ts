@@ -62,7 +62,7 @@ async function assertRoomForArtifact(ctx: AppContext, executor: Executor, runId:
 
 /** The metadata part's bound, as busboy's `fieldSize` for a metadata sent as a field. */
 const METADATA_MAX_BYTES = 64 * 1024;
-/** Longest stored artifact name, in UTF-8 bytes (RELIABILITY FILE-4). */
+/** Longest stored artifact name, in UTF-8 bytes (FILE-4). */
 const NAME_MAX_BYTES = 255;
 /** The most a run's listing holds in one answer: the `items` bound of the contract. */
 const RUN_LISTING_MAX = 10_000;

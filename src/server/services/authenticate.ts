@@ -10,14 +10,14 @@ import { createApiKey, findActiveUser } from './users.ts';
 
 export const AUTH_FAILURE_DETAIL = 'Invalid or missing credentials';
 
-/** The one 401 every authentication failure answers, whatever the cause (RELIABILITY AUTH-10). */
+/** The one 401 every authentication failure answers, whatever the cause (AUTH-10). */
 export const unauthenticated = () =>
   new AppError('UNAUTHENTICATED', AUTH_FAILURE_DETAIL, {
     headers: { 'www-authenticate': 'ApiKey realm="attest", header="service.api-token"' },
   });
 
 /**
- * Resolves the caller from the two headers of SPEC 1.3. A standard key with a bad layout or
+ * Resolves the caller from the two headers of SPEC-1.3. A standard key with a bad layout or
  * checksum fails before any query. Every other failure runs exactly one lookup and one
  * constant-time comparison, so unknown keys, wrong e-mails and missing e-mails cost the same.
  */

@@ -6,7 +6,7 @@ import { createApiKey, createUser } from './users.ts';
 /**
  * First start with an empty database: create the admin named by ATTEST_ADMIN_EMAIL with the key in
  * ATTEST_ADMIN_API_KEY (standard or old format), or generate a key and print it once. No default
- * credentials exist (RELIABILITY SEC-8b).
+ * credentials exist (SEC-8b).
  */
 export async function bootstrapAdmin(ctx: AppContext, announce: (message: string) => void): Promise<void> {
   if (await anyUserExists(ctx.db)) return;

@@ -16,7 +16,7 @@ export interface GcReport {
 }
 
 /**
- * Deletes blobs that no row references and that are older than `graceMs` (RELIABILITY DUR-10).
+ * Deletes blobs that no row references and that are older than `graceMs` (DUR-10).
  * Safe against concurrent uploads: an upload holds its blob from before it looks for stored bytes
  * until its row commits, and the store deletes only unheld blobs, asking once more (with uploads
  * of those bytes fenced off) whether a row references them and whether they are still old.
@@ -98,7 +98,7 @@ async function sha256Of(blobs: BlobStore, key: string): Promise<string | undefin
 }
 
 /**
- * Checks the durability invariants (RELIABILITY 4.3): every referenced blob exists with the size
+ * Checks the storage invariants of docs/requirements.md: every referenced blob exists with the size
  * and SHA-256 its rows record (I1), the database is sound (I3); orphans are counted (I5).
  */
 export async function verifyStorage(
