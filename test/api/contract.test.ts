@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, unique } from '../helpers/factories.ts';
+import { waitForLogLine } from '../helpers/logs.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // SPEC 1.1 (versioning and addressing), 1.2 (headers) and the error contract (RELIABILITY ERR-1,
 // ERR-2, ERR-5, SEC-8): what every client may rely on whatever the endpoint.
@@ -398,12 +401,11 @@ for (const dialect of DIALECTS) {
       const raw = await exchange(server, 'GET', '/api/v1/device/devices', json(server.admin.key));
       assertProblem(raw, 500, 'INTERNAL');
       const requestId = String(raw.headers['x-request-id']);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      const line = server.logs
-        .join('')
-        .split('\n')
-        .find((l) => l.includes(requestId) && l.includes('"level":50'));
-      assert.ok(line, 'the error is logged with the request id');
+      const line = await waitForLogLine(
+        server,
+        (l) => l.includes(requestId) && l.includes('"level":50'),
+        'with the request id at level error: the error is logged with the request id',
+      );
       assert.match(line, /devices/, 'the log has the real cause');
       assert.match(line, /"stack"/, 'and the stack');
       await sql`ALTER TABLE devices_gone RENAME TO devices`.execute(server.app.attest.db);
@@ -416,6 +418,7 @@ for (const dialect of DIALECTS) {
       const server = await startTestServer(dialect);
       try {
         const body = JSON.stringify({ key: `S${unique().toUpperCase()}`.slice(0, 16), name: 'finished during shutdown' });
+        const arrived = once(server.app.server, 'request');
         const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
           const request = http.request(
             `${server.url}/api/v1/projects`,
@@ -430,14 +433,15 @@ for (const dialect of DIALECTS) {
           );
           request.on('error', reject);
           request.write(body.slice(0, 10));
+          // Deliberate: the body stays unfinished for 300 ms, so the request is still in flight while the server closes.
           setTimeout(() => request.end(body.slice(10)), 300);
         });
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        await arrived; // the server has the request (its headers): it is in flight
         let closed = false;
         const closing = server.app.close().then(() => {
           closed = true;
         });
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await waitFor(() => !server.app.server.listening, { message: 'the server stopped listening' });
         const late = await exchange(server, 'GET', '/api/v1/health', {}).then(
           (r) => r.status,
           (error: NodeJS.ErrnoException) => error.code,

@@ -9,6 +9,7 @@ import { createDatabase, migrateToLatest, StartupError } from '../../src/server/
 import * as initialMigration from '../../src/server/db/migrations/2026-11-22-0001-initial.ts';
 import { damagedDataDir, tempDir } from '../helpers/data-folders.ts';
 import { createPostgresDatabase, DIALECTS, PG_ADMIN_URL } from '../helpers/dialects.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 describe('[sqlite] createDatabase', () => {
   test('opens in WAL mode with synchronous=FULL and foreign keys on, and verifies them', async () => {
@@ -114,8 +115,7 @@ if (DIALECTS.includes('postgres')) {
           await handle.ping(); // leaves an idle connection in the pool
           const { rowCount } = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
           assert.ok((rowCount ?? 0) >= 1);
-          for (let i = 0; i < 50 && lost.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
-          assert.ok(lost.length >= 1, 'the broken idle connection was reported, not thrown');
+          await waitFor(() => lost.length >= 1, { message: 'the broken idle connection was reported, not thrown' });
           await handle.ping();
         } finally {
           await handle.close();

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { AttestClient } from '../../src/client/index.ts';
 import type { Dialect } from '../../src/server/db/types.ts';
 import { createPostgresDatabase } from './dialects.ts';
+import { delay } from './wait.ts';
 
 // The real server as a child process (`node --import tsx src/server/main.ts`), for tests that kill
 // it (RELIABILITY DUR-13) or measure its memory.
@@ -145,7 +146,8 @@ export function watchResident(pid: number, intervalMs = 20): { stop(): Promise<R
       const rss = await residentBytes(pid);
       if (seen.samples++ === 0) seen.first = rss;
       seen.peak = Math.max(seen.peak, rss);
-      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+      // Deliberate: the sampling period.
+      await delay(intervalMs);
     } while (sampling);
   })();
   // A process that died mid-sample surfaces at stop(), not as an unhandled rejection before it.
