@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import crypto, { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import { after, before, describe, mock, test } from 'node:test';
@@ -11,6 +10,7 @@ import { v1 } from '../../src/client/index.ts';
 import { generateKey, hasValidChecksum, LEGACY_KEY_PATTERN, SECRET_SCANNING_REGEX } from '../../src/server/security/api-key.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createUser, type TestUser, unique } from '../helpers/factories.ts';
+import { rawRequest } from '../helpers/http.ts';
 import { waitForRequestLogs } from '../helpers/logs.ts';
 import { databaseSettled, startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -41,20 +41,8 @@ const me = (server: TestServer, headers: Record<string, string>) =>
   send(server, 'GET', '/api/v1/me', { accept: 'application/json', 'content-type': 'application/json', ...headers });
 
 /** A request as seen from a given local address (the loopback has all of 127/8), for per-address limits. */
-function meFrom(
-  server: TestServer,
-  localAddress: string,
-  headers: Record<string, string>,
-): Promise<{ status: number; headers: http.IncomingHttpHeaders }> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(`${server.url}/api/v1/me`, { method: 'GET', headers, localAddress }, (response) => {
-      response.resume();
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers }));
-    });
-    request.on('error', reject);
-    request.end();
-  });
-}
+const meFrom = (server: TestServer, localAddress: string, headers: Record<string, string>) =>
+  rawRequest(`${server.url}/api/v1/me`, { headers, localAddress });
 
 /** The parts of a 401 that must be the same for every cause: status, headers (minus per-request ones), body minus `instance`. */
 function failureShape(raw: Raw) {
