@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import crypto, { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import { after, before, describe, mock, test } from 'node:test';
@@ -11,7 +10,10 @@ import { v1 } from '../../src/client/index.ts';
 import { generateKey, hasValidChecksum, LEGACY_KEY_PATTERN, SECRET_SCANNING_REGEX } from '../../src/server/security/api-key.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createUser, type TestUser, unique } from '../helpers/factories.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { rawRequest } from '../helpers/http.ts';
+import { waitForRequestLogs } from '../helpers/logs.ts';
+import { databaseSettled, startTestServer, type TestServer } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // SPEC 1.3 and RELIABILITY AUTH-1..AUTH-13, SEC-2: who may call, and how every failure looks.
 
@@ -39,20 +41,8 @@ const me = (server: TestServer, headers: Record<string, string>) =>
   send(server, 'GET', '/api/v1/me', { accept: 'application/json', 'content-type': 'application/json', ...headers });
 
 /** A request as seen from a given local address (the loopback has all of 127/8), for per-address limits. */
-function meFrom(
-  server: TestServer,
-  localAddress: string,
-  headers: Record<string, string>,
-): Promise<{ status: number; headers: http.IncomingHttpHeaders }> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(`${server.url}/api/v1/me`, { method: 'GET', headers, localAddress }, (response) => {
-      response.resume();
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers }));
-    });
-    request.on('error', reject);
-    request.end();
-  });
-}
+const meFrom = (server: TestServer, localAddress: string, headers: Record<string, string>) =>
+  rawRequest(`${server.url}/api/v1/me`, { headers, localAddress });
 
 /** The parts of a 401 that must be the same for every cause: status, headers (minus per-request ones), body minus `instance`. */
 function failureShape(raw: Raw) {
@@ -62,11 +52,9 @@ function failureShape(raw: Raw) {
   return { status: raw.status, headers, body };
 }
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
-
 /** Statements the database ran for one request (background writes of earlier requests settled first). */
 async function statementsFor(server: TestServer, request: () => Promise<Raw>): Promise<{ raw: Raw; statements: number }> {
-  await settle();
+  await databaseSettled(server);
   const before = server.app.attest.database.stats.statements;
   const raw = await request();
   const statements = server.app.attest.database.stats.statements - before;
@@ -300,6 +288,7 @@ for (const dialect of DIALECTS) {
         const user = await createUser(server, ['viewer']);
         const legacy = await legacyKeyFor(server, user);
         secrets.push(user.key, legacy.key);
+        const requestIds: string[] = [];
         for (const query of [
           `api_key=${user.key}`,
           `service.api-token=${user.key}`,
@@ -308,8 +297,9 @@ for (const dialect of DIALECTS) {
         ]) {
           const raw = await send(server, 'GET', `/api/v1/me?${query}`, { accept: 'application/json' });
           assert.equal(raw.status, 401, query);
+          requestIds.push(raw.headers.get('x-request-id') as string);
         }
-        await settle();
+        await waitForRequestLogs(server, requestIds);
         const logs = server.logs.join('');
         assert.ok(!logs.includes(user.key), 'the standard key reached the logs');
         assert.ok(!logs.toLowerCase().includes(legacy.key.toLowerCase()), 'the old-format key reached the logs');
@@ -323,7 +313,7 @@ for (const dialect of DIALECTS) {
         const imported = randomUUID().toUpperCase();
         await legacyKeyFor(server, user, imported);
         secrets.push(user.key, imported);
-        await settle();
+        await databaseSettled(server);
         const needles = [
           user.key,
           user.key.slice(4, 47),
@@ -377,22 +367,20 @@ for (const dialect of DIALECTS) {
         assert.equal(await lastUsed(), null, 'unused so far');
         const first = server.clock.now.toISOString();
         assert.equal((await me(server, { 'service.api-token': user.key })).status, 200);
-        await settle();
-        assert.equal(await lastUsed(), first, 'the first use is recorded');
-        await settle();
+        await waitFor(async () => (await lastUsed()) === first, { message: 'the first use is recorded' });
         // 100 more uses within the minute, each half a (test-clock) second later than the one before:
         // any write among them would record a later time than the first use.
         for (let i = 0; i < 100; i++) {
           server.clock.advance(500);
           assert.equal((await me(server, { 'service.api-token': user.key })).status, 200);
         }
-        await settle();
+        // Nothing to wait for when all is well: wait until no write is still running, then look.
+        await databaseSettled(server);
         assert.equal(await lastUsed(), first, 'no second write within the minute');
         server.clock.advance(11_000);
         const later = server.clock.now.toISOString();
         assert.equal((await me(server, { 'service.api-token': user.key })).status, 200);
-        await settle();
-        assert.equal(await lastUsed(), later, 'a use a minute later is recorded again');
+        await waitFor(async () => (await lastUsed()) === later, { message: 'a use a minute later is recorded again' });
       });
 
       test('a revoked key stops working on the very next request', async () => {
@@ -480,7 +468,7 @@ for (const dialect of DIALECTS) {
       const raw = await me(server, { 'service.api-token': legacy.key, 'service.user': headerEmail });
       assert.equal(raw.status, 200);
       const requestId = raw.headers.get('x-request-id') as string;
-      await settle();
+      await waitForRequestLogs(server, [requestId]);
       const logs = server.logs.join('');
       assert.ok(logs.includes(requestId), 'the request was logged');
       for (const secret of [...secrets, legacy.key, headerEmail]) {
@@ -515,23 +503,23 @@ for (const dialect of DIALECTS) {
       assert.equal(await lastUsedOf(user.email, legacy.id), null, 'unused so far');
       const first = server.clock.now.toISOString();
       assert.equal((await me(server, pair)).status, 200);
-      await settle();
-      assert.equal(await lastUsedOf(user.email, legacy.id), first, 'the first use is recorded');
+      await waitFor(async () => (await lastUsedOf(user.email, legacy.id)) === first, { message: 'the first use is recorded' });
       for (let i = 0; i < 20; i++) {
         server.clock.advance(2_000);
         assert.equal((await me(server, { ...pair, 'service.user': user.email.toUpperCase() })).status, 200);
       }
-      await settle();
+      await databaseSettled(server);
       assert.equal(await lastUsedOf(user.email, legacy.id), first, 'no second write within the minute');
       server.clock.advance(30_000);
       assert.equal((await me(server, { ...pair, 'service.user': 'someone-else@example.test' })).status, 401);
       assert.equal((await me(server, { 'service.api-token': legacy.key })).status, 401);
-      await settle();
+      await databaseSettled(server);
       assert.equal(await lastUsedOf(user.email, legacy.id), first, 'a refused attempt is no use of the key');
       const later = server.clock.now.toISOString();
       assert.equal((await me(server, pair)).status, 200);
-      await settle();
-      assert.equal(await lastUsedOf(user.email, legacy.id), later, 'a use a minute later is recorded again');
+      await waitFor(async () => (await lastUsedOf(user.email, legacy.id)) === later, {
+        message: 'a use a minute later is recorded again',
+      });
       assert.equal(await lastUsedOf(user.email, user.keyId), null, "the owner's other key was not touched");
     });
 
@@ -545,7 +533,7 @@ for (const dialect of DIALECTS) {
       await server.admin.client.call(v1.users.setUserPassword, { params: { email: user.email }, body: { password } });
 
       assert.equal((await me(server, { 'service.api-token': legacy.key, 'service.user': user.email })).status, 200);
-      await settle();
+      await waitFor(async () => (await lastUsedOf(user.email, legacy.id)) != null, { message: 'the old-format key use is recorded' });
       server.clock.advance(10 * 86_400_000);
       assert.equal((await me(server, { 'service.api-token': recent.key })).status, 200);
       const login = await send(
@@ -556,7 +544,7 @@ for (const dialect of DIALECTS) {
         JSON.stringify({ email: user.email, password }),
       );
       assert.equal(login.status, 200, login.text);
-      await settle();
+      await waitFor(async () => (await lastUsedOf(user.email, recent.id)) != null, { message: 'the use of `recent` is recorded' });
       server.clock.advance(3_600_000);
       // Now: the first key never used, the old-format key used 10 days and an hour ago, `recent` an hour ago.
 
@@ -628,7 +616,7 @@ for (const dialect of DIALECTS) {
         ['old-format key without e-mail', { 'service.api-token': legacy.key }, false],
         ['unknown old-format key', { 'service.api-token': randomUUID(), 'service.user': user.email }, false],
       ];
-      await settle();
+      await databaseSettled(server);
       const spy = mock.method(crypto, 'timingSafeEqual');
       // The server imports timingSafeEqual by name from node:crypto; this makes that binding the spy too.
       syncBuiltinESMExports();

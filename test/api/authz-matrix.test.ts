@@ -11,6 +11,7 @@ import { buildOpenApiDocument } from '../../src/server/openapi/document.ts';
 import { APP_VERSION } from '../../src/server/version.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, unique } from '../helpers/factories.ts';
+import { encodeForm, rawRequest } from '../helpers/http.ts';
 import { expandPath, minimalSample, type Operation, operationsOf } from '../helpers/schema-samples.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -399,22 +400,15 @@ async function send(
   let payload: Buffer | undefined;
   const allHeaders = { ...headers };
   if (body instanceof FormData) {
-    const encoded = new Request('http://form.invalid/', { method: 'POST', body });
-    payload = Buffer.from(await encoded.arrayBuffer());
-    allHeaders['content-type'] = encoded.headers.get('content-type') as string;
+    const form = await encodeForm(body);
+    payload = form.payload;
+    allHeaders['content-type'] = form.contentType;
   } else if (body !== undefined) {
     payload = Buffer.from(body);
   }
   if (payload) allHeaders['content-length'] = String(payload.length);
-  return new Promise((resolve, reject) => {
-    const request = http.request(url, { method, headers: allHeaders, agent }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-    });
-    request.on('error', reject);
-    request.end(payload);
-  });
+  const { status, text } = await rawRequest(url, { method, headers: allHeaders, body: payload, agent });
+  return { status, text };
 }
 
 /** Whether the caller's key still works with the caller's role. */

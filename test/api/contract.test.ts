@@ -1,80 +1,30 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, unique } from '../helpers/factories.ts';
+import { jsonHeaders, rawRequest } from '../helpers/http.ts';
+import { waitForLogLine } from '../helpers/logs.ts';
+import { assertProblem } from '../helpers/problems.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // SPEC 1.1 (versioning and addressing), 1.2 (headers) and the error contract (RELIABILITY ERR-1,
 // ERR-2, ERR-5, SEC-8): what every client may rely on whatever the endpoint.
 
-interface Raw {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  text: string;
-  json: Record<string, unknown>;
-}
-
 /** One raw HTTP exchange: exact headers (Host included), exact body bytes, nothing added. */
-function exchange(
+const exchange = (
   server: TestServer,
   method: string,
   path: string,
   headers: Record<string, string | number> = {},
   body?: string | Buffer,
-): Promise<Raw> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(`${server.url}${path}`, { method, headers, agent: false }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: Record<string, unknown> = {};
-        try {
-          json = JSON.parse(text) as Record<string, unknown>;
-        } catch {
-          // not JSON; the assertions say so
-        }
-        resolve({ status: response.statusCode ?? 0, headers: response.headers, text, json });
-      });
-    });
-    request.on('error', reject);
-    request.end(body);
-  });
-}
+) => rawRequest(`${server.url}${path}`, { method, headers, body });
 
-const LEAKS = [
-  /\bat .+:\d+:\d+\)?/, // stack frames
-  /SQLITE_|syntax error|no such (table|column)|relation "|duplicate key|violates .* constraint/i,
-  /\/(home|var|tmp|usr|work|root|opt)\//,
-  /node_modules|\.ts\b|FST_|fastify|kysely|better-sqlite3|ajv/i,
-];
-
-/** The error contract: problem+json whose `status` is the HTTP status, with type, title, code, and `instance` naming the request id. */
-function assertProblem(raw: Raw, status: number, code?: string): void {
-  assert.equal(raw.status, status, raw.text);
-  assert.match(String(raw.headers['content-type']), /^application\/problem\+json; charset=utf-8$/);
-  assert.equal(raw.json.status, status);
-  assert.equal(typeof raw.json.type, 'string');
-  assert.ok(String(raw.json.type).length > 0);
-  assert.equal(typeof raw.json.title, 'string');
-  assert.match(String(raw.json.code), /^[A-Z_]+$/);
-  if (code) assert.equal(raw.json.code, code);
-  const requestId = raw.headers['x-request-id'];
-  assert.match(String(requestId), /^[0-9a-f-]{36}$/);
-  // RFC 9457 wants a URI reference; the request id is wrapped in a URN, and is the X-Request-Id value.
-  assert.equal(raw.json.instance, `urn:attest:request:${requestId}`);
-  assert.equal(raw.headers['x-content-type-options'], 'nosniff');
-  for (const leak of LEAKS) assert.doesNotMatch(raw.text, leak, `the problem body leaks internals: ${raw.text}`);
-}
-
-const json = (key?: string) => ({
-  'content-type': 'application/json',
-  accept: 'application/json',
-  ...(key ? { 'service.api-token': key } : {}),
-});
+const json = jsonHeaders;
 
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] the fixed contract`, () => {
@@ -398,12 +348,11 @@ for (const dialect of DIALECTS) {
       const raw = await exchange(server, 'GET', '/api/v1/device/devices', json(server.admin.key));
       assertProblem(raw, 500, 'INTERNAL');
       const requestId = String(raw.headers['x-request-id']);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      const line = server.logs
-        .join('')
-        .split('\n')
-        .find((l) => l.includes(requestId) && l.includes('"level":50'));
-      assert.ok(line, 'the error is logged with the request id');
+      const line = await waitForLogLine(
+        server,
+        (l) => l.includes(requestId) && l.includes('"level":50'),
+        'with the request id at level error: the error is logged with the request id',
+      );
       assert.match(line, /devices/, 'the log has the real cause');
       assert.match(line, /"stack"/, 'and the stack');
       await sql`ALTER TABLE devices_gone RENAME TO devices`.execute(server.app.attest.db);
@@ -416,6 +365,7 @@ for (const dialect of DIALECTS) {
       const server = await startTestServer(dialect);
       try {
         const body = JSON.stringify({ key: `S${unique().toUpperCase()}`.slice(0, 16), name: 'finished during shutdown' });
+        const arrived = once(server.app.server, 'request');
         const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
           const request = http.request(
             `${server.url}/api/v1/projects`,
@@ -430,14 +380,15 @@ for (const dialect of DIALECTS) {
           );
           request.on('error', reject);
           request.write(body.slice(0, 10));
+          // Deliberate: the body stays unfinished for 300 ms, so the request is still in flight while the server closes.
           setTimeout(() => request.end(body.slice(10)), 300);
         });
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        await arrived; // the server has the request (its headers): it is in flight
         let closed = false;
         const closing = server.app.close().then(() => {
           closed = true;
         });
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await waitFor(() => !server.app.server.listening, { message: 'the server stopped listening' });
         const late = await exchange(server, 'GET', '/api/v1/health', {}).then(
           (r) => r.status,
           (error: NodeJS.ErrnoException) => error.code,

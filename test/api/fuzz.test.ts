@@ -14,6 +14,7 @@ import { LEGACY_KEY_PATTERN } from '../../src/server/security/api-key.ts';
 import { APP_VERSION } from '../../src/server/version.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, unique } from '../helpers/factories.ts';
+import { encodeForm, rawRequest } from '../helpers/http.ts';
 import { expandPath, type JsonSchema, type Operation, operationsOf, validArbitrary } from '../helpers/schema-samples.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -493,23 +494,15 @@ async function send(
     payload = Buffer.from(body.text);
     headers['content-type'] = body.type;
   } else if (body.kind === 'form') {
-    const encoded = new Request('http://form.invalid/', { method: 'POST', body: formOf(body.value) });
-    payload = Buffer.from(await encoded.arrayBuffer());
-    headers['content-type'] = encoded.headers.get('content-type') as string;
+    const form = await encodeForm(formOf(body.value));
+    payload = form.payload;
+    headers['content-type'] = form.contentType;
   }
   if (payload) headers['content-length'] = String(payload.length);
   // The path goes out as is: a URL object would resolve `.` and `..` segments before the server saw them.
-  const { hostname, port } = new URL(server.url);
-  return new Promise((resolve, reject) => {
-    const options = { hostname, port, path: `/api/v1${path}${queryString(request.query)}`, method: request.op.method, headers, agent };
-    const req = http.request(options, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-    });
-    req.on('error', reject);
-    req.end(payload);
-  });
+  const target = { base: server.url, path: `/api/v1${path}${queryString(request.query)}` };
+  const { status, headers: answered, text } = await rawRequest(target, { method: request.op.method, headers, body: payload, agent });
+  return { status, headers: answered, text };
 }
 
 /** Validators of the documented 2xx JSON bodies, by operation and status. */

@@ -1,23 +1,17 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { type ApiError, v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, unique } from '../helpers/factories.ts';
+import { rawRequest } from '../helpers/http.ts';
 import { isProblem } from '../helpers/problems.ts';
 import { completeRun, startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 /** GET from a chosen loopback address, so tests can play clients on different hosts. */
-function getFrom(localAddress: string, url: string, headers: Record<string, string>): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const request = http.get(url, { localAddress, headers }, (response) => {
-      response.resume();
-      resolve(response.statusCode ?? 0);
-    });
-    request.on('error', reject);
-  });
+async function getFrom(localAddress: string, url: string, headers: Record<string, string>): Promise<number> {
+  return (await rawRequest(url, { headers, localAddress })).status;
 }
 
 for (const dialect of DIALECTS) {

@@ -1,34 +1,15 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { ApiError, v1 } from '../../src/client/index.ts';
+import { v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
+import { refusalOf, rejectsWith } from '../helpers/problems.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // Projects, members and visibility (SPEC 2.1, 2.2; RELIABILITY SEC-1a, ERR-3).
 
-const rejectsWith = (status: number, code?: string) => (e: unknown) => {
-  assert.ok(e instanceof ApiError, `expected an ApiError, got ${String(e)}`);
-  assert.equal(e.status, status, `${e.status} ${e.code}: ${String(e.problem.detail)}`);
-  if (code) assert.equal(e.code, code);
-  return true;
-};
-
 const projectKey = () => `K${unique().toUpperCase()}`.slice(0, 16);
-
-/** Status and body of a refused call, minus the per-request `instance`. */
-async function refusal(call: Promise<unknown>): Promise<Record<string, unknown>> {
-  try {
-    await call;
-  } catch (error) {
-    assert.ok(error instanceof ApiError, String(error));
-    const { instance, ...rest } = error.problem;
-    assert.match(String(instance), /^urn:attest:request:/);
-    return { status: error.status, ...rest };
-  }
-  throw new assert.AssertionError({ message: 'the call succeeded' });
-}
 
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] projects`, () => {
@@ -270,8 +251,8 @@ for (const dialect of DIALECTS) {
           ['DELETE member', (projectId) => outsider.client.call(v1.projects.removeMember, { params: { projectId, email: victim.email } })],
         ];
         for (const [name, call] of calls) {
-          const hiddenAnswer = await refusal(call(hidden.id));
-          const randomAnswer = await refusal(call(randomUUID()));
+          const hiddenAnswer = await refusalOf(call(hidden.id));
+          const randomAnswer = await refusalOf(call(randomUUID()));
           assert.equal(hiddenAnswer.status, 404, name);
           assert.deepEqual(hiddenAnswer, randomAnswer, `${name}: a hidden project answers differently from a missing one`);
         }

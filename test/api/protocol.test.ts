@@ -5,7 +5,9 @@ import { v1 } from '../../src/client/index.ts';
 import { loadConfig } from '../../src/server/config.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
+import { logEntries } from '../helpers/logs.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { delay, waitFor } from '../helpers/wait.ts';
 
 // HTTP-level behaviour every endpoint shares: request deadlines (RELIABILITY ERR-2 408),
 // content negotiation (SPEC 1.2) and what the request log says about the caller (AUTH-9).
@@ -44,15 +46,6 @@ function parseRawResponse(text: string) {
   const [statusLine = '', ...lines] = head.split('\r\n');
   const headers = new Map(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
   return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(text.slice(split + 4)) as Record<string, unknown> };
-}
-
-/** The parsed JSON log lines of the server (a chunk may hold several lines). */
-function logEntries(server: TestServer): Record<string, unknown>[] {
-  return server.logs
-    .join('')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 describe('ATTEST_REQUEST_TIMEOUT_MS', () => {
@@ -117,17 +110,16 @@ for (const dialect of DIALECTS) {
         const received: string[] = [];
         socket.on('data', (chunk: Buffer) => received.push(chunk.toString('utf8')));
         const request = `GET /health HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: application/json\r\n\r\n`;
+        const statusLines = () => received.join('').match(/HTTP\/1\.1 \d+/g) ?? [];
         const answers = async (count: number) => {
-          const deadline = Date.now() + 5000;
-          while ((received.join('').match(/HTTP\/1\.1 /g) ?? []).length < count && Date.now() < deadline) {
-            await new Promise((resolve) => setTimeout(resolve, 20));
-          }
-          return received.join('').match(/HTTP\/1\.1 \d+/g) ?? [];
+          await waitFor(() => statusLines().length >= count, { message: () => `${count} answers (got ${statusLines().join(', ')})` });
+          return statusLines();
         };
         try {
           socket.write(request);
           assert.deepEqual(await answers(1), ['HTTP/1.1 200']);
-          await new Promise((resolve) => setTimeout(resolve, timeoutMs * 3));
+          // Deliberate: the connection must sit idle well past the request deadline.
+          await delay(timeoutMs * 3);
           assert.deepEqual(await answers(1), ['HTTP/1.1 200'], 'nothing was written to the idle connection');
           socket.write(request);
           assert.deepEqual(await answers(2), ['HTTP/1.1 200', 'HTTP/1.1 200']);

@@ -3,10 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import { ApiError, AttestClient, v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, twoProjects } from '../helpers/factories.ts';
+import { firstError, isProblem } from '../helpers/problems.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-
-const isProblem = (status: number, code: string) => (e: ApiError) => e.status === status && e.code === code;
-const firstError = (e: ApiError) => (e.problem.errors as { pointer: string; message: string }[] | undefined)?.[0];
 
 const CHECKOUT_FEATURE = `@checkout @smoke
 Feature: Checkout

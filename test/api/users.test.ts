@@ -3,33 +3,14 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { v1Endpoints } from '../../src/api/v1/index.ts';
-import { ApiError, type AttestClient, v1 } from '../../src/client/index.ts';
+import { type ApiError, type AttestClient, v1 } from '../../src/client/index.ts';
 import { LEGACY_KEY_PATTERN, SECRET_SCANNING_REGEX } from '../../src/server/security/api-key.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createUser, unique } from '../helpers/factories.ts';
+import { refusalOf, rejectsWith } from '../helpers/problems.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // Users, roles and API keys (SPEC 1.4, 2.1, 2.2; RELIABILITY SEC-5, AUTH-5, AUTH-6, AUTH-9, ERR-4).
-
-const rejectsWith = (status: number, code?: string) => (e: unknown) => {
-  assert.ok(e instanceof ApiError, `expected an ApiError, got ${String(e)}`);
-  assert.equal(e.status, status, `${e.status} ${e.code}: ${String(e.problem.detail)}`);
-  if (code) assert.equal(e.code, code);
-  return true;
-};
-
-/** The problem a call answers, minus the per-request `instance`. */
-async function problemOf(call: Promise<unknown>): Promise<Record<string, unknown>> {
-  try {
-    await call;
-  } catch (error) {
-    assert.ok(error instanceof ApiError);
-    const { instance, ...rest } = error.problem;
-    assert.equal(typeof instance, 'string');
-    return { status: error.status, ...rest };
-  }
-  throw new assert.AssertionError({ message: 'the call succeeded' });
-}
 
 /** Sends a JSON call and returns the response with its X-Request-Id (for audit checks). */
 async function rawCall(client: AttestClient, method: string, path: string, body?: unknown): Promise<{ status: number; requestId: string }> {
@@ -123,8 +104,8 @@ for (const dialect of DIALECTS) {
         const viewer = await createUser(server, ['viewer']);
         const other = await createUser(server, ['viewer']);
         assert.equal((await viewer.client.call(v1.users.getUser, { params: { email: viewer.email.toUpperCase() } })).email, viewer.email);
-        const existing = await problemOf(viewer.client.call(v1.users.getUser, { params: { email: other.email } }));
-        const missing = await problemOf(viewer.client.call(v1.users.getUser, { params: { email: newEmail() } }));
+        const existing = await refusalOf(viewer.client.call(v1.users.getUser, { params: { email: other.email } }));
+        const missing = await refusalOf(viewer.client.call(v1.users.getUser, { params: { email: newEmail() } }));
         assert.equal(existing.status, 404);
         assert.deepEqual(existing, missing);
       });
@@ -433,8 +414,8 @@ for (const dialect of DIALECTS) {
           ],
         ];
         for (const [name, call] of pairs) {
-          const existing = await problemOf(call(victim.email, victim.keyId));
-          const missing = await problemOf(call(ghost, randomUUID()));
+          const existing = await refusalOf(call(victim.email, victim.keyId));
+          const missing = await refusalOf(call(ghost, randomUUID()));
           assert.equal(existing.status, 404, name);
           assert.deepEqual(existing, missing, `${name}: the answer tells whether the e-mail exists`);
         }

@@ -9,6 +9,7 @@ import { randomGif } from '../helpers/png.ts';
 import { startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { upload } from '../helpers/uploads.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 /**
  * RELIABILITY FILE-5, end to end in a real browser: uploaded content that carries a script is
@@ -58,12 +59,13 @@ describe('uploaded content opened in Chromium (FILE-5)', { skip: !browserAvailab
     const page = await context.newPage();
     await page.goto(`${probeUrl}/control`);
     await page.waitForFunction(() => true);
-    for (let i = 0; i < 50 && !hits.some((hit) => hit.includes('/control')); i++) await new Promise((r) => setTimeout(r, 100));
-    await page.close();
-    assert.ok(
-      hits.some((hit) => hit.includes('/control')),
-      'the control page reached the probe, so a script that ran would have been heard',
-    );
+    try {
+      await waitFor(() => hits.some((hit) => hit.includes('/control')), {
+        message: 'the control page reached the probe, so a script that ran would have been heard',
+      });
+    } finally {
+      await page.close();
+    }
   }
 
   test('a GIF/HTML polyglot screenshot renders as an image and its script never runs', async () => {

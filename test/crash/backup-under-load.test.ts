@@ -16,6 +16,7 @@ import { startRun } from '../helpers/records.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { createStorage, spawnServer } from '../helpers/spawned-server.ts';
 import { upload } from '../helpers/uploads.ts';
+import { delay, waitFor } from '../helpers/wait.ts';
 
 // RELIABILITY DUR-12: an online backup taken while clients keep uploading restores into a fresh
 // folder on which a server starts with invariants I1 (every referenced blob exists with its size
@@ -84,12 +85,13 @@ describe('[sqlite] backup under upload load (DUR-12)', () => {
       };
       const load = Promise.all(runs.map((run, n) => client(n, run.id)));
 
-      await new Promise((resolve) => setTimeout(resolve, LOAD_BEFORE_MS));
+      // Deliberate: the load runs for a while before the backup starts, and on after it ends.
+      await delay(LOAD_BEFORE_MS);
       acknowledgedBeforeBackup = [...acknowledged];
       const inFlightAtStart = inFlight;
       const report = await backupEmbedded(storage.dataDir, backupDir);
       const duringBackup = acknowledged.length - acknowledgedBeforeBackup.length;
-      await new Promise((resolve) => setTimeout(resolve, LOAD_AFTER_MS));
+      await delay(LOAD_AFTER_MS);
       stop = true;
       await load;
       t.diagnostic(
@@ -150,7 +152,7 @@ describe('[sqlite] backup under upload load (DUR-12)', () => {
       }, 2);
       try {
         // Writes are under way before the backup starts.
-        while (writes < 10) await new Promise((resolve) => setTimeout(resolve, 5));
+        await waitFor(() => writes >= 10, { intervalMs: 5, message: () => `10 writes under way (${writes} so far)` });
         await backupEmbedded(server.dataDir, backupDir);
       } finally {
         clearInterval(writer);

@@ -12,6 +12,7 @@ import { pixelFloodPng, pngClaiming, randomPng } from '../helpers/png.ts';
 import { startRun } from '../helpers/records.ts';
 import { createStorage, residentBytes, type SpawnedServer, spawnServer, watchResident } from '../helpers/spawned-server.ts';
 import { filesUnder, upload } from '../helpers/uploads.ts';
+import { delay } from '../helpers/wait.ts';
 
 // The memory a hostile or merely large upload costs the real server (a spawned process, measured
 // by its RSS from /proc): streaming keeps a 200 MB body off the heap (FILE-8), and a pixel flood is
@@ -49,7 +50,9 @@ async function warmServer(
       { file: { bytes: await randomPng() } },
     );
     assert.equal(warm.status, 201);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Deliberate: the warm-up's garbage is given half a second to be collected before the baseline;
+    // there is no event that says the heap has settled.
+    await delay(500);
     return { server, dataDir, key: storage.adminKey, projectId: project.id, runId };
   } catch (error) {
     await server.stop();
@@ -146,8 +149,8 @@ describe('memory while refusing a pixel flood (FILE-2)', () => {
           { file: { bytes: bomb.bytes, type: 'image/png', filename: bomb.name } },
         );
         const elapsed = Date.now() - started;
-        // Keep sampling a moment after the answer: work left running behind it would count too.
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        // Deliberate: keep sampling a moment after the answer: work left running behind it would count too.
+        await delay(300);
         const seen = await watch.stop();
         peak = Math.max(peak, seen.peak);
         t.diagnostic(
@@ -217,7 +220,8 @@ describe('memory while decoding thumbnails (FILE-3)', () => {
         ),
       );
       const seconds = (Date.now() - started) / 1000;
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Deliberate: keep sampling a moment after the answers: decodes left running behind them count too.
+      await delay(300);
       const seen = await watch.stop();
       const statuses = answers.map((a) => a.status);
       const growth = seen.peak - baseline;

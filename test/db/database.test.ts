@@ -1,9 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
@@ -12,26 +7,9 @@ import pg from 'pg';
 import { loadConfig } from '../../src/server/config.ts';
 import { createDatabase, migrateToLatest, StartupError } from '../../src/server/db/database.ts';
 import * as initialMigration from '../../src/server/db/migrations/2026-11-22-0001-initial.ts';
-import { DIALECTS, PG_ADMIN_URL } from '../helpers/dialects.ts';
-
-const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'attest-db-'));
-
-/** A migrated data folder whose database file has one damaged b-tree page (in a table of its own). */
-async function damagedDataDir(): Promise<string> {
-  const dir = tempDir();
-  await (await createDatabase(loadConfig({ ATTEST_DATA_DIR: dir }))).close();
-  const file = path.join(dir, 'attest.db');
-  const raw = new SQLite(file);
-  raw.exec(`CREATE TABLE filler(x TEXT);
-    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) INSERT INTO filler SELECT printf('%0100d', i) FROM n`);
-  const { rootpage } = raw.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'filler'").get() as { rootpage: number };
-  const pageSize = raw.pragma('page_size', { simple: true }) as number;
-  raw.close(); // checkpoints the WAL into the file
-  const fd = fs.openSync(file, 'r+');
-  fs.writeSync(fd, Buffer.alloc(64, 0xff), 0, 64, (rootpage - 1) * pageSize);
-  fs.closeSync(fd);
-  return dir;
-}
+import { damagedDataDir, tempDir } from '../helpers/data-folders.ts';
+import { createPostgresDatabase, DIALECTS, PG_ADMIN_URL } from '../helpers/dialects.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 describe('[sqlite] createDatabase', () => {
   test('opens in WAL mode with synchronous=FULL and foreign keys on, and verifies them', async () => {
@@ -58,33 +36,6 @@ describe('[sqlite] createDatabase', () => {
     await again.close();
   });
 
-  test('a second server on the same data folder exits non-zero while the first keeps serving', async () => {
-    const dir = tempDir();
-    const env = { ...process.env, ATTEST_DATA_DIR: dir, PORT: '0', HOST: '127.0.0.1', ATTEST_LOG_LEVEL: 'warn' };
-    const first = spawn(process.execPath, ['--import', 'tsx', 'src/server/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    try {
-      let out = '';
-      first.stdout.on('data', (chunk: Buffer) => {
-        out += chunk.toString();
-      });
-      while (!/attest listening (\S+)/.test(out)) await once(first.stdout, 'data');
-      const url = /attest listening (\S+)/.exec(out)?.[1] as string;
-      const second = spawn(process.execPath, ['--import', 'tsx', 'src/server/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let err = '';
-      second.stderr.on('data', (chunk: Buffer) => {
-        err += chunk.toString();
-      });
-      const [code] = await once(second, 'exit');
-      assert.equal(code, 1);
-      assert.match(err, /Another Attest process is using the data folder/);
-      const health = await fetch(`${url}/api/v1/health`);
-      assert.equal(health.status, 200);
-    } finally {
-      first.kill('SIGTERM');
-      await once(first, 'exit');
-    }
-  });
-
   test('check() runs quick_check and fails on a damaged file, while the readiness ping() still answers', async () => {
     const handle = await createDatabase(loadConfig({ ATTEST_DATA_DIR: await damagedDataDir() }));
     try {
@@ -93,23 +44,6 @@ describe('[sqlite] createDatabase', () => {
     } finally {
       await handle.close();
     }
-  });
-
-  test('a server refuses to start on a database that fails quick_check (DUR-9)', async () => {
-    const env = { ...process.env, ATTEST_DATA_DIR: await damagedDataDir(), PORT: '0', HOST: '127.0.0.1', ATTEST_LOG_LEVEL: 'warn' };
-    const server = spawn(process.execPath, ['--import', 'tsx', 'src/server/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    server.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    server.stderr.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-    });
-    const [code] = await once(server, 'exit');
-    assert.equal(code, 1);
-    assert.match(err, /attest: SQLite quick_check failed/);
-    assert.doesNotMatch(out, /attest listening/);
   });
 
   test('a database made by the first release is brought up to date on open', async () => {
@@ -145,17 +79,15 @@ describe('[sqlite] createDatabase', () => {
 if (DIALECTS.includes('postgres')) {
   describe('[postgres] createDatabase', () => {
     async function withDatabase(fn: (url: string, admin: pg.Client, name: string) => Promise<void>) {
-      const name = `attest_db_${randomBytes(5).toString('hex')}`;
+      // Empty, not a clone of the migrated template: these tests watch createDatabase migrate it.
+      const database = await createPostgresDatabase('attest_db', { empty: true });
       const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
       await admin.connect();
-      await admin.query(`CREATE DATABASE ${name}`);
-      const url = new URL(PG_ADMIN_URL);
-      url.pathname = `/${name}`;
       try {
-        await fn(url.toString(), admin, name);
+        await fn(database.url, admin, database.name);
       } finally {
-        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
         await admin.end();
+        await database.drop();
       }
     }
 
@@ -183,8 +115,7 @@ if (DIALECTS.includes('postgres')) {
           await handle.ping(); // leaves an idle connection in the pool
           const { rowCount } = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
           assert.ok((rowCount ?? 0) >= 1);
-          for (let i = 0; i < 50 && lost.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
-          assert.ok(lost.length >= 1, 'the broken idle connection was reported, not thrown');
+          await waitFor(() => lost.length >= 1, { message: 'the broken idle connection was reported, not thrown' });
           await handle.ping();
         } finally {
           await handle.close();

@@ -13,6 +13,7 @@ import { randomPng } from '../helpers/png.ts';
 import { addSteps, startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { upload } from '../helpers/uploads.ts';
+import { delay, waitFor } from '../helpers/wait.ts';
 
 async function uploadScreenshots(server: TestServer, count: number) {
   const project = await createProject(server);
@@ -67,7 +68,7 @@ for (const dialect of DIALECTS) {
     });
 
     describe('collectGarbage under concurrent uploads (DUR-10)', () => {
-      test('GC every 100 ms with no grace period never costs an acknowledged artifact its bytes', async () => {
+      test('GC every 100 ms with no grace period never costs an acknowledged artifact its bytes', async (t) => {
         const ctx = server.app.attest;
         const project = await createProject(server);
         const run = await startRun(server.admin.client, project.id);
@@ -78,6 +79,7 @@ for (const dialect of DIALECTS) {
         const acknowledged = new Map<string, string>(); // artifact id → sha256
         let gcRuns = 0;
         let deletedByGc = 0;
+        let uploads = 0;
         let stop = false;
         const gc = (async () => {
           while (!stop) {
@@ -85,7 +87,8 @@ for (const dialect of DIALECTS) {
             const report = await collectGarbage({ ...ctx, clock: () => new Date(Date.now() + 1000) }, { graceMs: 0 });
             gcRuns++;
             deletedByGc += report.deleted;
-            await new Promise((resolve) => setTimeout(resolve, 100));
+            // Deliberate: the pace under test is one collection every 100 ms.
+            await delay(100);
           }
         })();
         const client = async (n: number) => {
@@ -99,6 +102,7 @@ for (const dialect of DIALECTS) {
               { file: { bytes, type: 'image/png' } },
             );
             assert.equal(res.status, 201, JSON.stringify(res.body));
+            uploads++;
             acknowledged.set(String(res.body.id), sha256(bytes));
             if (i % 2 === 1) {
               // Delete an earlier artifact of the pool's bytes, leaving them to GC.
@@ -115,10 +119,21 @@ for (const dialect of DIALECTS) {
           }
         };
         const clients = Promise.all(Array.from({ length: 8 }, (_, n) => client(n)));
-        await new Promise((resolve) => setTimeout(resolve, 4000));
+        // Until GC has raced the uploads long enough (about what 4 s gave on an idle machine): several
+        // collections while 8 clients kept uploading. A client that fails ends the wait at once.
+        const raced = () => gcRuns >= 6 && uploads >= 120;
+        await Promise.race([
+          waitFor(raced, {
+            timeoutMs: 60_000,
+            intervalMs: 50,
+            message: () => `GC runs ${gcRuns} (want 6) during uploads ${uploads} (want 120)`,
+          }),
+          clients,
+        ]);
         stop = true;
         await clients;
         await gc;
+        t.diagnostic(`GC ran ${gcRuns} times and deleted ${deletedByGc} blobs during ${uploads} uploads`);
         assert.ok(gcRuns >= 3 && deletedByGc > 0, `GC ran ${gcRuns} times and deleted ${deletedByGc} blobs`);
         for (const [artifactId, sha] of acknowledged) {
           const res = await fetch(`${server.url}/api/v1/artifact/artifacts/${artifactId}/content`, {

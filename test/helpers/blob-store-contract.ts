@@ -4,6 +4,7 @@ import { text } from 'node:stream/consumers';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { BlobStore } from '../../src/server/blob/blob-store.ts';
 import { sha256 } from './blob-files.ts';
+import { delay } from './wait.ts';
 
 export async function* chunks(...parts: (string | Uint8Array)[]): AsyncIterable<Uint8Array> {
   for (const part of parts) yield typeof part === 'string' ? Buffer.from(part) : part;
@@ -109,7 +110,8 @@ export function blobStoreContract(name: string, open: () => Promise<{ store: Blo
         uploaded = true;
         return stored;
       });
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Deliberate: a window in which the upload must NOT finish; there is no event for "still waiting".
+      await delay(50);
       assert.equal(uploaded, false, 'the upload waits for the deletion');
       confirm(true);
       assert.equal(await deletion, true);

@@ -1,5 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { migrateToLatest } from '../../src/server/db/database.ts';
 import type { Dialect } from '../../src/server/db/types.ts';
 
 /** The PostgreSQL server the suite creates its databases on. */
@@ -38,22 +43,130 @@ export async function testDialects(): Promise<Dialect[]> {
 /** Dialects as a top-level-awaited constant, for `for (const dialect of DIALECTS) describe(...)`. */
 export const DIALECTS: Dialect[] = await testDialects();
 
-/** A fresh, empty PostgreSQL database for one test file or one spawned server, and how to drop it. */
-export async function createPostgresDatabase(prefix = 'attest_test'): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
+/** The URL of database `name` on the PostgreSQL server the suite uses. */
+export function postgresUrl(name: string): string {
   const url = new URL(PG_ADMIN_URL);
   url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Runs `fn` with a connection to the `postgres` maintenance database, then closes it. */
+async function withAdmin<T>(fn: (admin: pg.Client) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  try {
+    return await fn(admin);
+  } finally {
+    await admin.end();
+  }
+}
+
+const MIGRATIONS_DIR = fileURLToPath(new URL('../../src/server/db/migrations/', import.meta.url));
+
+/**
+ * The name of the migrated template database for the migration set in src/server/db/migrations:
+ * a hash of each migration's file name and content, so a new or edited migration gets a template
+ * of its own and never a stale schema.
+ */
+function templateName(): string {
+  const hash = createHash('sha256');
+  for (const file of fs.readdirSync(MIGRATIONS_DIR).sort()) {
+    hash.update(`${file}\0`);
+    hash.update(fs.readFileSync(path.join(MIGRATIONS_DIR, file)));
+  }
+  return `${TEMPLATE_PREFIX}${hash.digest('hex').slice(0, 16)}`;
+}
+
+const TEMPLATE_PREFIX = 'attest_tmpl_';
+/** One advisory lock key for every template of every run on this server: shared to clone, exclusive to build or drop. */
+const TEMPLATE_LOCK = 0x617474; // 'att'
+/** A template of another migration set that nobody cloned for this long is dropped. */
+const STALE_TEMPLATE_MS = 60 * 60_000;
+
+/**
+ * Builds the template under the exclusive lock unless a finished one exists (a build that died
+ * half-way leaves a database not yet marked IS_TEMPLATE: it is dropped and built again), and drops
+ * the templates of other migration sets that have not been cloned for an hour (their comment holds
+ * when they were last cloned), so a branch with other migrations running beside this one keeps its own.
+ */
+async function buildTemplate(admin: pg.Client, name: string): Promise<void> {
+  await admin.query('SELECT pg_advisory_lock($1)', [TEMPLATE_LOCK]);
+  try {
+    const { rows } = await admin.query<{ datname: string; datistemplate: boolean; last: string | null }>(
+      `SELECT datname, datistemplate, shobj_description(oid, 'pg_database') AS last FROM pg_database WHERE datname LIKE $1`,
+      [`${TEMPLATE_PREFIX}%`],
+    );
+    for (const row of rows) {
+      const stale = Date.now() - Date.parse(row.last ?? '') > STALE_TEMPLATE_MS || row.last === null;
+      if (row.datname === name ? !row.datistemplate : stale) {
+        await admin.query(`ALTER DATABASE ${row.datname} IS_TEMPLATE false`);
+        await admin.query(`DROP DATABASE IF EXISTS ${row.datname} WITH (FORCE)`);
+      }
+    }
+    if (rows.some((row) => row.datname === name && row.datistemplate)) return;
+    await admin.query(`CREATE DATABASE ${name}`);
+    const db = new Kysely<unknown>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: postgresUrl(name), max: 1 }) }),
+    });
+    try {
+      await migrateToLatest(db);
+    } finally {
+      // No session may be connected to a template while it is cloned.
+      await db.destroy();
+    }
+    await admin.query(`COMMENT ON DATABASE ${name} IS '${new Date().toISOString()}'`);
+    await admin.query(`ALTER DATABASE ${name} IS_TEMPLATE true`);
+  } finally {
+    await admin.query('SELECT pg_advisory_unlock($1)', [TEMPLATE_LOCK]);
+  }
+}
+
+/**
+ * Clones the migrated template into `name` under the shared lock (clones run side by side; a
+ * build or a drop waits for them), building the template first if this migration set has none.
+ */
+async function cloneTemplate(admin: pg.Client, name: string): Promise<void> {
+  const template = templateName();
+  for (let attempt = 1; ; attempt++) {
+    await admin.query('SELECT pg_advisory_lock_shared($1)', [TEMPLATE_LOCK]);
+    let cloned = false;
+    try {
+      const { rows } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate', [template]);
+      if (rows.length > 0) {
+        await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+        // When it was last cloned, for the stale-template sweep; best effort (a parallel clone may be writing it too).
+        await admin.query(`COMMENT ON DATABASE ${template} IS '${new Date().toISOString()}'`).catch(() => {});
+        cloned = true;
+      }
+    } catch (error) {
+      // A session still leaving the template (the build's own, just closed) makes CREATE DATABASE
+      // fail after PostgreSQL's own five-second wait: try again, a few times.
+      if (attempt >= 3 || !/being accessed by other users/.test(String(error))) throw error;
+    } finally {
+      await admin.query('SELECT pg_advisory_unlock_shared($1)', [TEMPLATE_LOCK]);
+    }
+    if (cloned) return;
+    await buildTemplate(admin, template);
+  }
+}
+
+/**
+ * A fresh PostgreSQL database for one test file or one spawned server, and how to drop it. It is a
+ * clone of the migrated template of the current migration set (the server finds nothing to
+ * migrate); `{ empty: true }` gives an empty one instead, for tests of the migrations themselves.
+ */
+export async function createPostgresDatabase(
+  prefix = 'attest_test',
+  options: { empty?: boolean } = {},
+): Promise<{ name: string; url: string; drop: () => Promise<void> }> {
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  await withAdmin(async (admin) => {
+    if (options.empty) await admin.query(`CREATE DATABASE ${name}`);
+    else await cloneTemplate(admin, name);
+  });
   return {
-    url: url.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: PG_ADMIN_URL });
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
-    },
+    name,
+    url: postgresUrl(name),
+    drop: () => withAdmin(async (admin) => void (await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))),
   };
 }

@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import sharp from 'sharp';
 
@@ -23,12 +26,20 @@ let flood: Promise<Buffer> | undefined;
 
 /**
  * A one-colour 20 000 × 20 000 PNG (400 megapixels, about a megabyte): a pixel flood (RELIABILITY
- * FILE-2). Encoding it takes seconds, so it is made once per process.
+ * FILE-2). Encoding it takes seconds of CPU, so it is made once per process, and kept in the temp
+ * folder (per libvips version) for the next test processes and runs; a new file appears whole, by rename.
  */
 export function pixelFloodPng(): Promise<Buffer> {
-  flood ??= sharp({ create: { width: 20_000, height: 20_000, channels: 3, background: 'white' }, limitInputPixels: false })
-    .png()
-    .toBuffer();
+  const file = path.join(os.tmpdir(), `attest-test-pixel-flood-20000-vips${sharp.versions.vips}.png`);
+  flood ??= readFile(file).catch(async () => {
+    const bytes = await sharp({ create: { width: 20_000, height: 20_000, channels: 3, background: 'white' }, limitInputPixels: false })
+      .png()
+      .toBuffer();
+    const partial = `${file}.${process.pid}.partial`;
+    await writeFile(partial, bytes);
+    await rename(partial, file);
+    return bytes;
+  });
   return flood;
 }
 

@@ -9,6 +9,7 @@ import { type Config, loadConfig } from '../../src/server/config.ts';
 import type { Dialect } from '../../src/server/db/types.ts';
 import { generateKey } from '../../src/server/security/api-key.ts';
 import { createPostgresDatabase } from './dialects.ts';
+import { waitFor } from './wait.ts';
 
 export interface TestClock {
   now: Date;
@@ -88,4 +89,25 @@ export async function startTestServer(dialect: Dialect, env: Record<string, stri
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Waits until the database work that earlier requests left running off their critical path (the
+ * key-use write, AUTH-8) is done: after the scheduled writes have started (one turn of the event
+ * loop), the count of statements the app has run stays the same over two polls. Use it before
+ * counting a request's statements or asserting that something was NOT written.
+ */
+export async function databaseSettled(server: TestServer): Promise<void> {
+  await new Promise((resolve) => setImmediate(resolve));
+  const stats = server.app.attest.database.stats;
+  let last = stats.statements;
+  let stable = 0;
+  await waitFor(
+    () => {
+      stable = stats.statements === last ? stable + 1 : 0;
+      last = stats.statements;
+      return stable >= 2;
+    },
+    { intervalMs: 10, message: () => `the database went quiet (still running statements: ${stats.statements})` },
+  );
 }

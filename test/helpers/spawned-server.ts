@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { AttestClient } from '../../src/client/index.ts';
 import type { Dialect } from '../../src/server/db/types.ts';
 import { createPostgresDatabase } from './dialects.ts';
+import { delay } from './wait.ts';
 
 // The real server as a child process (`node --import tsx src/server/main.ts`), for tests that kill
 // it (RELIABILITY DUR-13) or measure its memory.
@@ -40,8 +41,21 @@ export async function createStorage(dialect: Dialect, dataDir: string, adminKey:
   return { dialect, dataDir, databaseUrl: database.url, adminKey, drop: database.drop };
 }
 
-/** Starts `src/server/main.ts` on 127.0.0.1 and a free port; resolves once it prints `attest listening <url>`. */
-export async function spawnServer(storage: ServerStorage, env: Record<string, string> = {}): Promise<SpawnedServer> {
+/** A server process just started: it may go on to listen, or exit (a refused start). */
+export interface LaunchedServer {
+  child: ChildProcess;
+  /** Every line the server printed (stdout and stderr, in arrival order), and each stream's own. */
+  output: string[];
+  stdout: string[];
+  stderr: string[];
+  /** Resolves when the process is gone, with how it ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves with the URL once it prints `attest listening <url>`; rejects if it exits first or takes over 60 s. */
+  listening: Promise<string>;
+}
+
+/** Starts `src/server/main.ts` on 127.0.0.1 and a free port, without waiting for anything. */
+export function launchServer(storage: ServerStorage, env: Record<string, string> = {}): LaunchedServer {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join('src', 'server', 'main.ts')], {
     cwd: REPO_ROOT,
     env: {
@@ -60,20 +74,35 @@ export async function spawnServer(storage: ServerStorage, env: Record<string, st
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
-  const exited = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
-  createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (line) => output.push(line));
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  // 'close', not 'exit': by then both streams are read to the end, so `output` holds every line.
+  const exited = once(child, 'close').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
+  createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (line) => {
+    output.push(line);
+    stderr.push(line);
+  });
   const listening = new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
       output.push(line);
+      stdout.push(line);
       const match = /^attest listening (\S+)$/.exec(line);
-      if (match) resolve(match[1] as string);
+      if (match) resolve((match[1] as string).replace('0.0.0.0', '127.0.0.1'));
     });
     void exited.then(({ code, signal }) =>
       reject(new Error(`the server exited (${code ?? signal}) before listening:\n${output.join('\n')}`)),
     );
     setTimeout(() => reject(new Error(`the server did not listen within 60 s:\n${output.join('\n')}`)), 60_000).unref();
   });
-  const url = (await listening).replace('0.0.0.0', '127.0.0.1');
+  // A test that expects the start to be refused never awaits `listening`.
+  listening.catch(() => {});
+  return { child, output, stdout, stderr, exited, listening };
+}
+
+/** Starts `src/server/main.ts` on 127.0.0.1 and a free port; resolves once it prints `attest listening <url>`. */
+export async function spawnServer(storage: ServerStorage, env: Record<string, string> = {}): Promise<SpawnedServer> {
+  const { child, output, exited, listening } = launchServer(storage, env);
+  const url = await listening;
   return {
     child,
     pid: child.pid as number,
@@ -117,7 +146,8 @@ export function watchResident(pid: number, intervalMs = 20): { stop(): Promise<R
       const rss = await residentBytes(pid);
       if (seen.samples++ === 0) seen.first = rss;
       seen.peak = Math.max(seen.peak, rss);
-      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+      // Deliberate: the sampling period.
+      await delay(intervalMs);
     } while (sampling);
   })();
   // A process that died mid-sample surfaces at stop(), not as an unhandled rejection before it.
