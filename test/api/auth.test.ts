@@ -15,7 +15,7 @@ import { waitForRequestLogs } from '../helpers/logs.ts';
 import { databaseSettled, startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-// SPEC 1.3 and RELIABILITY AUTH-1..AUTH-13, SEC-2: who may call, and how every failure looks.
+// SPEC-1.3, the key requirements (AUTH-1..AUTH-10, AUTH-13) and SEC-2: who may call, and how every failure looks.
 
 interface Raw {
   status: number;

@@ -15,7 +15,7 @@ import { encodeForm, rawRequest } from '../helpers/http.ts';
 import { expandPath, minimalSample, type Operation, operationsOf } from '../helpers/schema-samples.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
-// RELIABILITY T-MATRIX: the authorization matrix, generated from the OpenAPI document. For every
+// T-MATRIX: the authorization matrix, generated from the OpenAPI document. For every
 // operation × caller × target the expected status follows from the operation's `x-authz`:
 //   no key → 401; role below x-authz.role → 403; a target that does not exist, or that the caller
 //   may not see → 404; otherwise the call succeeds (2xx).

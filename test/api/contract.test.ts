@@ -12,7 +12,7 @@ import { assertProblem } from '../helpers/problems.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-// SPEC 1.1 (versioning and addressing), 1.2 (headers) and the error contract (RELIABILITY ERR-1,
+// SPEC-1.1 (versioning and addressing), SPEC-1.2 (headers) and the error contract (ERR-1,
 // ERR-2, ERR-5, SEC-8): what every client may rely on whatever the endpoint.
 
 /** One raw HTTP exchange: exact headers (Host included), exact body bytes, nothing added. */
@@ -68,7 +68,7 @@ for (const dialect of DIALECTS) {
       });
     });
 
-    describe('request headers (SPEC 1.2)', () => {
+    describe('request headers (SPEC-1.2)', () => {
       test('Content-Type: application/json with an empty body is fine on GET and DELETE', async () => {
         const project = await createProject(server);
         const deviceId = unique('dev-');

@@ -132,7 +132,7 @@ for (const dialect of DIALECTS) {
     });
   });
 
-  describe(`[${dialect}] real device id shapes (SPEC 1.4 #1)`, () => {
+  describe(`[${dialect}] real device id shapes (SPEC-1.4 #1)`, () => {
     let server: TestServer;
     before(async () => {
       server = await startTestServer(dialect);

@@ -18,7 +18,7 @@ import { encodeForm, rawRequest } from '../helpers/http.ts';
 import { expandPath, type JsonSchema, type Operation, operationsOf, validArbitrary } from '../helpers/schema-samples.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
-// RELIABILITY T-FUZZ: property-based fuzzing of every operation from the OpenAPI document. Valid
+// T-FUZZ: property-based fuzzing of every operation from the OpenAPI document. Valid
 // requests and mutations of them (wrong types, extra and poisonous properties, over-long strings,
 // huge arrays, unicode, nulls, random path segments, other media types) are sent by every kind of
 // caller (admin, manager, tester and viewer members, a non-member, an old-format key, no key) with
@@ -27,7 +27,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 // never a 5xx; every error is problem+json whose `status` is the HTTP status; every 2xx JSON body
 // matches its documented schema; a request without valid credentials never succeeds; a caller
 // below an operation's role never succeeds; a non-member never reads or writes the project.
-// RELIABILITY section 8 asks CI for 2 000 runs per dialect: 5-10 s each on 2 cores (idle to busy).
+// T-FUZZ asks CI for 2 000 runs per dialect: 5-10 s each on 2 cores (idle to busy).
 // Replay a failure with FUZZ_SEED=<seed> (and FUZZ_RUNS=<n> for more or fewer runs).
 
 const DOCUMENT = buildOpenApiDocument(v1Endpoints, { version: 'v1', appVersion: APP_VERSION });

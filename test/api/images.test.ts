@@ -51,7 +51,7 @@ for (const dialect of DIALECTS) {
       return (res.body.images as { id: string }[])[0]?.id as string;
     }
 
-    /** GET exactly as SPEC 1.2 clients send it: JSON content type and accept, on a binary download too. */
+    /** GET exactly as SPEC-1.2 clients send it: JSON content type and accept, on a binary download too. */
     function get(imageId: string, key: string, headers: Record<string, string> = {}, query = ''): Promise<Raw> {
       return new Promise((resolve, reject) => {
         const request = http.get(

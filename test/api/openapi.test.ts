@@ -9,7 +9,7 @@ import { DIALECTS } from '../helpers/dialects.ts';
 import { type JsonSchema, operationsOf, schemaNodes } from '../helpers/schema-samples.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
-// The OpenAPI document is the inventory (RELIABILITY SEC-9a): generated from the contract, served,
+// The OpenAPI document is the inventory (SEC-9a): generated from the contract, served,
 // committed, and equal to what the server routes. Its request schemas are linted (SEC-4a, SEC-7a).
 
 /** Routes outside the version root; anything else the server routes must be in the document. */
@@ -39,7 +39,7 @@ function routeTable(printed: string): Set<string> {
 const documentRoutes = (doc: JsonSchema) =>
   new Set(operationsOf(doc).map((op) => `${op.method} /api/v1${op.path.replace(/\{(\w+)\}/g, ':$1')}`));
 
-/** RELIABILITY SEC-4a: request schema nodes that accept unbounded input. */
+/** SEC-4a: request schema nodes that accept unbounded input. */
 function unboundedRequestFields(doc: JsonSchema): string[] {
   const problems: string[] = [];
   for (const op of operationsOf(doc)) {

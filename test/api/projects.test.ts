@@ -7,7 +7,7 @@ import { createProject, createUser, type TestUser, unique } from '../helpers/fac
 import { refusalOf, rejectsWith } from '../helpers/problems.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
-// Projects, members and visibility (SPEC 2.1, 2.2; RELIABILITY SEC-1a, ERR-3).
+// Projects, members and visibility (SPEC-2.1, SPEC-2.2; SEC-1a, ERR-3).
 
 const projectKey = () => `K${unique().toUpperCase()}`.slice(0, 16);
 

@@ -9,8 +9,8 @@ import { logEntries } from '../helpers/logs.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { delay, waitFor } from '../helpers/wait.ts';
 
-// HTTP-level behaviour every endpoint shares: request deadlines (RELIABILITY ERR-2 408),
-// content negotiation (SPEC 1.2) and what the request log says about the caller (AUTH-9).
+// HTTP-level behaviour every endpoint shares: request deadlines (ERR-2 408),
+// content negotiation (SPEC-1.2) and what the request log says about the caller (AUTH-9).
 
 interface RawAnswer {
   /** Everything the server wrote before it closed the connection. */
@@ -60,7 +60,7 @@ describe('ATTEST_REQUEST_TIMEOUT_MS', () => {
 
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] protocol`, () => {
-    describe('slow or incomplete requests (RELIABILITY ERR-2: 408)', () => {
+    describe('slow or incomplete requests (ERR-2: 408)', () => {
       const timeoutMs = 400;
       let server: TestServer;
       before(async () => {
@@ -129,7 +129,7 @@ for (const dialect of DIALECTS) {
       });
     });
 
-    describe('content negotiation (SPEC 1.2)', () => {
+    describe('content negotiation (SPEC-1.2)', () => {
       let server: TestServer;
       let projectId: string;
       before(async () => {
@@ -207,7 +207,7 @@ for (const dialect of DIALECTS) {
       });
     });
 
-    describe('request log lines name the key (RELIABILITY AUTH-9)', () => {
+    describe('request log lines name the key (AUTH-9)', () => {
       let server: TestServer;
       let user: TestUser;
       let userId: string;

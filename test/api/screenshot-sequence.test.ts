@@ -9,10 +9,10 @@ import { completeRun, startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { upload } from '../helpers/uploads.ts';
 
-// SPEC 1.4: "The documented screenshot retrieval sequence must work exactly as written": (1)
+// SPEC-1.4: "The documented screenshot retrieval sequence must work exactly as written": (1)
 // endpoint 2 for the text; (2) endpoint 3 for the run's artifacts; (3) endpoint 4 with the artifact
 // ids, reading the image ids; (4) endpoint 5 once per image id. The client below is a plain fetch
-// that sends what existing clients send on every call (SPEC 1.2, 1.3), the image call included.
+// that sends what existing clients send on every call (SPEC-1.2, SPEC-1.3), the image call included.
 
 interface Step {
   id: string;
@@ -57,7 +57,7 @@ function existingClient(baseUrl: string, credentials: Record<string, string>) {
 }
 
 for (const dialect of DIALECTS) {
-  describe(`[${dialect}] the documented screenshot retrieval sequence (SPEC 1.4)`, () => {
+  describe(`[${dialect}] the documented screenshot retrieval sequence (SPEC-1.4)`, () => {
     let server: TestServer;
     let projectId: string;
     let runId: string;

@@ -10,7 +10,7 @@ import { createUser, unique } from '../helpers/factories.ts';
 import { refusalOf, rejectsWith } from '../helpers/problems.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
-// Users, roles and API keys (SPEC 1.4, 2.1, 2.2; RELIABILITY SEC-5, AUTH-5, AUTH-6, AUTH-9, ERR-4).
+// Users, roles and API keys (SPEC-1.4, SPEC-2.1, SPEC-2.2; SEC-5, AUTH-5, AUTH-6, AUTH-9, ERR-4).
 
 /** Sends a JSON call and returns the response with its X-Request-Id (for audit checks). */
 async function rawCall(client: AttestClient, method: string, path: string, body?: unknown): Promise<{ status: number; requestId: string }> {
@@ -23,7 +23,7 @@ const newEmail = () => `${unique('person-')}@example.test`;
 
 test('e-mails are immutable: only creating a user and signing in take an e-mail in the body (docs/api-keys.md)', () => {
   // Old-format keys are paired with the digest of their owner's e-mail, which is sound only as
-  // long as no operation can change an e-mail (RELIABILITY AUTH-12).
+  // long as no operation can change an e-mail (AUTH-12).
   const taking = v1Endpoints.filter((e) => JSON.stringify(e.body ?? {}).includes('"email"')).map((e) => e.operationId);
   assert.deepEqual(taking.sort(), ['createUser', 'login']);
 });
@@ -223,7 +223,7 @@ for (const dialect of DIALECTS) {
       });
     });
 
-    describe('the e-mail in the path (SPEC 1.4)', () => {
+    describe('the e-mail in the path (SPEC-1.4)', () => {
       // The typed client always sends `%40`; these calls go out raw, so the literal `@` form is tested too.
       const forms: [string, (email: string) => string][] = [
         ['canonical', (email) => email],

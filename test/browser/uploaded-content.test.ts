@@ -12,7 +12,7 @@ import { upload } from '../helpers/uploads.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 /**
- * RELIABILITY FILE-5, end to end in a real browser: uploaded content that carries a script is
+ * FILE-5, end to end in a real browser: uploaded content that carries a script is
  * opened directly, the way a user follows a link to it. The script would report to a probe
  * server; the probe must hear nothing from our URLs, and it must hear the same script when a page
  * without our headers runs it (the control, which shows the test can fail).

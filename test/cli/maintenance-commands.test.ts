@@ -13,7 +13,7 @@ import { upload } from '../helpers/uploads.ts';
 
 const run = promisify(execFile);
 const attest = (args: string[], env: Record<string, string>) =>
-  run(process.execPath, ['bin/attest.js', ...args], { env: { ...process.env, ...env } }).then(
+  run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { env: { ...process.env, ...env } }).then(
     ({ stdout }) => ({ code: 0, stdout }),
     (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout + error.stderr }),
   );

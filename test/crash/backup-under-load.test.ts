@@ -18,7 +18,7 @@ import { createStorage, spawnServer } from '../helpers/spawned-server.ts';
 import { upload } from '../helpers/uploads.ts';
 import { delay, waitFor } from '../helpers/wait.ts';
 
-// RELIABILITY DUR-12: an online backup taken while clients keep uploading restores into a fresh
+// DUR-12: an online backup taken while clients keep uploading restores into a fresh
 // folder on which a server starts with invariants I1 (every referenced blob exists with its size
 // and SHA-256) and I3 (database integrity) holding, and with every upload acknowledged before the
 // backup started. The server is a separate process, as in production beside `attest backup`, so

@@ -18,7 +18,7 @@ import { startRun } from '../helpers/records.ts';
 import { createStorage, type ServerStorage, type SpawnedServer, spawnServer } from '../helpers/spawned-server.ts';
 import { filesUnder, upload } from '../helpers/uploads.ts';
 
-// RELIABILITY DUR-13b: the real server, killed (SIGKILL, no cleanup) exactly at each durability
+// DUR-13b: the real server, killed (SIGKILL, no cleanup) exactly at each durability
 // step of an upload or a delete, then restarted on the same data: every row still points at an
 // intact blob (I1), acknowledged uploads are all there (I2), the database is consistent (I3),
 // tmp/ is empty (I4), and the server takes new writes (I6). Killed inside a results post, none of

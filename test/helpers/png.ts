@@ -25,9 +25,9 @@ export async function randomGif(width = 8, height = 8): Promise<Buffer> {
 let flood: Promise<Buffer> | undefined;
 
 /**
- * A one-colour 20 000 × 20 000 PNG (400 megapixels, about a megabyte): a pixel flood (RELIABILITY
- * FILE-2). Encoding it takes seconds of CPU, so it is made once per process, and kept in the temp
- * folder (per libvips version) for the next test processes and runs; a new file appears whole, by rename.
+ * A one-colour 20 000 × 20 000 PNG (400 megapixels, about a megabyte): a pixel flood (FILE-2).
+ * Encoding it takes seconds of CPU, so it is made once per process, and kept in the temp folder
+ * (per libvips version) for the next test processes and runs; a new file appears whole, by rename.
  */
 export function pixelFloodPng(): Promise<Buffer> {
   const file = path.join(os.tmpdir(), `attest-test-pixel-flood-20000-vips${sharp.versions.vips}.png`);
@@ -77,7 +77,7 @@ export async function randomAnimation(format: 'gif' | 'webp', frames: number, wi
 /**
  * A hand-made GIF whose header states a `screenWidth` × `screenHeight` logical screen while its
  * frames are `frameWidth` × `frameHeight`: decoders grow the canvas to the frames, so the header
- * alone understates the pixels (RELIABILITY FILE-2). The frames hold one tiny LZW block each.
+ * alone understates the pixels (FILE-2). The frames hold one tiny LZW block each.
  */
 export function gifWithFrames(screenWidth: number, screenHeight: number, frameWidth: number, frameHeight: number, frames: number): Buffer {
   const u16 = (n: number) => [n & 0xff, (n >> 8) & 0xff];

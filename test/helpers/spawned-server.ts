@@ -9,7 +9,7 @@ import { createPostgresDatabase } from './dialects.ts';
 import { delay } from './wait.ts';
 
 // The real server as a child process (`node --import tsx src/server/main.ts`), for tests that kill
-// it (RELIABILITY DUR-13) or measure its memory.
+// it (DUR-13) or measure its memory.
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

@@ -17,7 +17,7 @@ export interface UploadResult {
 
 /**
  * POSTs a multipart upload the way a reporter does: the `metadata` JSON part first, then the file
- * parts, with the SPEC 1.3 key header and `Accept: application/json`.
+ * parts, with the SPEC-1.3 key header and `Accept: application/json`.
  */
 export async function upload(
   baseUrl: string,

@@ -6,7 +6,7 @@ import { after, before, describe, mock, test } from 'node:test';
 import ts from 'typescript';
 import { digestsMatch, emailDigest, generateKey, keyDigest } from '../../src/server/security/api-key.ts';
 
-// RELIABILITY AUTH-4: after the indexed lookup by digest, the key (or the old-format e-mail) is
+// AUTH-4: after the indexed lookup by digest, the key (or the old-format e-mail) is
 // confirmed with crypto.timingSafeEqual on two 32-byte digests, for a hit and a miss alike (a miss
 // compares against a dummy digest), and no secret is ever compared with `===`. The API test
 // `test/api/auth.test.ts` checks the same through real requests.
