@@ -149,11 +149,11 @@ const itemsOf = (post: ResultsBody) =>
 
 /** What reading the run back must show after the given posts, each stored whole, in order. */
 function expectedResults(posts: ResultsBody[]) {
-  const cell = ({ key, name, text, mediaType }: { key?: string; name: string; text: string; mediaType: string }) => ({
+  const cell = ({ key, name, text, mediaType }: { key?: string; name: string; text: string; mediaType?: string }) => ({
     key: key ?? null,
     name,
     text,
-    mediaType,
+    mediaType: mediaType ?? 'text/plain',
   });
   return {
     cells: posts.flatMap((post) => (post.cells ?? []).map(cell)),

@@ -24,6 +24,11 @@ export const StepStatus = Type.Union([
   Type.Literal('running'),
 ]);
 export const MediaType = Type.Union([Type.Literal('text/plain'), Type.Literal('text/markdown')]);
+/** A posted cell's type: plain text unless it says otherwise (the validator fills the default in). */
+const MediaTypeInput = Type.Union([Type.Literal('text/plain'), Type.Literal('text/markdown')], {
+  default: 'text/plain',
+  description: 'How to render `text`; `text/plain` when left out.',
+});
 const CellName = Type.String({ minLength: 1, maxLength: NAME_MAX, description: 'What the text is: expected, actual, log, note, error…' });
 const CellText = Type.String({ maxLength: TEXT_MAX });
 const DurationMs = Type.Integer({ minimum: 0, maximum: 2_147_483_647 });
@@ -32,7 +37,7 @@ const cellInputFields = {
   key: Type.Optional(ClientKey),
   name: CellName,
   text: CellText,
-  mediaType: MediaType,
+  mediaType: Type.Optional(MediaTypeInput),
 };
 
 export const StepInput = Type.Object(

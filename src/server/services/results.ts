@@ -23,7 +23,7 @@ import { findRun, lockRun, setNextPosition } from '../db/repositories/runs.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, StepsTable, TestRunsTable, TextCellsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
-import { bodyFingerprint } from './fingerprint.ts';
+import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
 
 export type ResultsInput = Static<typeof AppendResultsBody>;
 export type ResultsReceipt = Static<typeof AppendResultsReply>;
@@ -37,10 +37,10 @@ function assertTakesResults(run: TestRunsTable): void {
 }
 
 /** The receipt of an earlier post with this key (the same body), or undefined; 409 for another body. */
-async function replayedPost(trx: Executor, runId: string, key: string, fingerprint: string): Promise<ResultsReceipt | undefined> {
+async function replayedPost(trx: Executor, runId: string, key: string, body: unknown): Promise<ResultsReceipt | undefined> {
   const earlier = await findResultPost(trx, runId, key);
   if (!earlier) return undefined;
-  if (earlier.fingerprint !== fingerprint) {
+  if (!fingerprintMatches(earlier.fingerprint, body)) {
     throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the run with another body.');
   }
   return JSON.parse(earlier.receipt) as ResultsReceipt;
@@ -125,7 +125,7 @@ export async function appendResults(
     const run = found(await lockRun(trx, runId), 'The test run');
     // A retry is answered before the status check: the run may have finished since the first post.
     if (key !== undefined && fingerprint !== undefined) {
-      const replay = await replayedPost(trx, runId, key, fingerprint);
+      const replay = await replayedPost(trx, runId, key, input);
       if (replay) return replay;
     }
     assertTakesResults(run);
@@ -160,7 +160,8 @@ export async function appendResults(
         client_key: cell.key ?? null,
         position: position++,
         name: cell.name,
-        media_type: cell.mediaType,
+        // The validator fills in the default; a caller that skipped it gets the same.
+        media_type: cell.mediaType ?? 'text/plain',
         text: cell.text,
         created_at: now,
       };
