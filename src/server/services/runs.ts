@@ -17,7 +17,7 @@ import { findTestOfProject } from '../db/repositories/tests.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { TestRunsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
-import { bodyFingerprint } from './fingerprint.ts';
+import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
 import { appendResults } from './results.ts';
 
 export type CreateRunInput = Static<NonNullable<(typeof createRunEndpoint)['body']>>;
@@ -38,9 +38,9 @@ export const isFinished = (status: RunStatus) => status === 'completed' || statu
 export const getRun = async (ctx: AppContext, runId: string): Promise<TestRunsTable> => found(await findRun(ctx.db, runId), 'The test run');
 
 /** The run created earlier with this key, if the body is the same; 409 if the key came with another body. */
-async function replayedRun(ctx: AppContext, projectId: string, key: string, fingerprint: string): Promise<TestRunsTable | undefined> {
+async function replayedRun(ctx: AppContext, projectId: string, key: string, body: unknown): Promise<TestRunsTable | undefined> {
   const earlier = await findRunByIdempotencyKey(ctx.db, projectId, key);
-  if (earlier && earlier.idempotency_fingerprint !== fingerprint) {
+  if (earlier && !fingerprintMatches(earlier.idempotency_fingerprint, body)) {
     throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the project with another body.');
   }
   return earlier;
@@ -60,7 +60,7 @@ export async function createRun(
   const key = input.idempotencyKey;
   const fingerprint = key === undefined ? null : bodyFingerprint(input);
   if (key !== undefined && fingerprint !== null) {
-    const earlier = await replayedRun(ctx, projectId, key, fingerprint);
+    const earlier = await replayedRun(ctx, projectId, key, input);
     if (earlier) return { run: earlier, created: false };
   }
   try {
@@ -68,7 +68,7 @@ export async function createRun(
   } catch (error) {
     // A concurrent retry with the same key committed first.
     if (key !== undefined && fingerprint !== null && isUniqueViolation(error)) {
-      const earlier = await replayedRun(ctx, projectId, key, fingerprint);
+      const earlier = await replayedRun(ctx, projectId, key, input);
       if (earlier) return { run: earlier, created: false };
     }
     throw error;
