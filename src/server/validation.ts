@@ -9,7 +9,16 @@ import { AppError, type FieldError, invalid } from './errors.ts';
  */
 export function createAjv(coerce: boolean): Ajv {
   const ajv = addFormats.default(
-    new Ajv({ allErrors: false, removeAdditional: false, useDefaults: true, strict: false, coerceTypes: coerce ? 'array' : false }),
+    // `verbose` puts each failed keyword's schema on its error, so a union of literals can be
+    // reported as the values it allows (`fieldErrors`); the data it adds never reaches an answer.
+    new Ajv({
+      allErrors: false,
+      removeAdditional: false,
+      useDefaults: true,
+      verbose: true,
+      strict: false,
+      coerceTypes: coerce ? 'array' : false,
+    }),
   );
   // RFC 3339 allows a leap second (…:60Z) that JavaScript dates cannot hold: accept only times
   // that are real instants, so no handler meets an Invalid Date.
@@ -31,6 +40,45 @@ export function toFieldError(prefix: string, error: ErrorObject): FieldError {
   return { pointer, message: error.message ?? 'is invalid' };
 }
 
+/** The values a union of literals (TypeBox's `anyOf` of `const`, `null` too) allows, or undefined for any other schema. */
+function allowedValues(schema: unknown): unknown[] | undefined {
+  if (typeof schema !== 'object' || schema === null) return undefined;
+  const s = schema as { const?: unknown; type?: unknown; anyOf?: unknown; enum?: unknown };
+  if ('const' in s) return [s.const];
+  if (Array.isArray(s.enum)) return s.enum;
+  if (s.type === 'null') return [null];
+  if (!Array.isArray(s.anyOf)) return undefined;
+  const values: unknown[] = [];
+  for (const branch of s.anyOf) {
+    const more = allowedValues(branch);
+    if (!more) return undefined;
+    values.push(...more);
+  }
+  return values;
+}
+
+const listValues = (values: unknown[]): string => values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ');
+
+/**
+ * Ajv's errors as field errors. A value outside a union of literals (`"status": "pass"`) fails every
+ * branch, and Ajv reports each one ("must be equal to constant", once per value) and then the
+ * union: those become ONE error that lists the values allowed.
+ */
+export function fieldErrors(prefix: string, errors: ErrorObject[]): FieldError[] {
+  const kept: ErrorObject[] = [];
+  const replaced = new Map<ErrorObject, FieldError>();
+  for (const error of errors) {
+    const values = error.keyword === 'anyOf' || error.keyword === 'enum' ? allowedValues({ [error.keyword]: error.schema }) : undefined;
+    if (values) {
+      // Drop the branch errors this union's verdict sums up (they sit under its schema path).
+      while (kept.length > 0 && (kept.at(-1) as ErrorObject).schemaPath.startsWith(`${error.schemaPath}/`)) kept.pop();
+      replaced.set(error, { pointer: `${prefix}${error.instancePath}`, message: `must be one of: ${listValues(values)}` });
+    }
+    kept.push(error);
+  }
+  return kept.slice(0, 20).map((e) => replaced.get(e) ?? toFieldError(prefix, e));
+}
+
 /**
  * A validator for a request part the app cannot validate by itself: the body of a route that also
  * takes non-JSON media types, where the schema applies to one of them only. A failure is the same
@@ -40,7 +88,7 @@ export function compileValidator<T extends TSchema>(schema: T, prefix = '/body')
   const validate = ajv.compile(schema);
   return (value) => {
     if (validate(value)) return value as Static<T>;
-    const errors = (validate.errors ?? []).slice(0, 20).map((e) => toFieldError(prefix, e));
+    const errors = fieldErrors(prefix, validate.errors ?? []);
     const first = errors[0];
     throw new AppError('INVALID_INPUT', first ? `${first.pointer}: ${first.message}` : 'The request is invalid.', { errors });
   };

@@ -61,7 +61,8 @@ export class UploadInspection {
       this.bytes += chunk.byteLength;
       if (this.bytes > this.policy.maxBytes) {
         const what = this.policy.image ? 'An image file' : 'An artifact file';
-        throw new AppError('PAYLOAD_TOO_LARGE', `${what} may be at most ${this.policy.maxBytes} bytes.`);
+        const advice = this.policy.image ? 'send a smaller or more compressed image' : 'split the file or compress it';
+        throw new AppError('PAYLOAD_TOO_LARGE', `${what} may be at most ${this.policy.maxBytes} bytes; ${advice}.`);
       }
       // A counter that exists already reads every chunk; one created below reads the head first.
       this.frameCounter?.push(chunk);

@@ -5,14 +5,50 @@ import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, Fa
 import fp from 'fastify-plugin';
 import { AppError, ERRORS, type ErrorCode, type FieldError } from '../errors.ts';
 import { sendProblem, toProblem } from '../http/problem.ts';
-import { toFieldError } from '../validation.ts';
+import { fieldErrors as describeErrors } from '../validation.ts';
 
 const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'headers' };
 
 /** Turns Ajv errors into field errors with JSON pointers (`/body/steps/3/title`). */
 function fieldErrors(error: FastifyError): FieldError[] {
   const part = PART_NAMES[error.validationContext ?? 'body'] ?? 'body';
-  return (error.validation ?? []).slice(0, 20).map((v) => toFieldError(`/${part}`, v as ErrorObject));
+  return describeErrors(`/${part}`, (error.validation ?? []) as ErrorObject[]);
+}
+
+/** What the addressed operation's contract says about its body (the route config holds its endpoint). */
+function bodyRules(request: FastifyRequest): { consumes: string[]; bulk: boolean; limit: number | undefined } {
+  const endpoint = (request.routeOptions?.config as { route?: { endpoint?: { consumes?: string[]; bodyLimit?: string } } } | undefined)
+    ?.route?.endpoint;
+  return {
+    consumes: endpoint?.consumes ?? ['application/json'],
+    bulk: endpoint?.bodyLimit === 'bulkBodyLimit',
+    limit: request.routeOptions?.bodyLimit,
+  };
+}
+
+/** A 415 that names the Content-Type(s) the operation takes. */
+function unsupportedMediaType(request: FastifyRequest): AppError {
+  const { consumes } = bodyRules(request);
+  const types = consumes.join(' or ');
+  const what = consumes.includes('multipart/form-data') ? ' (the metadata part first, then the file parts)' : '';
+  return new AppError('UNSUPPORTED_MEDIA_TYPE', `This operation takes a body of type ${types}${what}: send Content-Type: ${types}.`);
+}
+
+/** A 413 that gives the limit in bytes and what to do instead. */
+function payloadTooLarge(request: FastifyRequest, code: string | undefined): AppError {
+  const { consumes, bulk, limit } = bodyRules(request);
+  // Multipart limits (files, parts, fields): the upload's own checks answer with the byte limits first.
+  if (consumes.includes('multipart/form-data') || code !== 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return new AppError(
+      'PAYLOAD_TOO_LARGE',
+      'The upload is over its limits: one metadata part, then the file parts its kind takes, each file within ATTEST_MAX_ARTIFACT_BYTES (images: ATTEST_MAX_IMAGE_BYTES); send each artifact as its own upload.',
+    );
+  }
+  const size = limit === undefined ? 'the configured limit' : `this operation's limit of ${limit} bytes`;
+  const advice = bulk
+    ? 'split the steps and cells over several posts (POST /testmgmt/testruns/{testRunId}/results appends to a running run)'
+    : 'send less in one request; results and text go to POST /testmgmt/testruns/{testRunId}/results, which takes up to ATTEST_BULK_BODY_LIMIT bytes, in as many posts as needed';
+  return new AppError('PAYLOAD_TOO_LARGE', `The request body is larger than ${size}; ${advice}.`);
 }
 
 /** Maps any thrown error onto the problem catalogue; unknown errors are logged and become a bare 500. */
@@ -34,10 +70,10 @@ export function classifyError(error: FastifyError | AppError | Error, request: F
     case 'FST_FILES_LIMIT':
     case 'FST_PARTS_LIMIT':
     case 'FST_FIELDS_LIMIT':
-      return new AppError('PAYLOAD_TOO_LARGE', 'The request body is larger than the configured limit.');
+      return payloadTooLarge(request, e.code);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
-      return new AppError('UNSUPPORTED_MEDIA_TYPE', 'This operation does not accept that Content-Type.');
+      return unsupportedMediaType(request);
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('INVALID_INPUT', 'The Content-Length does not match the body.');
   }

@@ -32,6 +32,11 @@ async function* multipartParts(ctx: AppContext, request: FastifyRequest): AsyncG
   }
 }
 
+/** The 413 of an upload over the whole-request limit: the limits in bytes, and what to do. */
+const uploadTooLarge = (config: AppContext['config']): string =>
+  `An upload may be at most ${uploadRequestLimit(config)} bytes in all: a file of up to ${config.maxArtifactBytes} bytes, ` +
+  `or images of up to ${config.maxImageBytes} bytes each; send each artifact as its own upload.`;
+
 export function artifactRoutes(ctx: AppContext) {
   const pathProject = (request: FastifyRequest) => uuidPathProject(ctx, request);
   const artifactProject = (request: FastifyRequest) => artifactOwner(ctx, request);
@@ -44,9 +49,14 @@ export function artifactRoutes(ctx: AppContext) {
         if (declared > uploadRequestLimit(ctx.config)) {
           // Refused before reading a byte; closing the connection spares reading the body at all.
           reply.header('connection', 'close');
-          throw new AppError('PAYLOAD_TOO_LARGE', `An upload may be at most ${uploadRequestLimit(ctx.config)} bytes.`);
+          throw new AppError('PAYLOAD_TOO_LARGE', uploadTooLarge(ctx.config));
         }
-        if (!request.isMultipart()) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'An upload is multipart/form-data.');
+        if (!request.isMultipart()) {
+          throw new AppError(
+            'UNSUPPORTED_MEDIA_TYPE',
+            'An upload takes a body of type multipart/form-data (the metadata part first, then the file parts): send Content-Type: multipart/form-data.',
+          );
+        }
         try {
           const result = await ingestArtifact(ctx, {
             projectId: request.projectId,
