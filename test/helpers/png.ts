@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { crc32 } from 'node:zlib';
+import { crc32, deflateSync } from 'node:zlib';
 import sharp from 'sharp';
 
 /**
@@ -87,4 +87,38 @@ export function gifWithFrames(screenWidth: number, screenHeight: number, frameWi
   const body: number[] = [];
   for (let i = 0; i < frames; i++) body.push(...delay, ...frame);
   return Buffer.from([...head, ...body, 0x3b]);
+}
+
+/**
+ * A hand-made animated PNG (APNG): IHDR, `acTL` announcing `announced` frames (the real count by
+ * default), then per frame an `fcTL` and its pixels (IDAT for the first, `fdAT` after). With
+ * `pixels: false` each frame holds a token data chunk instead of its deflated random pixels, for
+ * headers that claim far more than they hold.
+ */
+export function apng(width: number, height: number, frames: number, options: { announced?: number; pixels?: boolean } = {}): Buffer {
+  const { announced = frames, pixels = true } = options;
+  const u32 = (...values: number[]) => {
+    const b = Buffer.alloc(4 * values.length);
+    for (const [i, v] of values.entries()) b.writeUInt32BE(v, 4 * i);
+    return b;
+  };
+  const ihdr = Buffer.concat([u32(width, height), Buffer.from([8, 2, 0, 0, 0])]);
+  const parts = [
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    pngChunk('IHDR', ihdr),
+    pngChunk('acTL', u32(announced, 0)),
+  ];
+  const token = Buffer.from([0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]);
+  let sequence = 0;
+  for (let frame = 0; frame < frames; frame++) {
+    // sequence, width, height, x, y, delay 1/10 s, dispose none, blend source.
+    const fctl = Buffer.concat([u32(sequence++, width, height, 0, 0), Buffer.from([0, 1, 0, 10, 0, 0])]);
+    parts.push(pngChunk('fcTL', fctl));
+    const data = pixels
+      ? deflateSync(Buffer.concat(Array.from({ length: height }, () => Buffer.concat([Buffer.from([0]), randomBytes(width * 3)]))))
+      : token;
+    parts.push(frame === 0 ? pngChunk('IDAT', data) : pngChunk('fdAT', Buffer.concat([u32(sequence++), data])));
+  }
+  parts.push(pngChunk('IEND', Buffer.alloc(0)));
+  return Buffer.concat(parts);
 }

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import sharp from 'sharp';
 import { frameCounterFor } from '../../src/server/media/frame-counter.ts';
-import { gifWithFrames, randomAnimation, randomGif, randomPng } from '../helpers/png.ts';
+import { apng, gifWithFrames, randomAnimation, randomGif, randomPng } from '../helpers/png.ts';
 
 /** Feeds `bytes` to a fresh counter in pieces of `piece` bytes and answers the count. */
 function countFrames(contentType: string, bytes: Buffer, piece: number): number {
@@ -82,8 +82,35 @@ describe('frameCounterFor', () => {
     assert.equal(countFrames('image/webp', webp, 3), 1);
   });
 
-  test('PNG and JPEG have no counter: they are one frame by format', () => {
-    assert.equal(frameCounterFor('image/png'), undefined);
+  test('JPEG has no counter: it is one frame by format (PNG may be an APNG, below)', () => {
     assert.equal(frameCounterFor('image/jpeg'), undefined);
+  });
+
+  describe('APNG', () => {
+    test('counts the fcTL frames of an animated PNG and reads its canvas, however the bytes are split', async () => {
+      const animation = apng(24, 16, 7);
+      // A real, decodable PNG (libvips shows its default image).
+      assert.deepEqual([(await sharp(animation).metadata()).width, (await sharp(animation).stats()).channels.length], [24, 3]);
+      for (const piece of [1, 5, 13, animation.length]) {
+        const counter = frameCounterFor('image/png');
+        assert.ok(counter);
+        for (let offset = 0; offset < animation.length; offset += piece) counter.push(animation.subarray(offset, offset + piece));
+        assert.deepEqual([counter.frames, counter.width, counter.height], [7, 24, 16], `in pieces of ${piece}`);
+      }
+    });
+
+    test('an acTL that understates cannot hide frames: every fcTL counts as it streams past', () => {
+      assert.equal(countFrames('image/png', apng(4, 4, 50, { announced: 1, pixels: false }), 7), 50);
+      // An acTL that announces more is believed: the header alone is enough to refuse.
+      assert.equal(countFrames('image/png', apng(4, 4, 2, { announced: 100, pixels: false }).subarray(0, 60), 60), 100);
+    });
+
+    test('a still PNG is one frame; arbitrary bytes never throw', async () => {
+      assert.equal(countFrames('image/png', await randomPng(), 3), 1);
+      fc.assert(
+        fc.property(fc.uint8Array({ maxLength: 2000 }), (bytes) => countFrames('image/png', Buffer.from(bytes), 7) >= 1),
+        { numRuns: 300 },
+      );
+    });
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Reads the frames of an animated GIF or WebP while its bytes stream past: how many there are and
+ * Reads the frames of an animated GIF, WebP or PNG (APNG) while its bytes stream past: how many there are and
  * the canvas they really cover. It walks only the container structure (block and chunk lengths,
  * frame descriptors), never the compressed pixels, in constant memory.
  *
@@ -21,11 +21,12 @@ export interface FrameCounter {
 export function frameCounterFor(contentType: string): FrameCounter | undefined {
   if (contentType === 'image/gif') return new GifFrameCounter();
   if (contentType === 'image/webp') return new WebpFrameCounter();
+  if (contentType === 'image/png') return new PngFrameCounter();
   return undefined;
 }
 
-/** The most bytes a walker reads at once (a GIF screen descriptor, a WebP frame header). */
-const MAX_READ = 16;
+/** The most bytes a walker reads at once (a GIF screen descriptor, a WebP or APNG frame header). */
+const MAX_READ = 20;
 
 /**
  * A reader that is told, step by step, how many bytes to collect next and how many to skip before
@@ -181,6 +182,71 @@ class WebpFrameCounter extends StructureWalker {
         // x / 2, y / 2, width - 1, height - 1 (24 bits each), then duration and flags.
         this.counted++;
         this.cover(u24le(b, 0) * 2 + u24le(b, 6) + 1, u24le(b, 3) * 2 + u24le(b, 9) + 1);
+        break;
+    }
+    this.state = 'chunk';
+    this.skip = this.rest;
+    this.want = 8;
+  }
+}
+
+const u32be = (b: Uint8Array, at: number) =>
+  (b[at] as number) * 2 ** 24 + (((b[at + 1] as number) << 16) | ((b[at + 2] as number) << 8) | (b[at + 3] as number));
+
+/**
+ * PNG and APNG: the signature, then chunks of a big-endian length, a type, the data and a CRC.
+ * IHDR states the canvas; each `fcTL` chunk starts a frame with its own size and offset. `acTL`
+ * announces the number of frames, but a file may understate it, and decoders play every frame
+ * that has an `fcTL`: so the frames are counted as their `fcTL` chunks stream past, and acTL can
+ * only raise the count. A still PNG is one frame.
+ */
+class PngFrameCounter extends StructureWalker {
+  private state: 'signature' | 'chunk' | 'IHDR' | 'acTL' | 'fcTL' = 'signature';
+  private rest = 0;
+  private announced = 0;
+
+  constructor() {
+    super(8);
+  }
+
+  override get frames(): number {
+    return Math.max(1, this.counted, this.announced);
+  }
+
+  protected read(b: Uint8Array): void {
+    if (this.state === 'chunk') {
+      const length = u32be(b, 0);
+      const type = String.fromCharCode(b[4] as number, b[5] as number, b[6] as number, b[7] as number);
+      const header = type === 'IHDR' ? 8 : type === 'acTL' ? 4 : type === 'fcTL' ? 20 : 0;
+      if (type === 'IEND') {
+        this.want = 0;
+        return;
+      }
+      if (header > 0 && length >= header) {
+        this.state = type as 'IHDR' | 'acTL' | 'fcTL';
+        this.rest = length - header + 4;
+        this.skip = 0;
+        this.want = header;
+      } else {
+        this.skip = length + 4; // the data and its CRC
+        this.want = 8;
+      }
+      return;
+    }
+    switch (this.state) {
+      case 'IHDR':
+        this.cover(u32be(b, 0), u32be(b, 4));
+        break;
+      case 'acTL':
+        this.announced = Math.max(this.announced, u32be(b, 0));
+        break;
+      case 'fcTL':
+        // sequence number, width, height, x offset, y offset.
+        this.counted++;
+        this.cover(u32be(b, 12) + u32be(b, 4), u32be(b, 16) + u32be(b, 8));
+        break;
+      case 'signature':
+        this.rest = 0;
         break;
     }
     this.state = 'chunk';

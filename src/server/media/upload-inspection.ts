@@ -11,7 +11,7 @@ export interface InspectionPolicy {
   maxBytes: number;
   maxSide: number;
   maxPixels: number;
-  /** Frames × pixels for an animated GIF or WebP. */
+  /** Frames × pixels for an animated GIF, WebP or PNG. */
   maxAnimationPixels: number;
 }
 
@@ -135,7 +135,8 @@ export class UploadInspection {
     if (frames > MAX_FRAMES) {
       throw new AppError('IMAGE_TOO_LARGE', `The animation has more than ${MAX_FRAMES} frames.`);
     }
-    if (frames * width * height > this.policy.maxAnimationPixels) {
+    // A still image (one frame) is held to the image limits alone, whatever its format.
+    if (frames > 1 && frames * width * height > this.policy.maxAnimationPixels) {
       throw new AppError(
         'IMAGE_TOO_LARGE',
         `The animation has at least ${frames} frames of ${width}×${height} pixels; the limit is ${this.policy.maxAnimationPixels} pixels over all frames.`,
