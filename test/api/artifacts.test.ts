@@ -310,19 +310,19 @@ for (const dialect of DIALECTS) {
             server.url,
             tester.key,
             projectId,
-            { testRunId: runId, kind: 'log', name: 'console.log' },
+            { testRunId: runId, kind: 'log', name: 'console' },
             { file: { bytes: Buffer.from('line 1\n'), type: 'text/html' } },
           );
           assert.equal(log.status, 201);
-          assert.equal(log.body.contentType, 'application/octet-stream');
+          assert.equal(log.body.contentType, 'application/octet-stream', 'no signature and no extension that names a text kind');
           const page = await upload(
             server.url,
             tester.key,
             projectId,
-            { testRunId: runId, kind: 'file', name: 'page.html' },
+            { testRunId: runId, kind: 'file', name: 'page' },
             { file: { bytes: HTML, type: 'text/html' } },
           );
-          assert.equal(page.body.contentType, 'application/octet-stream');
+          assert.equal(page.body.contentType, 'application/octet-stream', 'the declared text/html is never taken');
           const png = await upload(
             server.url,
             tester.key,
@@ -405,7 +405,7 @@ for (const dialect of DIALECTS) {
           `only blobs are written: ${created.join(', ')}`,
         );
         const raw = await rawGet(`/api/v1/artifact/artifacts/${res.body.id}/content`, tester.key);
-        assert.equal(raw.headers['content-disposition'], `attachment; filename*=UTF-8''......etcpasswdX%3A%20y`);
+        assert.equal(raw.headers['content-disposition'], `attachment; filename="......etcpasswdX: y"; filename*=UTF-8''......etcpasswdX%3A%20y`);
         assert.doesNotMatch(String(raw.headers['content-disposition']), /[\r\n]/);
         assert.equal(raw.headers.x, undefined, 'no header was injected');
         const long = await upload(
@@ -689,7 +689,7 @@ for (const dialect of DIALECTS) {
         assert.equal(raw.status, 200);
         assert.deepEqual(raw.body, bytes);
         assert.equal(raw.headers['content-type'], 'application/octet-stream');
-        assert.equal(raw.headers['content-disposition'], "attachment; filename*=UTF-8''trace%20%C3%BCn%C3%AFcode.zip");
+        assert.equal(raw.headers['content-disposition'], `attachment; filename="trace unicode.zip"; filename*=UTF-8''trace%20%C3%BCn%C3%AFcode.zip`);
         assert.equal(raw.headers['x-content-type-options'], 'nosniff');
         assert.equal(raw.headers['content-security-policy'], "default-src 'none'; style-src 'unsafe-inline'; sandbox");
         assert.equal(raw.headers['cross-origin-resource-policy'], 'same-site');
@@ -700,7 +700,7 @@ for (const dialect of DIALECTS) {
         assert.equal(part.headers['content-range'], 'bytes 100-199/10000');
       });
 
-      test('serves an HTML file uploaded as a file as an octet-stream attachment, and a screenshot inline', async () => {
+      test('serves an HTML file uploaded as a file as a text/html attachment, and a screenshot inline', async () => {
         const runId = await newRun();
         const page = await upload(
           server.url,
@@ -710,8 +710,9 @@ for (const dialect of DIALECTS) {
           { file: { bytes: HTML, type: 'text/html' } },
         );
         const html = await rawGet(`/api/v1/artifact/artifacts/${page.body.id}/content`, viewer.key);
-        assert.equal(html.headers['content-type'], 'application/octet-stream');
+        assert.equal(html.headers['content-type'], 'text/html');
         assert.match(String(html.headers['content-disposition']), /^attachment;/);
+        assert.equal(html.headers['content-security-policy'], "default-src 'none'; style-src 'unsafe-inline'; sandbox");
         const png = await randomPng();
         const screenshot = await upload(server.url, tester.key, projectId, shot(runId), { file: { bytes: png } });
         const image = await rawGet(`/api/v1/artifact/artifacts/${screenshot.body.id}/content`, viewer.key);

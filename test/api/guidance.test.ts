@@ -5,8 +5,8 @@ import { v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { type TestUser, twoProjects, unique } from '../helpers/factories.ts';
 import { jsonHeaders, rawRequest } from '../helpers/http.ts';
-import { assertProblem } from '../helpers/problems.ts';
 import { randomPng } from '../helpers/png.ts';
+import { assertProblem } from '../helpers/problems.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { upload } from '../helpers/uploads.ts';
 
@@ -40,10 +40,7 @@ for (const dialect of DIALECTS) {
         );
         assert.equal(appended.status, 200, appended.text);
         const results = await tester.client.call(v1.results.getResults, { params: { testRunId: runId }, query: { partial: true } });
-        assert.deepEqual(
-          [results.cells[0]?.mediaType, results.steps[0]?.cells[0]?.mediaType],
-          ['text/plain', 'text/plain'],
-        );
+        assert.deepEqual([results.cells[0]?.mediaType, results.steps[0]?.cells[0]?.mediaType], ['text/plain', 'text/plain']);
 
         const created = await post(
           '/testmgmt/testruns',
@@ -77,18 +74,30 @@ for (const dialect of DIALECTS) {
         const results = await tester.client.call(v1.results.getResults, { params: { testRunId: runId }, query: { partial: true } });
         assert.deepEqual([results.steps.length, results.cells.length], [1, 1], 'nothing stored twice');
         // Other content under the same key is still a conflict.
-        const other = await post(`/testmgmt/testruns/${runId}/results`, '{"idempotencyKey":"batch","steps":[{"status":"passed","title":"Two"}]}');
+        const other = await post(
+          `/testmgmt/testruns/${runId}/results`,
+          '{"idempotencyKey":"batch","steps":[{"status":"passed","title":"Two"}]}',
+        );
         assertProblem(other, 409, 'STATE_CONFLICT');
       });
 
       test('a run creation retried with its keys in another order answers 200 with the first run', async () => {
         const name = unique('ci-');
-        const first = await post('/testmgmt/testruns', `{"projectId":"${projectA}","name":"${name}","branch":"main","idempotencyKey":"upload-1"}`);
+        const first = await post(
+          '/testmgmt/testruns',
+          `{"projectId":"${projectA}","name":"${name}","branch":"main","idempotencyKey":"upload-1"}`,
+        );
         assert.equal(first.status, 201, first.text);
-        const retry = await post('/testmgmt/testruns', `{"idempotencyKey":"upload-1","branch":"main","name":"${name}","projectId":"${projectA}"}`);
+        const retry = await post(
+          '/testmgmt/testruns',
+          `{"idempotencyKey":"upload-1","branch":"main","name":"${name}","projectId":"${projectA}"}`,
+        );
         assert.equal(retry.status, 200, retry.text);
         assert.equal(retry.json.id, first.json.id);
-        const other = await post('/testmgmt/testruns', `{"idempotencyKey":"upload-1","branch":"dev","name":"${name}","projectId":"${projectA}"}`);
+        const other = await post(
+          '/testmgmt/testruns',
+          `{"idempotencyKey":"upload-1","branch":"dev","name":"${name}","projectId":"${projectA}"}`,
+        );
         assertProblem(other, 409, 'STATE_CONFLICT');
       });
     });
@@ -131,9 +140,13 @@ for (const dialect of DIALECTS) {
         assertProblem(bulk, 413, 'PAYLOAD_TOO_LARGE');
         assert.match(String(bulk.json.detail), new RegExp(`limit of ${server.config.bulkBodyLimit} bytes; split .* several posts`));
 
-        const plain = await post('/projects', JSON.stringify({ key: 'HUGE', name: 'x', description: 'y'.repeat(server.config.bodyLimit) }), {
-          ...jsonHeaders(server.admin.key),
-        });
+        const plain = await post(
+          '/projects',
+          JSON.stringify({ key: 'HUGE', name: 'x', description: 'y'.repeat(server.config.bodyLimit) }),
+          {
+            ...jsonHeaders(server.admin.key),
+          },
+        );
         assertProblem(plain, 413, 'PAYLOAD_TOO_LARGE');
         assert.match(String(plain.json.detail), new RegExp(`limit of ${server.config.bodyLimit} bytes; send less in one request`));
 

@@ -80,7 +80,7 @@ for (const dialect of DIALECTS) {
       assert.equal(raw.headers['x-content-type-options'], 'nosniff');
       assert.equal(raw.headers['content-security-policy'], SANDBOX_CSP);
       assert.equal(raw.headers['cross-origin-resource-policy'], 'same-site');
-      assert.equal(raw.headers['content-disposition'], 'inline');
+      assert.equal(raw.headers['content-disposition'], `inline; filename="${imageId}.png"; filename*=UTF-8''${imageId}.png`);
       assert.equal(raw.headers['accept-ranges'], 'bytes');
     });
 

@@ -6,7 +6,9 @@ import { bodyFingerprint, canonicalJson, fingerprintMatches } from '../../src/se
 describe('canonicalJson (RFC 8785)', () => {
   test('sorts members by UTF-16 code units at every depth, as the RFC example does', () => {
     // RFC 8785 section 3.2.3's sorting example (keys in UTF-16 order: "\r", "1", "\u0080", "ö", "€", "😀", "דּ").
-    const input = JSON.parse('{"\\u20ac":"Euro Sign","\\r":"Carriage Return","\\ufb33":"Hebrew Letter Dalet With Dagesh","1":"One","\\ud83d\\ude00":"Emoji: Grinning Face","\\u0080":"Control","\\u00f6":"Latin Small Letter O With Diaeresis"}');
+    const input = JSON.parse(
+      '{"\\u20ac":"Euro Sign","\\r":"Carriage Return","\\ufb33":"Hebrew Letter Dalet With Dagesh","1":"One","\\ud83d\\ude00":"Emoji: Grinning Face","\\u0080":"Control","\\u00f6":"Latin Small Letter O With Diaeresis"}',
+    );
     const keys = Object.keys(JSON.parse(canonicalJson(input)) as object);
     // Integer-like keys always come first in a JS object, so compare the text instead.
     assert.equal(
@@ -18,7 +20,9 @@ describe('canonicalJson (RFC 8785)', () => {
 
   test('writes numbers, literals and nesting as the RFC prescribes, without whitespace', () => {
     // RFC 8785 section 3.2.2's example, minus the numbers JSON.parse already normalises identically.
-    const input = JSON.parse('{ "numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001], "string": "\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/", "literals": [null, true, false] }');
+    const input = JSON.parse(
+      '{ "numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001], "string": "\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/", "literals": [null, true, false] }',
+    );
     assert.equal(
       canonicalJson(input),
       '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',

@@ -3,6 +3,7 @@ import { RASTER_TYPES } from '../../api/v1/artifacts.ts';
 import type { BlobDownload, ByteRange } from '../blob/blob-store.ts';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../errors.ts';
+import { asciiFileName, imageFileName } from '../media/file-names.ts';
 
 /** The policy raw.githubusercontent.com sends: nothing loads, nothing runs, even if a browser renders it as HTML. */
 const SANDBOX_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
@@ -17,6 +18,18 @@ export function encodeRfc8187(value: string): string {
       return /[A-Za-z0-9!#$&+\-.^_`|~]/.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
     })
     .join('');
+}
+
+/**
+ * `inline` for raster images only, `attachment` for everything else (text and HTML included). The
+ * name goes twice (RFC 6266): a plain ASCII `filename=` for clients that ignore the other, and the
+ * exact name in `filename*=`. An inline image's name always ends in its type's extension.
+ */
+export function contentDisposition(download: Pick<BlobDownload, 'contentType' | 'fileName'>): string {
+  const inline = isRasterImage(download.contentType);
+  if (!download.fileName) return inline ? 'inline' : 'attachment';
+  const name = inline ? imageFileName(download.fileName, download.contentType) : download.fileName;
+  return `${inline ? 'inline' : 'attachment'}; filename="${asciiFileName(name)}"; filename*=UTF-8''${encodeRfc8187(name)}`;
 }
 
 const matchesEtag = (header: string, etag: string): boolean =>
@@ -88,9 +101,7 @@ export async function sendBlob(
   for (const [name, value] of Object.entries(download.headers ?? {})) reply.header(name, value);
   if (notModified) return reply.code(304).send();
 
-  const inline = isRasterImage(download.contentType);
-  const name = download.fileName ? `; filename*=UTF-8''${encodeRfc8187(download.fileName)}` : '';
-  reply.header('content-disposition', `${inline ? 'inline' : 'attachment'}${name}`);
+  reply.header('content-disposition', contentDisposition(download));
   reply.type(download.contentType);
   if (part) {
     reply.code(206).header('content-range', `bytes ${part.start}-${part.end}/${download.size}`);

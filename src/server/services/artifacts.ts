@@ -22,6 +22,7 @@ import { findRun, lockRun } from '../db/repositories/runs.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { ArtifactImageRow, ArtifactImagesTable, ArtifactsTable, Executor, TestRunsTable, VisibleProjects } from '../db/types.ts';
 import { AppError, found, invalid, notFound } from '../errors.ts';
+import { artifactType } from '../media/file-names.ts';
 import { type Inspected, UploadInspection } from '../media/upload-inspection.ts';
 import { compileValidator, isUuid, rejectNulCharacters } from '../validation.ts';
 
@@ -240,7 +241,8 @@ export async function ingestArtifact(
       step_id: stepId,
       kind: metadata.kind,
       name,
-      content_type: content.contentType,
+      // Images keep the type of their bytes; other files may take a text type from their name.
+      content_type: content.role ? content.contentType : artifactType(content.contentType, name),
       size: content.size,
       sha256: content.sha256,
       idempotency_key: metadata.idempotencyKey ?? null,

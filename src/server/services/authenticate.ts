@@ -14,7 +14,7 @@ import { createApiKey, findActiveUser } from './users.ts';
  */
 export const AUTH_FAILURE_DETAIL =
   'Invalid or missing credentials. Send your API key in the service.api-token header; ' +
-  'an old-format key (a UUID such as 3f2b8c1e-…) also needs its owner\'s e-mail address in the service.user header.';
+  "an old-format key (a UUID such as 3f2b8c1e-…) also needs its owner's e-mail address in the service.user header.";
 
 /** A failed login (e-mail and password): the same for an unknown e-mail and a wrong password. */
 const LOGIN_FAILURE_DETAIL = 'The e-mail address or the password is wrong.';

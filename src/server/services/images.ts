@@ -36,11 +36,24 @@ async function thumbnailOf(ctx: AppContext, image: ImagesTable): Promise<BlobInf
  */
 export async function imageDownload(ctx: AppContext, imageId: string, options: { thumbnail: boolean }): Promise<BlobDownload> {
   const image = found(await findImage(ctx.db, imageId), 'The image');
-  const original: BlobDownload = { sha256: image.sha256, size: Number(image.size), contentType: image.content_type, caching: 'immutable' };
+  // Named after the image, so a saved copy (`curl -OJ`) is `<imageId>.png` rather than the last path segment.
+  const original: BlobDownload = {
+    sha256: image.sha256,
+    size: Number(image.size),
+    contentType: image.content_type,
+    fileName: image.id,
+    caching: 'immutable',
+  };
   if (!options.thumbnail) return original;
   try {
     const thumbnail = await thumbnailOf(ctx, image);
-    return { sha256: thumbnail.sha256, size: thumbnail.size, contentType: THUMBNAIL_TYPE, caching: 'immutable' };
+    return {
+      sha256: thumbnail.sha256,
+      size: thumbnail.size,
+      contentType: THUMBNAIL_TYPE,
+      fileName: `${image.id}-thumbnail`,
+      caching: 'immutable',
+    };
   } catch (error) {
     if (error instanceof AppError && error.code === 'UNAVAILABLE') throw error;
     ctx.log.warn({ err: error, imageId }, 'thumbnail could not be made; sending the original');
