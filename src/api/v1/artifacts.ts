@@ -24,7 +24,8 @@ export const Sha256 = Type.String({
 /** A client-chosen key, unique within the run (the same shape as step and cell keys). */
 const MediaType = Type.String({
   maxLength: 128,
-  description: 'The media type detected from the bytes, never the one the uploader declared.',
+  description:
+    'The media type detected from the bytes (for text the bytes cannot tell, from the name: `.log`, `.txt`, `.json`, `.xml`, `.html`, `.csv`, `.md`), never the one the uploader declared.',
 });
 const ByteSize = Type.Integer({ minimum: 0, description: 'Size in bytes.' });
 /** The ceiling of ATTEST_MAX_ARTIFACT_BYTES; the configured limit applies. */
