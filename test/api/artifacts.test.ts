@@ -405,7 +405,10 @@ for (const dialect of DIALECTS) {
           `only blobs are written: ${created.join(', ')}`,
         );
         const raw = await rawGet(`/api/v1/artifact/artifacts/${res.body.id}/content`, tester.key);
-        assert.equal(raw.headers['content-disposition'], `attachment; filename="......etcpasswdX: y"; filename*=UTF-8''......etcpasswdX%3A%20y`);
+        assert.equal(
+          raw.headers['content-disposition'],
+          `attachment; filename="......etcpasswdX: y"; filename*=UTF-8''......etcpasswdX%3A%20y`,
+        );
         assert.doesNotMatch(String(raw.headers['content-disposition']), /[\r\n]/);
         assert.equal(raw.headers.x, undefined, 'no header was injected');
         const long = await upload(
@@ -689,7 +692,10 @@ for (const dialect of DIALECTS) {
         assert.equal(raw.status, 200);
         assert.deepEqual(raw.body, bytes);
         assert.equal(raw.headers['content-type'], 'application/octet-stream');
-        assert.equal(raw.headers['content-disposition'], `attachment; filename="trace unicode.zip"; filename*=UTF-8''trace%20%C3%BCn%C3%AFcode.zip`);
+        assert.equal(
+          raw.headers['content-disposition'],
+          `attachment; filename="trace unicode.zip"; filename*=UTF-8''trace%20%C3%BCn%C3%AFcode.zip`,
+        );
         assert.equal(raw.headers['x-content-type-options'], 'nosniff');
         assert.equal(raw.headers['content-security-policy'], "default-src 'none'; style-src 'unsafe-inline'; sandbox");
         assert.equal(raw.headers['cross-origin-resource-policy'], 'same-site');

@@ -90,7 +90,10 @@ for (const dialect of DIALECTS) {
           assert.equal(refused.body.code, 'IMAGE_TOO_LARGE');
           assert.match(String(refused.body.detail), /frames of 5000×5000 pixels; the limit is 500000000 pixels over all frames/);
         }
-        const listed = await tester.client.call(v1.artifacts.listArtifacts, { params: { projectId: projectA }, query: { testRunId: runId } });
+        const listed = await tester.client.call(v1.artifacts.listArtifacts, {
+          params: { projectId: projectA },
+          query: { testRunId: runId },
+        });
         assert.equal(listed.items.length, 0, 'nothing stored');
       });
 
