@@ -263,7 +263,7 @@ for (const dialect of DIALECTS) {
             { steps: [{ title: 'a', status: 'passed', cells: [{ name: 'n', text: 't', mediaType: 'text/html' }] }] },
             '/body/steps/0/cells/0/mediaType',
           ],
-          [{ cells: [{ name: 'n', text: 't' }] }, '/body/cells/0/mediaType'],
+          [{ cells: [{ name: 'n', text: 't', mediaType: 'text/rtf' }] }, '/body/cells/0/mediaType'],
           [{ steps: [{ title: 'a', status: 'passed', durationMs: -1 }] }, '/body/steps/0/durationMs'],
           [{ steps: [{ title: 'a', status: 'passed', projectId: projectB }] }, '/body/steps/0/projectId'],
           [

@@ -16,12 +16,9 @@ export const AUTH_FAILURE_DETAIL =
   'Invalid or missing credentials. Send your API key in the service.api-token header; ' +
   "an old-format key (a UUID such as 3f2b8c1e-…) also needs its owner's e-mail address in the service.user header.";
 
-/** A failed login (e-mail and password): the same for an unknown e-mail and a wrong password. */
-const LOGIN_FAILURE_DETAIL = 'The e-mail address or the password is wrong.';
-
 /** The one 401 every authentication failure answers, whatever the cause (AUTH-10). */
-export const unauthenticated = (detail = AUTH_FAILURE_DETAIL) =>
-  new AppError('UNAUTHENTICATED', detail, {
+export const unauthenticated = () =>
+  new AppError('UNAUTHENTICATED', AUTH_FAILURE_DETAIL, {
     headers: { 'www-authenticate': 'ApiKey realm="attest", header="service.api-token"' },
   });
 
@@ -98,7 +95,7 @@ export async function logIn(
   const valid = await verifyPassword(credentials.password, user?.password_hash);
   if (!user || !valid) {
     ctx.authFailures.recordFailure(subject);
-    throw unauthenticated(LOGIN_FAILURE_DETAIL);
+    throw unauthenticated();
   }
   return createApiKey(ctx, user, { name: 'web session', format: 'session' }, { userId: user.id, requestId: client.requestId });
 }
