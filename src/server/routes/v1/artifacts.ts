@@ -15,7 +15,7 @@ import {
   uploadFailure,
   uploadRequestLimit,
 } from '../../services/artifacts.ts';
-import { artifactOwner, uuidPathProject } from '../owners.ts';
+import { artifactOwner, pathProject as projectOfPath } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
 
 const presentDetails = ({ row, images }: ArtifactWithImages) => presentArtifactDetails(row, images);
@@ -33,7 +33,7 @@ async function* multipartParts(ctx: AppContext, request: FastifyRequest): AsyncG
 }
 
 export function artifactRoutes(ctx: AppContext) {
-  const pathProject = (request: FastifyRequest) => uuidPathProject(ctx, request);
+  const pathProject = (request: FastifyRequest) => projectOfPath(ctx, request);
   const artifactProject = (request: FastifyRequest) => artifactOwner(ctx, request);
 
   return [
