@@ -59,14 +59,17 @@ for (const dialect of DIALECTS) {
       );
       assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
       assert.equal(uploaded.body.projectId, project.id, 'the artifact belongs to the project the key names');
-      const listed = await manager.client.call(v1.artifacts.listArtifacts, { params: { projectId: project.key }, query: { testRunId: run.id } });
+      const listed = await manager.client.call(v1.artifacts.listArtifacts, {
+        params: { projectId: project.key },
+        query: { testRunId: run.id },
+      });
       assert.deepEqual(
         listed.items.map((a) => a.id),
         [uploaded.body.id],
       );
     });
 
-    test("a non-member asking by key gets exactly the 404 of an unknown key or id, and nothing changes", async () => {
+    test('a non-member asking by key gets exactly the 404 of an unknown key or id, and nothing changes', async () => {
       const outsider = await createUser(server, ['manager']);
       const calls: [string, (projectId: string) => Promise<unknown>][] = [
         ['GET', (projectId) => outsider.client.call(v1.projects.getProject, { params: { projectId } })],
@@ -104,7 +107,10 @@ for (const dialect of DIALECTS) {
       assert.deepEqual((await manager.client.call(v1.projects.listProjects, { query: { key: newKey() } })).items, []);
       const outsider = await createUser(server, ['viewer']);
       assert.deepEqual((await outsider.client.call(v1.projects.listProjects, { query: { key: other.key } })).items, [], 'not visible');
-      await assert.rejects(manager.client.call(v1.projects.listProjects, { query: { key: 'WEB-SHOP' } }), (e: { status: number }) => e.status === 400);
+      await assert.rejects(
+        manager.client.call(v1.projects.listProjects, { query: { key: 'WEB-SHOP' } }),
+        (e: { status: number }) => e.status === 400,
+      );
     });
   });
 }
