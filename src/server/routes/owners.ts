@@ -28,7 +28,8 @@ export async function namedProject(
 ): Promise<string | undefined> {
   const value = rawValue(source, field);
   if (value === undefined) throw invalid(`/${part}/${field}`, 'is required');
-  if (typeof value !== 'string' || !isUuid(value)) throw invalid(`/${part}/${field}`, 'must be one project id (a UUID); GET /projects?key= finds the id of a key');
+  if (typeof value !== 'string' || !isUuid(value))
+    throw invalid(`/${part}/${field}`, 'must be one project id (a UUID); GET /projects?key= finds the id of a key');
   return findProjectId(ctx.db, value);
 }
 
