@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { EnvFileError, loadEnvFile } from '../server/env-file.ts';
 import { maintenanceCommands } from './commands/maintenance.ts';
 import { migrateCommand } from './commands/migrate.ts';
 
@@ -14,6 +15,15 @@ export function buildProgram(): Command {
   migrateCommand(program);
   maintenanceCommands(program);
   return program;
+}
+
+// `.env` in the working folder first, like the server: every command reads the same configuration.
+try {
+  loadEnvFile();
+} catch (error) {
+  if (!(error instanceof EnvFileError)) throw error;
+  process.stderr.write(`attest: ${error.message}\n`);
+  process.exit(2);
 }
 
 buildProgram()

@@ -1,15 +1,21 @@
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { StartupError } from './db/database.ts';
+import { EnvFileError, loadEnvFile } from './env-file.ts';
 
-/** Reads the environment, starts the server, and shuts it down gracefully on SIGTERM/SIGINT. */
+/** Reads the environment (and `.env`), starts the server, and shuts it down gracefully on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
   try {
+    loadEnvFile();
     config = loadConfig();
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    if (error instanceof EnvFileError) {
+      process.stderr.write(`attest: ${error.message}\n`);
       process.exit(2);
     }
     throw error;

@@ -12,6 +12,8 @@ import { delay } from './wait.ts';
 // it (DUR-13) or measure its memory.
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** tsx's loader by absolute URL: `--import tsx` would resolve it from the working folder. */
+const TSX = import.meta.resolve('tsx');
 
 export interface SpawnedServer {
   child: ChildProcess;
@@ -54,23 +56,34 @@ export interface LaunchedServer {
   listening: Promise<string>;
 }
 
+/** Where and how a server process starts, beyond its environment. */
+export interface LaunchOptions {
+  /** Its working folder (where it reads `.env`); the repository by default. */
+  cwd?: string;
+  /** Variables to leave out of its environment, so a `.env` can set them. */
+  unset?: string[];
+}
+
 /** Starts `src/server/main.ts` on 127.0.0.1 and a free port, without waiting for anything. */
-export function launchServer(storage: ServerStorage, env: Record<string, string> = {}): LaunchedServer {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join('src', 'server', 'main.ts')], {
-    cwd: REPO_ROOT,
-    env: {
-      ...process.env,
-      NODE_ENV: 'test',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      ATTEST_DATA_DIR: storage.dataDir,
-      ATTEST_ADMIN_EMAIL: 'admin@example.test',
-      ATTEST_ADMIN_API_KEY: storage.adminKey,
-      ATTEST_LOG_LEVEL: 'warn',
-      ATTEST_RATE_LIMIT_PER_MINUTE: '0',
-      ...(storage.databaseUrl ? { ATTEST_DATABASE_URL: storage.databaseUrl } : {}),
-      ...env,
-    },
+export function launchServer(storage: ServerStorage, env: Record<string, string> = {}, options: LaunchOptions = {}): LaunchedServer {
+  const environment: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: 'test',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ATTEST_DATA_DIR: storage.dataDir,
+    ATTEST_ADMIN_EMAIL: 'admin@example.test',
+    ATTEST_ADMIN_API_KEY: storage.adminKey,
+    ATTEST_LOG_LEVEL: 'warn',
+    ATTEST_RATE_LIMIT_PER_MINUTE: '0',
+    ...(storage.databaseUrl ? { ATTEST_DATABASE_URL: storage.databaseUrl } : {}),
+    ...env,
+  };
+  for (const name of options.unset ?? []) delete environment[name];
+  // Absolute paths, so the process starts the same from any working folder.
+  const child = spawn(process.execPath, ['--import', TSX, path.join(REPO_ROOT, 'src', 'server', 'main.ts')], {
+    cwd: options.cwd ?? REPO_ROOT,
+    env: environment,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
@@ -100,8 +113,12 @@ export function launchServer(storage: ServerStorage, env: Record<string, string>
 }
 
 /** Starts `src/server/main.ts` on 127.0.0.1 and a free port; resolves once it prints `attest listening <url>`. */
-export async function spawnServer(storage: ServerStorage, env: Record<string, string> = {}): Promise<SpawnedServer> {
-  const { child, output, exited, listening } = launchServer(storage, env);
+export async function spawnServer(
+  storage: ServerStorage,
+  env: Record<string, string> = {},
+  options: LaunchOptions = {},
+): Promise<SpawnedServer> {
+  const { child, output, exited, listening } = launchServer(storage, env, options);
   const url = await listening;
   return {
     child,

@@ -16,7 +16,19 @@ export const Project = Type.Object(
   { additionalProperties: false },
 );
 
-export const ProjectParams = Type.Object({ projectId: Uuid }, { additionalProperties: false });
+/**
+ * A project in a path: its id (a UUID) or its short key in any case (`WEB`, `web`). The two forms
+ * cannot be confused: a key starts with a letter and has no hyphen.
+ */
+export const PROJECT_REF_PATTERN =
+  '^(?:[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}|[A-Za-z][A-Za-z0-9]{1,15})$';
+export const ProjectRef = Type.String({
+  pattern: PROJECT_REF_PATTERN,
+  maxLength: 36,
+  description: "The project's id (a UUID) or its short key, compared case-insensitively (`WEB` or `web`).",
+});
+
+export const ProjectParams = Type.Object({ projectId: ProjectRef }, { additionalProperties: false });
 
 /**
  * A project member. An e-mail is half of an old-format credential, so only those who manage
@@ -40,10 +52,19 @@ export const listProjects = endpoint({
   operationId: 'listProjects',
   method: 'GET',
   path: '/projects',
-  summary: 'Projects the caller can see (admins see all).',
+  summary: 'Projects the caller can see (admins see all), by key.',
+  description: '`?key=WEB` (any case) narrows the list to the visible project with that key: one item, or none.',
   tag: 'Projects',
   access: { scope: 'global', role: 'viewer' },
-  querystring: Type.Object({ ...PageQuery }, { additionalProperties: false }),
+  querystring: Type.Object(
+    {
+      ...PageQuery,
+      key: Type.Optional(
+        Type.String({ pattern: '^[A-Za-z][A-Za-z0-9]{1,15}$', maxLength: 16, description: 'Only the project with this key (any case).' }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
   responses: { 200: Page(Project) },
 });
 
@@ -107,7 +128,7 @@ export const listMembers = endpoint({
   responses: { 200: Page(Member) },
 });
 
-const MemberParams = Type.Object({ projectId: Uuid, email: Email }, { additionalProperties: false });
+const MemberParams = Type.Object({ projectId: ProjectRef, email: Email }, { additionalProperties: false });
 
 export const addMember = endpoint({
   operationId: 'addMember',

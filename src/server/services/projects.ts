@@ -33,9 +33,9 @@ const keyTaken = (key: string) => new AppError('ALREADY_EXISTS', `A project with
 export const getProject = async (ctx: AppContext, projectId: string): Promise<ProjectsTable> =>
   found(await findProject(ctx.db, projectId), 'The project');
 
-/** The projects the caller may see, by key. */
-export const listProjects = (ctx: AppContext, visible: VisibleProjects, page: PageRequest): Promise<Page<ProjectsTable>> =>
-  listProjectRows(ctx.db, visible, page);
+/** The projects the caller may see, by key; with `key` (any case), only the one with that key. */
+export const listProjects = (ctx: AppContext, visible: VisibleProjects, page: PageRequest, key?: string): Promise<Page<ProjectsTable>> =>
+  listProjectRows(ctx.db, visible, page, key?.toUpperCase());
 
 /** Creates a project with its creator as the first member. */
 export async function createProject(ctx: AppContext, input: CreateProjectInput, creatorId: string): Promise<ProjectsTable> {

@@ -34,9 +34,15 @@ export async function deleteProject(executor: Executor, projectId: string): Prom
   await executor.deleteFrom('projects').where('id', '=', projectId).execute();
 }
 
-/** The projects among `visible`, by key. */
-export async function listProjects(executor: Executor, visible: VisibleProjects, page: PageRequest): Promise<Page<ProjectsTable>> {
+/** The projects among `visible`, by key; with `key` (stored upper-case), only the one with that key. */
+export async function listProjects(
+  executor: Executor,
+  visible: VisibleProjects,
+  page: PageRequest,
+  key?: string,
+): Promise<Page<ProjectsTable>> {
   let query = executor.selectFrom('projects').selectAll();
+  if (key !== undefined) query = query.where('key', '=', key);
   if (visible !== 'all') {
     // `IN ()` is not SQL: no visible project is an empty page.
     if (visible.size === 0) return { items: [], nextCursor: null };

@@ -15,7 +15,7 @@ import {
   uploadFailure,
   uploadRequestLimit,
 } from '../../services/artifacts.ts';
-import { artifactOwner, uuidPathProject } from '../owners.ts';
+import { artifactOwner, pathProject as projectOfPath } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
 
 const presentDetails = ({ row, images }: ArtifactWithImages) => presentArtifactDetails(row, images);
@@ -38,7 +38,7 @@ const uploadTooLarge = (config: AppContext['config']): string =>
   `or images of up to ${config.maxImageBytes} bytes each; send each artifact as its own upload.`;
 
 export function artifactRoutes(ctx: AppContext) {
-  const pathProject = (request: FastifyRequest) => uuidPathProject(ctx, request);
+  const pathProject = (request: FastifyRequest) => projectOfPath(ctx, request);
   const artifactProject = (request: FastifyRequest) => artifactOwner(ctx, request);
 
   return [

@@ -22,7 +22,7 @@ export function projectRoutes(ctx: AppContext) {
   return [
     route(api.listProjects, {
       handler: async (request) => {
-        const page = await listProjects(ctx, request.principal.projects, pageOf(ctx.config, request.query));
+        const page = await listProjects(ctx, request.principal.projects, pageOf(ctx.config, request.query), request.query.key);
         return { items: page.items.map(presentProject), nextCursor: page.nextCursor };
       },
     }),
