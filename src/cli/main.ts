@@ -1,11 +1,19 @@
 import { Command } from 'commander';
 import { EnvFileError, loadEnvFile } from '../server/env-file.ts';
-import { maintenanceCommands } from './commands/maintenance.ts';
+import { APP_VERSION } from '../server/version.ts';
+import { adminKeyCommand } from './commands/admin-key.ts';
+import { backupCommand } from './commands/backup.ts';
+import { gcCommand } from './commands/gc.ts';
 import { migrateCommand } from './commands/migrate.ts';
+import { restoreCommand } from './commands/restore.ts';
+import { verifyCommand } from './commands/verify.ts';
 
 /** The `attest` command line: one command per file under ./commands; failures become exit codes here. */
 export function buildProgram(): Command {
-  const program = new Command('attest').description('Attest: self-hosted testing platform').showHelpAfterError();
+  const program = new Command('attest')
+    .description('Attest: self-hosted testing platform')
+    .version(APP_VERSION, '-V, --version', 'print the version')
+    .showHelpAfterError();
   program
     .command('serve')
     .description('start the server (configured by environment variables, see .env.example)')
@@ -13,7 +21,11 @@ export function buildProgram(): Command {
       await import('../server/main.ts');
     });
   migrateCommand(program);
-  maintenanceCommands(program);
+  verifyCommand(program);
+  gcCommand(program);
+  backupCommand(program);
+  restoreCommand(program);
+  adminKeyCommand(program);
   return program;
 }
 

@@ -26,8 +26,6 @@ export interface BuildOptions {
   clock?: () => Date;
   /** A pino destination stream for logs (tests capture them); defaults to stdout. */
   logStream?: NodeJS.WritableStream;
-  /** Prints the generated first-admin key; defaults to stdout. */
-  announce?: (message: string) => void;
 }
 
 const SENSITIVE_QUERY = /key|token|secret|password|user/i;
@@ -116,7 +114,6 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(contractPlugin, { ctx });
   await app.register(openRoutesPlugin, { config });
 
-  await bootstrapAdmin(ctx, options.announce ?? ((message) => process.stdout.write(`${message}\n`)));
   await database.check();
   // Start-up recovery (DUR-9), after the database took the data folder's lock (DUR-3) and before
   // the instance reports ready: uploads a previous process left unfinished are deleted.
@@ -127,4 +124,13 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     state = 'ready';
   });
   return app;
+}
+
+/**
+ * The step after `listen` succeeded: on an empty database, the first admin is created and its key
+ * printed (SEC-8b). Only now, so a start that cannot bind its port neither prints a key nor stores
+ * one; the next start creates and prints it. `announce` defaults to stdout.
+ */
+export async function onListening(app: FastifyInstance, announce?: (message: string) => void): Promise<void> {
+  await bootstrapAdmin(app.attest, announce ?? ((message) => process.stdout.write(`${message}\n`)));
 }

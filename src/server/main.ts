@@ -1,4 +1,4 @@
-import { buildApp } from './app.ts';
+import { buildApp, onListening } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { StartupError } from './db/database.ts';
 import { EnvFileError, loadEnvFile } from './env-file.ts';
@@ -41,7 +41,25 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-  const address = await app.listen({ port: config.port, host: config.host });
+  let address: string;
+  try {
+    address = await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    // Nothing was created yet: the first admin (and its key) waits for a start that can listen.
+    await app.close().catch(() => {});
+    const code = (error as NodeJS.ErrnoException).code;
+    const why =
+      code === 'EADDRINUSE'
+        ? 'the port is already in use (stop what holds it, or set PORT to another one)'
+        : code === 'EACCES'
+          ? 'permission denied (ports below 1024 need privileges; set PORT to another one)'
+          : error instanceof Error
+            ? error.message
+            : String(error);
+    process.stderr.write(`attest: cannot listen on ${config.host}:${config.port}: ${why}\n`);
+    process.exit(1);
+  }
+  await onListening(app);
   // A stable line test harnesses and scripts parse for the bound port.
   process.stdout.write(`attest listening ${address}\n`);
 }

@@ -257,7 +257,10 @@ describe('[sqlite] backup and restore', () => {
       const removed = fs.readFileSync(damaged);
       fs.unlinkSync(damaged); // a damaged backup
       fs.mkdirSync(restored); // an empty folder, as a mounted volume would be
-      await assert.rejects(restoreEmbedded(path.join(backup, 'b'), restored), /ENOENT/);
+      await assert.rejects(
+        restoreEmbedded(path.join(backup, 'b'), restored),
+        /is damaged: blob [0-9a-f]{64}, which its database references, is missing/,
+      );
       assert.deepEqual(fs.readdirSync(restored), [], 'the data folder is as empty as before');
       // A restore cut off by a crash leaves its staging folder: the server refuses to start there.
       fs.mkdirSync(path.join(restored, '.restoring'));

@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import SQLite from 'better-sqlite3';
 import { AttestClient, v1 } from '../../src/client/index.ts';
 import { hasValidChecksum, SECRET_SCANNING_REGEX } from '../../src/server/security/api-key.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
-import { createStorage, type ServerStorage, type SpawnedServer, spawnServer } from '../helpers/spawned-server.ts';
+import { createStorage, launchServer, type ServerStorage, type SpawnedServer, spawnServer } from '../helpers/spawned-server.ts';
 
 // First start without ATTEST_ADMIN_EMAIL / ATTEST_ADMIN_API_KEY (src/server/services/bootstrap.ts,
 // SEC-8b): the real server creates the first admin with a generated standard key and
@@ -43,8 +45,17 @@ for (const dialect of DIALECTS) {
         `a standard key with a valid checksum is printed (got ${key.slice(0, 8)}…)`,
       );
       assert.equal(first.join('\n').match(ANY_KEY)?.length, 1, 'the key appears once in the whole output');
-      const email = first.map((line) => USER_LINE.exec(line)?.[1]).find((e) => e !== undefined);
-      assert.equal(email, 'admin@attest.local', 'the e-mail to sign in with is printed next to the key');
+      // A standard key is sent alone: its banner shows that header only, names the admin and says
+      // when the key expires.
+      assert.equal(first.filter((line) => USER_LINE.test(line)).length, 0, `no service.user line for a standard key:\n${first.join('\n')}`);
+      assert.match(first.join('\n'), /created the first admin, admin@attest\.local/);
+      const expires = /It expires at (\S+);/.exec(first.join('\n'))?.[1];
+      assert.ok(expires, `the banner says when the key expires:\n${first.join('\n')}`);
+      const listening = first.findIndex((line) => line.startsWith('attest listening'));
+      assert.ok(
+        first.findIndex((line) => KEY_LINE.test(line)) < listening,
+        'the key is printed before the listening line, after listen succeeded',
+      );
 
       const admin = new AttestClient({ baseUrl: running.url, apiKey: key });
       const me = await admin.call(v1.meta.getMe);
@@ -60,6 +71,7 @@ for (const dialect of DIALECTS) {
         ['bootstrap'],
       );
       assert.ok(keys.items[0]?.expiresAt, 'the generated key expires like every key (AUTH-6)');
+      assert.equal(keys.items[0]?.expiresAt, expires, 'the banner gives the expiry the key has');
       assert.doesNotMatch(JSON.stringify(keys), ANY_KEY);
       await running.stop();
       running = undefined;
@@ -89,3 +101,42 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+describe('[sqlite] first start on a port that is taken', () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-bootstrap-port-'));
+  const blocker = net.createServer();
+  let running: SpawnedServer | undefined;
+  after(async () => {
+    await running?.stop();
+    blocker.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('exits non-zero with a one-line reason, prints and stores no key; the next start on a free port does', async () => {
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as net.AddressInfo).port;
+    const storage = await createStorage('sqlite', dataDir, '');
+    const refused = launchServer(storage, { ...NO_ADMIN, PORT: String(port) });
+    const { code } = await refused.exited;
+    const all = refused.output.join('\n');
+    assert.notEqual(code, 0, all);
+    assert.match(all, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the port is already in use`));
+    assert.doesNotMatch(all, /service\.api-token|created the first admin/, `no key is printed:\n${all}`);
+    assert.doesNotMatch(all, ANY_KEY);
+    assert.doesNotMatch(all, /\n\s+at /, 'no stack trace');
+    const db = new SQLite(path.join(dataDir, 'attest.db'), { readonly: true });
+    try {
+      assert.deepEqual(db.prepare('SELECT (SELECT count(*) FROM users) AS users, (SELECT count(*) FROM api_keys) AS keys').get(), {
+        users: 0,
+        keys: 0,
+      });
+    } finally {
+      db.close();
+    }
+
+    running = await spawnServer(storage, NO_ADMIN);
+    const key = running.output.map((line) => KEY_LINE.exec(line)?.[1]).find((k) => k !== undefined);
+    assert.ok(key, `the next start prints the key:\n${running.output.join('\n')}`);
+    assert.equal((await new AttestClient({ baseUrl: running.url, apiKey: key }).call(v1.meta.getMe)).role, 'admin');
+  });
+});

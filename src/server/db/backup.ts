@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -6,24 +7,40 @@ import { isBlobKey } from '../blob/blob-store.ts';
 const blobPath = (dataDir: string, sha256: string) => path.join(dataDir, 'blobs', sha256.slice(0, 2), sha256.slice(2, 4), sha256);
 
 /**
- * The blobs a database copy references. Opened read-write, though it only reads: the copy is in
- * WAL mode like its source, and closing a read-only connection would leave `-wal` and `-shm` files
- * beside it, while closing this one removes them.
+ * The blobs a database copy references, with the size its rows record (-1 where no row records one
+ * of its own: thumbnails, the diff image of a visual diff, as in verify). Opened read-write, though
+ * it only reads: the copy is in WAL mode like its source, and closing a read-only connection would
+ * leave `-wal` and `-shm` files beside it, while closing this one removes them.
  */
-function referencedIn(file: string): string[] {
+function referencedIn(file: string): Map<string, number> {
   const db = new SQLite(file, { fileMustExist: true });
   try {
     const rows = db
       .prepare(
-        `SELECT sha256 AS key FROM artifacts
-         UNION SELECT sha256 FROM images
-         UNION SELECT thumbnail_sha256 FROM images WHERE thumbnail_sha256 IS NOT NULL`,
+        `SELECT sha256 AS key, CASE WHEN kind = 'visual-diff' THEN -1 ELSE size END AS size FROM artifacts
+         UNION ALL SELECT sha256, size FROM images
+         UNION ALL SELECT thumbnail_sha256, -1 FROM images WHERE thumbnail_sha256 IS NOT NULL`,
       )
-      .all() as { key: string }[];
-    return rows.map((r) => r.key).filter(isBlobKey);
+      .all() as { key: string; size: number }[];
+    const sizes = new Map<string, number>();
+    for (const { key, size } of rows) if (isBlobKey(key) && (size >= 0 || !sizes.has(key))) sizes.set(key, Number(size));
+    return sizes;
   } finally {
     db.close();
   }
+}
+
+/** The SHA-256 of a file, read in chunks. */
+function sha256OfFile(file: string): string {
+  const hash = createHash('sha256');
+  const fd = fs.openSync(file, 'r');
+  try {
+    const buffer = Buffer.alloc(1024 * 1024);
+    for (let read = fs.readSync(fd, buffer); read > 0; read = fs.readSync(fd, buffer)) hash.update(buffer.subarray(0, read));
+  } finally {
+    fs.closeSync(fd);
+  }
+  return hash.digest('hex');
 }
 
 /** fsync on a file, or on a folder to make its new entries durable. */
@@ -115,7 +132,7 @@ export async function backupEmbedded(
   } finally {
     live.close();
   }
-  const keys = referencedIn(target);
+  const keys = [...referencedIn(target).keys()];
   out.written(target);
   let bytes = 0;
   for (const [index, key] of keys.entries()) {
@@ -154,26 +171,49 @@ export async function restoreEmbedded(
   onProgress?: (done: number, total: number) => void,
 ): Promise<BackupReport> {
   const source = path.join(backupDir, 'attest.db');
-  if (!fs.existsSync(source)) throw new Error(`${backupDir} holds no attest.db`);
+  if (!fs.existsSync(backupDir)) throw new Error(`the backup folder ${backupDir} does not exist`);
+  if (!fs.existsSync(source)) throw new Error(`${backupDir} holds no attest.db; it is not an Attest backup`);
   if (!fs.existsSync(path.join(backupDir, MANIFEST)))
     throw new Error(`${backupDir} is an incomplete backup (no ${MANIFEST}: it was interrupted); take the backup again`);
+  const manifest = JSON.parse(fs.readFileSync(path.join(backupDir, MANIFEST), 'utf8')) as { blobs?: number };
   const target = path.resolve(dataDir);
   const staging = path.join(target, RESTORE_STAGING);
   if (fs.existsSync(target) && fs.readdirSync(target).some((entry) => entry !== RESTORE_STAGING))
     throw new Error(`the data folder ${dataDir} is not empty; restore into a new one`);
   // What an interrupted restore left behind.
   fs.rmSync(staging, { recursive: true, force: true });
+  const damaged = (what: string) => new Error(`the backup ${backupDir} is damaged: ${what}; nothing was restored (take a new backup)`);
   try {
     const out = durableWriter();
     out.mkdir(staging);
     out.copy(source, path.join(staging, 'attest.db'));
-    const keys = referencedIn(path.join(staging, 'attest.db'));
+    const check = new SQLite(path.join(staging, 'attest.db'), { fileMustExist: true });
+    let integrity: unknown;
+    try {
+      integrity = check.pragma('integrity_check', { simple: true });
+    } catch (error) {
+      integrity = (error as Error).message;
+    } finally {
+      check.close();
+    }
+    if (integrity !== 'ok') throw damaged(`its database fails SQLite's integrity check (${String(integrity)})`);
+    const expected = referencedIn(path.join(staging, 'attest.db'));
+    if (manifest.blobs !== undefined && manifest.blobs !== expected.size)
+      throw damaged(`${MANIFEST} lists ${manifest.blobs} blobs, its database references ${expected.size}`);
     let bytes = 0;
-    for (const [index, key] of keys.entries()) {
+    let index = 0;
+    // Every blob is checked as copied (its size against the rows, its content against its SHA-256
+    // name), all before anything moves into the data folder: a damaged backup restores nothing.
+    for (const [key, size] of expected) {
+      const from = blobPath(backupDir, key);
+      if (!fs.existsSync(from)) throw damaged(`blob ${key}, which its database references, is missing`);
       const to = blobPath(staging, key);
-      out.copy(blobPath(backupDir, key), to);
-      bytes += fs.statSync(to).size;
-      onProgress?.(index + 1, keys.length);
+      out.copy(from, to);
+      const actual = fs.statSync(to).size;
+      if (size >= 0 && actual !== size) throw damaged(`blob ${key} holds ${actual} bytes where its database records ${size}`);
+      if (sha256OfFile(to) !== key) throw damaged(`blob ${key} does not match its SHA-256 (its bytes changed)`);
+      bytes += actual;
+      onProgress?.(++index, expected.size);
     }
     out.flush();
     // Into place on the same filesystem: the blobs first, then the database that references them.
@@ -184,7 +224,7 @@ export async function restoreEmbedded(
     fs.renameSync(path.join(staging, 'attest.db'), path.join(target, 'attest.db'));
     fs.rmdirSync(staging);
     fsyncPath(target);
-    return { database: path.join(target, 'attest.db'), blobs: keys.length, bytes };
+    return { database: path.join(target, 'attest.db'), blobs: expected.size, bytes };
   } catch (error) {
     fs.rmSync(staging, { recursive: true, force: true });
     throw error;

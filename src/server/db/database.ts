@@ -56,6 +56,11 @@ export function detectNetworkFilesystem(mountinfo: string, dir: string): string 
   return best && NETWORK_FS.test(best.fsType) ? best.fsType : undefined;
 }
 
+/** The data folder's lock is held by another process (a running server, or a maintenance command). */
+export class DataFolderBusyError extends StartupError {
+  override name = 'DataFolderBusyError';
+}
+
 /**
  * One process per data folder: an exclusive SQLite lock on a side file. The kernel drops it when
  * the process dies, even by SIGKILL, so a crash never leaves a stale lock behind. Start-up
@@ -76,7 +81,7 @@ export function lockDataDir(dataDir: string): SQLite.Database {
     lock.exec('BEGIN EXCLUSIVE');
   } catch {
     lock.close();
-    throw new StartupError(`Another Attest process is using the data folder ${dataDir}.`);
+    throw new DataFolderBusyError(`Another Attest process is using the data folder ${dataDir}.`);
   }
   return lock;
 }

@@ -27,6 +27,8 @@ export async function audit(
     targetId: string;
     details?: Record<string, unknown>;
     requestId?: string;
+    /** Set for changes made outside a request (`attest admin-key`): added to the details as `via`. */
+    via?: string;
   },
 ): Promise<void> {
   await insertAuditEntry(trx, {
@@ -36,7 +38,7 @@ export async function audit(
     action: entry.action,
     target_type: entry.targetType,
     target_id: entry.targetId,
-    details: JSON.stringify(entry.details ?? {}),
+    details: JSON.stringify(entry.via ? { ...entry.details, via: entry.via } : (entry.details ?? {})),
     request_id: entry.requestId ?? null,
   });
 }

@@ -34,6 +34,8 @@ import { audit } from './audit.ts';
 export interface Actor {
   userId: string | null;
   requestId?: string;
+  /** Where a change without a request came from (`cli` for `attest admin-key`); recorded in the audit details. */
+  via?: 'cli';
 }
 
 /** The authenticated caller of a request: whom the self-or-admin rule checks, and whom the audit log names. */
@@ -105,6 +107,7 @@ export async function createUser(
         targetId: row.id,
         details: { email: row.email, roles: input.roles ?? ['viewer'] },
         requestId: actor.requestId,
+        via: actor.via,
       });
     });
   } catch (error) {
@@ -142,6 +145,7 @@ export async function setRoles(ctx: AppContext, email: string, roles: Role[], ac
       targetId: user.id,
       details: { from: JSON.parse(user.roles), to: ordered },
       requestId: actor.requestId,
+      via: actor.via,
     });
     return { ...user, roles: JSON.stringify(ordered), updated_at: now };
   });
@@ -267,6 +271,7 @@ export async function createApiKey(
           targetId: row.id,
           details: { userId: user.id, format: row.format, scope: row.scope, expiresAt },
           requestId: actor.requestId,
+          via: actor.via,
         });
       }
     });

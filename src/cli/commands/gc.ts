@@ -1,0 +1,30 @@
+import type { Command } from 'commander';
+import { collectGarbage } from '../../server/services/maintenance.ts';
+import { MiB, openInstance, report, wholeNumber } from '../instance.ts';
+
+/** `attest gc`: deletes unreferenced blobs older than the grace period, offline. */
+export function gcCommand(program: Command): void {
+  program
+    .command('gc')
+    .description('delete blobs no row references and older than the grace period (the server also does this periodically)')
+    .option('--dry-run', 'only report what would be deleted')
+    .option('--grace-minutes <minutes>', 'keep unreferenced blobs younger than this (a whole number, 0 or more)', wholeNumber(0), 60)
+    .option('--json', 'print the report as JSON')
+    .action(async (options: { dryRun?: boolean; graceMinutes: number; json?: boolean }) => {
+      const { database, blobs } = await openInstance('or leave it to the server, which collects garbage every hour');
+      try {
+        const gc = await collectGarbage(
+          { db: database.db, blobs, clock: () => new Date() },
+          { graceMs: options.graceMinutes * 60_000, dryRun: options.dryRun },
+        );
+        report(
+          options.json,
+          gc,
+          `${gc.dryRun ? 'would delete' : 'deleted'} ${gc.deleted} blobs (${(gc.deletedBytes / MiB).toFixed(1)} MiB); ` +
+            `scanned ${gc.scanned}, referenced ${gc.referenced}, kept (younger than the grace period) ${gc.keptFresh}`,
+        );
+      } finally {
+        await database.close();
+      }
+    });
+}

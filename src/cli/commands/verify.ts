@@ -1,0 +1,36 @@
+import type { Command } from 'commander';
+import { verifyStorage } from '../../server/services/maintenance.ts';
+import { openInstance } from '../instance.ts';
+import { progressBar } from '../progress.ts';
+
+/** `attest verify`: the durability invariants, checked offline (exit 1 when one does not hold). */
+export function verifyCommand(program: Command): void {
+  program
+    .command('verify')
+    .description('check the durability invariants: database integrity, every referenced blob present with its size and SHA-256')
+    .option('--json', 'print the report as JSON')
+    .option('--no-hash', 'check sizes only, without re-hashing blob contents')
+    .action(async (options: { json?: boolean; hash: boolean }) => {
+      const { database, blobs } = await openInstance('then run attest verify again (the server checks the database at every start)');
+      const bar = options.json ? undefined : progressBar('verifying blobs');
+      try {
+        const report = await verifyStorage(
+          { db: database.db, blobs, database },
+          { hashContents: options.hash, onProgress: (d, t) => bar?.update(d, t) },
+        );
+        bar?.stop();
+        const sound = report.integrity.length === 0 && report.missingBlobs.length === 0 && report.badBlobs.length === 0;
+        if (options.json) process.stdout.write(`${JSON.stringify({ ...report, sound })}\n`);
+        else {
+          process.stdout.write(
+            `database: ${report.integrity.length === 0 ? 'ok' : report.integrity.join('; ')}\n` +
+              `artifacts: ${report.artifactsChecked}; missing blobs: ${report.missingBlobs.length}; damaged blobs: ${report.badBlobs.length}; ` +
+              `orphan blobs: ${report.orphanBlobs} (removed by gc after the grace period)\n`,
+          );
+        }
+        if (!sound) process.exitCode = 1;
+      } finally {
+        await database.close();
+      }
+    });
+}

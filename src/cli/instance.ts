@@ -1,0 +1,96 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { InvalidArgumentError } from 'commander';
+import type { FastifyBaseLogger } from 'fastify';
+import { createBlobStore } from '../server/blob/create-blob-store.ts';
+import { type Config, loadConfig } from '../server/config.ts';
+import type { AppContext } from '../server/context.ts';
+import { createDatabase, DataFolderBusyError } from '../server/db/database.ts';
+import { ThumbnailRenderer } from '../server/media/thumbnails.ts';
+import { FailureLimiter } from '../server/security/failure-limiter.ts';
+
+/** A refusal the command explains itself: main.ts prints the message alone (no stack) and exits 1. */
+export class CliError extends Error {
+  override name = 'CliError';
+}
+
+/**
+ * Refuses an embedded instance whose data folder does not exist or holds no database: opening it
+ * would create an empty one and report on that. PostgreSQL instances keep their records elsewhere.
+ */
+export function requireDatabase(config: Config): void {
+  if (config.databaseUrl) return;
+  const dir = config.dataDir;
+  if (!fs.existsSync(dir)) {
+    throw new CliError(`the data folder ${dir} does not exist; set ATTEST_DATA_DIR to the folder the server uses`);
+  }
+  if (!fs.existsSync(path.join(dir, 'attest.db'))) {
+    throw new CliError(`${dir} holds no Attest database (no attest.db); set ATTEST_DATA_DIR to the folder the server uses`);
+  }
+}
+
+/**
+ * Opens the configured instance exclusively, as the server does. `whileRunning` says what to do
+ * instead when a server holds the data folder (for example the online command that does the same).
+ */
+export async function openInstance(whileRunning: string) {
+  const config = loadConfig();
+  requireDatabase(config);
+  const database = await createDatabase(config).catch((error: unknown) => {
+    if (error instanceof DataFolderBusyError) {
+      throw new CliError(`${error.message} A running server holds it: stop the server first, ${whileRunning}.`);
+    }
+    throw error;
+  });
+  const blobs = createBlobStore(config, () => {});
+  return { config, database, blobs };
+}
+
+const silent = () => {};
+const silentLogger = {
+  level: 'silent',
+  fatal: silent,
+  error: silent,
+  warn: silent,
+  info: silent,
+  debug: silent,
+  trace: silent,
+  silent,
+  child: () => silentLogger,
+};
+
+/** The services' context for a command that reuses them outside the server (no requests, no logs). */
+export function commandContext(instance: Awaited<ReturnType<typeof openInstance>>): AppContext {
+  const { config, database, blobs } = instance;
+  return {
+    config,
+    readiness: () => 'starting',
+    db: database.db,
+    dialect: database.dialect,
+    database,
+    blobs,
+    crashPoint: () => {},
+    clock: () => new Date(),
+    log: silentLogger as unknown as FastifyBaseLogger,
+    lastUsedWrites: new Map(),
+    authFailures: new FailureLimiter(config.authFailuresPerMinute),
+    thumbnails: new ThumbnailRenderer(config),
+  };
+}
+
+/** An option parser for a whole number of at least `min`; commander names the option in its message. */
+export function wholeNumber(min: number) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value.trim()) || Number(value) < min) {
+      throw new InvalidArgumentError(`expected a whole number, ${min} or more (for example 60)`);
+    }
+    return Number(value);
+  };
+}
+
+/** Prints a command's report: one JSON line with --json, else the human text. */
+export function report(json: boolean | undefined, value: unknown, text: string): void {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
+}
+
+export const MiB = 1024 * 1024;
