@@ -1,9 +1,39 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { jsonHeaders, rawRequest } from '../helpers/http.ts';
 import { assertProblem } from '../helpers/problems.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+
+/**
+ * Sends the head of a request and the first part of its body on a raw socket, then keeps the
+ * socket open (a client still trickling): resolves with what the server wrote and whether, and how
+ * soon, it closed the connection, within `withinMs`.
+ */
+function sendPartly(url: string, head: string, bodyStart: string, withinMs: number): Promise<{ text: string; closedAfterMs?: number }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname);
+    const chunks: Buffer[] = [];
+    const started = Date.now();
+    let settled = false;
+    const finish = (closed: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ text: Buffer.concat(chunks).toString('utf8'), closedAfterMs: closed ? Date.now() - started : undefined });
+    };
+    // The window in which the server must close: after it, the test looks at what it saw.
+    const timer = setTimeout(() => finish(false), withinMs);
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('end', () => finish(true));
+    socket.on('close', () => finish(true));
+    socket.on('error', (error) => (settled ? undefined : reject(error)));
+    socket.write(head + bodyStart);
+  });
+}
 
 // Bad input refused early and precisely: deep bodies, long pointers, early refusals that close.
 
@@ -17,6 +47,41 @@ for (const dialect of DIALECTS) {
       server = await startTestServer(dialect);
     });
     after(() => server.close());
+
+    describe('early refusals', () => {
+      test('a POST refused with 401 before its body is read closes the connection at once (Connection: close)', async () => {
+        const head =
+          'POST /api/v1/projects HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\n' +
+          'service.api-token: not-a-key\r\nContent-Length: 1000000\r\n\r\n';
+        const seen = await sendPartly(server.url, head, '{"name":"', 3000);
+        assert.match(seen.text, /^HTTP\/1\.1 401 /);
+        assert.match(seen.text, /\r\nconnection: close\r\n/i);
+        assert.ok(seen.closedAfterMs !== undefined, 'the server closed the connection instead of waiting for the rest of the body');
+      });
+
+      test('an upload refused with 404 (an invisible project) before its body is read closes the connection too', async () => {
+        const head =
+          'POST /api/v1/projects/00000000-0000-4000-8000-000000000000/artifact HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+          'Content-Type: multipart/form-data; boundary=xyz\r\nAccept: application/json\r\n' +
+          `service.api-token: ${server.admin.key}\r\nContent-Length: 5000000\r\n\r\n`;
+        const seen = await sendPartly(server.url, head, '--xyz\r\n', 3000);
+        assert.match(seen.text, /^HTTP\/1\.1 404 /);
+        assert.match(seen.text, /\r\nconnection: close\r\n/i);
+        assert.ok(seen.closedAfterMs !== undefined, 'the server closed the connection');
+      });
+
+      test('a refusal after the body was read (a 400 from validation) keeps the connection', async () => {
+        const body = '{"key":"not a key"}';
+        const head =
+          'POST /api/v1/projects HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\n' +
+          `service.api-token: ${server.admin.key}\r\nContent-Length: ${body.length}\r\n\r\n`;
+        // The window is the test: the connection must stay open for it.
+        const seen = await sendPartly(server.url, head, body, 500);
+        assert.match(seen.text, /^HTTP\/1\.1 400 /);
+        assert.doesNotMatch(seen.text, /\r\nconnection: close\r\n/i);
+        assert.equal(seen.closedAfterMs, undefined);
+      });
+    });
 
     describe('POST /projects', () => {
       test('a NUL 5 000 levels deep is a 400 INVALID_INPUT naming the field, not MALFORMED_JSON', async () => {
