@@ -1,10 +1,17 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { crc32 } from 'node:zlib';
+import sharp from 'sharp';
 import { DIALECTS } from '../helpers/dialects.ts';
+import { createProject } from '../helpers/factories.ts';
 import { jsonHeaders, rawRequest } from '../helpers/http.ts';
+import { randomGif, randomPng } from '../helpers/png.ts';
 import { assertProblem } from '../helpers/problems.ts';
+import { startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { upload } from '../helpers/uploads.ts';
 
 /**
  * Sends the head of a request and the first part of its body on a raw socket, then keeps the
@@ -80,6 +87,82 @@ for (const dialect of DIALECTS) {
         assert.match(seen.text, /^HTTP\/1\.1 400 /);
         assert.doesNotMatch(seen.text, /\r\nconnection: close\r\n/i);
         assert.equal(seen.closedAfterMs, undefined);
+      });
+    });
+
+    describe('POST /projects/{projectId}/artifact: images decode before they are acknowledged (FILE-3)', () => {
+      const rowsOf = async (runId: string) =>
+        (await server.app.attest.db.selectFrom('artifacts').select('id').where('run_id', '=', runId).execute()).length;
+      const screenshot = async (bytes: Buffer, name: string) => {
+        const project = await createProject(server);
+        const run = await startRun(server.admin.client, project.id);
+        const answer = await upload(
+          server.url,
+          server.admin.key,
+          project.id,
+          { testRunId: run.id, kind: 'screenshot', name },
+          { file: { bytes } },
+        );
+        return { answer, runId: run.id, projectId: project.id };
+      };
+
+      test('a truncated PNG is 422 UNPROCESSABLE and no artifact row is written', async () => {
+        const png = await randomPng(64, 48);
+        const { answer, runId } = await screenshot(png.subarray(0, Math.floor(png.length / 2)), 'cut.png');
+        assert.equal(answer.status, 422, JSON.stringify(answer.body));
+        assert.equal(answer.body.code, 'UNPROCESSABLE');
+        assert.match(String(answer.body.detail), /does not decode/);
+        assert.equal(await rowsOf(runId), 0);
+      });
+
+      test('garbage after a valid PNG header is 422 UNPROCESSABLE and no artifact row is written', async () => {
+        const png = await randomPng(64, 48);
+        // Signature (8 bytes) and IHDR (25) pass the type and dimension checks; the IDAT is well framed but holds noise.
+        const idat = Buffer.concat([Buffer.from('IDAT'), randomBytes(4000)]);
+        const framed = Buffer.alloc(idat.length + 8);
+        framed.writeUInt32BE(idat.length - 4, 0);
+        idat.copy(framed, 4);
+        framed.writeUInt32BE(crc32(idat), idat.length + 4);
+        const iend = Buffer.from([0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82]);
+        const { answer, runId } = await screenshot(Buffer.concat([png.subarray(0, 33), framed, iend]), 'garbage.png');
+        assert.equal(answer.status, 422, JSON.stringify(answer.body));
+        assert.equal(answer.body.code, 'UNPROCESSABLE');
+        assert.equal(await rowsOf(runId), 0);
+      });
+
+      test('a visual diff with one undecodable image is 422 and writes nothing', async () => {
+        const project = await createProject(server);
+        const run = await startRun(server.admin.client, project.id);
+        const actual = await randomPng(32, 32);
+        const answer = await upload(
+          server.url,
+          server.admin.key,
+          project.id,
+          { testRunId: run.id, kind: 'visual-diff', name: 'd' },
+          {
+            baseline: { bytes: await randomPng(32, 32) },
+            actual: { bytes: actual.subarray(0, actual.length - 200) },
+            diff: { bytes: await randomPng(32, 32) },
+          },
+        );
+        assert.equal(answer.status, 422, JSON.stringify(answer.body));
+        assert.equal(answer.body.code, 'UNPROCESSABLE');
+        assert.equal(await rowsOf(run.id), 0);
+      });
+
+      test('valid PNG, JPEG, GIF and WebP screenshots are still 201', async () => {
+        const png = await randomPng(40, 30);
+        const samples: [string, Buffer][] = [
+          ['a.png', png],
+          ['a.jpg', await sharp(png).jpeg().toBuffer()],
+          ['a.gif', await randomGif(40, 30)],
+          ['a.webp', await sharp(png).webp().toBuffer()],
+        ];
+        for (const [name, bytes] of samples) {
+          const { answer, runId } = await screenshot(bytes, name);
+          assert.equal(answer.status, 201, `${name}: ${JSON.stringify(answer.body)}`);
+          assert.equal(await rowsOf(runId), 1);
+        }
       });
     });
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { buffer } from 'node:stream/consumers';
 import sjson from 'secure-json-parse';
 import type { Static } from 'typebox';
 import { ArtifactMetadata } from '../../api/v1/artifacts.ts';
@@ -316,10 +317,24 @@ async function storeFile(
   });
   try {
     const blob = await ctx.blobs.put(inspection.pass(stream));
+    try {
+      // Decoded from the stored blob before anything is acknowledged; one that does not decode is
+      // released unreferenced (no row is written) and garbage collection removes it.
+      if (image) await ctx.thumbnails.checkDecodes(() => readBlob(ctx, blob.sha256));
+    } catch (error) {
+      blob.release();
+      throw error;
+    }
     return { ...slot, ...inspection.result(), sha256: blob.sha256, size: blob.size, release: blob.release };
   } catch (error) {
     throw uploadFailure(ctx, error);
   }
+}
+
+async function readBlob(ctx: AppContext, sha256: string): Promise<Buffer> {
+  const source = await ctx.blobs.get(sha256);
+  if (!source) throw new Error(`the blob ${sha256} just stored is missing`);
+  return buffer(source);
 }
 
 /** The largest request body an upload can need: the bigger of one artifact file and a visual diff's three images, plus room for metadata and part headers. */
