@@ -59,8 +59,17 @@ export class AppError extends Error {
 }
 
 export const notFound = (what = 'The resource') => new AppError('NOT_FOUND', `${what} does not exist or is not visible to you.`);
-export const invalid = (pointer: string, message: string) =>
-  new AppError('INVALID_INPUT', `${pointer || 'body'}: ${message}`, { errors: [{ pointer, message }] });
+/** The longest JSON pointer a problem echoes; a longer one (a body nested a thousand levels deep) is cut. */
+export const POINTER_MAX_LENGTH = 200;
+
+/** A pointer as problems echo it: at most POINTER_MAX_LENGTH characters, a cut one ending in `…`. */
+export const shortPointer = (pointer: string): string =>
+  pointer.length <= POINTER_MAX_LENGTH ? pointer : `${pointer.slice(0, POINTER_MAX_LENGTH - 1)}…`;
+
+export const invalid = (field: string, message: string) => {
+  const pointer = shortPointer(field);
+  return new AppError('INVALID_INPUT', `${pointer || 'body'}: ${message}`, { errors: [{ pointer, message }] });
+};
 
 /**
  * The one "load or 404" idiom: a row a repository found, or the 404 of an unknown id. Missing and

@@ -108,10 +108,7 @@ for (const dialect of DIALECTS) {
         assert.equal(first.status, 201);
         const blobsBefore = filesUnder(blobsDir());
         for (let attempt = 0; attempt < 3; attempt++) {
-          // A retry may even carry other bytes (a re-taken screenshot): the key decides.
-          const retry = await upload(server.url, tester.key, projectId, metadata, {
-            file: { bytes: attempt === 0 ? png : await randomPng() },
-          });
+          const retry = await upload(server.url, tester.key, projectId, metadata, { file: { bytes: png } });
           assert.equal(retry.status, 200, JSON.stringify(retry.body));
           assert.deepEqual(retry.body, first.body);
         }
@@ -131,6 +128,35 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(results.map((r) => r.status).sort(), [200, 200, 200, 200, 200, 201]);
         assert.equal(new Set(results.map((r) => r.body.id)).size, 1);
         assert.equal(await runArtifactCount(runId), 1);
+      });
+
+      test('the same idempotencyKey with other bytes answers 409 STATE_CONFLICT and stores nothing new', async () => {
+        const runId = await newRun();
+        const metadata = shot(runId, { idempotencyKey: 'retaken' });
+        const first = await upload(server.url, tester.key, projectId, metadata, { file: { bytes: await randomPng() } });
+        assert.equal(first.status, 201);
+        const blobsBefore = filesUnder(blobsDir());
+        // A re-taken screenshot is another artifact, not a retry: answering the first would drop it silently.
+        const clash = await upload(server.url, tester.key, projectId, metadata, { file: { bytes: await randomPng() } });
+        assert.equal(clash.status, 409, JSON.stringify(clash.body));
+        assert.equal(clash.body.code, 'STATE_CONFLICT');
+        assert.match(String(clash.body.detail), /other content/);
+        assert.equal(await runArtifactCount(runId), 1);
+        assert.deepEqual(filesUnder(blobsDir()), blobsBefore);
+      });
+
+      test('a visual diff retried with one image changed answers 409; with the same three, 200', async () => {
+        const runId = await newRun();
+        const [baseline, actual, diff] = await Promise.all([randomPng(), randomPng(), randomPng()]);
+        const metadata = { testRunId: runId, kind: 'visual-diff', name: 'retried', idempotencyKey: 'vd' };
+        const parts = { baseline: { bytes: baseline }, actual: { bytes: actual }, diff: { bytes: diff } };
+        const first = await upload(server.url, tester.key, projectId, metadata, parts);
+        assert.equal(first.status, 201, JSON.stringify(first.body));
+        const changed = await upload(server.url, tester.key, projectId, metadata, { ...parts, actual: { bytes: await randomPng() } });
+        assert.equal(changed.status, 409, JSON.stringify(changed.body));
+        const same = await upload(server.url, tester.key, projectId, metadata, parts);
+        assert.equal(same.status, 200, JSON.stringify(same.body));
+        assert.deepEqual(same.body, first.body);
       });
 
       test('the same idempotencyKey for another name answers 409 STATE_CONFLICT', async () => {

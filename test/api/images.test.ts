@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { v1 } from '../../src/client/index.ts';
-import { sha256 } from '../helpers/blob-files.ts';
+import { blobFile, sha256 } from '../helpers/blob-files.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser } from '../helpers/factories.ts';
 import { randomGif, randomPng } from '../helpers/png.ts';
@@ -189,12 +190,17 @@ for (const dialect of DIALECTS) {
     });
 
     test('an image that cannot be decoded still answers its thumbnail request, with the original marked and uncached', async () => {
-      // A valid header (so the upload checks pass) over pixel data that is not deflate.
+      // Uploads are decoded before they are acknowledged, so only a stored image can fail later (one
+      // stored before that check, or damaged on disk): its blob is overwritten with a valid header
+      // over pixel data that is not deflate, the same length.
       const png = await randomPng(32, 32);
       const broken = Buffer.from(png);
       const idat = broken.indexOf('IDAT');
       broken.fill(0x55, idat + 6, broken.length - 20);
-      const imageId = await screenshot(broken);
+      const imageId = await screenshot(png);
+      const file = blobFile(server.dataDir, sha256(png));
+      fs.chmodSync(file, 0o644);
+      fs.writeFileSync(file, broken);
       const raw = await get(imageId, viewer.key, {}, '?thumbnail=true');
       assert.equal(raw.status, 200);
       assert.equal(raw.headers['content-type'], 'image/png');

@@ -44,7 +44,8 @@ export const ArtifactMetadata = Type.Object(
     name: { ...Name, description: 'Display and download name; control characters, `/` and `\\` are removed and it is cut to 255 bytes.' },
     idempotencyKey: Type.Optional({
       ...ClientKey,
-      description: 'Makes a retried upload harmless: an upload with a key already stored in the run answers 200 with the stored artifact.',
+      description:
+        'Makes a retried upload harmless: the same upload (kind, name, step and bytes) with a key already stored in the run answers 200 with the stored artifact; anything else reusing the key, 409.',
     }),
   },
   { additionalProperties: false, description: 'The `metadata` part of an upload (JSON).' },

@@ -27,7 +27,7 @@ class WorkGate {
       this.running++;
     } else {
       if (this.waiting.length >= this.maxWaiting) {
-        throw new AppError('UNAVAILABLE', 'Too many thumbnails are being made right now; retry shortly.', {
+        throw new AppError('UNAVAILABLE', 'Too many images are being decoded right now; retry shortly.', {
           headers: { 'retry-after': '1' },
         });
       }
@@ -44,8 +44,11 @@ class WorkGate {
   }
 }
 
+/** The side an upload's check decodes to: small, so the decode streams through and holds little. */
+const CHECK_SIDE = 64;
+
 /**
- * Renders thumbnails: at most `ATTEST_THUMBNAIL_CONCURRENCY` decodes at once and
+ * Decodes images, for thumbnails and for the check of every uploaded image: at most `ATTEST_THUMBNAIL_CONCURRENCY` decodes at once and
  * `ATTEST_THUMBNAIL_QUEUE` waiting, and one piece of work per image however many requests ask
  * for it at the same moment (they share it, so a burst of viewers of one screenshot costs one slot).
  */
@@ -65,6 +68,27 @@ export class ThumbnailRenderer {
       this.inFlight.set(key, pending);
     }
     return pending;
+  }
+
+  /**
+   * Decodes an uploaded image (read by `load` once a decode slot is free) whole, in the same gate
+   * and with the same pixel limit and timeout as a thumbnail, so an image is acknowledged only
+   * once it is known to decode (FILE-3): a truncated or damaged one is a 422 `UNPROCESSABLE`.
+   * Like a thumbnail, it decodes an animation's first frame.
+   */
+  checkDecodes(load: () => Promise<Buffer>): Promise<void> {
+    return this.gate.run(async () => {
+      const bytes = await load();
+      try {
+        await sharp(bytes, { limitInputPixels: this.config.maxImagePixels, failOn: 'error', sequentialRead: true })
+          .timeout({ seconds: THUMBNAIL_TIMEOUT_SECONDS })
+          .resize(CHECK_SIDE, CHECK_SIDE, { fit: 'inside', withoutEnlargement: true })
+          .raw()
+          .toBuffer();
+      } catch {
+        throw new AppError('UNPROCESSABLE', 'The image does not decode: it is truncated or damaged. Nothing was stored.');
+      }
+    });
   }
 
   /**

@@ -59,6 +59,21 @@ export function accessHooks(ctx: AppContext) {
       headers: { 'retry-after': String(wait) },
     });
 
+  /**
+   * What a presented key that failed answers (SEC-2b). Only failures are ever throttled: the key is
+   * checked first, so a valid key always passes, and one client's bad keys cannot lock out the
+   * other keys behind the same address (a NAT, a proxy). Failures count per client address and,
+   * for old-format keys, per e-mail digest too, so guessing one user's key is throttled across
+   * addresses (AUTH-13); a subject over its budget gets 429 instead of the identical 401.
+   */
+  function refusedKey(error: unknown, token: string, user: string | undefined, ip: string): unknown {
+    const subjects = [`ip:${ip}`];
+    if (user !== undefined && LEGACY_KEY_PATTERN.test(token)) subjects.push(`email:${emailDigest(user)}`);
+    const wait = Math.max(...subjects.map((subject) => failures.retryAfter(subject)));
+    for (const subject of subjects) failures.recordFailure(subject);
+    return wait > 0 ? throttled(wait) : error;
+  }
+
   /** onRequest: authentication and function-level authorisation, before the body is even read. */
   async function checkAccess(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const route = request.routeOptions.config.route;
@@ -69,23 +84,11 @@ export function accessHooks(ctx: AppContext) {
       const userHeader = request.headers['service.user'];
       const token = Array.isArray(tokenHeader) ? undefined : tokenHeader;
       const user = Array.isArray(userHeader) ? undefined : userHeader;
-      // Requests presenting a key are throttled per address once it has failed too often.
-      const address = `ip:${request.ip}`;
-      if (token !== undefined && failures.retryAfter(address) > 0) throw throttled(failures.retryAfter(address));
       try {
         request.principal = await authenticate(ctx, token, user);
       } catch (error) {
         if (token === undefined) throw error;
-        failures.recordFailure(address);
-        // Old-format guesses are also counted per e-mail digest, so guessing one user's key is
-        // throttled across addresses (AUTH-13). Only failures are ever refused this way: a correct
-        // pair always passes, so nobody can lock a user out by guessing.
-        if (user !== undefined && LEGACY_KEY_PATTERN.test(token)) {
-          const subject = `email:${emailDigest(user)}`;
-          failures.recordFailure(subject);
-          if (failures.retryAfter(subject) > 0) throw throttled(failures.retryAfter(subject));
-        }
-        throw error;
+        throw refusedKey(error, token, user, request.ip);
       }
       // Every later log line of the request, "request completed" included (Fastify writes it with
       // reply.log), names the key and its owner by id, never by the token (AUTH-9).

@@ -129,6 +129,13 @@ export function clientErrorAnswerer(log: () => FastifyBaseLogger) {
   };
 }
 
+/** Whether the request has a body that was not read to its end. */
+function hasUnreadBody(request: FastifyRequest): boolean {
+  const { headers, raw } = request;
+  const declared = headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
+  return declared && !raw.readableEnded;
+}
+
 /** The one error handler: coded errors become RFC 9457 problems, anything else a logged, bare 500. */
 export const errorsPlugin = fp(
   async (app: FastifyInstance) => {
@@ -136,6 +143,11 @@ export const errorsPlugin = fp(
       const problem = classifyError(error as Error, request);
       // Every 503 tells clients when to come back, whether or not the thrower chose a delay.
       if (problem.status === 503 && !problem.extras.headers?.['retry-after']) reply.header('retry-after', '5');
+      // Refused before its body was read to the end (an early 401, 403, 404 or 415, a 413 part-way
+      // through): the connection closes once the answer is out (Node ends the socket after a
+      // `Connection: close` response) rather than reading, and waiting up to the request timeout
+      // for, a body nobody will look at.
+      if (hasUnreadBody(request)) reply.header('connection', 'close');
       return sendProblem(reply, problem);
     });
   },

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { buffer } from 'node:stream/consumers';
 import sjson from 'secure-json-parse';
 import type { Static } from 'typebox';
 import { ArtifactMetadata } from '../../api/v1/artifacts.ts';
@@ -25,6 +26,7 @@ import { AppError, found, invalid, notFound } from '../errors.ts';
 import { artifactType } from '../media/file-names.ts';
 import { type Inspected, UploadInspection } from '../media/upload-inspection.ts';
 import { compileValidator, isUuid, rejectNulCharacters } from '../validation.ts';
+import { digestParts, sameDigests, storedDigests } from './upload-digests.ts';
 
 type Kind = ArtifactsTable['kind'];
 type ImageRole = ArtifactImagesTable['role'];
@@ -154,13 +156,6 @@ async function readMetadata(part: UploadPart | undefined): Promise<Metadata> {
   return metadata;
 }
 
-/** Reads (and discards) what is left of an upload, so the client gets its answer on a clean connection. */
-async function drain(parts: AsyncIterator<UploadPart>): Promise<void> {
-  for (let next = await parts.next(); !next.done; next = await parts.next()) {
-    if (next.value.type === 'file') for await (const _ of next.value.stream);
-  }
-}
-
 async function detailsOf(ctx: AppContext, row: ArtifactsTable): Promise<ArtifactWithImages> {
   const images = await imagesOfArtifacts(ctx.db, [row.id]);
   return { row, images: images.get(row.id) ?? [] };
@@ -200,16 +195,28 @@ export async function ingestArtifact(
     }
   }
 
-  const replay = async (stored: ArtifactsTable) => {
+  // A retry answers the first artifact only when it is the same upload: the same kind, name and
+  // step, and the same bytes in every file part. Anything else reusing the key is a 409, like
+  // results posts and run creation.
+  const replay = async (stored: ArtifactsTable, digests: () => Promise<Map<string, string>>) => {
     if (stored.kind !== metadata.kind || stored.name !== name || stored.step_id !== stepId) {
       throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the run for another kind, name or step.');
     }
-    await drain(parts);
-    return { created: false, artifact: await detailsOf(ctx, stored) };
+    const artifact = await detailsOf(ctx, stored);
+    if (!sameDigests(storedDigests(artifact), await digests())) {
+      throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the run with other content.');
+    }
+    return { created: false, artifact };
   };
   if (metadata.idempotencyKey !== undefined) {
     const stored = await findArtifactByIdempotencyKey(ctx.db, run.id, metadata.idempotencyKey);
-    if (stored) return replay(stored);
+    if (stored) {
+      return replay(stored, () =>
+        digestParts(parts).catch((error: unknown) => {
+          throw uploadFailure(ctx, error);
+        }),
+      );
+    }
   }
   // Cheap early refusals; both are checked again under the lock of the final transaction.
   assertRunTakesArtifacts(run.status);
@@ -279,7 +286,7 @@ export async function ingestArtifact(
       // A concurrent retry with the same key committed first: answer with its artifact.
       if (metadata.idempotencyKey !== undefined && isUniqueViolation(error)) {
         const winner = await findArtifactByIdempotencyKey(ctx.db, run.id, metadata.idempotencyKey);
-        if (winner) return replay(winner);
+        if (winner) return replay(winner, async () => new Map(stored.map((file) => [file.part, file.sha256])));
       }
       // The run or step was deleted meanwhile.
       if (isForeignKeyViolation(error)) throw notFound('The test run or step');
@@ -312,10 +319,24 @@ async function storeFile(
   });
   try {
     const blob = await ctx.blobs.put(inspection.pass(stream));
+    try {
+      // Decoded from the stored blob before anything is acknowledged; one that does not decode is
+      // released unreferenced (no row is written) and garbage collection removes it.
+      if (image) await ctx.thumbnails.checkDecodes(() => readBlob(ctx, blob.sha256));
+    } catch (error) {
+      blob.release();
+      throw error;
+    }
     return { ...slot, ...inspection.result(), sha256: blob.sha256, size: blob.size, release: blob.release };
   } catch (error) {
     throw uploadFailure(ctx, error);
   }
+}
+
+async function readBlob(ctx: AppContext, sha256: string): Promise<Buffer> {
+  const source = await ctx.blobs.get(sha256);
+  if (!source) throw new Error(`the blob ${sha256} just stored is missing`);
+  return buffer(source);
 }
 
 /** The largest request body an upload can need: the bigger of one artifact file and a visual diff's three images, plus room for metadata and part headers. */

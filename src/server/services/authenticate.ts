@@ -75,15 +75,17 @@ function recordKeyUse(ctx: AppContext, keyId: string): void {
 }
 
 /**
- * Exchanges an e-mail and password for a session key. Failures count against the client address
- * (shared with the key check), and an address over its budget is refused before any lookup.
+ * Exchanges an e-mail and password for a session key. Failures count against the client address,
+ * apart from failed keys (a broken CI job's bad key behind the same NAT must not lock its people
+ * out of the web login), and an address over its budget is refused before any lookup: a password,
+ * unlike a key, can be guessed.
  */
 export async function logIn(
   ctx: AppContext,
   credentials: { email: string; password: string },
   client: { ip: string; requestId: string },
 ): Promise<{ row: ApiKeysTable; secret: string }> {
-  const subject = `ip:${client.ip}`;
+  const subject = `login:${client.ip}`;
   const wait = ctx.authFailures.retryAfter(subject);
   if (wait > 0) {
     throw new AppError('RATE_LIMITED', 'Too many failed logins; retry after the time in Retry-After.', {
