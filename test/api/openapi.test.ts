@@ -191,9 +191,11 @@ for (const dialect of DIALECTS) {
         assert.ok(html.includes(`id="${endpoint.operationId}"`), `${endpoint.operationId} is on the page`);
     });
 
-    test('needs a key, like every operation that is not public', async () => {
+    test('is open like GET /api and /health: fetched without any header it answers the JSON document', async () => {
       const response = await fetch(`${server.url}/api/v1/openapi.json`);
-      assert.equal(response.status, 401);
+      assert.equal(response.status, 200);
+      assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
+      assert.deepEqual(await response.json(), served);
     });
 
     test("the server's route table equals the document, both ways", () => {
