@@ -167,7 +167,7 @@ describe('docs/openapi.json', () => {
         if (!status.startsWith('2') || !schema) continue;
         const name = named(schema);
         if (!name) offenders.push(`${op.operationId} ${status}: inline`);
-        const page = name?.endsWith('Page') ? (schemas[name]?.properties as Record<string, JsonSchema>).items : undefined;
+        const page = name?.endsWith('Page') ? (schemas[name]?.properties as Record<string, JsonSchema> | undefined)?.items : undefined;
         if (page && !named(page.items as JsonSchema)) offenders.push(`${op.operationId} ${status}: page of an inline item`);
       }
     }
@@ -199,7 +199,7 @@ describe('docs/openapi.json', () => {
     const getArtifacts = operationsOf(doc).find((op) => op.operationId === 'getArtifacts');
     assert.match(String(getArtifacts?.raw.description), new RegExp(`ATTEST_MAX_IDS_PER_BATCH\` \\(default ${config.maxIdsPerBatch}\\)`));
     const listRuns = operationsOf(doc).find((op) => op.operationId === 'listRuns');
-    const names = (listRuns?.raw.parameters as { name: string }[]).map((p) => p.name);
+    const names = ((listRuns?.raw.parameters ?? []) as { name: string }[]).map((p) => p.name);
     assert.ok(
       !names.includes('labels') && !/\blabels\b(?! parameter)/.test(String(listRuns?.raw.summary)),
       'listRuns names no labels filter',
@@ -259,7 +259,7 @@ for (const dialect of DIALECTS) {
     test('the documented page size and batch limits are the enforced ones: the maximum passes, one more is a 400 (LOAD-6)', async () => {
       const headers = { 'service.api-token': server.admin.key, accept: 'application/json' };
       const listUsers = operationsOf(served).find((op) => op.operationId === 'listUsers');
-      const max = (listUsers?.raw.parameters as { name: string; schema: JsonSchema }[]).find((p) => p.name === 'limit')?.schema
+      const max = ((listUsers?.raw.parameters ?? []) as { name: string; schema: JsonSchema }[]).find((p) => p.name === 'limit')?.schema
         .maximum as number;
       assert.equal((await fetch(`${server.url}/api/v1/users?limit=${max}`, { headers })).status, 200);
       assert.equal((await fetch(`${server.url}/api/v1/users?limit=${max + 1}`, { headers })).status, 400);
