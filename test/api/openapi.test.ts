@@ -242,9 +242,14 @@ for (const dialect of DIALECTS) {
       const response = await fetch(`${server.url}/docs/api`);
       assert.equal(response.status, 200);
       assert.match(response.headers.get('content-type') ?? '', /^text\/html/);
-      assert.match(response.headers.get('content-security-policy') ?? '', /default-src 'none'/);
+      const csp = response.headers.get('content-security-policy') ?? '';
+      assert.match(csp, /default-src 'none'/);
+      assert.ok(!/script-src[^;]*'unsafe-inline'/.test(csp) && !/default-src[^;]*'unsafe-inline'/.test(csp), csp);
       const html = await response.text();
       assert.ok(!/<script/i.test(html));
+      assert.match(html, /<input type="search" name="filter"/);
+      const filtered = await (await fetch(`${server.url}/docs/api?filter=${encodeURIComponent('testruns results')}`)).text();
+      assert.ok(filtered.includes('id="getResults"') && !filtered.includes('id="listUsers"'), 'the filter narrows the operations');
       for (const endpoint of v1Endpoints)
         assert.ok(html.includes(`id="${endpoint.operationId}"`), `${endpoint.operationId} is on the page`);
     });
