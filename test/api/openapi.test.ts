@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { OPENAPI_FILE, openApiFileText } from '../../scripts/generate-openapi.ts';
 import { ROLES } from '../../src/api/endpoint.ts';
 import { v1Endpoints } from '../../src/api/v1/index.ts';
+import { loadConfig } from '../../src/server/config.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { type JsonSchema, operationsOf, schemaNodes } from '../helpers/schema-samples.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -148,6 +150,62 @@ describe('docs/openapi.json', () => {
     assert.deepEqual(offenders, []);
   });
 
+  test('every 2xx JSON answer is a $ref to a named component schema, or a page of one (SEC-9a)', () => {
+    const doc = committed();
+    const schemas = (doc.components as { schemas: Record<string, JsonSchema> }).schemas;
+    const named = (schema: JsonSchema | undefined) => {
+      const name = /^#\/components\/schemas\/(\w+)$/.exec(String(schema?.$ref))?.[1];
+      return name !== undefined && name in schemas ? name : undefined;
+    };
+    const offenders: string[] = [];
+    for (const op of operationsOf(doc)) {
+      const raw = (doc.paths as Record<string, Record<string, { responses: Record<string, JsonSchema> }>>)[op.path]?.[
+        op.method.toLowerCase()
+      ];
+      for (const [status, response] of Object.entries(raw?.responses ?? {})) {
+        const schema = (response.content as Record<string, { schema: JsonSchema }> | undefined)?.['application/json']?.schema;
+        if (!status.startsWith('2') || !schema) continue;
+        const name = named(schema);
+        if (!name) offenders.push(`${op.operationId} ${status}: inline`);
+        const page = name?.endsWith('Page') ? (schemas[name]?.properties as Record<string, JsonSchema> | undefined)?.items : undefined;
+        if (page && !named(page.items as JsonSchema)) offenders.push(`${op.operationId} ${status}: page of an inline item`);
+      }
+    }
+    assert.deepEqual(offenders, []);
+    for (const name of ['Project', 'Device', 'Test', 'Job', 'TestRun', 'RunResults', 'ResultStep', 'TextCell', 'Artifact']) {
+      assert.ok(schemas[name], `components.schemas.${name}`);
+    }
+    for (const name of ['ArtifactDetails', 'ArtifactImage', 'User', 'ApiKey', 'Problem', 'ProjectPage', 'TestRunPage']) {
+      assert.ok(schemas[name], `components.schemas.${name}`);
+    }
+  });
+
+  test('documented limits are the ones the default configuration enforces (LOAD-6)', () => {
+    const config = loadConfig({});
+    const doc = committed();
+    for (const op of operationsOf(doc)) {
+      const limit = (op.raw.parameters as { name: string; schema: JsonSchema }[]).find((p) => p.name === 'limit');
+      if (limit) {
+        assert.equal(limit.schema.maximum, config.pageSizeMax, `${op.operationId}: limit maximum`);
+        assert.equal(limit.schema.default, config.pageSizeDefault, `${op.operationId}: limit default`);
+      }
+      const body = op.raw.requestBody as JsonSchema | undefined;
+      if (body && !op.consumes.includes('multipart/form-data')) {
+        const endpoint = v1Endpoints.find((e) => e.operationId === op.operationId);
+        const bytes = endpoint?.bodyLimit ? config.bulkBodyLimit : config.bodyLimit;
+        assert.equal(body['x-max-bytes'], bytes, `${op.operationId}: body limit`);
+      }
+    }
+    const getArtifacts = operationsOf(doc).find((op) => op.operationId === 'getArtifacts');
+    assert.match(String(getArtifacts?.raw.description), new RegExp(`ATTEST_MAX_IDS_PER_BATCH\` \\(default ${config.maxIdsPerBatch}\\)`));
+    const listRuns = operationsOf(doc).find((op) => op.operationId === 'listRuns');
+    const names = ((listRuns?.raw.parameters ?? []) as { name: string }[]).map((p) => p.name);
+    assert.ok(
+      !names.includes('labels') && !/\blabels\b(?! parameter)/.test(String(listRuns?.raw.summary)),
+      'listRuns names no labels filter',
+    );
+  });
+
   test('documents the old-format key as its own, deprecated, security scheme', () => {
     const schemes = (committed().components as { securitySchemes: Record<string, Record<string, unknown>> }).securitySchemes;
     assert.equal(schemes.apiToken?.name, 'service.api-token');
@@ -184,16 +242,37 @@ for (const dialect of DIALECTS) {
       const response = await fetch(`${server.url}/docs/api`);
       assert.equal(response.status, 200);
       assert.match(response.headers.get('content-type') ?? '', /^text\/html/);
-      assert.match(response.headers.get('content-security-policy') ?? '', /default-src 'none'/);
+      const csp = response.headers.get('content-security-policy') ?? '';
+      assert.match(csp, /default-src 'none'/);
+      assert.ok(!/script-src[^;]*'unsafe-inline'/.test(csp) && !/default-src[^;]*'unsafe-inline'/.test(csp), csp);
       const html = await response.text();
       assert.ok(!/<script/i.test(html));
+      assert.match(html, /<input type="search" name="filter"/);
+      const filtered = await (await fetch(`${server.url}/docs/api?filter=${encodeURIComponent('testruns results')}`)).text();
+      assert.ok(filtered.includes('id="getResults"') && !filtered.includes('id="listUsers"'), 'the filter narrows the operations');
       for (const endpoint of v1Endpoints)
         assert.ok(html.includes(`id="${endpoint.operationId}"`), `${endpoint.operationId} is on the page`);
     });
 
-    test('needs a key, like every operation that is not public', async () => {
+    test('is open like GET /api and /health: fetched without any header it answers the JSON document', async () => {
       const response = await fetch(`${server.url}/api/v1/openapi.json`);
-      assert.equal(response.status, 401);
+      assert.equal(response.status, 200);
+      assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
+      assert.deepEqual(await response.json(), served);
+    });
+
+    test('the documented page size and batch limits are the enforced ones: the maximum passes, one more is a 400 (LOAD-6)', async () => {
+      const headers = { 'service.api-token': server.admin.key, accept: 'application/json' };
+      const listUsers = operationsOf(served).find((op) => op.operationId === 'listUsers');
+      const max = ((listUsers?.raw.parameters ?? []) as { name: string; schema: JsonSchema }[]).find((p) => p.name === 'limit')?.schema
+        .maximum as number;
+      assert.equal((await fetch(`${server.url}/api/v1/users?limit=${max}`, { headers })).status, 200);
+      assert.equal((await fetch(`${server.url}/api/v1/users?limit=${max + 1}`, { headers })).status, 400);
+      const getArtifacts = operationsOf(served).find((op) => op.operationId === 'getArtifacts');
+      const ids = Number(/ATTEST_MAX_IDS_PER_BATCH` \(default (\d+)\)/.exec(String(getArtifacts?.raw.description))?.[1]);
+      const list = (n: number) => Array.from({ length: n }, () => randomUUID()).join(',');
+      assert.equal((await fetch(`${server.url}/api/v1/artifact/artifacts?ids=${list(ids)}`, { headers })).status, 200);
+      assert.equal((await fetch(`${server.url}/api/v1/artifact/artifacts?ids=${list(ids + 1)}`, { headers })).status, 400);
     });
 
     test("the server's route table equals the document, both ways", () => {

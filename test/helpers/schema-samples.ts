@@ -24,8 +24,26 @@ export interface Operation {
   raw: JsonSchema;
 }
 
-/** Lists every operation of an OpenAPI document, in document order. */
-export function operationsOf(doc: JsonSchema): Operation[] {
+/**
+ * The document with every `$ref` to `components.schemas` replaced by the schema it names, so the
+ * samplers and lints see plain schemas. The contract has no recursive schemas; a cycle throws.
+ */
+export function dereference<T>(value: T, doc: JsonSchema, seen: string[] = []): T {
+  if (Array.isArray(value)) return value.map((v) => dereference(v, doc, seen)) as T;
+  if (typeof value !== 'object' || value === null) return value;
+  const ref = (value as JsonSchema).$ref;
+  if (typeof ref === 'string') {
+    const name = /^#\/components\/schemas\/(.+)$/.exec(ref)?.[1];
+    const target = name ? (doc.components as { schemas?: Record<string, JsonSchema> } | undefined)?.schemas?.[name] : undefined;
+    if (!name || !target || seen.includes(name)) throw new Error(`schema-samples: cannot resolve ${ref}`);
+    return dereference(target, doc, [...seen, name]) as T;
+  }
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, dereference(v, doc, seen)])) as T;
+}
+
+/** Lists every operation of an OpenAPI document, in document order, with its schemas dereferenced. */
+export function operationsOf(document: JsonSchema): Operation[] {
+  const doc = { ...document, paths: dereference(document.paths, document) };
   const out: Operation[] = [];
   for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, JsonSchema>>)) {
     for (const [method, op] of Object.entries(item)) {

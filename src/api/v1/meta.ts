@@ -71,9 +71,9 @@ export const getOpenApi = endpoint({
   operationId: 'getOpenApi',
   method: 'GET',
   path: '/openapi.json',
-  summary: 'This API as an OpenAPI 3.1 document.',
+  summary: 'This API as an OpenAPI 3.1 document; open, so code generators and linters can fetch it by URL.',
   tag: 'Meta',
-  access: { scope: 'global', role: 'viewer' },
+  access: { scope: 'public' },
   responses: { 200: Type.Object({}, { additionalProperties: true, description: 'The OpenAPI 3.1 document.' }) },
 });
 

@@ -81,8 +81,10 @@ export const listRuns = endpoint({
   operationId: 'listRuns',
   method: 'GET',
   path: '/testmgmt/testruns',
-  summary: "A project's test runs, newest first, filtered by state, labels and creation time.",
-  description: '`from` (inclusive) and `to` (exclusive) bound the creation time. Every filter narrows the list.',
+  summary: "A project's test runs, newest first, filtered by status, verdict, test, job, device, run label and creation time.",
+  description:
+    'Each run label has its own exact-match filter: `environment`, `branch`, `build`, `commit` (there is no combined ' +
+    '`labels` parameter). `from` (inclusive) and `to` (exclusive) bound the creation time. Every filter narrows the list.',
   tag: 'Runs',
   access: { scope: 'project', role: 'viewer' },
   querystring: Type.Object(

@@ -1,11 +1,61 @@
 import type { TSchema } from 'typebox';
-import { Problem } from '../../api/common.ts';
+import { PageQuery, Problem } from '../../api/common.ts';
 import type { Endpoint, ResponseSpec } from '../../api/endpoint.ts';
 import { ERRORS } from '../errors.ts';
+import { DEFAULT_LIMITS, type DocumentedLimits, describeBytes, withLimits } from './limits.ts';
+import { isPage, schemaNames } from './schema-names.ts';
 
 type Json = Record<string, unknown>;
 
-const clone = (schema: TSchema): Json => JSON.parse(JSON.stringify(schema)) as Json;
+/**
+ * Turns contract schemas into document schemas: every schema with a name (see schema-names.ts)
+ * becomes a `$ref` to `components.schemas`, defined there once.
+ */
+class SchemaWriter {
+  readonly components: Record<string, Json> = {};
+  private readonly names: Map<string, string>;
+  constructor(endpoints: Endpoint[]) {
+    this.names = schemaNames(endpoints);
+  }
+
+  /** A document schema for `schema`; named ones (and pages of named ones) become `$ref`s. */
+  write(schema: TSchema | Json): Json {
+    return this.node(JSON.parse(JSON.stringify(schema)) as Json, false);
+  }
+
+  private node(node: Json, isRoot: boolean): Json {
+    const key = JSON.stringify(node);
+    let name = isRoot ? undefined : this.names.get(key);
+    if (!name && !isRoot && isPage(node)) {
+      const items = ((node.properties as Record<string, Json>).items as Json).items as Json;
+      const itemName = this.names.get(JSON.stringify(items));
+      if (itemName) name = `${itemName}Page`;
+    }
+    if (name) {
+      if (!(name in this.components)) {
+        this.components[name] = {};
+        this.components[name] = this.node(node, true);
+      } else if (isRoot === false && JSON.stringify(this.node(node, true)) !== JSON.stringify(this.components[name])) {
+        throw new Error(`openapi: two different schemas are both named ${name}`);
+      }
+      return { $ref: `#/components/schemas/${name}` };
+    }
+    const out: Json = {};
+    for (const [k, v] of Object.entries(node)) out[k] = this.value(k, v);
+    return out;
+  }
+
+  private value(key: string, value: unknown): unknown {
+    if (typeof value !== 'object' || value === null) return value;
+    if (key === 'properties' || key === 'patternProperties') {
+      return Object.fromEntries(Object.entries(value as Record<string, Json>).map(([k, v]) => [k, this.node(v, false)]));
+    }
+    if (Array.isArray(value))
+      return key === 'anyOf' || key === 'oneOf' || key === 'allOf' ? value.map((v) => this.node(v as Json, false)) : value;
+    if (key === 'items' || key === 'additionalProperties' || key === 'not') return this.node(value as Json, false);
+    return value;
+  }
+}
 
 const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
 const problemResponse = (description: string) => ({
@@ -13,42 +63,62 @@ const problemResponse = (description: string) => ({
   content: { 'application/problem+json': { schema: PROBLEM_REF } },
 });
 
-function successResponse(status: number, spec: ResponseSpec): Json {
+function successResponse(status: number, spec: ResponseSpec, schemas: SchemaWriter): Json {
   if (spec === null) return { description: status === 204 ? 'No content' : 'Empty' };
   if ('content' in spec && 'description' in spec && typeof spec.description === 'string' && typeof spec.content === 'object') {
     const content: Json = {};
     for (const [type, { schema }] of Object.entries(spec.content as Record<string, { schema: TSchema }>)) {
-      content[type] = { schema: clone(schema) };
+      content[type] = { schema: schemas.write(schema) };
     }
     return { description: spec.description, content };
   }
-  const schema = clone(spec as TSchema);
-  return { description: (schema.description as string | undefined) ?? 'OK', content: { 'application/json': { schema } } };
+  const description = ((spec as Json).description as string | undefined) ?? 'OK';
+  return { description, content: { 'application/json': { schema: schemas.write(spec as TSchema) } } };
 }
 
-function parameters(schema: TSchema | undefined, where: 'path' | 'query'): Json[] {
+const PAGE_LIMIT = JSON.stringify(PageQuery.limit);
+
+/** The page-size parameter as this server enforces it (`pageOf`): its configured default and maximum. */
+const pageLimit = (limits: DocumentedLimits): Json => ({
+  description:
+    `Page size: ${limits.pageSizeDefault} when absent, at most ${limits.pageSizeMax} (\`ATTEST_PAGE_SIZE_DEFAULT\`, ` +
+    '`ATTEST_PAGE_SIZE_MAX`); a larger value is a 400.',
+  type: 'integer',
+  minimum: 1,
+  maximum: limits.pageSizeMax,
+  default: limits.pageSizeDefault,
+});
+
+function parameters(schema: TSchema | undefined, where: 'path' | 'query', schemas: SchemaWriter, limits: DocumentedLimits): Json[] {
   if (!schema) return [];
-  const json = clone(schema);
+  const json = JSON.parse(JSON.stringify(schema)) as Json;
   const required = new Set((json.required as string[] | undefined) ?? []);
-  return Object.entries((json.properties as Record<string, Json>) ?? {}).map(([name, prop]) => {
+  return Object.entries((json.properties as Record<string, Json>) ?? {}).map(([name, original]) => {
+    const prop = JSON.stringify(original) === PAGE_LIMIT ? pageLimit(limits) : original;
     const { description, ...rest } = prop;
     return {
       name,
       in: where,
       required: where === 'path' || required.has(name),
-      ...(description ? { description } : {}),
-      schema: rest,
+      ...(description ? { description: withLimits(String(description), limits) } : {}),
+      schema: schemas.write(rest),
     };
   });
 }
 
 /** Builds the OpenAPI 3.1 document of one API version from its contract entries. */
-export function buildOpenApiDocument(endpoints: Endpoint[], options: { version: string; appVersion: string }): Json {
+export function buildOpenApiDocument(
+  endpoints: Endpoint[],
+  options: { version: string; appVersion: string; limits?: DocumentedLimits },
+): Json {
+  const limits = options.limits ?? DEFAULT_LIMITS;
+  const schemas = new SchemaWriter(endpoints);
+  schemas.write(Problem);
   const paths: Record<string, Json> = {};
   for (const e of endpoints) {
     const isPublic = e.access.scope === 'public';
     const responses: Json = {};
-    for (const [status, spec] of Object.entries(e.responses)) responses[status] = successResponse(Number(status), spec);
+    for (const [status, spec] of Object.entries(e.responses)) responses[status] = successResponse(Number(status), spec, schemas);
     if (e.params || e.querystring || e.body) responses['400'] = problemResponse('Invalid input; `errors` names each field.');
     if (!isPublic) {
       responses['401'] = problemResponse('Missing, unknown, revoked or expired credentials (one identical answer for all).');
@@ -58,8 +128,16 @@ export function buildOpenApiDocument(endpoints: Endpoint[], options: { version: 
       responses['404'] = problemResponse('Unknown, or in a project the caller cannot see.');
     }
     if (!e.binary) responses['406'] = problemResponse('The Accept header excludes JSON.');
+    const bodyBytes = e.bodyLimit ? limits.bulkBodyLimit : limits.bodyLimit;
+    const bodyVariable = e.bodyLimit ? 'ATTEST_BULK_BODY_LIMIT' : 'ATTEST_BODY_LIMIT';
+    const multipart = e.consumes?.includes('multipart/form-data') ?? false;
     if (e.body) {
-      responses['413'] = problemResponse('The body is larger than the configured limit.');
+      responses['413'] = problemResponse(
+        multipart
+          ? `A file is larger than its limit: ${describeBytes(limits.maxImageBytes)} for an image (\`ATTEST_MAX_IMAGE_BYTES\`), ` +
+              `${describeBytes(limits.maxArtifactBytes)} for any other file (\`ATTEST_MAX_ARTIFACT_BYTES\`).`
+          : `The body is larger than ${describeBytes(bodyBytes)} (\`${bodyVariable}\`).`,
+      );
       responses['415'] = problemResponse('The body is not of a supported media type.');
     }
     if (!isPublic) responses['429'] = problemResponse('Rate limited; retry after `Retry-After` seconds.');
@@ -68,12 +146,12 @@ export function buildOpenApiDocument(endpoints: Endpoint[], options: { version: 
     const operation: Json = {
       operationId: e.operationId,
       summary: e.summary,
-      ...(e.description ? { description: e.description } : {}),
+      ...(e.description ? { description: withLimits(e.description, limits) } : {}),
       tags: [e.tag],
       ...(e.deprecated ? { deprecated: true } : {}),
       security: isPublic ? [] : [{ apiToken: [] }, { legacyApiToken: [], legacyUser: [] }],
       'x-authz': e.access,
-      parameters: [...parameters(e.params, 'path'), ...parameters(e.querystring, 'query')],
+      parameters: [...parameters(e.params, 'path', schemas, limits), ...parameters(e.querystring, 'query', schemas, limits)],
       responses,
     };
     if (e.body) {
@@ -81,10 +159,14 @@ export function buildOpenApiDocument(endpoints: Endpoint[], options: { version: 
       for (const type of e.consumes ?? ['application/json']) {
         // Text media types (Gherkin, XML) carry the document itself, not the JSON body schema.
         content[type] = {
-          schema: type.startsWith('text/') || type.endsWith('/xml') ? { type: 'string', maxLength: 1024 * 1024 } : clone(e.body),
+          schema: type.startsWith('text/') || type.endsWith('/xml') ? { type: 'string', maxLength: 1024 * 1024 } : schemas.write(e.body),
         };
       }
-      operation.requestBody = { required: true, content };
+      operation.requestBody = {
+        required: true,
+        ...(multipart ? {} : { description: `At most ${describeBytes(bodyBytes)} (\`${bodyVariable}\`).`, 'x-max-bytes': bodyBytes }),
+        content,
+      };
     }
     const item = paths[e.path] ?? {};
     paths[e.path] = item;
@@ -105,7 +187,7 @@ export function buildOpenApiDocument(endpoints: Endpoint[], options: { version: 
     tags: [...new Set(endpoints.map((e) => e.tag))].map((name) => ({ name })),
     paths,
     components: {
-      schemas: { Problem: clone(Problem) },
+      schemas: Object.fromEntries(Object.entries(schemas.components).sort(([a], [b]) => a.localeCompare(b))),
       securitySchemes: {
         apiToken: {
           type: 'apiKey',

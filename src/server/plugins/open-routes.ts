@@ -2,10 +2,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';
 import { buildOpenApiDocument } from '../openapi/document.ts';
-import { renderReferencePage } from '../openapi/reference-page.ts';
+import { FILTER_MAX, renderReferencePage } from '../openapi/reference-page.ts';
 import { APP_VERSION } from '../version.ts';
 import { requireJsonAccept } from './access.ts';
 import { API_VERSIONS, type ApiVersion } from './contract.ts';
+
+/** The reference page runs no script: nothing but its own inline style, and its filter form posts back to itself. */
+export const REFERENCE_PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
 
 /**
  * The open routes outside the versioned contract: `GET /api` (the versions), `GET /health`, and
@@ -28,15 +31,19 @@ export const openRoutesPlugin = fp(
     app.get('/health', jsonOnly, async () => ({ status: 'ok', version: APP_VERSION }));
 
     // The API reference is product documentation (the same text ships in the repository), so it is
-    // open. It describes the current version and is rendered on first request, not at start-up.
+    // open. It describes the current version; the full page is rendered on first request and kept.
+    // `?filter=` (the page's filter box, a plain form) renders only the matching operations, so the
+    // page needs no script and its CSP allows none.
     const current = API_VERSIONS[API_VERSIONS.length - 1] as ApiVersion;
+    let referenceDocument: Record<string, unknown> | undefined;
     let referencePage: string | undefined;
-    app.get('/docs/api', async (_request, reply) => {
-      referencePage ??= renderReferencePage(buildOpenApiDocument(current.endpoints, { version: current.version, appVersion: APP_VERSION }));
-      return reply
-        .type('text/html; charset=utf-8')
-        .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-        .send(referencePage);
+    app.get('/docs/api', async (request, reply) => {
+      referenceDocument ??= buildOpenApiDocument(current.endpoints, { version: current.version, appVersion: APP_VERSION });
+      const raw = (request.query as Record<string, unknown> | undefined)?.filter;
+      const filter = typeof raw === 'string' ? raw.slice(0, FILTER_MAX) : '';
+      if (!filter.trim()) referencePage ??= renderReferencePage(referenceDocument);
+      const page = filter.trim() ? renderReferencePage(referenceDocument, filter) : referencePage;
+      return reply.type('text/html; charset=utf-8').header('content-security-policy', REFERENCE_PAGE_CSP).send(page);
     });
   },
   { name: 'attest-open-routes' },
