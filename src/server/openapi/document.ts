@@ -2,6 +2,7 @@ import type { TSchema } from 'typebox';
 import { PageQuery, Problem } from '../../api/common.ts';
 import type { Endpoint, ResponseSpec } from '../../api/endpoint.ts';
 import { ERRORS } from '../errors.ts';
+import { OPERATION_EXAMPLES, type OperationExamples, PROBLEM_EXAMPLES } from './examples/index.ts';
 import { DEFAULT_LIMITS, type DocumentedLimits, describeBytes, withLimits } from './limits.ts';
 import { isPage, schemaNames } from './schema-names.ts';
 
@@ -58,12 +59,17 @@ class SchemaWriter {
 }
 
 const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
-const problemResponse = (description: string) => ({
+const problemResponse = (status: string, description: string) => ({
   description,
-  content: { 'application/problem+json': { schema: PROBLEM_REF } },
+  content: {
+    'application/problem+json': { schema: PROBLEM_REF, ...(PROBLEM_EXAMPLES[status] ? { example: PROBLEM_EXAMPLES[status] } : {}) },
+  },
 });
 
-function successResponse(status: number, spec: ResponseSpec, schemas: SchemaWriter): Json {
+/** `{ example }` when there is one, to spread into a media type object. */
+const withExample = (example: unknown): Json => (example === undefined ? {} : { example });
+
+function successResponse(status: number, spec: ResponseSpec, schemas: SchemaWriter, example: unknown): Json {
   if (spec === null) return { description: status === 204 ? 'No content' : 'Empty' };
   if ('content' in spec && 'description' in spec && typeof spec.description === 'string' && typeof spec.content === 'object') {
     const content: Json = {};
@@ -73,7 +79,7 @@ function successResponse(status: number, spec: ResponseSpec, schemas: SchemaWrit
     return { description: spec.description, content };
   }
   const description = ((spec as Json).description as string | undefined) ?? 'OK';
-  return { description, content: { 'application/json': { schema: schemas.write(spec as TSchema) } } };
+  return { description, content: { 'application/json': { schema: schemas.write(spec as TSchema), ...withExample(example) } } };
 }
 
 const PAGE_LIMIT = JSON.stringify(PageQuery.limit);
@@ -106,42 +112,50 @@ function parameters(schema: TSchema | undefined, where: 'path' | 'query', schema
   });
 }
 
-/** Builds the OpenAPI 3.1 document of one API version from its contract entries. */
+/**
+ * Builds the OpenAPI 3.1 document of one API version from its contract entries. Each media type
+ * carries the operation's `example` (examples/), problem answers one per status.
+ */
 export function buildOpenApiDocument(
   endpoints: Endpoint[],
-  options: { version: string; appVersion: string; limits?: DocumentedLimits },
+  options: { version: string; appVersion: string; limits?: DocumentedLimits; examples?: ReadonlyMap<string, OperationExamples> },
 ): Json {
   const limits = options.limits ?? DEFAULT_LIMITS;
+  const allExamples = options.examples ?? OPERATION_EXAMPLES;
   const schemas = new SchemaWriter(endpoints);
   schemas.write(Problem);
   const paths: Record<string, Json> = {};
   for (const e of endpoints) {
     const isPublic = e.access.scope === 'public';
+    const examples = allExamples.get(e.operationId);
     const responses: Json = {};
-    for (const [status, spec] of Object.entries(e.responses)) responses[status] = successResponse(Number(status), spec, schemas);
-    if (e.params || e.querystring || e.body) responses['400'] = problemResponse('Invalid input; `errors` names each field.');
+    for (const [status, spec] of Object.entries(e.responses)) {
+      responses[status] = successResponse(Number(status), spec, schemas, examples?.responses[Number(status)]);
+    }
+    if (e.params || e.querystring || e.body) responses['400'] = problemResponse('400', 'Invalid input; `errors` names each field.');
     if (!isPublic) {
-      responses['401'] = problemResponse('Missing, unknown, revoked or expired credentials (one identical answer for all).');
-      responses['403'] = problemResponse("The caller's role (or the key's scope) does not allow this.");
+      responses['401'] = problemResponse('401', 'Missing, unknown, revoked or expired credentials (one identical answer for all).');
+      responses['403'] = problemResponse('403', "The caller's role (or the key's scope) does not allow this.");
     }
     if (e.params || (e.access.scope === 'project' && e.method !== 'GET')) {
-      responses['404'] = problemResponse('Unknown, or in a project the caller cannot see.');
+      responses['404'] = problemResponse('404', 'Unknown, or in a project the caller cannot see.');
     }
-    if (!e.binary) responses['406'] = problemResponse('The Accept header excludes JSON.');
+    if (!e.binary) responses['406'] = problemResponse('406', 'The Accept header excludes JSON.');
     const bodyBytes = e.bodyLimit ? limits.bulkBodyLimit : limits.bodyLimit;
     const bodyVariable = e.bodyLimit ? 'ATTEST_BULK_BODY_LIMIT' : 'ATTEST_BODY_LIMIT';
     const multipart = e.consumes?.includes('multipart/form-data') ?? false;
     if (e.body) {
       responses['413'] = problemResponse(
+        '413',
         multipart
           ? `A file is larger than its limit: ${describeBytes(limits.maxImageBytes)} for an image (\`ATTEST_MAX_IMAGE_BYTES\`), ` +
               `${describeBytes(limits.maxArtifactBytes)} for any other file (\`ATTEST_MAX_ARTIFACT_BYTES\`).`
           : `The body is larger than ${describeBytes(bodyBytes)} (\`${bodyVariable}\`).`,
       );
-      responses['415'] = problemResponse('The body is not of a supported media type.');
+      responses['415'] = problemResponse('415', 'The body is not of a supported media type.');
     }
-    if (!isPublic) responses['429'] = problemResponse('Rate limited; retry after `Retry-After` seconds.');
-    responses.default = problemResponse('Any other problem (409 state conflicts, 5xx).');
+    if (!isPublic) responses['429'] = problemResponse('429', 'Rate limited; retry after `Retry-After` seconds.');
+    responses.default = problemResponse('default', 'Any other problem (409 state conflicts, 5xx).');
 
     const operation: Json = {
       operationId: e.operationId,
@@ -158,8 +172,10 @@ export function buildOpenApiDocument(
       const content: Json = {};
       for (const type of e.consumes ?? ['application/json']) {
         // Text media types (Gherkin, XML) carry the document itself, not the JSON body schema.
+        const text = type.startsWith('text/') || type.endsWith('/xml');
         content[type] = {
-          schema: type.startsWith('text/') || type.endsWith('/xml') ? { type: 'string', maxLength: 1024 * 1024 } : schemas.write(e.body),
+          schema: text ? { type: 'string', maxLength: 1024 * 1024 } : schemas.write(e.body),
+          ...withExample(text ? examples?.text : examples?.request),
         };
       }
       operation.requestBody = {

@@ -1,0 +1,20 @@
+import { accountExamples } from './accounts.ts';
+import { artifactExamples } from './artifacts.ts';
+import { labExamples } from './lab.ts';
+import { testingExamples } from './testing.ts';
+import type { OperationExamples } from './types.ts';
+
+export { PROBLEM_EXAMPLES } from './problems.ts';
+export type { OperationExamples } from './types.ts';
+
+/**
+ * The examples of every operation of the document, by operationId: request bodies and 2xx JSON
+ * answers, typed against the contract (see types.ts) and built from one cast of sample records
+ * (samples.ts), so ids agree across operations.
+ */
+export const OPERATION_EXAMPLES: ReadonlyMap<string, OperationExamples> = new Map([
+  ...accountExamples,
+  ...labExamples,
+  ...testingExamples,
+  ...artifactExamples,
+]);

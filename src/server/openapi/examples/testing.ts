@@ -1,0 +1,179 @@
+import type { Static } from 'typebox';
+import { cancelJob, createJob, getJob, type Job, listJobs } from '../../../api/v1/jobs.ts';
+import { appendResults, getResults } from '../../../api/v1/results.ts';
+import { createRun, getRun, listRuns, updateRun } from '../../../api/v1/runs.ts';
+import { createTest, getTest, listTests } from '../../../api/v1/tests.ts';
+import {
+  CHECKOUT_FEATURE,
+  CHECKOUT_TEST,
+  DEVICE_ID,
+  IDS,
+  JOB_RUN,
+  LOGIN_TEST,
+  RUN,
+  RUN_LABELS,
+  RUNNING_RUN,
+  TESTER_EMAIL,
+} from './samples.ts';
+import { examplesOf } from './types.ts';
+
+const idle = { queued: 0, running: 0, completed: 0, aborted: 0, passed: 0, failed: 0, broken: 0, skipped: 0 };
+
+/** The nightly job: the checkout test on both phones. */
+const JOB: Static<typeof Job> = {
+  id: IDS.job,
+  projectId: IDS.project,
+  name: 'Nightly checkout on phones',
+  status: 'running',
+  progress: { ...idle, total: 2, running: 1, completed: 1, passed: 1 },
+  testIds: [IDS.testCheckout],
+  deviceIds: [],
+  deviceLabels: ['phone'],
+  ...RUN_LABELS,
+  createdAt: '2026-03-02T09:00:00.412Z',
+  startedAt: '2026-03-02T09:05:31.220Z',
+  finishedAt: null,
+  cancelledAt: null,
+};
+
+const LOG = [
+  '09:14:02.301 I/Browser: loading https://staging.shop.example.com/login',
+  '09:14:04.958 I/Auth: signed in as maria.lopez@example.com',
+].join('\n');
+
+const stepTimes = {
+  open: { startedAt: '2026-03-02T09:14:02.300Z', durationMs: 2650 },
+  signIn: { startedAt: '2026-03-02T09:14:04.950Z', durationMs: 4120 },
+};
+
+export const testingExamples = [
+  examplesOf(createTest, {
+    request: {
+      projectId: IDS.project,
+      name: LOGIN_TEST.name,
+      description: LOGIN_TEST.description,
+      steps: LOGIN_TEST.steps,
+      tags: LOGIN_TEST.tags,
+    },
+    text: CHECKOUT_FEATURE,
+    responses: { 201: LOGIN_TEST },
+  }),
+  examplesOf(listTests, { responses: { 200: { items: [CHECKOUT_TEST, LOGIN_TEST], nextCursor: null } } }),
+  examplesOf(getTest, { responses: { 200: LOGIN_TEST } }),
+  examplesOf(createJob, {
+    request: { projectId: IDS.project, name: JOB.name, testIds: [IDS.testCheckout], deviceLabels: ['phone'], ...RUN_LABELS },
+    responses: {
+      201: { ...JOB, status: 'queued', progress: { ...idle, total: 2, queued: 2 }, startedAt: null },
+    },
+  }),
+  examplesOf(listJobs, { responses: { 200: { items: [JOB], nextCursor: null } } }),
+  examplesOf(getJob, { responses: { 200: JOB } }),
+  examplesOf(cancelJob, {
+    responses: {
+      200: {
+        ...JOB,
+        status: 'cancelled',
+        progress: { ...idle, total: 2, running: 1, completed: 1, passed: 1 },
+        cancelledAt: '2026-03-02T09:20:00.000Z',
+      },
+    },
+  }),
+  examplesOf(createRun, {
+    request: {
+      projectId: IDS.project,
+      name: RUN.name,
+      testId: IDS.testLogin,
+      deviceId: DEVICE_ID,
+      ...RUN_LABELS,
+      idempotencyKey: 'ci-4512-login-R58M123ABC',
+    },
+    responses: { 201: RUNNING_RUN, 200: RUNNING_RUN },
+  }),
+  examplesOf(listRuns, { responses: { 200: { items: [RUN, JOB_RUN], nextCursor: null } } }),
+  examplesOf(getRun, { responses: { 200: RUN } }),
+  examplesOf(updateRun, { request: { status: 'completed', verdict: 'passed' }, responses: { 200: RUN } }),
+  examplesOf(appendResults, {
+    request: {
+      idempotencyKey: 'ci-4512-login-results-1',
+      steps: [
+        { key: 'step-1', title: 'Open the login page', status: 'passed', ...stepTimes.open },
+        {
+          key: 'step-2',
+          title: `Sign in as ${TESTER_EMAIL}`,
+          status: 'passed',
+          ...stepTimes.signIn,
+          cells: [
+            { key: 'step-2-expected', name: 'expected', text: 'The dashboard greets Maria by name', mediaType: 'text/plain' },
+            { key: 'step-2-actual', name: 'actual', text: 'Dashboard heading: **Welcome back, Maria**', mediaType: 'text/markdown' },
+          ],
+        },
+      ],
+      cells: [{ key: 'device-log', name: 'log', text: LOG, mediaType: 'text/plain' }],
+    },
+    responses: {
+      200: {
+        steps: [
+          { id: IDS.stepOpen, key: 'step-1', created: true, updated: false, cells: [] },
+          {
+            id: IDS.stepSignIn,
+            key: 'step-2',
+            created: true,
+            updated: false,
+            cells: [
+              { id: IDS.cellExpected, key: 'step-2-expected', created: true },
+              { id: IDS.cellActual, key: 'step-2-actual', created: true },
+            ],
+          },
+        ],
+        cells: [{ id: IDS.cellLog, key: 'device-log', created: true }],
+      },
+    },
+  }),
+  examplesOf(getResults, {
+    responses: {
+      200: {
+        testRunId: IDS.run,
+        status: 'completed',
+        verdict: 'passed',
+        cells: [{ id: IDS.cellLog, key: 'device-log', name: 'log', mediaType: 'text/plain', text: LOG }],
+        steps: [
+          {
+            id: IDS.stepOpen,
+            key: 'step-1',
+            parentId: null,
+            title: 'Open the login page',
+            status: 'passed',
+            ...stepTimes.open,
+            error: null,
+            cells: [],
+          },
+          {
+            id: IDS.stepSignIn,
+            key: 'step-2',
+            parentId: null,
+            title: `Sign in as ${TESTER_EMAIL}`,
+            status: 'passed',
+            ...stepTimes.signIn,
+            error: null,
+            cells: [
+              {
+                id: IDS.cellExpected,
+                key: 'step-2-expected',
+                name: 'expected',
+                mediaType: 'text/plain',
+                text: 'The dashboard greets Maria by name',
+              },
+              {
+                id: IDS.cellActual,
+                key: 'step-2-actual',
+                name: 'actual',
+                mediaType: 'text/markdown',
+                text: 'Dashboard heading: **Welcome back, Maria**',
+              },
+            ],
+          },
+        ],
+      },
+    },
+  }),
+];
