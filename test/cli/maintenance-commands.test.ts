@@ -76,9 +76,11 @@ describe('attest maintenance commands refuse what they cannot do, and say what t
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  test('options are checked and named; --version; --json on gc', async () => {
+  test('options are checked and named; --version; --json on migrate and gc', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-cli-'));
-    assert.equal((await attestCommand(['migrate'], { ATTEST_DATA_DIR: dataDir })).code, 0);
+    const migrate = await attestCommand(['migrate', '--json'], { ATTEST_DATA_DIR: dataDir });
+    assert.equal(migrate.code, 0, migrate.output);
+    assert.deepEqual(JSON.parse(migrate.stdout), { upToDate: true, dialect: 'sqlite' });
     for (const value of ['abc', '-5', '1.5']) {
       const refused = await attestCommand(['gc', `--grace-minutes=${value}`], { ATTEST_DATA_DIR: dataDir });
       assert.notEqual(refused.code, 0, refused.output);
@@ -122,6 +124,7 @@ describe('attest maintenance commands refuse what they cannot do, and say what t
     for (const [args, advice] of [
       [['verify'], /stop the server first, then run attest verify again/],
       [['gc'], /stop the server first, or leave it to the server, which collects garbage every hour/],
+      [['migrate'], /The running server has already migrated it/],
     ] as const) {
       const busy = await attestCommand([...args], { ATTEST_DATA_DIR: dataDir });
       assert.notEqual(busy.code, 0);

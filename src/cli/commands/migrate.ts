@@ -1,16 +1,23 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../server/config.ts';
-import { createDatabase } from '../../server/db/database.ts';
+import { createDatabase, DataFolderBusyError } from '../../server/db/database.ts';
+import { CliError, report } from '../instance.ts';
 
 /** `attest migrate`: applies pending migrations to the configured database and exits (non-zero on failure). */
 export function migrateCommand(program: Command): void {
   program
     .command('migrate')
     .description('apply pending database migrations (the server also does this at start-up)')
-    .action(async () => {
+    .option('--json', 'print the report as JSON')
+    .action(async (options: { json?: boolean }) => {
       const config = loadConfig();
-      const database = await createDatabase(config);
+      const database = await createDatabase(config).catch((error: unknown) => {
+        if (error instanceof DataFolderBusyError) {
+          throw new CliError(`${error.message} The running server has already migrated it: start-up applies every migration.`);
+        }
+        throw error;
+      });
       await database.close();
-      process.stdout.write(`database is up to date (${database.dialect})\n`);
+      report(options.json, { upToDate: true, dialect: database.dialect }, `database is up to date (${database.dialect})`);
     });
 }
