@@ -105,10 +105,12 @@ describe('attest maintenance commands refuse what they cannot do, and say what t
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  test('while the server runs, offline commands say to stop it or use the online one; restore checks every blob before moving anything', async () => {
+  test('while the server runs, offline commands say to stop it or use the online one; restore checks every blob before moving anything', async (t) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-cli-'));
     const dataDir = path.join(dir, 'data');
     const server = await startTestServer('sqlite', { ATTEST_DATA_DIR: dataDir });
+    // A failed assertion must not leave the server listening (the test process would never end).
+    t.after(() => server.close().catch(() => {}));
     const project = await createProject(server);
     const testRun = await startRun(server.admin.client, project.id);
     for (const name of ['a.png', 'b.png']) {
