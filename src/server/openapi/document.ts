@@ -2,6 +2,7 @@ import type { TSchema } from 'typebox';
 import { PageQuery, Problem } from '../../api/common.ts';
 import type { Endpoint, ResponseSpec } from '../../api/endpoint.ts';
 import { ERRORS } from '../errors.ts';
+import { APP_VERSION } from '../version.ts';
 import { OPERATION_EXAMPLES, type OperationExamples, PROBLEM_EXAMPLES } from './examples/index.ts';
 import { DEFAULT_LIMITS, type DocumentedLimits, describeBytes, withLimits } from './limits.ts';
 import { isPage, schemaNames } from './schema-names.ts';
@@ -229,4 +230,20 @@ export function buildOpenApiDocument(
       'x-error-codes': Object.fromEntries(Object.entries(ERRORS).map(([code, e]) => [code, e])),
     },
   };
+}
+
+const published = new WeakMap<Endpoint[], { document: Json; text: string }>();
+
+/**
+ * The document a version publishes, built on first use and then kept: the JSON route and the
+ * reference page share one build, and start-up builds none.
+ */
+export function publishedDocument(endpoints: Endpoint[], version: string): { document: Json; text: string } {
+  let entry = published.get(endpoints);
+  if (!entry) {
+    const document = buildOpenApiDocument(endpoints, { version, appVersion: APP_VERSION });
+    entry = { document, text: JSON.stringify(document) };
+    published.set(endpoints, entry);
+  }
+  return entry;
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';
-import { buildOpenApiDocument } from '../openapi/document.ts';
+import { publishedDocument } from '../openapi/document.ts';
 import { FILTER_MAX, renderReferencePage } from '../openapi/reference-page.ts';
 import { APP_VERSION } from '../version.ts';
 import { requireJsonAccept } from './access.ts';
@@ -35,10 +35,9 @@ export const openRoutesPlugin = fp(
     // `?filter=` (the page's filter box, a plain form) renders only the matching operations, so the
     // page needs no script and its CSP allows none.
     const current = API_VERSIONS[API_VERSIONS.length - 1] as ApiVersion;
-    let referenceDocument: Record<string, unknown> | undefined;
     let referencePage: string | undefined;
     app.get('/docs/api', async (request, reply) => {
-      referenceDocument ??= buildOpenApiDocument(current.endpoints, { version: current.version, appVersion: APP_VERSION });
+      const referenceDocument = publishedDocument(current.endpoints, current.version).document;
       const raw = (request.query as Record<string, unknown> | undefined)?.filter;
       const filter = typeof raw === 'string' ? raw.slice(0, FILTER_MAX) : '';
       if (!filter.trim()) referencePage ??= renderReferencePage(referenceDocument);

@@ -2,7 +2,7 @@ import { v1Endpoints } from '../../../api/v1/index.ts';
 import * as api from '../../../api/v1/meta.ts';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
-import { buildOpenApiDocument } from '../../openapi/document.ts';
+import { publishedDocument } from '../../openapi/document.ts';
 import { presentMe } from '../../presenters/identity.ts';
 import { logIn } from '../../services/authenticate.ts';
 import { memberProjectIds } from '../../services/users.ts';
@@ -10,7 +10,6 @@ import { APP_VERSION } from '../../version.ts';
 import { route } from '../route.ts';
 
 export function metaRoutes(ctx: AppContext) {
-  const openApiText = JSON.stringify(buildOpenApiDocument(v1Endpoints, { version: 'v1', appVersion: APP_VERSION }));
   return [
     route(api.getHealth, { handler: async () => ({ status: 'ok' as const, version: APP_VERSION }) }),
 
@@ -35,7 +34,7 @@ export function metaRoutes(ctx: AppContext) {
     }),
 
     route(api.getOpenApi, {
-      handler: async (_request, reply) => reply.type('application/json; charset=utf-8').send(openApiText),
+      handler: async (_request, reply) => reply.type('application/json; charset=utf-8').send(publishedDocument(v1Endpoints, 'v1').text),
     }),
 
     route(api.getMe, {
