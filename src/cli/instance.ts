@@ -7,6 +7,7 @@ import { type Config, loadConfig } from '../server/config.ts';
 import type { AppContext } from '../server/context.ts';
 import { createDatabase, DataFolderBusyError } from '../server/db/database.ts';
 import { ThumbnailRenderer } from '../server/media/thumbnails.ts';
+import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from '../server/security/credentials-cache.ts';
 import { FailureLimiter } from '../server/security/failure-limiter.ts';
 
 /** A refusal the command explains itself: main.ts prints the message alone (no stack) and exits 1. */
@@ -74,6 +75,7 @@ export function commandContext(instance: Awaited<ReturnType<typeof openInstance>
     log: silentLogger as unknown as FastifyBaseLogger,
     lastUsedWrites: new Map(),
     authFailures: new FailureLimiter(config.authFailuresPerMinute),
+    credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
     thumbnails: new ThumbnailRenderer(config),
   };
 }

@@ -14,6 +14,7 @@ import { openRoutesPlugin } from './plugins/open-routes.ts';
 import { parsersPlugin } from './plugins/parsers.ts';
 import { rateLimitPlugin } from './plugins/rate-limit.ts';
 import { securityHeadersPlugin } from './plugins/security-headers.ts';
+import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from './security/credentials-cache.ts';
 import { FailureLimiter } from './security/failure-limiter.ts';
 import { bootstrapAdmin } from './services/bootstrap.ts';
 import { createValidatorCompiler } from './validation.ts';
@@ -98,6 +99,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     log: app.log,
     lastUsedWrites: new Map(),
     authFailures: new FailureLimiter(config.authFailuresPerMinute),
+    credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
     thumbnails: new ThumbnailRenderer(config),
   };
   app.decorate('attest', ctx);

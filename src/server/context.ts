@@ -6,6 +6,7 @@ import type { CrashPoint } from './crash-points.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import type { DB, Dialect } from './db/types.ts';
 import type { ThumbnailRenderer } from './media/thumbnails.ts';
+import type { CredentialsCache } from './security/credentials-cache.ts';
 import type { FailureLimiter } from './security/failure-limiter.ts';
 
 /** Explicit dependencies handed to services and routes; tests build it with their own clock. */
@@ -26,6 +27,8 @@ export interface AppContext {
   lastUsedWrites: Map<string, number>;
   /** Failed authentications per client address (SEC-2b), shared by the key check and the login. */
   authFailures: FailureLimiter;
+  /** Principals of keys that authenticated, until access changes (PERF-1). */
+  credentials: CredentialsCache;
   /** The bounded thumbnail decoder (FILE-3). */
   thumbnails: ThumbnailRenderer;
 }

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { emailDigest, LEGACY_KEY_PATTERN } from '../security/api-key.ts';
@@ -12,10 +12,16 @@ const JSON_OFFERS = ['application/json', 'application/json; charset=utf-8', 'app
 
 /** 406 when the Accept header excludes JSON (SPEC-2.5); a missing Accept accepts anything. */
 export function requireJsonAccept(request: FastifyRequest): void {
+  const accept = request.headers.accept;
+  // What almost every client sends, answered without building a negotiator.
+  if (accept === undefined || accept === '*/*' || accept === 'application/json') return;
   if (request.accepts().type(JSON_OFFERS) === false) {
     throw new AppError('NOT_ACCEPTABLE', 'This operation answers application/json; the Accept header excludes it.');
   }
 }
+
+/** Fastify's per-request pino logger; its type leaves out pino's `setBindings`. */
+type RequestLogger = FastifyBaseLogger & { setBindings(bindings: Record<string, unknown>): void };
 
 const UUID_ANY_CASE = /^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$/;
 const ID_FIELD = /(Id|Ids|^ids)$/;
@@ -75,7 +81,7 @@ export function accessHooks(ctx: AppContext) {
   }
 
   /** onRequest: authentication and function-level authorisation, before the body is even read. */
-  async function checkAccess(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  async function checkAccess(request: FastifyRequest): Promise<void> {
     const route = request.routeOptions.config.route;
     if (!route) return;
     const { endpoint } = route;
@@ -91,8 +97,9 @@ export function accessHooks(ctx: AppContext) {
         throw refusedKey(error, token, user, request.ip);
       }
       // Every later log line of the request, "request completed" included (Fastify writes it with
-      // reply.log), names the key and its owner by id, never by the token (AUTH-9).
-      reply.log = request.log = request.log.child({ keyId: request.principal.key.id, userId: request.principal.user.id });
+      // reply.log, the same per-request logger), names the key and its owner by id, never by the
+      // token (AUTH-9). The request's own logger takes the bindings: no second child per request.
+      (request.log as RequestLogger).setBindings({ keyId: request.principal.key.id, userId: request.principal.user.id });
       if (!roleAtLeast(request.principal.role, endpoint.access.role)) {
         throw new AppError('FORBIDDEN', `This operation needs the ${endpoint.access.role} role.`);
       }

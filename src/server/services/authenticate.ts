@@ -26,6 +26,8 @@ export const unauthenticated = () =>
  * Resolves the caller from the two headers of SPEC-1.3. A standard key with a bad layout or
  * checksum fails before any query. Every other failure runs exactly one lookup and one
  * constant-time comparison, so unknown keys, wrong e-mails and missing e-mails cost the same.
+ * A key that succeeded is answered from the credentials cache until access changes (PERF-1);
+ * failures are never cached.
  */
 export async function authenticate(ctx: AppContext, token: string | undefined, userHeader: string | undefined): Promise<Principal> {
   if (!token) throw unauthenticated();
@@ -33,6 +35,14 @@ export async function authenticate(ctx: AppContext, token: string | undefined, u
   if (shape === 'invalid' || (shape === 'legacy' && !ctx.config.legacyKeys)) throw unauthenticated();
 
   const digest = keyDigest(token, shape);
+  // An old-format key is only half the credential: the e-mail it came with is part of the entry.
+  const cacheKey = shape === 'legacy' ? `${digest}\n${userHeader ?? ''}` : digest;
+  const cached = ctx.credentials.get(cacheKey);
+  if (cached && (cached.key.expiresAt === null || cached.key.expiresAt > ctx.clock().toISOString())) {
+    recordKeyUse(ctx, cached.key.id);
+    return cached;
+  }
+  const ticket = ctx.credentials.ticket();
   const row = await findKeyWithUserByDigest(ctx.db, digest);
 
   const expectedFormat = shape === 'legacy' ? 'legacy' : shape === 'session' ? 'session' : 'standard';
@@ -51,12 +61,14 @@ export async function authenticate(ctx: AppContext, token: string | undefined, u
   const userRole = highestRole(roles);
   const projects: Principal['projects'] = userRole === 'admin' ? 'all' : new Set(await projectIdsOfUser(ctx.db, row.userId));
   recordKeyUse(ctx, row.keyId);
-  return {
-    user: { id: row.userId, email: row.email, name: row.name, roles },
+  const principal: Principal = Object.freeze({
+    user: Object.freeze({ id: row.userId, email: row.email, name: row.name, roles }),
     role: row.scope === 'read' ? 'viewer' : userRole,
-    key: { id: row.keyId, format: row.format, scope: row.scope, expiresAt: row.expires_at },
+    key: Object.freeze({ id: row.keyId, format: row.format, scope: row.scope, expiresAt: row.expires_at }),
     projects,
-  };
+  });
+  ctx.credentials.store(cacheKey, principal, ticket);
+  return principal;
 }
 
 const LAST_USED_INTERVAL_MS = 60_000;

@@ -22,6 +22,7 @@ import { findActiveUserByEmail } from '../db/repositories/users.ts';
 import type { ProjectsTable, VisibleProjects } from '../db/types.ts';
 import { AppError, found, notFound } from '../errors.ts';
 import { normaliseEmail } from '../security/api-key.ts';
+import { changingAccess } from '../security/credentials-cache.ts';
 import { audit } from './audit.ts';
 import { type Actor, requireActiveUser } from './users.ts';
 
@@ -51,10 +52,13 @@ export async function createProject(ctx: AppContext, input: CreateProjectInput, 
   };
   if (await findProjectIdByKey(ctx.db, row.key)) throw keyTaken(row.key);
   try {
-    await inTransaction(ctx.db, async (trx) => {
-      await insertProject(trx, row);
-      await insertMember(trx, { project_id: row.id, user_id: creatorId, added_at: now });
-    });
+    // The creator's principal gains the project.
+    await changingAccess(ctx.credentials, () =>
+      inTransaction(ctx.db, async (trx) => {
+        await insertProject(trx, row);
+        await insertMember(trx, { project_id: row.id, user_id: creatorId, added_at: now });
+      }),
+    );
   } catch (error) {
     // Two concurrent creations with one key: the unique index decides, the loser gets 409.
     if (isUniqueViolation(error)) throw keyTaken(row.key);
@@ -74,18 +78,20 @@ export async function updateProject(ctx: AppContext, projectId: string, input: U
  * unreferenced and are reclaimed by the blob garbage collector.
  */
 export async function deleteProject(ctx: AppContext, projectId: string, actor: Actor): Promise<void> {
-  await inTransaction(ctx.db, async (trx) => {
-    const project = found(await findProject(trx, projectId), 'The project');
-    await deleteProjectRow(trx, project.id);
-    await audit(ctx, trx, {
-      actorUserId: actor.userId,
-      action: 'project.delete',
-      targetType: 'project',
-      targetId: project.id,
-      details: { key: project.key, name: project.name },
-      requestId: actor.requestId,
-    });
-  });
+  await changingAccess(ctx.credentials, () =>
+    inTransaction(ctx.db, async (trx) => {
+      const project = found(await findProject(trx, projectId), 'The project');
+      await deleteProjectRow(trx, project.id);
+      await audit(ctx, trx, {
+        actorUserId: actor.userId,
+        action: 'project.delete',
+        targetType: 'project',
+        targetId: project.id,
+        details: { key: project.key, name: project.name },
+        requestId: actor.requestId,
+      });
+    }),
+  );
 }
 
 /** A project's active members, by name. */
@@ -95,36 +101,40 @@ export const listMembers = (ctx: AppContext, projectId: string, page: PageReques
 /** Adds a user to a project; adding a member twice changes nothing. Returns the membership. */
 export async function addMember(ctx: AppContext, projectId: string, email: string, actor: Actor): Promise<MemberRow> {
   const user = await requireActiveUser(ctx.db, email);
-  const member = await inTransaction(ctx.db, async (trx) => {
-    const existing = await findMember(trx, projectId, user.id);
-    if (existing) return existing;
-    const added = { project_id: projectId, user_id: user.id, added_at: ctx.clock().toISOString() };
-    await insertMember(trx, added);
-    await audit(ctx, trx, {
-      actorUserId: actor.userId,
-      action: 'project.member.add',
-      targetType: 'project',
-      targetId: projectId,
-      details: { userId: user.id },
-      requestId: actor.requestId,
-    });
-    return added;
-  });
+  const member = await changingAccess(ctx.credentials, () =>
+    inTransaction(ctx.db, async (trx) => {
+      const existing = await findMember(trx, projectId, user.id);
+      if (existing) return existing;
+      const added = { project_id: projectId, user_id: user.id, added_at: ctx.clock().toISOString() };
+      await insertMember(trx, added);
+      await audit(ctx, trx, {
+        actorUserId: actor.userId,
+        action: 'project.member.add',
+        targetType: 'project',
+        targetId: projectId,
+        details: { userId: user.id },
+        requestId: actor.requestId,
+      });
+      return added;
+    }),
+  );
   return { user_id: member.user_id, added_at: member.added_at, email: user.email, name: user.name };
 }
 
 /** Removes a user from a project; a user who is not a member (or no user at all) is a 404. */
 export async function removeMember(ctx: AppContext, projectId: string, email: string, actor: Actor): Promise<void> {
-  await inTransaction(ctx.db, async (trx) => {
-    const user = await findActiveUserByEmail(trx, normaliseEmail(email));
-    if (!user || !(await deleteMember(trx, projectId, user.id))) throw notFound('The member');
-    await audit(ctx, trx, {
-      actorUserId: actor.userId,
-      action: 'project.member.remove',
-      targetType: 'project',
-      targetId: projectId,
-      details: { userId: user.id },
-      requestId: actor.requestId,
-    });
-  });
+  await changingAccess(ctx.credentials, () =>
+    inTransaction(ctx.db, async (trx) => {
+      const user = await findActiveUserByEmail(trx, normaliseEmail(email));
+      if (!user || !(await deleteMember(trx, projectId, user.id))) throw notFound('The member');
+      await audit(ctx, trx, {
+        actorUserId: actor.userId,
+        action: 'project.member.remove',
+        targetType: 'project',
+        targetId: projectId,
+        details: { userId: user.id },
+        requestId: actor.requestId,
+      });
+    }),
+  );
 }

@@ -27,6 +27,7 @@ import {
 import type { ApiKeysTable, Executor, UsersTable } from '../db/types.ts';
 import { AppError, found, notFound } from '../errors.ts';
 import { classifyToken, displayHint, emailDigest, generateKey, keyDigest, normaliseEmail } from '../security/api-key.ts';
+import { changingAccess } from '../security/credentials-cache.ts';
 import { hashPassword } from '../security/password.ts';
 import { audit } from './audit.ts';
 
@@ -134,40 +135,44 @@ async function withAdminInvariant<T>(ctx: AppContext, change: (trx: Executor) =>
 
 export async function setRoles(ctx: AppContext, email: string, roles: Role[], actor: Actor): Promise<UsersTable> {
   const ordered = (['viewer', 'tester', 'manager', 'admin'] as const).filter((r) => roles.includes(r));
-  return withAdminInvariant(ctx, async (trx) => {
-    const user = await requireActiveUser(trx, email);
-    const now = ctx.clock().toISOString();
-    await updateUser(trx, user.id, { roles: JSON.stringify(ordered), updated_at: now });
-    await audit(ctx, trx, {
-      actorUserId: actor.userId,
-      action: 'user.roles',
-      targetType: 'user',
-      targetId: user.id,
-      details: { from: JSON.parse(user.roles), to: ordered },
-      requestId: actor.requestId,
-      via: actor.via,
-    });
-    return { ...user, roles: JSON.stringify(ordered), updated_at: now };
-  });
+  return changingAccess(ctx.credentials, () =>
+    withAdminInvariant(ctx, async (trx) => {
+      const user = await requireActiveUser(trx, email);
+      const now = ctx.clock().toISOString();
+      await updateUser(trx, user.id, { roles: JSON.stringify(ordered), updated_at: now });
+      await audit(ctx, trx, {
+        actorUserId: actor.userId,
+        action: 'user.roles',
+        targetType: 'user',
+        targetId: user.id,
+        details: { from: JSON.parse(user.roles), to: ordered },
+        requestId: actor.requestId,
+        via: actor.via,
+      });
+      return { ...user, roles: JSON.stringify(ordered), updated_at: now };
+    }),
+  );
 }
 
 /** Deletes a user: keys revoked and memberships dropped in the same transaction; created records keep their author id. */
 export async function deleteUser(ctx: AppContext, email: string, actor: Actor): Promise<void> {
-  await withAdminInvariant(ctx, async (trx) => {
-    const user = await requireActiveUser(trx, email);
-    const now = ctx.clock().toISOString();
-    await updateUser(trx, user.id, { deleted_at: now, updated_at: now, password_hash: null });
-    await revokeKeysOfUser(trx, user.id, now);
-    await deleteMembershipsOfUser(trx, user.id);
-    await audit(ctx, trx, {
-      actorUserId: actor.userId,
-      action: 'user.delete',
-      targetType: 'user',
-      targetId: user.id,
-      details: { email: user.email },
-      requestId: actor.requestId,
-    });
-  });
+  await changingAccess(ctx.credentials, () =>
+    withAdminInvariant(ctx, async (trx) => {
+      const user = await requireActiveUser(trx, email);
+      const now = ctx.clock().toISOString();
+      await updateUser(trx, user.id, { deleted_at: now, updated_at: now, password_hash: null });
+      await revokeKeysOfUser(trx, user.id, now);
+      await deleteMembershipsOfUser(trx, user.id);
+      await audit(ctx, trx, {
+        actorUserId: actor.userId,
+        action: 'user.delete',
+        targetType: 'user',
+        targetId: user.id,
+        details: { email: user.email },
+        requestId: actor.requestId,
+      });
+    }),
+  );
 }
 
 export async function setPassword(ctx: AppContext, user: UsersTable, password: string, actor: Actor): Promise<void> {
@@ -324,17 +329,19 @@ export async function listApiKeys(
 export async function revokeApiKey(ctx: AppContext, email: string, keyId: string, caller: Caller): Promise<void> {
   const user = await addressableUser(ctx, caller.principal, email);
   const actor = actorOf(caller);
-  await inTransaction(ctx.db, async (trx) => {
-    const key = await findKeyOfUser(trx, keyId, user.id);
-    if (!key || key.revoked_at !== null) throw notFound('The key');
-    await revokeKey(trx, key.id, ctx.clock().toISOString());
-    await audit(ctx, trx, {
-      actorUserId: actor.userId,
-      action: 'apikey.revoke',
-      targetType: 'apikey',
-      targetId: key.id,
-      details: { userId: user.id, format: key.format },
-      requestId: actor.requestId,
-    });
-  });
+  await changingAccess(ctx.credentials, () =>
+    inTransaction(ctx.db, async (trx) => {
+      const key = await findKeyOfUser(trx, keyId, user.id);
+      if (!key || key.revoked_at !== null) throw notFound('The key');
+      await revokeKey(trx, key.id, ctx.clock().toISOString());
+      await audit(ctx, trx, {
+        actorUserId: actor.userId,
+        action: 'apikey.revoke',
+        targetType: 'apikey',
+        targetId: key.id,
+        details: { userId: user.id, format: key.format },
+        requestId: actor.requestId,
+      });
+    }),
+  );
 }
