@@ -211,7 +211,7 @@ export function loadConfig(env: Env = process.env): Config {
     pageSizeDefault: r.int('ATTEST_PAGE_SIZE_DEFAULT', 50, 1, 10_000),
     pageSizeMax: r.int('ATTEST_PAGE_SIZE_MAX', 200, 1, 10_000),
     maxIdsPerBatch: r.int('ATTEST_MAX_IDS_PER_BATCH', 100, 1, 10_000),
-    rateLimitPerMinute: r.int('ATTEST_RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
+    rateLimitPerMinute: r.int('ATTEST_RATE_LIMIT_PER_MINUTE', 60_000, 0, 10_000_000),
     authFailuresPerMinute: r.int('ATTEST_AUTH_FAILURES_PER_MINUTE', 30, 1, 10_000_000),
     maxArtifactBytes: r.int('ATTEST_MAX_ARTIFACT_BYTES', 1024 * MiB, 1, 1024 * 1024 * MiB),
     maxImageBytes: r.int('ATTEST_MAX_IMAGE_BYTES', 25 * MiB, 1, 1024 * MiB),

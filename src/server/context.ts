@@ -28,7 +28,7 @@ export interface AppContext {
   /** Failed authentications per client address (SEC-2b), shared by the key check and the login. */
   authFailures: FailureLimiter;
   /** Principals of keys that authenticated, until access changes (PERF-1). */
-  credentials: CredentialsCache;
+  credentials: CredentialsCache<Principal>;
   /** The bounded thumbnail decoder (FILE-3). */
   thumbnails: ThumbnailRenderer;
 }

@@ -12,6 +12,12 @@ export const tempDir = (prefix = 'attest-db-') => fs.mkdtempSync(path.join(os.tm
 export async function damagedDataDir(): Promise<string> {
   const dir = tempDir();
   await (await createDatabase(loadConfig({ ATTEST_DATA_DIR: dir }))).close();
+  damageDatabase(dir);
+  return dir;
+}
+
+/** Damages one b-tree page of the database in `dir` (a table of its own), as a disk fault would. No process may have it open. */
+export function damageDatabase(dir: string): void {
   const file = path.join(dir, 'attest.db');
   const raw = new SQLite(file);
   raw.exec(`CREATE TABLE filler(x TEXT);
@@ -22,5 +28,4 @@ export async function damagedDataDir(): Promise<string> {
   const fd = fs.openSync(file, 'r+');
   fs.writeSync(fd, Buffer.alloc(64, 0xff), 0, 64, (rootpage - 1) * pageSize);
   fs.closeSync(fd);
-  return dir;
 }

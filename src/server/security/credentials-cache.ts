@@ -1,5 +1,3 @@
-import type { Principal } from '../context.ts';
-
 /**
  * Principals by key digest, so a request with a known key costs no query (PERF-1). Only
  * successful lookups are kept, and only as long as nothing that decides access has changed: every
@@ -14,7 +12,7 @@ import type { Principal } from '../context.ts';
 /** Keys kept at once: far more than the keys in active use on one instance. */
 export const CREDENTIALS_CACHE_ENTRIES = 10_000;
 
-export class CredentialsCache {
+export class CredentialsCache<Principal> {
   #generation = 0;
   readonly #entries = new Map<string, Principal>();
 
@@ -55,7 +53,7 @@ export class CredentialsCache {
  * empties the credentials cache after it, whether it committed or failed, so the very next request
  * sees its effect.
  */
-export async function changingAccess<T>(cache: CredentialsCache, write: () => Promise<T>): Promise<T> {
+export async function changingAccess<T>(cache: { invalidate(): void }, write: () => Promise<T>): Promise<T> {
   try {
     return await write();
   } finally {
