@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Static, TSchema } from 'typebox';
 import { AppError, type FieldError, invalid, shortPointer } from './errors.ts';
@@ -140,6 +140,18 @@ export const isUuid = (value: string): boolean => UUID_SHAPE.test(value);
 export function createValidatorCompiler() {
   const coercing = createAjv(true);
   const exact = createAjv(false);
-  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    (httpPart === 'body' ? exact : coercing).compile(schema) as (data: unknown) => boolean;
+  // Compiled on first use, not at start-up: most of a process's routes are never called, and
+  // compiling all of them cost a fifth of start-up and their code stayed in memory.
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) => {
+    const ajv = httpPart === 'body' ? exact : coercing;
+    let compiled: ValidateFunction | undefined;
+    const validate = (data: unknown): boolean => {
+      compiled ??= ajv.compile(schema);
+      const valid = compiled(data) as boolean;
+      validate.errors = compiled.errors;
+      return valid;
+    };
+    validate.errors = undefined as ValidateFunction['errors'];
+    return validate;
+  };
 }
