@@ -15,8 +15,6 @@ await build({
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  // Class and function names stay readable in stack traces and logs.
-  keepNames: true,
   sourcemap: 'linked',
   // Native addons (and pg's optional native binding) cannot be bundled.
   external: ['better-sqlite3', 'sharp', 'pg-native'],

@@ -18,7 +18,7 @@ import { securityHeadersPlugin } from './plugins/security-headers.ts';
 import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from './security/credentials-cache.ts';
 import { FailureLimiter } from './security/failure-limiter.ts';
 import { bootstrapAdmin } from './services/bootstrap.ts';
-import { createValidatorCompiler } from './validation.ts';
+import { createValidatorCompiler, lazySerializers } from './validation.ts';
 
 export { API_VERSIONS, type ApiVersion } from './plugins/contract.ts';
 
@@ -75,7 +75,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     bodyLimit: config.bodyLimit,
     return503OnClosing: true,
     routerOptions: { maxParamLength: 500, ignoreTrailingSlash: true },
-    schemaController: { compilersFactory: { buildValidator: createValidatorCompiler as never } },
+    schemaController: { compilersFactory: { buildValidator: createValidatorCompiler as never, buildSerializer: lazySerializers } },
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: clientErrorAnswerer(() => app.log),
   });

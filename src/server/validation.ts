@@ -1,3 +1,4 @@
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Static, TSchema } from 'typebox';
@@ -153,5 +154,23 @@ export function createValidatorCompiler() {
     };
     validate.errors = undefined as ValidateFunction['errors'];
     return validate;
+  };
+}
+
+/** Fastify's own response serializer factory (fast-json-stringify), made lazy below. */
+const defaultSerializers = SerializerSelector();
+
+/**
+ * Response serializers, each compiled on its route's first answer with that status rather than at
+ * start-up, like the validators: compiling every route's response schemas was a tenth of a start.
+ */
+export function lazySerializers(...factoryArgs: Parameters<typeof defaultSerializers>): ReturnType<typeof defaultSerializers> {
+  const compile = defaultSerializers(...factoryArgs);
+  return (route) => {
+    let serialize: ((data: unknown) => string) | undefined;
+    return (data: unknown) => {
+      serialize ??= compile(route) as (data: unknown) => string;
+      return serialize(data);
+    };
   };
 }
