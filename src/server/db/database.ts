@@ -1,11 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import * as initial from './migrations/2026-11-22-0001-initial.ts';
 import * as idempotency from './migrations/2026-11-22-0002-idempotency.ts';
+import { CachingSqliteDialect } from './sqlite-driver.ts';
 import type { Database, DB, Dialect } from './types.ts';
 
 /** Migrations in the order they apply; names sort in time. */
@@ -189,7 +190,7 @@ export async function createDatabase(config: Config, options: { onConnectionLost
     };
   }
   const { sqlite, lock } = openSqlite(config);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log });
+  const db = new Kysely<Database>({ dialect: new CachingSqliteDialect({ database: sqlite }), log });
   try {
     await migrateToLatest(db);
   } catch (error) {
