@@ -9,6 +9,7 @@ import { createDatabase } from './db/database.ts';
 import { ThumbnailRenderer } from './media/thumbnails.ts';
 import { blobGcPlugin } from './plugins/blob-gc.ts';
 import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
+import { durableAnswersPlugin } from './plugins/durable-answers.ts';
 import { answerFrameworkError, clientErrorAnswerer, errorsPlugin } from './plugins/errors.ts';
 import { methodNotAllowedPlugin } from './plugins/method-not-allowed.ts';
 import { openRoutesPlugin } from './plugins/open-routes.ts';
@@ -116,6 +117,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(securityHeadersPlugin, { config });
   await app.register(rateLimitPlugin, { config });
   await app.register(errorsPlugin);
+  await app.register(durableAnswersPlugin, { ctx });
   await app.register(methodNotAllowedPlugin, { versions: API_VERSIONS.map((v) => v.version) });
   await app.register(contractPlugin, { ctx });
   await app.register(openRoutesPlugin, { config });

@@ -84,6 +84,46 @@ describe('FsBlobStore on disk', () => {
     assert.ok(calls.includes(`fsync ${path.join('blobs', sibling.sha256.slice(0, 2), sibling.sha256.slice(2, 4))}`));
   });
 
+  test('a second upload into a folder it has made durable costs no mkdir and fsyncs only the file and that folder', async () => {
+    // Two contents whose digests share their first two bytes, so both land in one blobs/aa/bb.
+    const byPrefix = new Map<string, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; !pair; i++) {
+      const text = `bytes ${i}`;
+      const prefix = sha256(Buffer.from(text)).slice(0, 4);
+      const other = byPrefix.get(prefix);
+      if (other !== undefined) pair = [other, text];
+      else byPrefix.set(prefix, text);
+    }
+    const calls: string[] = [];
+    const opened = new Map<number, string>();
+    const recording: BlobFs = {
+      ...nodeBlobFs,
+      open: async (file, flags, mode) => {
+        const fd = await nodeBlobFs.open(file, flags, mode);
+        opened.set(fd, path.relative(root, file));
+        return fd;
+      },
+      fsync: async (fd) => {
+        calls.push(`fsync ${opened.get(fd)}`);
+        await nodeBlobFs.fsync(fd);
+      },
+      mkdir: async (dir) => {
+        calls.push(`mkdir ${path.relative(root, dir)}`);
+        await nodeBlobFs.mkdir(dir);
+      },
+    };
+    const store = await ready({ fs: recording });
+    await store.put(chunks(pair[0]));
+    calls.length = 0;
+    const second = await store.put(chunks(pair[1]));
+    const bb = path.join('blobs', second.sha256.slice(0, 2), second.sha256.slice(2, 4));
+    assert.deepEqual(
+      calls.map((c) => c.replace(/[0-9a-f-]{36}\.part$/, '<uuid>.part')),
+      ['fsync tmp/<uuid>.part', `fsync ${bb}`],
+    );
+  });
+
   test('no key maps to a path outside the folder', async () => {
     const store = await ready();
     assert.throws(() => store.blobPath(`${'a'.repeat(63)}/`), /not a blob key/);

@@ -12,14 +12,14 @@ import { createPostgresDatabase, DIALECTS, PG_ADMIN_URL } from '../helpers/diale
 import { waitFor } from '../helpers/wait.ts';
 
 describe('[sqlite] createDatabase', () => {
-  test('opens in WAL mode with synchronous=FULL and foreign keys on, and verifies them', async () => {
+  test('opens in WAL mode with synchronous=NORMAL (durable() syncs the WAL, DUR-14) and foreign keys on, and verifies them', async () => {
     const dir = tempDir();
     const handle = await createDatabase(loadConfig({ ATTEST_DATA_DIR: dir }));
     const { rows } = await sql<{ journal_mode: string }>`PRAGMA journal_mode`.execute(handle.db);
     const sync = await sql<{ synchronous: number }>`PRAGMA synchronous`.execute(handle.db);
     const fk = await sql<{ foreign_keys: number }>`PRAGMA foreign_keys`.execute(handle.db);
     assert.equal(rows[0]?.journal_mode, 'wal');
-    assert.equal(sync.rows[0]?.synchronous, 2);
+    assert.equal(sync.rows[0]?.synchronous, 1);
     assert.equal(fk.rows[0]?.foreign_keys, 1);
     await handle.close();
   });

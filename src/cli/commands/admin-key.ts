@@ -23,6 +23,8 @@ export function adminKeyCommand(program: Command): void {
         const heading = minted.created
           ? `created the admin ${minted.email} with a new key`
           : `${minted.promoted ? 'made ' : ''}${minted.email}${minted.promoted ? ' an admin, with' : ':'} a new admin key`;
+        // The key is reported only once it is on disk (DUR-14).
+        await instance.database.durable();
         report(options.json, minted, adminKeyBanner(minted, heading));
       } finally {
         await instance.database.close();

@@ -17,6 +17,7 @@ export function gcCommand(program: Command): void {
           { db: database.db, blobs, clock: () => new Date() },
           { graceMs: options.graceMinutes * 60_000, dryRun: options.dryRun },
         );
+        await database.durable();
         report(
           options.json,
           gc,

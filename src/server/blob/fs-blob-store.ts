@@ -236,9 +236,13 @@ export class FsBlobStore implements BlobStore {
     }
   }
 
-  /** Creates `blobs/aa` and `blobs/aa/bb` when missing. */
+  /**
+   * Creates `blobs/aa` and `blobs/aa/bb` when missing. A directory this process has made durable
+   * exists (nothing removes blob directories), so it costs no mkdir calls again.
+   */
   private async ensureParentDirs(target: string): Promise<void> {
     const second = path.dirname(target);
+    if (this.durableDirs.has(second)) return;
     for (const dir of [path.dirname(second), second]) {
       try {
         await this.fs.mkdir(dir);

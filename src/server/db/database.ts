@@ -1,12 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import * as initial from './migrations/2026-11-22-0001-initial.ts';
 import * as idempotency from './migrations/2026-11-22-0002-idempotency.ts';
+import { CachingSqliteDialect } from './sqlite-driver.ts';
 import type { Database, DB, Dialect } from './types.ts';
+import { fsyncDirectory, type SyncCounters, WalSync } from './wal-sync.ts';
 
 /** Migrations in the order they apply; names sort in time. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -17,8 +19,18 @@ const MIGRATIONS: Record<string, Migration> = {
 export interface DatabaseHandle {
   db: DB;
   dialect: Dialect;
-  /** Number of statements sent since start; tests use it to prove a path touches no table. */
-  stats: { statements: number };
+  /**
+   * `statements`: number sent since start; tests use it to prove a path touches no table. The sync
+   * counters (SQLite with ATTEST_SQLITE_SYNCHRONOUS=FULL; zero elsewhere) prove the barrier (DUR-14).
+   */
+  stats: { statements: number } & SyncCounters;
+  /**
+   * Resolves once everything committed before the call is on disk (DUR-14): on SQLite, a shared
+   * sync of the write-ahead log (group commit); on PostgreSQL at once, since its COMMIT already
+   * waited for its own log flush. Anything acknowledged (an HTTP answer to a write, a CLI report)
+   * waits on it first. Rejects with DurabilityError when the sync failed.
+   */
+  durable(): Promise<void>;
   /**
    * The integrity check of start-up recovery (DUR-9): SQLite `quick_check`, which reads the whole
    * file, or a PostgreSQL round trip. Run once at start-up, never per probe; throws StartupError.
@@ -106,10 +118,12 @@ function openSqlite(config: Config): { sqlite: SQLite.Database; lock: SQLite.Dat
   const lock = lockDataDir(config.dataDir);
   const sqlite = new SQLite(path.join(config.dataDir, 'attest.db'));
   sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma(`synchronous = ${config.sqliteSynchronous}`);
+  // NORMAL in both settings: a commit does not sync the WAL on the event loop. With FULL, the
+  // handle's durable() syncs it, shared by concurrent commits, before anything is acknowledged (DUR-14).
+  sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const expected = { journal_mode: 'wal', synchronous: config.sqliteSynchronous === 'FULL' ? 2 : 1, foreign_keys: 1 };
+  const expected = { journal_mode: 'wal', synchronous: 1, foreign_keys: 1 };
   for (const [pragma, value] of Object.entries(expected)) {
     const actual = sqlite.pragma(pragma, { simple: true });
     if (actual !== value) throw new StartupError(`SQLite refused PRAGMA ${pragma}=${value} (it reports ${actual})`);
@@ -147,7 +161,7 @@ async function checkPostgresDurability(db: DB, config: Config): Promise<void> {
  * restart, an administrator terminating them): the pool drops them and opens new ones on demand.
  */
 export async function createDatabase(config: Config, options: { onConnectionLost?: (error: Error) => void } = {}): Promise<DatabaseHandle> {
-  const stats = { statements: 0 };
+  const stats = { statements: 0, commits: 0, syncs: 0, syncedThrough: 0 };
   const log = () => {
     stats.statements++;
   };
@@ -170,6 +184,7 @@ export async function createDatabase(config: Config, options: { onConnectionLost
       db,
       dialect: 'postgres',
       stats,
+      async durable() {},
       async check() {
         await sql`SELECT 1`.execute(db);
       },
@@ -189,19 +204,26 @@ export async function createDatabase(config: Config, options: { onConnectionLost
     };
   }
   const { sqlite, lock } = openSqlite(config);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log });
+  let walSync: WalSync | undefined;
+  const onCommit = () => {
+    stats.commits++;
+  };
+  const db = new Kysely<Database>({ dialect: new CachingSqliteDialect({ database: sqlite, onCommit }), log });
   try {
     await migrateToLatest(db);
+    if (config.sqliteSynchronous === 'FULL') walSync = new WalSync(openWal(sqlite, config.dataDir), stats);
   } catch (error) {
     await db.destroy();
     lock.close();
     throw error;
   }
+  const durable = () => walSync?.durable() ?? Promise.resolve();
   const selectOne = sqlite.prepare('SELECT 1');
   return {
     db,
     dialect: 'sqlite',
     stats,
+    durable,
     async check() {
       const result = sqlite.pragma('quick_check', { simple: true });
       if (result !== 'ok') throw new StartupError(`SQLite quick_check failed: ${String(result)}`);
@@ -220,10 +242,27 @@ export async function createDatabase(config: Config, options: { onConnectionLost
       return problems;
     },
     async close() {
-      await db.destroy();
-      lock.close();
+      try {
+        await durable();
+      } finally {
+        await db.destroy();
+        walSync?.close();
+        lock.close();
+      }
     },
   };
+}
+
+/**
+ * The descriptor WalSync syncs. The WAL exists once a transaction has read the database (the
+ * migrations did; the read below makes sure), and its directory entry is made durable once here,
+ * so a sync of the file alone later suffices (DUR-14).
+ */
+function openWal(sqlite: SQLite.Database, dataDir: string): number {
+  sqlite.prepare('SELECT count(*) FROM sqlite_master').get();
+  const fd = fs.openSync(path.join(dataDir, 'attest.db-wal'), 'r');
+  fsyncDirectory(dataDir);
+  return fd;
 }
 
 /** Applies every pending migration; throws (and the caller exits non-zero) if one fails. */

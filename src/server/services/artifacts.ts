@@ -24,6 +24,7 @@ import { inTransaction } from '../db/repositories/transaction.ts';
 import type { ArtifactImageRow, ArtifactImagesTable, ArtifactsTable, Executor, TestRunsTable, VisibleProjects } from '../db/types.ts';
 import { AppError, found, invalid, notFound } from '../errors.ts';
 import { artifactType } from '../media/file-names.ts';
+import { KEEP_FOR_DECODE_MAX_BYTES, KeptBytes } from '../media/kept-bytes.ts';
 import { type Inspected, UploadInspection } from '../media/upload-inspection.ts';
 import { compileValidator, isUuid, rejectNulCharacters } from '../validation.ts';
 import { digestParts, sameDigests, storedDigests } from './upload-digests.ts';
@@ -69,7 +70,6 @@ const METADATA_MAX_BYTES = 64 * 1024;
 const NAME_MAX_BYTES = 255;
 /** The most a run's listing holds in one answer: the `items` bound of the contract. */
 const RUN_LISTING_MAX = 10_000;
-
 const validateMetadata = compileValidator(ArtifactMetadata, '/body/metadata');
 
 /** Which file parts each kind takes, in the order its images are listed. */
@@ -317,12 +317,12 @@ async function storeFile(
     maxPixels: config.maxImagePixels,
     maxAnimationPixels: config.maxAnimationPixels,
   });
+  const kept = image ? new KeptBytes(KEEP_FOR_DECODE_MAX_BYTES) : undefined;
   try {
-    const blob = await ctx.blobs.put(inspection.pass(stream));
+    const blob = await ctx.blobs.put(kept ? kept.keep(inspection.pass(stream)) : inspection.pass(stream));
     try {
-      // Decoded from the stored blob before anything is acknowledged; one that does not decode is
-      // released unreferenced (no row is written) and garbage collection removes it.
-      if (image) await ctx.thumbnails.checkDecodes(() => readBlob(ctx, blob.sha256));
+      // Decoded (from memory when kept) before anything is acknowledged; if not, released unreferenced for GC.
+      if (image) await ctx.thumbnails.checkDecodes(async () => kept?.bytes() ?? readBlob(ctx, blob.sha256));
     } catch (error) {
       blob.release();
       throw error;

@@ -58,6 +58,8 @@ export async function bootstrapAdmin(ctx: AppContext, announce: (message: string
     ctx.db,
     given && shape === 'standard' ? given : undefined,
   );
+  // The key is acknowledged (printed, or accepted) only once it is on disk (DUR-14).
+  await ctx.database.durable();
   if (given) {
     ctx.log.info({ email }, 'created the first admin from ATTEST_ADMIN_EMAIL and ATTEST_ADMIN_API_KEY');
   } else {

@@ -1,0 +1,167 @@
+import type SQLite from 'better-sqlite3';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  type QueryResult,
+  SelectQueryNode,
+  SqliteDialect,
+  type TransactionSettings,
+} from 'kysely';
+
+/** How many prepared statements the connection keeps; the application sends far fewer distinct SQL texts. */
+export const STATEMENT_CACHE_SIZE = 300;
+
+export interface CachingSqliteOptions {
+  database: SQLite.Database;
+  /** Bound of the statement cache (least recently used statements go first). */
+  cacheSize?: number;
+  /** Called after a statement that committed: an autocommit write, or the end of the outer transaction. */
+  onCommit?: () => void;
+}
+
+/**
+ * Prepared statements by SQL text, least recently used first out. A Map keeps insertion order, so
+ * moving a hit to the end and evicting the first key is the whole LRU. better-sqlite3 finalises an
+ * evicted statement when it is garbage-collected.
+ */
+export class StatementCache {
+  private readonly statements = new Map<string, SQLite.Statement>();
+
+  constructor(
+    private readonly database: SQLite.Database,
+    readonly capacity: number,
+  ) {}
+
+  get size(): number {
+    return this.statements.size;
+  }
+
+  /** The statement for `sql`, prepared on first use. A text that fails to prepare throws and is not kept. */
+  get(sql: string): SQLite.Statement {
+    const cached = this.statements.get(sql);
+    if (cached) {
+      this.statements.delete(sql);
+      this.statements.set(sql, cached);
+      return cached;
+    }
+    const statement = this.database.prepare(sql);
+    if (this.statements.size >= this.capacity) {
+      const oldest = this.statements.keys().next().value as string;
+      this.statements.delete(oldest);
+    }
+    this.statements.set(sql, statement);
+    return statement;
+  }
+}
+
+class CachingSqliteConnection implements DatabaseConnection {
+  constructor(
+    private readonly database: SQLite.Database,
+    readonly statements: StatementCache,
+    private readonly onCommit: () => void,
+  ) {}
+
+  executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    const statement = this.statements.get(compiledQuery.sql);
+    const parameters = compiledQuery.parameters as unknown[];
+    const wasInTransaction = this.database.inTransaction;
+    let result: QueryResult<R>;
+    if (statement.reader) {
+      result = { rows: statement.all(parameters) as R[] };
+    } else {
+      const { changes, lastInsertRowid } = statement.run(parameters);
+      result = {
+        numAffectedRows: changes !== undefined && changes !== null ? BigInt(changes) : undefined,
+        insertId: lastInsertRowid !== undefined && lastInsertRowid !== null ? BigInt(lastInsertRowid) : undefined,
+        rows: [],
+      };
+    }
+    // A commit: a transaction just ended (COMMIT, or RELEASE of the outer savepoint; a ROLLBACK is
+    // counted too, which costs one needless sync at most), or a statement that may write ran
+    // outside any (an autocommit write; `readonly` rather than `reader`, since INSERT … RETURNING
+    // is a reader that writes).
+    if (!this.database.inTransaction && (wasInTransaction || !statement.readonly)) this.onCommit();
+    return Promise.resolve(result);
+  }
+
+  async *streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    if (!SelectQueryNode.is(compiledQuery.query)) throw new Error('Sqlite driver only supports streaming of select queries');
+    // Prepared apart from the cache: an open iterator keeps its statement busy until it ends.
+    const statement = this.database.prepare(compiledQuery.sql);
+    for (const row of statement.iterate(compiledQuery.parameters as unknown[])) yield { rows: [row as R] };
+  }
+}
+
+/** Kysely's own SQLite driver, except that statements are prepared once and reused, and commits are reported. */
+class CachingSqliteDriver implements Driver {
+  private readonly connection: CachingSqliteConnection;
+  /** One connection: a caller waits until the one before it released it (Kysely's own mutex, as a promise chain). */
+  private queue: Promise<void> = Promise.resolve();
+  private release: (() => void) | undefined;
+
+  constructor(private readonly options: CachingSqliteOptions) {
+    const cache = new StatementCache(options.database, options.cacheSize ?? STATEMENT_CACHE_SIZE);
+    this.connection = new CachingSqliteConnection(options.database, cache, options.onCommit ?? (() => {}));
+  }
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    const previous = this.queue;
+    let release!: () => void;
+    this.queue = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await previous;
+    this.release = release;
+    return this.connection;
+  }
+
+  async beginTransaction(connection: DatabaseConnection, _settings: TransactionSettings): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin'));
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('commit'));
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('rollback'));
+  }
+
+  async savepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`savepoint ${quoteIdentifier(name)}`));
+  }
+
+  async rollbackToSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`rollback to ${quoteIdentifier(name)}`));
+  }
+
+  async releaseSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`release ${quoteIdentifier(name)}`));
+  }
+
+  async releaseConnection(): Promise<void> {
+    const release = this.release;
+    this.release = undefined;
+    release?.();
+  }
+
+  async destroy(): Promise<void> {
+    this.options.database.close();
+  }
+}
+
+const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/** SqliteDialect with the statement-caching driver; the compiler, adapter and introspector stay Kysely's. */
+export class CachingSqliteDialect extends SqliteDialect {
+  constructor(private readonly options: CachingSqliteOptions) {
+    super({ database: options.database });
+  }
+
+  override createDriver(): Driver {
+    return new CachingSqliteDriver(this.options);
+  }
+}

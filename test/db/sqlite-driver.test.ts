@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import SQLite from 'better-sqlite3';
+import { type Generated, Kysely, SqliteDialect, sql } from 'kysely';
+import { CachingSqliteDialect, StatementCache } from '../../src/server/db/sqlite-driver.ts';
+import { tempDir } from '../helpers/data-folders.ts';
+
+interface Db {
+  items: { id: Generated<number>; name: string; size: number | null };
+}
+
+/** A database file with one table, opened by Kysely's own driver and by ours, side by side. */
+function open() {
+  const file = path.join(tempDir(), 'driver.db');
+  const raw = new SQLite(file);
+  raw.pragma('journal_mode = WAL');
+  raw.exec('CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, size INTEGER)');
+  let commits = 0;
+  const cached = new SQLite(file);
+  const ours = new Kysely<Db>({ dialect: new CachingSqliteDialect({ database: cached, cacheSize: 4, onCommit: () => commits++ }) });
+  const theirs = new Kysely<Db>({ dialect: new SqliteDialect({ database: raw }) });
+  return { ours, theirs, commits: () => commits, close: async () => Promise.all([ours.destroy(), theirs.destroy()]) };
+}
+
+describe('[sqlite] the statement-caching driver', () => {
+  test('answers exactly as Kysely’s own driver: rows, affected counts, insert ids, RETURNING', async () => {
+    const { ours, theirs, close } = open();
+    try {
+      for (const [i, db] of [ours, theirs].entries()) {
+        const inserted = await db
+          .insertInto('items')
+          .values({ name: `a${i}`, size: 3 })
+          .executeTakeFirstOrThrow();
+        const returned = await db
+          .insertInto('items')
+          .values({ name: `b${i}`, size: null })
+          .returning(['id', 'name'])
+          .execute();
+        const updated = await db.updateTable('items').set({ size: 7 }).where('name', 'like', '%').executeTakeFirstOrThrow();
+        assert.equal(typeof inserted.insertId, 'bigint');
+        assert.equal(returned.length, 1);
+        assert.equal(updated.numUpdatedRows, BigInt(2 * (i + 1)));
+      }
+      const query = (db: Kysely<Db>) => db.selectFrom('items').selectAll().orderBy('id').execute();
+      assert.deepEqual(await query(ours), await query(theirs));
+      assert.deepEqual(
+        (await sql<{ n: number }>`SELECT count(*) AS n FROM items WHERE size = ${7}`.execute(ours)).rows,
+        (await sql<{ n: number }>`SELECT count(*) AS n FROM items WHERE size = ${7}`.execute(theirs)).rows,
+      );
+    } finally {
+      await close();
+    }
+  });
+
+  test('reuses one prepared statement per SQL text and keeps at most its bound, least recently used out', () => {
+    const database = new SQLite(':memory:');
+    const cache = new StatementCache(database, 3);
+    const first = cache.get('SELECT 1');
+    assert.equal(cache.get('SELECT 1'), first);
+    cache.get('SELECT 2');
+    cache.get('SELECT 3');
+    cache.get('SELECT 1'); // now the most recently used
+    cache.get('SELECT 4'); // evicts SELECT 2
+    assert.equal(cache.size, 3);
+    assert.equal(cache.get('SELECT 1'), first);
+    const before = cache.get('SELECT 3');
+    cache.get('SELECT 2'); // prepared anew, evicting SELECT 4
+    assert.equal(cache.size, 3);
+    assert.equal(cache.get('SELECT 3'), before);
+    for (let i = 0; i < 50; i++) cache.get(`SELECT ${i + 100}`);
+    assert.equal(cache.size, 3);
+    database.close();
+  });
+
+  test('a statement that fails to prepare or to run leaves the cache sound', async () => {
+    const { ours, close } = open();
+    try {
+      await assert.rejects(sql`SELEC nonsense`.execute(ours), /syntax error/);
+      await assert.rejects(sql`SELEC nonsense`.execute(ours), /syntax error/);
+      await ours.insertInto('items').values({ name: 'same', size: 1 }).execute();
+      // The same cached INSERT fails on the unique name, then runs with other values.
+      await assert.rejects(ours.insertInto('items').values({ name: 'same', size: 2 }).execute(), /UNIQUE/);
+      await ours.insertInto('items').values({ name: 'other', size: 2 }).execute();
+      const rows = await ours.selectFrom('items').select(['name', 'size']).orderBy('id').execute();
+      assert.deepEqual(rows, [
+        { name: 'same', size: 1 },
+        { name: 'other', size: 2 },
+      ]);
+    } finally {
+      await close();
+    }
+  });
+
+  test('transactions and savepoints commit and roll back, and each commit is reported once', async () => {
+    const { ours, commits, close } = open();
+    try {
+      const start = commits();
+      await ours.selectFrom('items').selectAll().execute();
+      assert.equal(commits(), start, 'a read commits nothing');
+      await ours.insertInto('items').values({ name: 'auto', size: 1 }).execute();
+      assert.equal(commits(), start + 1, 'an autocommit write');
+      await ours.insertInto('items').values({ name: 'returning', size: 1 }).returning('id').execute();
+      assert.equal(commits(), start + 2, 'an autocommit INSERT … RETURNING (a reader that writes)');
+      const trx = await ours.startTransaction().execute();
+      await trx.insertInto('items').values({ name: 't1', size: 1 }).execute();
+      await trx.insertInto('items').values({ name: 't2', size: 1 }).execute();
+      const inner = await trx.savepoint('inner').execute();
+      await inner.insertInto('items').values({ name: 'undone', size: 1 }).execute();
+      await inner.rollbackToSavepoint('inner').execute();
+      const kept = await trx.savepoint('kept').execute();
+      await kept.releaseSavepoint('kept').execute();
+      assert.equal(commits(), start + 2, 'nothing commits before the transaction does');
+      await trx.commit().execute();
+      assert.equal(commits(), start + 3, 'a transaction commits once');
+      await assert.rejects(
+        ours.transaction().execute(async (trx) => {
+          await trx.insertInto('items').values({ name: 'rolled back', size: 1 }).execute();
+          throw new Error('abort');
+        }),
+        /abort/,
+      );
+      const names = (await ours.selectFrom('items').select('name').orderBy('id').execute()).map((r) => r.name);
+      assert.deepEqual(names, ['auto', 'returning', 't1', 't2']);
+    } finally {
+      await close();
+    }
+  });
+
+  test('concurrent transactions take the one connection in turn', async () => {
+    const { ours, close } = open();
+    try {
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          ours.transaction().execute(async (trx) => {
+            const n = (await trx.selectFrom('items').select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow()).n;
+            await new Promise((resolve) => setImmediate(resolve));
+            await trx
+              .insertInto('items')
+              .values({ name: `n${n}`, size: i })
+              .execute();
+          }),
+        ),
+      );
+      // Serialised: each saw the rows of the ones before it, so the names are n0 … n19 without a clash.
+      assert.equal((await ours.selectFrom('items').select('name').execute()).length, 20);
+    } finally {
+      await close();
+    }
+  });
+});
