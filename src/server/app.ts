@@ -4,7 +4,6 @@ import { createBlobStore } from './blob/create-blob-store.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { crashTrigger } from './crash-points.ts';
-import { markClosed, markOpen, stoppedUncleanly } from './db/clean-stop.ts';
 import { createDatabase } from './db/database.ts';
 import { ThumbnailRenderer } from './media/thumbnails.ts';
 import { blobGcPlugin } from './plugins/blob-gc.ts';
@@ -15,6 +14,7 @@ import { methodNotAllowedPlugin } from './plugins/method-not-allowed.ts';
 import { openRoutesPlugin } from './plugins/open-routes.ts';
 import { parsersPlugin } from './plugins/parsers.ts';
 import { rateLimitPlugin } from './plugins/rate-limit.ts';
+import { recoveryPlugin } from './plugins/recovery.ts';
 import { securityHeadersPlugin } from './plugins/security-headers.ts';
 import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from './security/credentials-cache.ts';
 import { FailureLimiter } from './security/failure-limiter.ts';
@@ -105,10 +105,6 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     thumbnails: new ThumbnailRenderer(config),
   };
   app.decorate('attest', ctx);
-  app.addHook('onClose', async () => {
-    await database.close();
-    if (database.dialect === 'sqlite') markClosed(config.dataDir);
-  });
   app.addHook('preClose', async () => {
     state = 'stopping';
   });
@@ -122,16 +118,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(contractPlugin, { ctx });
   await app.register(openRoutesPlugin, { config });
 
-  // The whole-file check reads every page (seconds on a large database), so it runs only when the
-  // previous server did not close the folder; `attest verify` runs the full check on demand (DUR-9).
-  const unclean = database.dialect === 'postgres' || stoppedUncleanly(config.dataDir);
-  if (unclean) await database.check();
-  else app.log.info('no unclean stop on record: start-up integrity check skipped');
-  if (database.dialect === 'sqlite') markOpen(config.dataDir);
-  // Start-up recovery (DUR-9), after the database took the data folder's lock (DUR-3) and before
-  // the instance reports ready: uploads a previous process left unfinished are deleted.
-  const recovered = await ctx.blobs.recover();
-  app.log.info({ blobs: ctx.blobs.location, removedTempFiles: recovered.removedTempFiles }, 'blob store recovered');
+  await app.register(recoveryPlugin, { ctx });
   await app.register(blobGcPlugin, { ctx });
   app.addHook('onReady', async () => {
     state = 'ready';
