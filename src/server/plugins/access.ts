@@ -1,9 +1,10 @@
-import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
-import type { AppContext } from '../context.ts';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction as HookDone } from 'fastify';
+import type { Endpoint, Role } from '../../api/endpoint.ts';
+import type { AppContext, Principal } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { emailDigest, LEGACY_KEY_PATTERN } from '../security/api-key.ts';
 import { canSeeProject, roleAtLeast } from '../security/roles.ts';
-import { authenticate } from '../services/authenticate.ts';
+import { authenticate, knownPrincipal } from '../services/authenticate.ts';
 import { rejectNulCharacters } from '../validation.ts';
 
 /** Media types a JSON endpoint answers in. The charset-qualified offer matters: negotiator only
@@ -80,35 +81,25 @@ export function accessHooks(ctx: AppContext) {
     return wait > 0 ? throttled(wait) : error;
   }
 
-  /** onRequest: authentication and function-level authorisation, before the body is even read. */
-  async function checkAccess(request: FastifyRequest): Promise<void> {
-    const route = request.routeOptions.config.route;
-    if (!route) return;
-    const { endpoint } = route;
-    if (endpoint.access.scope !== 'public') {
-      const tokenHeader = request.headers['service.api-token'];
-      const userHeader = request.headers['service.user'];
-      const token = Array.isArray(tokenHeader) ? undefined : tokenHeader;
-      const user = Array.isArray(userHeader) ? undefined : userHeader;
-      try {
-        request.principal = await authenticate(ctx, token, user);
-      } catch (error) {
-        if (token === undefined) throw error;
-        throw refusedKey(error, token, user, request.ip);
-      }
-      // Every later log line of the request, "request completed" included (Fastify writes it with
-      // reply.log, the same per-request logger), names the key and its owner by id, never by the
-      // token (AUTH-9). The request's own logger takes the bindings: no second child per request.
-      (request.log as RequestLogger).setBindings({ keyId: request.principal.key.id, userId: request.principal.user.id });
-      if (!roleAtLeast(request.principal.role, endpoint.access.role)) {
-        throw new AppError('FORBIDDEN', `This operation needs the ${endpoint.access.role} role.`);
-      }
-      // A read-only key reads: it may not write anything, its owner's own keys and password included,
-      // or it could mint itself a full key.
-      if (request.principal.key.scope === 'read' && endpoint.method !== 'GET') {
-        throw new AppError('FORBIDDEN', 'This key is read-only.');
-      }
+  /** After authentication: log bindings and function-level authorisation. */
+  function authorise(request: FastifyRequest, endpoint: Endpoint, role: Role, principal: Principal): void {
+    request.principal = principal;
+    // Every later log line of the request, "request completed" included (Fastify writes it with
+    // reply.log, the same per-request logger), names the key and its owner by id, never by the
+    // token (AUTH-9). The request's own logger takes the bindings: no second child per request.
+    (request.log as RequestLogger).setBindings({ keyId: principal.key.id, userId: principal.user.id });
+    if (!roleAtLeast(principal.role, role)) {
+      throw new AppError('FORBIDDEN', `This operation needs the ${role} role.`);
     }
+    // A read-only key reads: it may not write anything, its owner's own keys and password included,
+    // or it could mint itself a full key.
+    if (principal.key.scope === 'read' && endpoint.method !== 'GET') {
+      throw new AppError('FORBIDDEN', 'This key is read-only.');
+    }
+  }
+
+  /** The checks that need no caller: Accept, and no U+0000 in the path or query. */
+  function checkRequestShape(request: FastifyRequest, endpoint: Endpoint): void {
     if (!endpoint.binary) requireJsonAccept(request);
     // No path or query value may carry U+0000 (PostgreSQL text cannot hold it).
     if (request.url.includes('%00')) {
@@ -117,10 +108,57 @@ export function accessHooks(ctx: AppContext) {
     }
   }
 
-  /** preValidation: object-level access. The owning project of the addressed resource must be visible, else 404 (SEC-1a). */
-  async function checkOwner(request: FastifyRequest): Promise<void> {
+  /**
+   * onRequest: authentication and function-level authorisation, before the body is even read. A
+   * caller the credentials cache knows is checked in the same tick (callback style, no promise);
+   * anyone else waits for `authenticate`.
+   */
+  function checkAccess(request: FastifyRequest, _reply: FastifyReply, done: HookDone): void {
     const route = request.routeOptions.config.route;
-    if (!route) return;
+    if (!route) {
+      done();
+      return;
+    }
+    const { endpoint } = route;
+    if (endpoint.access.scope === 'public') {
+      checkRequestShape(request, endpoint);
+      done();
+      return;
+    }
+    const required = endpoint.access.role;
+    const tokenHeader = request.headers['service.api-token'];
+    const userHeader = request.headers['service.user'];
+    const token = Array.isArray(tokenHeader) ? undefined : tokenHeader;
+    const user = Array.isArray(userHeader) ? undefined : userHeader;
+    const known = knownPrincipal(ctx, token, user);
+    if (known) {
+      authorise(request, endpoint, required, known);
+      checkRequestShape(request, endpoint);
+      done();
+      return;
+    }
+    authenticate(ctx, token, user).then(
+      (principal) => {
+        try {
+          authorise(request, endpoint, required, principal);
+          checkRequestShape(request, endpoint);
+        } catch (error) {
+          done(error as Error);
+          return;
+        }
+        done();
+      },
+      (error: unknown) => done((token === undefined ? error : refusedKey(error, token, user, request.ip)) as Error),
+    );
+  }
+
+  /** preValidation: object-level access. The owning project of the addressed resource must be visible, else 404 (SEC-1a). */
+  function checkOwner(request: FastifyRequest, _reply: FastifyReply, done: HookDone): void {
+    const route = request.routeOptions.config.route;
+    if (!route) {
+      done();
+      return;
+    }
     normaliseIds(request);
     const { endpoint } = route;
     if (endpoint.body && !endpoint.consumes) {
@@ -134,13 +172,19 @@ export function accessHooks(ctx: AppContext) {
         throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'This operation takes Content-Type: application/json.');
       }
     }
-    if (route.owner && request.principal) {
-      const projectId = await route.owner(request);
-      if (projectId === undefined || !canSeeProject(request.principal, projectId)) {
-        throw new AppError('NOT_FOUND', 'The resource does not exist or is not visible to you.');
+    const principal = request.principal;
+    if (!route.owner || !principal) {
+      done();
+      return;
+    }
+    route.owner(request).then((projectId) => {
+      if (projectId === undefined || !canSeeProject(principal, projectId)) {
+        done(new AppError('NOT_FOUND', 'The resource does not exist or is not visible to you.'));
+        return;
       }
       request.projectId = projectId;
-    }
+      done();
+    }, done);
   }
 
   return { checkAccess, checkOwner };
