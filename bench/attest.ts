@@ -1,0 +1,110 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { generateKey } from '../src/server/security/api-key.ts';
+import { answers, freePort, type Started, startPinned } from './lib.ts';
+
+// The real server, started as users start it (`node dist/server/main.js`), and a small API client.
+
+export const ADMIN_EMAIL = 'bench@example.test';
+
+/** Settings the benchmark runs with; everything else is the server's default. */
+export const BENCH_ENV = {
+  // Request logging off: every figure would otherwise also measure writing two log lines per request.
+  ATTEST_LOG_LEVEL: 'warn',
+};
+
+export interface Attest extends Started {
+  url: string;
+  key: string;
+  dataDir: string;
+}
+
+export function tempDir(prefix: string): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export async function startAttest(options: {
+  dataDir: string;
+  key?: string;
+  databaseUrl?: string;
+  env?: Record<string, string>;
+}): Promise<Attest> {
+  const port = await freePort();
+  const key = options.key ?? generateKey('standard');
+  const url = `http://127.0.0.1:${port}`;
+  const env = {
+    ...BENCH_ENV,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ATTEST_DATA_DIR: options.dataDir,
+    ATTEST_ADMIN_EMAIL: ADMIN_EMAIL,
+    ATTEST_ADMIN_API_KEY: key,
+    ...(options.databaseUrl ? { ATTEST_DATABASE_URL: options.databaseUrl } : {}),
+    ...options.env,
+  };
+  const started = await startPinned(process.execPath, ['dist/server/main.js'], env, answers(`${url}/api/v1/health`));
+  // The first admin is created just after the server listens: wait until its key works.
+  for (let i = 0; i < 500; i++) {
+    const me = await fetch(`${url}/api/v1/me`, { headers: { 'service.api-token': key } });
+    await me.arrayBuffer();
+    if (me.ok) break;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return { ...started, url, key, dataDir: options.dataDir };
+}
+
+export class Api {
+  constructor(
+    readonly url: string,
+    readonly key: string,
+  ) {}
+
+  async call<T = Record<string, unknown>>(method: string, route: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    const response = await fetch(`${this.url}/api/v1${route}`, {
+      method,
+      headers: {
+        'service.api-token': this.key,
+        accept: 'application/json',
+        ...(body ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${text.slice(0, 300)}`);
+    return (text ? JSON.parse(text) : {}) as T;
+  }
+
+  /** A multipart artifact upload, as a reporter sends it. */
+  async upload(projectId: string, metadata: Record<string, unknown>, bytes: Uint8Array, type: string): Promise<Record<string, unknown>> {
+    const form = new FormData();
+    form.append('metadata', JSON.stringify(metadata));
+    form.append('file', new Blob([bytes], { type }), String(metadata.name));
+    const response = await fetch(`${this.url}/api/v1/projects/${projectId}/artifact`, {
+      method: 'POST',
+      headers: { 'service.api-token': this.key, accept: 'application/json' },
+      body: form,
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`upload: ${response.status} ${text.slice(0, 300)}`);
+    return JSON.parse(text) as Record<string, unknown>;
+  }
+
+  project(): Promise<{ id: string }> {
+    return this.call('POST', '/projects', { key: `B${randomBytes(4).toString('hex').toUpperCase()}`, name: 'Benchmark' });
+  }
+}
+
+/** `steps` steps, each with `cells` text cells of about `cellBytes` characters. */
+export function stepsOf(steps: number, cells: number, cellBytes: number, prefix = 's') {
+  const text = 'x'.repeat(cellBytes);
+  return Array.from({ length: steps }, (_, i) => ({
+    key: `${prefix}-${i}`,
+    title: `Step ${i + 1}: open the page and check the heading`,
+    status: 'passed',
+    durationMs: 120 + i,
+    ...(cells > 0 ? { cells: Array.from({ length: cells }, (_, j) => ({ key: `${prefix}-${i}-c${j}`, name: `cell ${j}`, text })) } : {}),
+  }));
+}

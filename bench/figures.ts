@@ -1,0 +1,389 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import sharp from 'sharp';
+import { ADMIN_EMAIL, Api, type Attest, stepsOf, tempDir } from './attest.ts';
+import { driverBulkRowsPerSecond, driverSingleRowTransactionsPerSecond, writeFsyncPerSecond } from './baselines.ts';
+import { answers, freePort, hasCommand, median, rssMb, type Started, sleep, startPinned, wrk } from './lib.ts';
+import { type Figure, judge } from './report.ts';
+
+// The figures of issue 8 (F1–F6). Each one measures Attest and its baseline in the same run,
+// interleaved A, B, A, B…, and reports the medians and their ratio.
+
+export interface Settings {
+  seconds: number;
+  repetitions: number;
+  step: (label: string) => void;
+}
+
+/** A PNG of about `kb` kilobytes: random pixels, so the encoder cannot shrink them. */
+export async function png(kb: number): Promise<Buffer> {
+  const side = Math.ceil(Math.sqrt((kb * 1024) / 3));
+  return sharp(randomBytes(side * side * 3), { raw: { width: side, height: side, channels: 3 } })
+    .png({ compressionLevel: 1 })
+    .toBuffer();
+}
+
+/** Starts a bare node:http server sending exactly `body` with `headers`. */
+async function bareServer(body: Uint8Array, headers: Record<string, string>): Promise<Started & { url: string }> {
+  const dir = tempDir('attest-bench-bare-');
+  fs.writeFileSync(path.join(dir, 'body'), body);
+  const kept = Object.fromEntries(
+    Object.entries(headers).filter(([name]) => !['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name)),
+  );
+  fs.writeFileSync(path.join(dir, 'headers.json'), JSON.stringify(kept));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/`;
+  const started = await startPinned(
+    process.execPath,
+    ['bench/bare-server.mjs', String(port), 'body', path.join(dir, 'body'), path.join(dir, 'headers.json')],
+    {},
+    answers(url),
+  );
+  return { ...started, url };
+}
+
+/** Attest's real answer to a GET: its bytes and headers. */
+async function answerOf(url: string, headers: Record<string, string>): Promise<{ body: Uint8Array; headers: Record<string, string> }> {
+  const response = await fetch(url, { headers });
+  if (!response.ok) throw new Error(`GET ${url}: ${response.status}`);
+  return { body: new Uint8Array(await response.arrayBuffer()), headers: Object.fromEntries(response.headers) };
+}
+
+/** A/B interleaved wrk runs of two URLs; medians of requests/s. */
+async function interleaved(
+  settings: Settings,
+  a: { url: string; headers?: Record<string, string>; pid: number },
+  b: { url: string; headers?: Record<string, string>; pid: number },
+) {
+  const samplesA: number[] = [];
+  const samplesB: number[] = [];
+  const latency: number[] = [];
+  const cpu: number[] = [];
+  await wrk(a.url, { headers: a.headers, seconds: 1 }); // warm-up: the JIT, the caches
+  await wrk(b.url, { headers: b.headers, seconds: 1 });
+  for (let i = 0; i < settings.repetitions; i++) {
+    const runA = await wrk(a.url, { headers: a.headers, seconds: settings.seconds, serverPid: a.pid });
+    if (runA.non2xx > 0 && !a.headers?.['if-none-match']) throw new Error(`${a.url} answered ${runA.non2xx} non-2xx`);
+    samplesA.push(runA.rps);
+    latency.push(runA.p99Ms);
+    cpu.push(runA.cpuUsPerRequest ?? Number.NaN);
+    samplesB.push((await wrk(b.url, { headers: b.headers, seconds: settings.seconds, serverPid: b.pid })).rps);
+  }
+  return { a: samplesA, b: samplesB, p99: median(latency), cpuUs: median(cpu) };
+}
+
+const readFigure = (
+  id: string,
+  title: string,
+  dialect: Figure['dialect'],
+  minRatio: number | undefined,
+  baselineName: string,
+  r: Awaited<ReturnType<typeof interleaved>>,
+): Figure =>
+  judge({
+    id,
+    title,
+    dialect,
+    unit: 'req/s',
+    attest: median(r.a),
+    baseline: median(r.b),
+    baselineName,
+    minRatio,
+    samples: { attest: r.a, baseline: r.b },
+    notes: `p99 ${r.p99.toFixed(1)} ms; server CPU ${r.cpuUs.toFixed(0)} µs/request`,
+  });
+
+export interface ReadSet {
+  deviceId: string;
+  legacyKey: string;
+  runId: string;
+  imageId: string;
+}
+
+/** Prepares what the read figures read: a device, an old-format key, a completed 1,000-step run, a 300 KB screenshot. */
+export async function prepareReads(attest: Attest): Promise<ReadSet> {
+  const api = new Api(attest.url, attest.key);
+  const deviceId = `PIXEL-8-${Date.now()}`;
+  await api.call('POST', '/device/devices', {
+    id: deviceId,
+    name: 'Pixel 8',
+    platform: 'android',
+    osVersion: '14',
+    model: 'Pixel 8',
+    manufacturer: 'Google',
+    labels: ['lab-1', 'fast'],
+  });
+  const legacy = await api.call<{ key: string }>('POST', `/users/${ADMIN_EMAIL}/apikeys`, { name: 'old client', format: 'legacy' });
+  const project = await api.project();
+  const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: 'Checkout, 1,000 steps' });
+  await api.call('POST', `/testmgmt/testruns/${run.id}/results`, { steps: stepsOf(1000, 2, 60) });
+  const artifact = await api.upload(
+    project.id,
+    { testRunId: run.id, kind: 'screenshot', name: 'checkout.png' },
+    await png(300),
+    'image/png',
+  );
+  await api.call('PATCH', `/testmgmt/testruns/${run.id}`, { status: 'completed', verdict: 'passed' });
+  const imageId = (artifact.images as { id: string }[])[0]?.id as string;
+  return { deviceId, legacyKey: legacy.key, runId: run.id, imageId };
+}
+
+/** F1 and F2 (and, on SQLite, F3): the read paths against their baselines. */
+export async function readFigures(attest: Attest, set: ReadSet, dialect: 'sqlite' | 'postgres', settings: Settings): Promise<Figure[]> {
+  const figures: Figure[] = [];
+  const std = { 'service.api-token': attest.key };
+  const legacy = { 'service.api-token': set.legacyKey, 'service.user': ADMIN_EMAIL };
+  const deviceUrl = `${attest.url}/api/v1/device/devices/${set.deviceId}`;
+  const f1Threshold = dialect === 'sqlite' ? 0.5 : 0.3;
+  const f2Threshold = 0.6;
+
+  settings.step(`F1 device read (${dialect})`);
+  const device = await answerOf(deviceUrl, std);
+  const bareDevice = await bareServer(device.body, device.headers);
+  const f1 = await interleaved(settings, { url: deviceUrl, headers: std, pid: attest.pid }, { url: bareDevice.url, pid: bareDevice.pid });
+  figures.push(readFigure('F1', 'device read, standard key', dialect, f1Threshold, 'bare node:http', f1));
+  const f1legacy = await interleaved(
+    settings,
+    { url: deviceUrl, headers: legacy, pid: attest.pid },
+    { url: bareDevice.url, pid: bareDevice.pid },
+  );
+  figures.push(readFigure('F1', 'device read, old-format key', dialect, f1Threshold, 'bare node:http', f1legacy));
+  const bareDeviceRps = median(f1.b);
+  await bareDevice.stop();
+
+  settings.step(`F2 completed run results (${dialect})`);
+  const resultsUrl = `${attest.url}/api/v1/testmgmt/testruns/${set.runId}/results`;
+  const results = await answerOf(resultsUrl, std);
+  const bareResults = await bareServer(results.body, results.headers);
+  const f2 = await interleaved(
+    settings,
+    { url: resultsUrl, headers: std, pid: attest.pid },
+    { url: bareResults.url, pid: bareResults.pid },
+  );
+  figures.push(
+    readFigure(
+      'F2',
+      `results of a completed 1,000-step run (${Math.round(results.body.length / 1024)} KB)`,
+      dialect,
+      f2Threshold,
+      'bare node:http',
+      f2,
+    ),
+  );
+  await bareResults.stop();
+  const gzip = { ...std, 'accept-encoding': 'gzip' };
+  const zipped = await answerOf(resultsUrl, gzip);
+  // fetch decodes gzip: the bytes on the wire are what Attest sent, compressed again here only if it did.
+  const wireBody = zipped.headers['content-encoding'] === 'gzip' ? gzipSync(zipped.body) : zipped.body;
+  const bareZipped = await bareServer(wireBody, zipped.headers);
+  const f2gzip = await interleaved(
+    settings,
+    { url: resultsUrl, headers: gzip, pid: attest.pid },
+    { url: bareZipped.url, pid: bareZipped.pid },
+  );
+  figures.push(
+    readFigure(
+      'F2',
+      `the same, Accept-Encoding: gzip (${zipped.headers['content-encoding'] === 'gzip' ? `${Math.round(wireBody.length / 1024)} KB gzip` : 'sent uncompressed'})`,
+      dialect,
+      undefined,
+      'bare node:http',
+      f2gzip,
+    ),
+  );
+  await bareZipped.stop();
+  if (dialect === 'postgres') return figures;
+
+  settings.step('F3 image');
+  const imageUrl = `${attest.url}/api/v1/images/${set.imageId}`;
+  const image = await answerOf(imageUrl, std);
+  const imageDir = tempDir('attest-bench-image-');
+  fs.writeFileSync(path.join(imageDir, 'image.png'), image.body);
+  if (hasCommand('nginx')) {
+    const port = await freePort();
+    const conf = path.join(imageDir, 'nginx.conf');
+    fs.writeFileSync(
+      conf,
+      `daemon off; worker_processes 1; pid ${imageDir}/nginx.pid; error_log ${imageDir}/error.log;
+events { worker_connections 1024; }
+http { access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000;
+  client_body_temp_path ${imageDir}; proxy_temp_path ${imageDir}; fastcgi_temp_path ${imageDir}; uwsgi_temp_path ${imageDir}; scgi_temp_path ${imageDir};
+  server { listen 127.0.0.1:${port}; location / { root ${imageDir}; default_type image/png; } } }\n`,
+    );
+    const nginx = await startPinned('nginx', ['-c', conf, '-p', imageDir], {}, answers(`http://127.0.0.1:${port}/image.png`));
+    const f3 = await interleaved(
+      settings,
+      { url: imageUrl, headers: std, pid: attest.pid },
+      { url: `http://127.0.0.1:${port}/image.png`, pid: nginx.pid },
+    );
+    figures.push(readFigure('F3', `hot ${Math.round(image.body.length / 1024)} KB image`, dialect, 0.5, 'nginx sendfile', f3));
+    await nginx.stop();
+  } else {
+    settings.step('F3: nginx is not installed (apt-get install -y nginx-light); its baseline is skipped');
+  }
+  const streamPort = await freePort();
+  const stream = await startPinned(
+    process.execPath,
+    ['bench/bare-server.mjs', String(streamPort), 'stream', path.join(imageDir, 'image.png'), 'image/png'],
+    {},
+    answers(`http://127.0.0.1:${streamPort}/`),
+  );
+  const f3stream = await interleaved(
+    settings,
+    { url: imageUrl, headers: std, pid: attest.pid },
+    { url: `http://127.0.0.1:${streamPort}/`, pid: stream.pid },
+  );
+  figures.push(readFigure('F3', 'hot image', dialect, undefined, 'bare createReadStream', f3stream));
+  await stream.stop();
+  const etag = image.headers.etag;
+  if (etag) {
+    const conditional = { ...std, 'if-none-match': etag };
+    const samples: number[] = [];
+    for (let i = 0; i < settings.repetitions; i++)
+      samples.push((await wrk(imageUrl, { headers: conditional, seconds: settings.seconds })).rps);
+    figures.push(
+      judge({
+        id: 'F3',
+        title: 'image 304 (If-None-Match)',
+        dialect,
+        unit: 'req/s',
+        attest: median(samples),
+        baseline: bareDeviceRps,
+        baselineName: "F1's bare node:http",
+        minRatio: 0.6,
+        samples: { attest: samples },
+      }),
+    );
+  }
+  return figures;
+}
+
+/** F4: bulk post, one-step posts and 35 KB uploads at 4 clients, against the driver and the disk alone. */
+export async function writeFigures(attest: Attest, settings: Settings): Promise<Figure[]> {
+  const api = new Api(attest.url, attest.key);
+  const project = await api.project();
+  const scratch = tempDir('attest-bench-baseline-');
+  const figures: Figure[] = [];
+
+  settings.step('F4 bulk post of 10,000 steps');
+  const bulk: number[] = [];
+  const driver: number[] = [];
+  for (let i = 0; i < settings.repetitions; i++) {
+    const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: `bulk ${i}` });
+    const body = { steps: stepsOf(10_000, 0, 0, `b${i}`) };
+    const start = performance.now();
+    await api.call('POST', `/testmgmt/testruns/${run.id}/results`, body);
+    bulk.push(10_000 / ((performance.now() - start) / 1000));
+    driver.push(driverBulkRowsPerSecond(scratch, 10_000));
+  }
+  figures.push(
+    judge({
+      id: 'F4',
+      title: 'bulk post, 10,000 steps',
+      dialect: 'sqlite',
+      unit: 'steps/s',
+      attest: median(bulk),
+      baseline: median(driver),
+      baselineName: 'better-sqlite3 alone',
+      samples: { attest: bulk, baseline: driver },
+    }),
+  );
+
+  settings.step('F4 one-step posts, 4 clients');
+  const posts: number[] = [];
+  const single: number[] = [];
+  for (let i = 0; i < settings.repetitions; i++) {
+    const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: `posts ${i}` });
+    posts.push(
+      await closedLoop(4, settings.seconds, (client, n) =>
+        api.call('POST', `/testmgmt/testruns/${run.id}/results`, {
+          steps: [{ key: `p${client}-${n}`, title: 'Step', status: 'passed', durationMs: 5 }],
+        }),
+      ),
+    );
+    single.push(driverSingleRowTransactionsPerSecond(scratch, settings.seconds));
+  }
+  figures.push(
+    judge({
+      id: 'F4',
+      title: 'one-step results posts, 4 clients',
+      dialect: 'sqlite',
+      unit: 'posts/s',
+      attest: median(posts),
+      baseline: median(single),
+      baselineName: 'single-row FULL transactions',
+      minRatio: 0.5,
+      samples: { attest: posts, baseline: single },
+    }),
+  );
+
+  settings.step('F4 35 KB uploads, 4 clients');
+  const uploads: number[] = [];
+  const disk: number[] = [];
+  const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: 'uploads' });
+  const images = await Promise.all(Array.from({ length: 64 }, () => png(35)));
+  for (let i = 0; i < settings.repetitions; i++) {
+    uploads.push(
+      await closedLoop(4, settings.seconds, (client, n) =>
+        api.upload(
+          project.id,
+          { testRunId: run.id, kind: 'screenshot', name: `s-${i}-${client}-${n}.png` },
+          images[(n * 4 + client) % images.length] as Buffer,
+          'image/png',
+        ),
+      ),
+    );
+    disk.push(await writeFsyncPerSecond(scratch, images[0] as Buffer, 4, settings.seconds));
+  }
+  figures.push(
+    judge({
+      id: 'F4',
+      title: '35 KB screenshot uploads, 4 clients',
+      dialect: 'sqlite',
+      unit: 'uploads/s',
+      attest: median(uploads),
+      baseline: median(disk),
+      baselineName: 'write + fsync, 4 at once',
+      minRatio: 0.3,
+      samples: { attest: uploads, baseline: disk },
+    }),
+  );
+  fs.rmSync(scratch, { recursive: true, force: true });
+  return figures;
+}
+
+/** `clients` loops calling `work` back to back for `seconds`; completed calls per second. */
+export async function closedLoop(clients: number, seconds: number, work: (client: number, n: number) => Promise<unknown>): Promise<number> {
+  const end = performance.now() + seconds * 1000;
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: clients }, async (_, client) => {
+      for (let n = 0; performance.now() < end; n++) {
+        await work(client, n);
+        done++;
+      }
+    }),
+  );
+  return done / seconds;
+}
+
+/** Samples a process's RSS every 50 ms while `work` runs; the peak. */
+export async function peakRss(pid: number, work: () => Promise<unknown>): Promise<number> {
+  let peak = rssMb(pid);
+  let running = true;
+  const sampler = (async () => {
+    while (running) {
+      peak = Math.max(peak, rssMb(pid));
+      await sleep(50);
+    }
+  })();
+  try {
+    await work();
+  } finally {
+    running = false;
+    await sampler;
+  }
+  return peak;
+}

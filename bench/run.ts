@@ -1,0 +1,292 @@
+// `npm run bench` (add `-- --quick` for about a minute): issue 8's figures F1–F6, each against a
+// baseline measured in the same run, written to bench/results/ and docs/performance.md.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import cliProgress from 'cli-progress';
+import pg from 'pg';
+import { ADMIN_EMAIL, Api, startAttest, stepsOf, tempDir } from './attest.ts';
+import { peakRss, png, prepareReads, readFigures, type Settings, writeFigures } from './figures.ts';
+import { answers, freePort, hasCommand, median, onExit, PINNED, rssMb, sleep, startPinned } from './lib.ts';
+import { type Figure, judge, write } from './report.ts';
+
+const quick = process.argv.includes('--quick');
+const updateDocs = !process.argv.includes('--no-docs');
+if (!hasCommand('wrk')) {
+  console.error('npm run bench needs wrk (and nginx for the image baseline): apt-get install -y wrk nginx-light');
+  process.exit(1);
+}
+const STEPS = 11;
+const bar = new cliProgress.SingleBar(
+  { format: 'bench [{bar}] {value}/{total} {step}', hideCursor: true },
+  cliProgress.Presets.shades_classic,
+);
+bar.start(STEPS, 0, { step: 'build' });
+const settings: Settings = { seconds: quick ? 2 : 5, repetitions: quick ? 1 : 3, step: (label) => bar.increment({ step: label }) };
+const figures: Figure[] = [];
+const temps: string[] = [];
+const temp = (prefix: string) => {
+  const dir = tempDir(prefix);
+  temps.push(dir);
+  return dir;
+};
+onExit(() => {
+  for (const dir of temps) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'ignore' });
+
+// SQLite: reads, writes, the run workload and memory.
+const sqlite = await startAttest({ dataDir: temp('attest-bench-sqlite-') });
+const reads = await prepareReads(sqlite);
+let underLoad = rssMb(sqlite.pid);
+const sampler = setInterval(() => {
+  underLoad = Math.max(underLoad, rssMb(sqlite.pid));
+}, 100);
+figures.push(...(await readFigures(sqlite, reads, 'sqlite', settings)));
+clearInterval(sampler);
+figures.push(...(await writeFigures(sqlite, settings)));
+
+settings.step('F5 100 runs × 20 steps × 20 cells × 2 screenshots');
+figures.push(...(await runWorkload(sqlite)));
+
+settings.step('F6 200 MB upload');
+const api = new Api(sqlite.url, sqlite.key);
+const project = await api.project();
+const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: 'large upload' });
+const large = Buffer.alloc(200 * 1024 * 1024, 7);
+await sleep(1000);
+const before = rssMb(sqlite.pid);
+const peak = await peakRss(sqlite.pid, () =>
+  api.upload(project.id, { testRunId: run.id, kind: 'video', name: 'screen.mp4' }, large, 'video/mp4'),
+);
+figures.push(
+  judge({
+    id: 'F6',
+    title: 'RSS growth during a 200 MB upload',
+    dialect: 'sqlite',
+    unit: 'MB',
+    attest: peak - before,
+    maxValue: 64,
+    samples: { attest: [peak - before] },
+  }),
+);
+figures.push(
+  judge({
+    id: 'F6',
+    title: 'RSS under read load (peak)',
+    dialect: 'sqlite',
+    unit: 'MB',
+    attest: underLoad,
+    samples: { attest: [underLoad] },
+  }),
+);
+await sqlite.stop();
+
+settings.step('F6 start-up with 10,000 runs');
+figures.push(...(await startupFigures()));
+
+// PostgreSQL, when one answers: the read figures only.
+settings.step('PostgreSQL');
+const postgresUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const admin = new pg.Client({ connectionString: postgresUrl });
+const reachable = await admin.connect().then(
+  () => true,
+  () => false,
+);
+if (reachable) {
+  const name = `attest_bench_${process.pid}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  try {
+    const url = new URL(postgresUrl);
+    url.pathname = `/${name}`;
+    const postgres = await startAttest({ dataDir: temp('attest-bench-pg-'), databaseUrl: url.toString() });
+    figures.push(...(await readFigures(postgres, await prepareReads(postgres), 'postgres', settings)));
+    await postgres.stop();
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+} else {
+  bar.stop();
+  console.error(`PostgreSQL at ${postgresUrl} does not answer: its figures are left out.`);
+}
+bar.stop();
+
+const machine = {
+  date: new Date().toISOString(),
+  cpu: os.cpus()[0]?.model ?? 'unknown',
+  cores: os.cpus().length,
+  memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+  node: process.version,
+  kernel: os.release(),
+  commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(),
+  mode: quick
+    ? `--quick (1 × ${settings.seconds} s per sample)`
+    : `${settings.repetitions} × ${settings.seconds} s per sample, A/B interleaved`,
+  pinning: PINNED ? 'server and baselines on CPU 0, wrk and clients on CPU 1 (taskset)' : 'not pinned (no taskset or one core)',
+  settings: 'npm start defaults, ATTEST_LOG_LEVEL=warn',
+};
+write(figures, machine, { updateDocs });
+console.log(fs.readFileSync('bench/results/latest.md', 'utf8'));
+process.exit(0);
+
+/** F5: the same 100 runs sent to Attest and to the minimal durable server, at 1 and 4 clients. */
+async function runWorkload(attest: Awaited<ReturnType<typeof startAttest>>): Promise<Figure[]> {
+  const api = new Api(attest.url, attest.key);
+  const project = await api.project();
+  const shots = await Promise.all([png(35), png(35)]);
+  const port = await freePort();
+  const minimal = await startPinned(
+    process.execPath,
+    ['bench/minimal-server.mjs', String(port), temp('attest-bench-minimal-')],
+    {},
+    async () => (await fetch(`http://127.0.0.1:${port}/runs`, { method: 'POST', body: JSON.stringify({ name: 'probe', steps: [] }) })).ok,
+  );
+  const runs = quick ? 40 : 100;
+  const oneRun = (i: number) => ({ name: `run ${i}`, steps: stepsOf(20, 20, 40, `r${i}`) });
+  const attestRuns = async (clients: number) => {
+    const start = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        for (let i = next++; i < runs; i = next++) {
+          const body = oneRun(i);
+          const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: body.name });
+          await api.call('POST', `/testmgmt/testruns/${run.id}/results`, { steps: body.steps });
+          for (const [n, shot] of shots.entries())
+            await api.upload(project.id, { testRunId: run.id, kind: 'screenshot', name: `shot-${n}.png` }, shot, 'image/png');
+          await api.call('PATCH', `/testmgmt/testruns/${run.id}`, { status: 'completed', verdict: 'passed' });
+        }
+      }),
+    );
+    return (performance.now() - start) / 1000;
+  };
+  const minimalRuns = async (clients: number) => {
+    const start = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        for (let i = next++; i < runs; i = next++) {
+          const body = oneRun(i);
+          const created = (await (
+            await fetch(`http://127.0.0.1:${port}/runs`, {
+              method: 'POST',
+              body: JSON.stringify({ name: body.name, steps: body.steps.map((s) => ({ ...s, cells: s.cells ?? [] })) }),
+            })
+          ).json()) as { id: string };
+          for (const shot of shots)
+            await (await fetch(`http://127.0.0.1:${port}/files/${created.id}`, { method: 'POST', body: shot })).arrayBuffer();
+        }
+      }),
+    );
+    return (performance.now() - start) / 1000;
+  };
+  const figures: Figure[] = [];
+  for (const clients of [1, 4]) {
+    const a: number[] = [];
+    const b: number[] = [];
+    for (let i = 0; i < settings.repetitions; i++) {
+      a.push(await attestRuns(clients));
+      b.push(await minimalRuns(clients));
+    }
+    // Seconds: lower is better, so the ratio is baseline time over Attest's time (1 = as fast).
+    figures.push(
+      judge({
+        id: 'F5',
+        title: `${runs} runs × 20 steps × 20 cells × 2 screenshots, ${clients} client${clients > 1 ? 's' : ''} (speed)`,
+        dialect: 'sqlite',
+        unit: 'runs/s',
+        attest: runs / median(a),
+        baseline: runs / median(b),
+        baselineName: 'minimal durable server',
+        ...(clients === 4 ? { minRatio: 1 } : {}),
+        samples: { attest: a, baseline: b },
+        notes: `seconds: Attest ${median(a).toFixed(2)}, minimal ${median(b).toFixed(2)}`,
+      }),
+    );
+  }
+  await minimal.stop();
+  return figures;
+}
+
+/** F6: idle RSS and start-up to the first health answer, on a data folder holding 10,000 runs. */
+async function startupFigures(): Promise<Figure[]> {
+  const migrations = fs
+    .readdirSync('src/server/db/migrations')
+    .map((f) => fs.readFileSync(path.join('src/server/db/migrations', f), 'utf8'));
+  const cache = path.join('bench/.cache', `runs-10000-${createHash('sha256').update(migrations.join('\n')).digest('hex').slice(0, 12)}`);
+  if (!fs.existsSync(path.join(cache, 'key'))) {
+    fs.rmSync(cache, { recursive: true, force: true });
+    const building = `${cache}.building`;
+    fs.rmSync(building, { recursive: true, force: true });
+    fs.mkdirSync(building, { recursive: true });
+    const server = await startAttest({ dataDir: building });
+    const api = new Api(server.url, server.key);
+    const project = await api.project();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let i = next++; i < 10_000; i = next++) {
+          await api.call('POST', '/testmgmt/testruns', {
+            projectId: project.id,
+            name: `run ${i}`,
+            verdict: 'passed',
+            results: { steps: stepsOf(5, 1, 40, `r${i}`) },
+          });
+        }
+      }),
+    );
+    await server.stop();
+    fs.writeFileSync(path.join(building, 'key'), server.key);
+    fs.renameSync(building, cache);
+  }
+  const key = fs.readFileSync(path.join(cache, 'key'), 'utf8');
+  const startups: number[] = [];
+  const idle: number[] = [];
+  for (let i = 0; i < Math.max(3, settings.repetitions); i++) {
+    const dir = temp('attest-bench-startup-');
+    fs.cpSync(cache, dir, { recursive: true });
+    const port = await freePort();
+    const started = performance.now();
+    const server = await startPinned(
+      process.execPath,
+      ['dist/server/main.js'],
+      {
+        ATTEST_LOG_LEVEL: 'warn',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        ATTEST_DATA_DIR: dir,
+        ATTEST_ADMIN_EMAIL: ADMIN_EMAIL,
+        ATTEST_ADMIN_API_KEY: key,
+      },
+      answers(`http://127.0.0.1:${port}/api/v1/health`),
+    );
+    startups.push(performance.now() - started);
+    await sleep(2000);
+    idle.push(rssMb(server.pid));
+    await server.stop();
+  }
+  return [
+    judge({
+      id: 'F6',
+      title: 'start-up to first health answer, 10,000 runs',
+      dialect: 'sqlite',
+      unit: 'ms',
+      attest: median(startups),
+      maxValue: 1000,
+      samples: { attest: startups },
+    }),
+    judge({
+      id: 'F6',
+      title: 'idle RSS after start-up, 10,000 runs',
+      dialect: 'sqlite',
+      unit: 'MB',
+      attest: median(idle),
+      maxValue: 120,
+      samples: { attest: idle },
+    }),
+  ];
+}
