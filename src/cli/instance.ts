@@ -6,6 +6,7 @@ import { createBlobStore } from '../server/blob/create-blob-store.ts';
 import { type Config, loadConfig } from '../server/config.ts';
 import type { AppContext } from '../server/context.ts';
 import { createDatabase, DataFolderBusyError } from '../server/db/database.ts';
+import { FrozenAnswers } from '../server/http/frozen-answers.ts';
 import { ThumbnailRenderer } from '../server/media/thumbnails.ts';
 import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from '../server/security/credentials-cache.ts';
 import { FailureLimiter } from '../server/security/failure-limiter.ts';
@@ -76,6 +77,7 @@ export function commandContext(instance: Awaited<ReturnType<typeof openInstance>
     lastUsedWrites: new Map(),
     authFailures: new FailureLimiter(config.authFailuresPerMinute),
     credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
+    frozenResults: new FrozenAnswers(config.resultsCacheBytes),
     thumbnails: new ThumbnailRenderer(config),
   };
 }

@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { crashTrigger } from './crash-points.ts';
 import { createDatabase } from './db/database.ts';
+import { FrozenAnswers } from './http/frozen-answers.ts';
 import { ThumbnailRenderer } from './media/thumbnails.ts';
 import { blobGcPlugin } from './plugins/blob-gc.ts';
 import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
@@ -102,6 +103,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     lastUsedWrites: new Map(),
     authFailures: new FailureLimiter(config.authFailuresPerMinute),
     credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
+    frozenResults: new FrozenAnswers(config.resultsCacheBytes),
     thumbnails: new ThumbnailRenderer(config),
   };
   app.decorate('attest', ctx);

@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import type { CrashPoint } from './crash-points.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import type { DB, Dialect } from './db/types.ts';
+import type { FrozenAnswers } from './http/frozen-answers.ts';
 import type { ThumbnailRenderer } from './media/thumbnails.ts';
 import type { CredentialsCache } from './security/credentials-cache.ts';
 import type { FailureLimiter } from './security/failure-limiter.ts';
@@ -29,6 +30,8 @@ export interface AppContext {
   authFailures: FailureLimiter;
   /** Principals of keys that authenticated, until access changes (PERF-1). */
   credentials: CredentialsCache<Principal>;
+  /** Completed runs' results as bytes (PERF-2). */
+  frozenResults: FrozenAnswers;
   /** The bounded thumbnail decoder (FILE-3). */
   thumbnails: ThumbnailRenderer;
 }

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { ClientKey, IdempotencyKey, NAME_MAX, Nullable, TEXT_MAX, Timestamp, Uuid } from '../common.ts';
+import { ClientKey, IdempotencyKey, NAME_MAX, NoContent, Nullable, TEXT_MAX, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { RunStatus, Verdict } from './run-states.ts';
 
@@ -171,7 +171,8 @@ export const getResults = endpoint({
   summary: 'The result content of a run: its text cells and steps (documented endpoint 2).',
   description:
     'Only for a completed run, whose results are frozen; any other run answers 409 `RUN_NOT_COMPLETED` unless ' +
-    '`partial=true` asks for what is stored so far.',
+    "`partial=true` asks for what is stored so far. A completed run's answer carries a strong `ETag` (one per " +
+    'encoding) and is compressed with br or gzip when `Accept-Encoding` asks; `If-None-Match` with its ETag answers 304.',
   tag: 'Results',
   access: { scope: 'project', role: 'viewer' },
   params: RunParams,
@@ -179,5 +180,5 @@ export const getResults = endpoint({
     { partial: Type.Optional(Type.Boolean({ description: 'Answer for a run that is not completed too.' })) },
     { additionalProperties: false },
   ),
-  responses: { 200: RunResults },
+  responses: { 200: RunResults, 304: NoContent },
 });

@@ -82,6 +82,8 @@ export async function deleteProject(ctx: AppContext, projectId: string, actor: A
     inTransaction(ctx.db, async (trx) => {
       const project = found(await findProject(trx, projectId), 'The project');
       await deleteProjectRow(trx, project.id);
+      // Its runs' kept results go too (they were unreachable already: the owner check answers 404).
+      ctx.frozenResults.invalidate();
       await audit(ctx, trx, {
         actorUserId: actor.userId,
         action: 'project.delete',
