@@ -7,6 +7,7 @@ import { type Config, loadConfig } from '../server/config.ts';
 import type { AppContext } from '../server/context.ts';
 import { createDatabase, DataFolderBusyError } from '../server/db/database.ts';
 import { FrozenAnswers } from '../server/http/frozen-answers.ts';
+import { HotBlobs } from '../server/http/hot-blobs.ts';
 import { ThumbnailRenderer } from '../server/media/thumbnails.ts';
 import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from '../server/security/credentials-cache.ts';
 import { FailureLimiter } from '../server/security/failure-limiter.ts';
@@ -78,6 +79,7 @@ export function commandContext(instance: Awaited<ReturnType<typeof openInstance>
     authFailures: new FailureLimiter(config.authFailuresPerMinute),
     credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),
+    hotBlobs: new HotBlobs(config.imageCacheBytes),
     thumbnails: new ThumbnailRenderer(config),
   };
 }

@@ -6,6 +6,7 @@ import type { AppContext } from './context.ts';
 import { crashTrigger } from './crash-points.ts';
 import { createDatabase } from './db/database.ts';
 import { FrozenAnswers } from './http/frozen-answers.ts';
+import { HotBlobs } from './http/hot-blobs.ts';
 import { ThumbnailRenderer } from './media/thumbnails.ts';
 import { blobGcPlugin } from './plugins/blob-gc.ts';
 import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
@@ -104,6 +105,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     authFailures: new FailureLimiter(config.authFailuresPerMinute),
     credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),
+    hotBlobs: new HotBlobs(config.imageCacheBytes),
     thumbnails: new ThumbnailRenderer(config),
   };
   app.decorate('attest', ctx);

@@ -60,6 +60,8 @@ export interface Config {
   thumbnailQueue: number;
   /** Bytes of completed runs' results kept ready to send, encodings included (`ATTEST_RESULTS_CACHE_MB`; 0 keeps none). */
   resultsCacheBytes: number;
+  /** Bytes of often-read images kept in memory (`ATTEST_IMAGE_CACHE_MB`; 0 keeps none). */
+  imageCacheBytes: number;
   /** Most artifacts one run may hold; a run's artifact list then always fits one answer. */
   maxArtifactsPerRun: number;
   /** SQLite `synchronous` level; FULL survives power loss, NORMAL only process crashes. */
@@ -223,6 +225,7 @@ export function loadConfig(env: Env = process.env): Config {
     thumbnailConcurrency: r.int('ATTEST_THUMBNAIL_CONCURRENCY', Math.min(4, os.availableParallelism()), 1, 64),
     thumbnailQueue: r.int('ATTEST_THUMBNAIL_QUEUE', 16, 0, 10_000),
     resultsCacheBytes: r.int('ATTEST_RESULTS_CACHE_MB', 64, 0, 1_000_000) * MiB,
+    imageCacheBytes: r.int('ATTEST_IMAGE_CACHE_MB', 64, 0, 1_000_000) * MiB,
     maxArtifactsPerRun: r.int('ATTEST_MAX_ARTIFACTS_PER_RUN', 10_000, 1, 10_000),
     sqliteSynchronous: r.oneOf('ATTEST_SQLITE_SYNCHRONOUS', 'FULL', ['FULL', 'NORMAL'] as const),
     allowNetworkFs: r.bool('ATTEST_ALLOW_NETWORK_FS', false),

@@ -6,6 +6,7 @@ import type { CrashPoint } from './crash-points.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import type { DB, Dialect } from './db/types.ts';
 import type { FrozenAnswers } from './http/frozen-answers.ts';
+import type { HotBlobs } from './http/hot-blobs.ts';
 import type { ThumbnailRenderer } from './media/thumbnails.ts';
 import type { CredentialsCache } from './security/credentials-cache.ts';
 import type { FailureLimiter } from './security/failure-limiter.ts';
@@ -32,6 +33,8 @@ export interface AppContext {
   credentials: CredentialsCache<Principal>;
   /** Completed runs' results as bytes (PERF-2). */
   frozenResults: FrozenAnswers;
+  /** Bytes of often-read images (PERF-3). */
+  hotBlobs: HotBlobs;
   /** The bounded thumbnail decoder (FILE-3). */
   thumbnails: ThumbnailRenderer;
 }

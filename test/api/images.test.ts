@@ -85,6 +85,32 @@ for (const dialect of DIALECTS) {
       assert.equal(raw.headers['accept-ranges'], 'bytes');
     });
 
+    test('an image answered from memory is the same bytes with the same headers (PERF-3)', async () => {
+      const png = await randomPng();
+      const imageId = await screenshot(png);
+      const hot = server.app.attest.hotBlobs;
+      const before = hot.size.entries;
+      const fromDisk = await get(imageId, viewer.key);
+      assert.equal(hot.size.entries, before + 1, 'the first read keeps the bytes');
+      // Gone from the disk: only the kept bytes can answer now.
+      const file = blobFile(server.dataDir, sha256(png));
+      assert.ok(fs.existsSync(file), file);
+      fs.renameSync(file, `${file}.away`);
+      try {
+        const fromMemory = await get(imageId, viewer.key);
+        assert.equal(fromMemory.status, 200);
+        assert.deepEqual(fromMemory.body, png);
+        const { date: _a, 'x-request-id': _b, ...diskHeaders } = fromDisk.headers;
+        const { date: _c, 'x-request-id': _d, ...memoryHeaders } = fromMemory.headers;
+        assert.deepEqual(memoryHeaders, diskHeaders);
+        // Access is still checked first.
+        assert.equal((await get(imageId, outsider.key)).status, 404);
+      } finally {
+        fs.renameSync(`${file}.away`, file);
+      }
+      assert.ok(hot.size.bytes <= server.config.imageCacheBytes);
+    });
+
     test('answers If-None-Match with the ETag with 304 and no body; another ETag gets the bytes', async () => {
       const png = await randomPng();
       const imageId = await screenshot(png);

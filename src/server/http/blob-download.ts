@@ -84,8 +84,12 @@ export async function sendBlob(
   }
 
   const part = range === 'unsatisfiable' ? undefined : range;
-  const stream = notModified ? undefined : await ctx.blobs.get(download.sha256, part);
-  if (!notModified && !stream) {
+  // A whole immutable raster image may come from memory, and once read goes there (PERF-3).
+  const hot =
+    !notModified && !part && download.caching === 'immutable' && isRasterImage(download.contentType) && ctx.hotBlobs.keeps(download.size);
+  const kept = hot ? ctx.hotBlobs.get(download.sha256) : undefined;
+  const stream = notModified || kept ? undefined : await ctx.blobs.get(download.sha256, part);
+  if (!notModified && !kept && !stream) {
     // A row without its blob breaks durability invariant I1: report it loudly, answer 503 (and
     // before any caching header is set, so no cache keeps the failure).
     ctx.log.error({ sha256: download.sha256 }, 'blob missing for a stored row');
@@ -109,5 +113,7 @@ export async function sendBlob(
   } else {
     reply.code(200).header('content-length', String(download.size));
   }
+  if (kept) return reply.send(kept);
+  if (hot && stream) return reply.send(await ctx.hotBlobs.fill(download.sha256, download.size, stream));
   return reply.send(stream);
 }
