@@ -29,7 +29,14 @@ function base62(value: bigint, width: number): string {
 }
 
 function checksum(prefixAndBody: string): string {
-  return base62(BigInt(crc32(prefixAndBody)), CRC_LENGTH);
+  // A CRC32 fits a double exactly: plain arithmetic, no BigInt, on every standard key checked.
+  let rest = crc32(prefixAndBody);
+  let out = '';
+  while (rest > 0) {
+    out = BASE62[rest % 62] + out;
+    rest = Math.floor(rest / 62);
+  }
+  return out.padStart(CRC_LENGTH, '0');
 }
 
 /** Creates a new random key of the given kind. */

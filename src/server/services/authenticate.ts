@@ -3,7 +3,7 @@ import { findKeyWithUserByDigest, touchKeyLastUsed } from '../db/repositories/ap
 import { projectIdsOfUser } from '../db/repositories/users.ts';
 import type { ApiKeysTable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
-import { classifyToken, digestsMatch, emailDigest, keyDigest } from '../security/api-key.ts';
+import { classifyToken, digestsMatch, emailDigest, KEY_PREFIXES, keyDigest } from '../security/api-key.ts';
 import { verifyPassword } from '../security/password.ts';
 import { highestRole, parseRoles } from '../security/roles.ts';
 import { createApiKey, findActiveUser } from './users.ts';
@@ -85,8 +85,10 @@ function usableCached(ctx: AppContext, cacheKey: string): Principal | undefined 
  */
 export function knownPrincipal(ctx: AppContext, token: string | undefined, userHeader: string | undefined): Principal | undefined {
   if (!token) return undefined;
-  const shape = classifyToken(token);
-  if (shape === 'invalid' || (shape === 'legacy' && !ctx.config.legacyKeys)) return undefined;
+  // The checksum needs no checking here: only digests of keys that passed every check are kept,
+  // and no other token has the same SHA-256.
+  const shape = token.startsWith(KEY_PREFIXES.standard) ? 'standard' : token.startsWith(KEY_PREFIXES.session) ? 'session' : 'legacy';
+  if (shape === 'legacy' && !ctx.config.legacyKeys) return undefined;
   return usableCached(ctx, credentialsKey(keyDigest(token, shape), shape, userHeader));
 }
 
