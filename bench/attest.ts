@@ -13,6 +13,9 @@ export const ADMIN_EMAIL = 'bench@example.test';
 export const BENCH_ENV = {
   // Request logging off: every figure would otherwise also measure writing two log lines per request.
   ATTEST_LOG_LEVEL: 'warn',
+  // One key sends thousands of requests a second here, far above the default budget of 1,000 a
+  // second: the limiter stays installed and counts every request, but never refuses one.
+  ATTEST_RATE_LIMIT_PER_MINUTE: '10000000',
 };
 
 export interface Attest extends Started {

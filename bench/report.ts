@@ -38,7 +38,7 @@ export function markdown(figures: Figure[], machine: Record<string, unknown>): s
     return `| ${f.id} | ${f.title} | ${f.dialect} | ${fmt(f.attest, f.attest < 10 ? 2 : 0)} ${f.unit} | ${f.baseline === undefined ? '—' : `${fmt(f.baseline, f.baseline < 10 ? 2 : 0)} (${f.baselineName})`} | ${fmt(f.ratio, 2)} | ${bar} | ${verdict} |`;
   });
   return [
-    `Measured ${machine.date} on ${machine.cpu} (${machine.cores} cores), Node.js ${machine.node}, commit ${machine.commit}, ${machine.mode}; ${machine.pinning}.`,
+    `Measured ${machine.date} on ${machine.cpu} (${machine.cores} cores), Node.js ${machine.node}, commit ${machine.commit}, ${machine.mode}; ${machine.pinning}; ${machine.settings}.`,
     '',
     '| Figure | What | Database | Attest | Baseline | Ratio | Bar | |',
     '|---|---|---|---|---|---|---|---|',
