@@ -235,7 +235,7 @@ http { access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000;
     { url: imageUrl, headers: std, pid: attest.pid },
     { url: `http://127.0.0.1:${streamPort}/`, pid: stream.pid },
   );
-  figures.push(readFigure('F3', 'hot image', dialect, undefined, 'bare createReadStream', f3stream));
+  figures.push(readFigure('F3', 'hot image vs streaming from disk', dialect, undefined, 'bare createReadStream', f3stream));
   await stream.stop();
   const etag = image.headers.etag;
   if (etag) {

@@ -53,7 +53,7 @@ const escapeXml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').
 export function svg(figures: Figure[]): string {
   const rated = figures.filter((f) => f.ratio !== undefined);
   const rowHeight = 22;
-  const left = 330;
+  const left = 520;
   const width = 300;
   const scale = (ratio: number) => Math.min(ratio, 1.5) * (width / 1.5);
   const height = rated.length * rowHeight + 40;
