@@ -62,6 +62,13 @@ export interface Config {
   resultsCacheBytes: number;
   /** Bytes of often-read images kept in memory (`ATTEST_IMAGE_CACHE_MB`; 0 keeps none). */
   imageCacheBytes: number;
+  /**
+   * Who sends blob bytes (`ATTEST_BLOB_OFFLOAD`): Attest itself (`none`), or a front proxy told by
+   * an `X-Accel-Redirect` (nginx) or `X-Sendfile` header, after Attest checked access.
+   */
+  blobOffload: 'none' | 'x-accel-redirect' | 'x-sendfile';
+  /** The nginx `internal` location blobs are redirected to (`ATTEST_BLOB_OFFLOAD_PREFIX`). */
+  blobOffloadPrefix: string;
   /** Most artifacts one run may hold; a run's artifact list then always fits one answer. */
   maxArtifactsPerRun: number;
   /** SQLite `synchronous` level; FULL survives power loss, NORMAL only process crashes. */
@@ -226,6 +233,8 @@ export function loadConfig(env: Env = process.env): Config {
     thumbnailQueue: r.int('ATTEST_THUMBNAIL_QUEUE', 16, 0, 10_000),
     resultsCacheBytes: r.int('ATTEST_RESULTS_CACHE_MB', 64, 0, 1_000_000) * MiB,
     imageCacheBytes: r.int('ATTEST_IMAGE_CACHE_MB', 64, 0, 1_000_000) * MiB,
+    blobOffload: r.oneOf('ATTEST_BLOB_OFFLOAD', 'none', ['none', 'x-accel-redirect', 'x-sendfile'] as const),
+    blobOffloadPrefix: r.string('ATTEST_BLOB_OFFLOAD_PREFIX') ?? '/internal-blobs/',
     maxArtifactsPerRun: r.int('ATTEST_MAX_ARTIFACTS_PER_RUN', 10_000, 1, 10_000),
     sqliteSynchronous: r.oneOf('ATTEST_SQLITE_SYNCHRONOUS', 'FULL', ['FULL', 'NORMAL'] as const),
     allowNetworkFs: r.bool('ATTEST_ALLOW_NETWORK_FS', false),

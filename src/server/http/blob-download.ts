@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RASTER_TYPES } from '../../api/v1/artifacts.ts';
-import type { BlobDownload, ByteRange } from '../blob/blob-store.ts';
+import type { BlobDownload, BlobStore, ByteRange } from '../blob/blob-store.ts';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { asciiFileName, imageFileName } from '../media/file-names.ts';
@@ -30,6 +30,19 @@ export function contentDisposition(download: Pick<BlobDownload, 'contentType' | 
   if (!download.fileName) return inline ? 'inline' : 'attachment';
   const name = inline ? imageFileName(download.fileName, download.contentType) : download.fileName;
   return `${inline ? 'inline' : 'attachment'}; filename="${asciiFileName(name)}"; filename*=UTF-8''${encodeRfc8187(name)}`;
+}
+
+/**
+ * Where the front proxy finds a blob (PERF-4): the path under the nginx `internal` location for
+ * `X-Accel-Redirect`, or the file's absolute path for `X-Sendfile`. Undefined when the store keeps
+ * no files.
+ */
+function offloadTarget(ctx: AppContext, sha256: string): { header: string; target: string } | undefined {
+  const store = ctx.blobs as BlobStore & { blobPath?: (sha256: string) => string };
+  if (typeof store.blobPath !== 'function') return undefined;
+  const file = store.blobPath(sha256);
+  if (ctx.config.blobOffload === 'x-sendfile') return { header: 'x-sendfile', target: file };
+  return { header: 'x-accel-redirect', target: `${ctx.config.blobOffloadPrefix}${sha256.slice(0, 2)}/${sha256.slice(2, 4)}/${sha256}` };
 }
 
 const matchesEtag = (header: string, etag: string): boolean =>
@@ -83,13 +96,19 @@ export async function sendBlob(
     });
   }
 
-  const part = range === 'unsatisfiable' ? undefined : range;
+  const offload = ctx.config.blobOffload !== 'none' && !notModified ? offloadTarget(ctx, download.sha256) : undefined;
+  const part = range === 'unsatisfiable' || offload ? undefined : range;
   // A whole immutable raster image may come from memory, and once read goes there (PERF-3).
   const hot =
-    !notModified && !part && download.caching === 'immutable' && isRasterImage(download.contentType) && ctx.hotBlobs.keeps(download.size);
+    !offload &&
+    !notModified &&
+    !part &&
+    download.caching === 'immutable' &&
+    isRasterImage(download.contentType) &&
+    ctx.hotBlobs.keeps(download.size);
   const kept = hot ? ctx.hotBlobs.get(download.sha256) : undefined;
-  const stream = notModified || kept ? undefined : await ctx.blobs.get(download.sha256, part);
-  if (!notModified && !kept && !stream) {
+  const stream = notModified || kept || offload ? undefined : await ctx.blobs.get(download.sha256, part);
+  if (!notModified && !kept && !offload && !stream) {
     // A row without its blob breaks durability invariant I1: report it loudly, answer 503 (and
     // before any caching header is set, so no cache keeps the failure).
     ctx.log.error({ sha256: download.sha256 }, 'blob missing for a stored row');
@@ -107,6 +126,11 @@ export async function sendBlob(
 
   reply.header('content-disposition', contentDisposition(download));
   reply.type(download.contentType);
+  if (offload) {
+    // The proxy sends the file, ranges included; Attest has checked access and set every header.
+    reply.header(offload.header, offload.target);
+    return reply.code(200).send();
+  }
   if (part) {
     reply.code(206).header('content-range', `bytes ${part.start}-${part.end}/${download.size}`);
     reply.header('content-length', String(part.end - part.start + 1));
