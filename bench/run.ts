@@ -147,43 +147,38 @@ async function runWorkload(attest: Awaited<ReturnType<typeof startAttest>>): Pro
   );
   const runs = quick ? 40 : 100;
   const oneRun = (i: number) => ({ name: `run ${i}`, steps: stepsOf(20, 20, 40, `r${i}`) });
-  const attestRuns = async (clients: number) => {
+  /** Seconds for `clients` loops to send runs 0…runs-1 between them, each taking the next one. */
+  const timed = async (clients: number, send: (i: number) => Promise<void>) => {
     const start = performance.now();
     let next = 0;
     await Promise.all(
       Array.from({ length: clients }, async () => {
-        for (let i = next++; i < runs; i = next++) {
-          const body = oneRun(i);
-          const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: body.name });
-          await api.call('POST', `/testmgmt/testruns/${run.id}/results`, { steps: body.steps });
-          for (const [n, shot] of shots.entries())
-            await api.upload(project.id, { testRunId: run.id, kind: 'screenshot', name: `shot-${n}.png` }, shot, 'image/png');
-          await api.call('PATCH', `/testmgmt/testruns/${run.id}`, { status: 'completed', verdict: 'passed' });
-        }
+        for (let i = next++; i < runs; i = next++) await send(i);
       }),
     );
     return (performance.now() - start) / 1000;
   };
-  const minimalRuns = async (clients: number) => {
-    const start = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: clients }, async () => {
-        for (let i = next++; i < runs; i = next++) {
-          const body = oneRun(i);
-          const created = (await (
-            await fetch(`http://127.0.0.1:${port}/runs`, {
-              method: 'POST',
-              body: JSON.stringify({ name: body.name, steps: body.steps.map((s) => ({ ...s, cells: s.cells ?? [] })) }),
-            })
-          ).json()) as { id: string };
-          for (const shot of shots)
-            await (await fetch(`http://127.0.0.1:${port}/files/${created.id}`, { method: 'POST', body: shot })).arrayBuffer();
-        }
-      }),
-    );
-    return (performance.now() - start) / 1000;
-  };
+  const attestRuns = (clients: number) =>
+    timed(clients, async (i) => {
+      const body = oneRun(i);
+      const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: body.name });
+      await api.call('POST', `/testmgmt/testruns/${run.id}/results`, { steps: body.steps });
+      for (const [n, shot] of shots.entries())
+        await api.upload(project.id, { testRunId: run.id, kind: 'screenshot', name: `shot-${n}.png` }, shot, 'image/png');
+      await api.call('PATCH', `/testmgmt/testruns/${run.id}`, { status: 'completed', verdict: 'passed' });
+    });
+  const minimalRuns = (clients: number) =>
+    timed(clients, async (i) => {
+      const body = oneRun(i);
+      const created = (await (
+        await fetch(`http://127.0.0.1:${port}/runs`, {
+          method: 'POST',
+          body: JSON.stringify({ name: body.name, steps: body.steps.map((s) => ({ ...s, cells: s.cells ?? [] })) }),
+        })
+      ).json()) as { id: string };
+      for (const shot of shots)
+        await (await fetch(`http://127.0.0.1:${port}/files/${created.id}`, { method: 'POST', body: shot })).arrayBuffer();
+    });
   const figures: Figure[] = [];
   for (const clients of [1, 4]) {
     const a: number[] = [];

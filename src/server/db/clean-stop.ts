@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { fsyncDirectory } from './wal-sync.ts';
 
 // Whether the previous process that used a data folder stopped cleanly, so start-up runs the
 // whole-file integrity check (SQLite quick_check) only when it may have stopped mid-write (DUR-9).
@@ -25,20 +26,11 @@ export function markOpen(dataDir: string): void {
   } finally {
     fs.closeSync(fd);
   }
-  syncFolder(dataDir);
+  fsyncDirectory(dataDir);
 }
 
 /** Records a clean stop: the database is closed (its WAL checkpointed), nothing is half-written. */
 export function markClosed(dataDir: string): void {
   fs.rmSync(path.join(dataDir, MARKER), { force: true });
-  syncFolder(dataDir);
-}
-
-function syncFolder(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
+  fsyncDirectory(dataDir);
 }
