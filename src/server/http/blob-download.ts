@@ -4,6 +4,7 @@ import type { BlobDownload, BlobStore, ByteRange } from '../blob/blob-store.ts';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { asciiFileName, imageFileName } from '../media/file-names.ts';
+import { matchesEtag } from './etag.ts';
 
 /** The policy raw.githubusercontent.com sends: nothing loads, nothing runs, even if a browser renders it as HTML. */
 const SANDBOX_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
@@ -44,9 +45,6 @@ function offloadTarget(ctx: AppContext, sha256: string): { header: string; targe
   if (ctx.config.blobOffload === 'x-sendfile') return { header: 'x-sendfile', target: file };
   return { header: 'x-accel-redirect', target: `${ctx.config.blobOffloadPrefix}${sha256.slice(0, 2)}/${sha256.slice(2, 4)}/${sha256}` };
 }
-
-const matchesEtag = (header: string, etag: string): boolean =>
-  header.trim() === '*' || header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
 
 /**
  * The one range of a `Range: bytes=…` header, `'unsatisfiable'` (416), or undefined to send the

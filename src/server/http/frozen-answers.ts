@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ByteLru } from './byte-lru.ts';
+import { matchesEtag } from './etag.ts';
 
 // Answers that can no longer change (a completed run's results, PERF-2), kept as bytes: built and
 // serialised once, compressed once per encoding on first demand, and sent with a strong ETag.
@@ -21,12 +23,13 @@ interface Frozen {
 }
 
 export class FrozenAnswers {
-  readonly #entries = new Map<string, Frozen>();
-  #bytes = 0;
+  readonly #kept: ByteLru<Frozen>;
   #generation = 0;
 
   /** `capacity` in bytes over all bodies kept; 0 keeps nothing. */
-  constructor(private readonly capacity: number) {}
+  constructor(capacity: number) {
+    this.#kept = new ByteLru(capacity, (frozen) => frozen.bytes);
+  }
 
   /** Taken before the answer is read; `store` refuses an answer read across an `invalidate`. */
   ticket(): number {
@@ -34,13 +37,7 @@ export class FrozenAnswers {
   }
 
   get(key: string): Frozen | undefined {
-    const entry = this.#entries.get(key);
-    if (entry) {
-      // Least recently used goes first: a hit moves to the back.
-      this.#entries.delete(key);
-      this.#entries.set(key, entry);
-    }
-    return entry;
+    return this.#kept.get(key);
   }
 
   /** Keeps the JSON text of an answer that will not change; the oldest entries make room. */
@@ -51,10 +48,7 @@ export class FrozenAnswers {
       bodies: new Map([['identity', Promise.resolve(identity)]]),
       bytes: identity.length,
     };
-    if (ticket !== this.#generation || identity.length > this.capacity) return frozen;
-    this.#entries.set(key, frozen);
-    this.#bytes += frozen.bytes;
-    this.#evict();
+    if (ticket === this.#generation) this.#kept.set(key, frozen);
     return frozen;
   }
 
@@ -70,10 +64,8 @@ export class FrozenAnswers {
     );
     frozen.bodies.set(encoding, body);
     void body.then((bytes) => {
-      if (this.#entries.get(key) !== frozen) return;
       frozen.bytes += bytes.length;
-      this.#bytes += bytes.length;
-      this.#evict();
+      this.#kept.grew(key, frozen, bytes.length);
     });
     return body;
   }
@@ -81,25 +73,13 @@ export class FrozenAnswers {
   /** Something kept may have changed: forget everything, and refuse answers read before now. */
   invalidate(): void {
     this.#generation++;
-    this.#entries.clear();
-    this.#bytes = 0;
+    this.#kept.clear();
   }
 
   get size(): { entries: number; bytes: number } {
-    return { entries: this.#entries.size, bytes: this.#bytes };
-  }
-
-  #evict(): void {
-    for (const [key, entry] of this.#entries) {
-      if (this.#bytes <= this.capacity) break;
-      this.#entries.delete(key);
-      this.#bytes -= entry.bytes;
-    }
+    return this.#kept.size;
   }
 }
-
-const matches = (header: string, etag: string) =>
-  header.trim() === '*' || header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
 
 /**
  * Sends a frozen answer in the best encoding the client accepts (`Accept-Encoding`, q-values
@@ -115,7 +95,7 @@ export async function sendFrozen(request: FastifyRequest, reply: FastifyReply, k
   // The client may keep it, but asks again each time: the ETag makes that a 304.
   reply.header('cache-control', 'private, no-cache');
   const ifNoneMatch = request.headers['if-none-match'];
-  if (ifNoneMatch !== undefined && matches(ifNoneMatch, etag)) return reply.code(304).send();
+  if (ifNoneMatch !== undefined && matchesEtag(ifNoneMatch, etag)) return reply.code(304).send();
   const body = await answers.body(key, frozen, encoding);
   if (encoding !== 'identity') reply.header('content-encoding', encoding);
   reply.type('application/json; charset=utf-8');

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { ByteLru } from './byte-lru.ts';
 
 // Hot blobs in memory (PERF-3): the bytes of small, often-read immutable blobs (screenshots),
 // keyed by their SHA-256. A blob's bytes never change for its digest, so an entry is never stale:
@@ -8,24 +9,20 @@ import type { Readable } from 'node:stream';
 export const HOT_BLOB_MAX_BYTES = 4 * 1024 * 1024;
 
 export class HotBlobs {
-  readonly #entries = new Map<string, Buffer>();
-  #bytes = 0;
+  readonly #kept: ByteLru<Buffer>;
 
   /** `capacity` in bytes; 0 keeps nothing. */
-  constructor(private readonly capacity: number) {}
+  constructor(capacity: number) {
+    this.#kept = new ByteLru(capacity, (bytes) => bytes.length);
+  }
 
   /** Whether a blob of this size is ever kept. */
   keeps(size: number): boolean {
-    return size <= HOT_BLOB_MAX_BYTES && size <= this.capacity;
+    return size <= HOT_BLOB_MAX_BYTES && size <= this.#kept.capacity;
   }
 
   get(sha256: string): Buffer | undefined {
-    const bytes = this.#entries.get(sha256);
-    if (bytes) {
-      this.#entries.delete(sha256);
-      this.#entries.set(sha256, bytes);
-    }
-    return bytes;
+    return this.#kept.get(sha256);
   }
 
   /** Reads `stream` whole, keeps the bytes when they are the blob's `size`, and returns them. */
@@ -33,18 +30,11 @@ export class HotBlobs {
     const chunks: Buffer[] = [];
     for await (const chunk of stream) chunks.push(chunk as Buffer);
     const bytes = Buffer.concat(chunks);
-    if (bytes.length !== size || !this.keeps(size) || this.#entries.has(sha256)) return bytes;
-    this.#entries.set(sha256, bytes);
-    this.#bytes += size;
-    for (const [key, entry] of this.#entries) {
-      if (this.#bytes <= this.capacity) break;
-      this.#entries.delete(key);
-      this.#bytes -= entry.length;
-    }
+    if (bytes.length === size && this.keeps(size) && !this.#kept.has(sha256)) this.#kept.set(sha256, bytes);
     return bytes;
   }
 
   get size(): { entries: number; bytes: number } {
-    return { entries: this.#entries.size, bytes: this.#bytes };
+    return this.#kept.size;
   }
 }

@@ -26,8 +26,8 @@ export const unauthenticated = () =>
  * Resolves the caller from the two headers of SPEC-1.3. A standard key with a bad layout or
  * checksum fails before any query. Every other failure runs exactly one lookup and one
  * constant-time comparison, so unknown keys, wrong e-mails and missing e-mails cost the same.
- * A key that succeeded is answered from the credentials cache until access changes (PERF-1);
- * failures are never cached.
+ * A key that succeeds goes into the credentials cache, where `knownPrincipal` finds it until access
+ * changes (PERF-1); failures are never cached. The access hook asks the cache first.
  */
 export async function authenticate(ctx: AppContext, token: string | undefined, userHeader: string | undefined): Promise<Principal> {
   if (!token) throw unauthenticated();
@@ -36,8 +36,6 @@ export async function authenticate(ctx: AppContext, token: string | undefined, u
 
   const digest = keyDigest(token, shape);
   const cacheKey = credentialsKey(digest, shape, userHeader);
-  const cached = usableCached(ctx, cacheKey);
-  if (cached) return cached;
   const ticket = ctx.credentials.ticket();
   const row = await findKeyWithUserByDigest(ctx.db, digest);
 
