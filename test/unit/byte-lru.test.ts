@@ -16,8 +16,8 @@ test('the least recently used entries leave first, and the bound holds as values
   assert.deepEqual(lru.size, { entries: 2, bytes: 8 });
   a.bytes += 3;
   lru.grew('a', a, 3);
-  assert.equal(lru.has('c'), false);
-  assert.deepEqual(lru.size, { entries: 1, bytes: 7 });
+  assert.equal(lru.has('a'), false, 'growing is not a use: a was now the oldest');
+  assert.deepEqual(lru.size, { entries: 1, bytes: 4 });
   lru.set('huge', { bytes: 11 });
   assert.equal(lru.has('huge'), false, 'a value over the capacity is never kept');
   lru.clear();
