@@ -3,8 +3,10 @@ import { EnvFileError, loadEnvFile } from '../server/env-file.ts';
 import { APP_VERSION } from '../server/version.ts';
 import { adminKeyCommand } from './commands/admin-key.ts';
 import { backupCommand } from './commands/backup.ts';
+import { exportCommand } from './commands/export.ts';
 import { gcCommand } from './commands/gc.ts';
 import { migrateCommand } from './commands/migrate.ts';
+import { remoteCommands } from './commands/remote-commands.ts';
 import { restoreCommand } from './commands/restore.ts';
 import { verifyCommand } from './commands/verify.ts';
 
@@ -26,6 +28,8 @@ export function buildProgram(): Command {
   backupCommand(program);
   restoreCommand(program);
   adminKeyCommand(program);
+  remoteCommands(program);
+  exportCommand(program);
   return program;
 }
 

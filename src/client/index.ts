@@ -1,11 +1,13 @@
 import type { BodyOf, Endpoint, ParamsOf, QueryOf, ReplyOf } from '../api/endpoint.ts';
+import { type RetryPolicy, retrying } from './retry.ts';
 
 export * as v1 from '../api/v1/index.ts';
+export { type RetryPolicy, retryAfterMs } from './retry.ts';
 
 /** How the client authenticates: a standard key alone, or an old-format (UUID) key with its owner's e-mail. */
 export interface Credentials {
   apiKey: string;
-  /** Only for old-format keys: sent as `service.user`. */
+  /** Only for old-format keys: sent as `service.user`, and required with them. */
   user?: string;
 }
 
@@ -13,10 +15,12 @@ export interface ClientOptions extends Partial<Credentials> {
   /** The instance base URL, e.g. `https://attest.example.com` (no `/api/v1`). */
   baseUrl: string;
   version?: string;
-  /** Custom fetch (tests, proxies); defaults to the global one. */
+  /** Custom fetch (tests, proxies, the server exporting through its own routes); defaults to the global one. */
   fetch?: typeof fetch;
   /** Per-request timeout in milliseconds (default 60 s). */
   timeoutMs?: number;
+  /** Retries of idempotent calls; `{ attempts: 1 }` turns them off. */
+  retry?: Partial<RetryPolicy>;
 }
 
 /** A problem response (RFC 9457) as an exception; branch on `code`. */
@@ -31,6 +35,14 @@ export class ApiError extends Error {
   }
 }
 
+/** The client was configured so that no call could succeed; raised before anything is sent. */
+export class ClientConfigError extends Error {
+  override name = 'ClientConfigError';
+}
+
+/** The shape of an old-format key (SPEC-1.3): a UUID. Such a key is only valid with its owner's e-mail. */
+export const OLD_FORMAT_KEY = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
 type Optional<T> = T extends Record<string, never> | undefined ? T | undefined : T;
 
 export type CallInput<E extends Endpoint> = {
@@ -39,6 +51,15 @@ export type CallInput<E extends Endpoint> = {
   body?: BodyOf<E>;
   headers?: Record<string, string>;
 };
+
+/** One file part of an artifact upload. */
+export interface UploadFile {
+  /** `file`, or `baseline` / `actual` / `diff` for a visual diff. */
+  field?: 'file' | 'baseline' | 'actual' | 'diff';
+  name: string;
+  bytes: Uint8Array;
+  type?: string;
+}
 
 function expandPath(path: string, params: Record<string, unknown> = {}): string {
   return path.replace(/\{(\w+)\}/g, (_, name: string) => {
@@ -58,23 +79,36 @@ function queryString(query: Record<string, unknown> = {}): string {
   return text ? `?${text}` : '';
 }
 
-/** The typed Attest client: every call is one contract endpoint, its input and output types derive from it. */
+/** Methods a retry cannot make happen twice (RFC 9110 §9.2.2). */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
+
+/**
+ * The typed Attest client: every call is one contract endpoint, its input and output types derive
+ * from it. Idempotent calls are retried on 429, 503 and network errors, honouring `Retry-After`.
+ */
 export class AttestClient {
   readonly baseUrl: string;
   readonly version: string;
   private readonly fetchImpl: typeof fetch;
+  private readonly retry: Partial<RetryPolicy>;
 
   constructor(private readonly options: ClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.version = options.version ?? 'v1';
     this.fetchImpl = options.fetch ?? fetch;
+    this.retry = options.retry ?? {};
   }
 
-  /** The headers SPEC-1.2/SPEC-1.3 say every call carries. */
+  /** Whether the key is an old-format one, which travels with `service.user`. */
+  get oldFormatKey(): boolean {
+    return this.options.apiKey !== undefined && OLD_FORMAT_KEY.test(this.options.apiKey);
+  }
+
+  /** The headers SPEC-1.2/SPEC-1.3 say every call carries: the key, and the e-mail only beside an old-format key. */
   headers(extra: Record<string, string> = {}): Record<string, string> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', ...extra };
     if (this.options.apiKey) headers['service.api-token'] = this.options.apiKey;
-    if (this.options.user) headers['service.user'] = this.options.user;
+    if (this.oldFormatKey && this.options.user) headers['service.user'] = this.options.user;
     return headers;
   }
 
@@ -82,28 +116,69 @@ export class AttestClient {
     return `${this.baseUrl}/api/${this.version}${path}`;
   }
 
-  /** Sends one request and returns the raw response (binary downloads, custom bodies). */
+  /**
+   * Sends one request and returns the raw response (binary downloads, custom bodies). A GET, HEAD,
+   * PUT or DELETE is retried on 429, 503 and network errors; the last answer or error is the result.
+   */
   async fetchRaw(
     method: string,
     path: string,
     init: { headers?: Record<string, string>; body?: RequestInit['body'] } = {},
   ): Promise<Response> {
-    return this.fetchImpl(this.url(path), {
-      method,
-      headers: this.headers(init.headers),
-      body: init.body,
-      signal: AbortSignal.timeout(this.options.timeoutMs ?? 60_000),
-    });
+    if (this.oldFormatKey && !this.options.user) {
+      throw new ClientConfigError('an old-format (UUID) key needs the e-mail of its owner: set ATTEST_USER or pass --email');
+    }
+    const send = () =>
+      this.fetchImpl(this.url(path), {
+        method,
+        headers: this.headers(init.headers),
+        body: init.body,
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 60_000),
+      });
+    return IDEMPOTENT.has(method.toUpperCase()) ? retrying(send, this.retry) : send();
   }
 
   /** Calls a JSON endpoint; resolves with the parsed body or rejects with an ApiError. */
   async call<E extends Endpoint>(endpoint: E, input: CallInput<E> = {}): Promise<ReplyOf<E>> {
-    const path = expandPath(endpoint.path, input.params as Record<string, unknown>) + queryString(input.query as Record<string, unknown>);
-    const response = await this.fetchRaw(endpoint.method, path, {
+    const response = await this.fetchRaw(endpoint.method, this.pathOf(endpoint, input), {
       headers: input.headers,
       body: input.body === undefined ? undefined : JSON.stringify(input.body),
     });
     return (await AttestClient.read(response)) as ReplyOf<E>;
+  }
+
+  /** The path and query of a call, relative to the version root. */
+  pathOf<E extends Endpoint>(endpoint: E, input: Pick<CallInput<E>, 'params' | 'query'> = {}): string {
+    return expandPath(endpoint.path, input.params as Record<string, unknown>) + queryString(input.query as Record<string, unknown>);
+  }
+
+  /**
+   * Attaches evidence to a run (`POST /projects/{projectId}/artifact`, multipart): the metadata
+   * part first, then the files. Not retried unless `metadata.idempotencyKey` makes a retry harmless.
+   */
+  async upload(projectId: string, metadata: Record<string, unknown>, files: UploadFile[]): Promise<Record<string, unknown>> {
+    const form = () => {
+      const body = new FormData();
+      body.append('metadata', JSON.stringify(metadata));
+      for (const file of files) {
+        body.append(file.field ?? 'file', new Blob([file.bytes], { type: file.type ?? 'application/octet-stream' }), file.name);
+      }
+      return body;
+    };
+    const path = `/projects/${encodeURIComponent(projectId)}/artifact`;
+    const send = async () => {
+      if (this.oldFormatKey && !this.options.user) throw new ClientConfigError('an old-format (UUID) key needs the e-mail of its owner');
+      const headers = this.headers();
+      delete headers['content-type'];
+      return this.fetchImpl(this.url(path), {
+        method: 'POST',
+        headers,
+        body: form(),
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 60_000),
+      });
+    };
+    const response = metadata.idempotencyKey === undefined ? await send() : await retrying(send, this.retry);
+    return (await AttestClient.read(response)) as Record<string, unknown>;
   }
 
   /** Parses a response: JSON body on success, undefined on 204, ApiError on a problem. */

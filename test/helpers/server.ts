@@ -4,6 +4,10 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { AttestClient } from '../../src/client/index.ts';
+
+/** Tests see every answer as sent: a 429 or 503 is what they check, not something to wait out. */
+export const NO_RETRY = { attempts: 1 };
+
 import { buildApp, onListening } from '../../src/server/app.ts';
 import { type Config, loadConfig } from '../../src/server/config.ts';
 import type { Dialect } from '../../src/server/db/types.ts';
@@ -69,7 +73,7 @@ export async function startTestServer(dialect: Dialect, env: Record<string, stri
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const url = `http://127.0.0.1:${port}`;
-  const client = (apiKey?: string, user?: string) => new AttestClient({ baseUrl: url, apiKey, user });
+  const client = (apiKey?: string, user?: string) => new AttestClient({ baseUrl: url, apiKey, user, retry: NO_RETRY });
   return {
     dialect,
     url,

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { AttestClient } from '../../src/client/index.ts';
 import type { Dialect } from '../../src/server/db/types.ts';
 import { createPostgresDatabase } from './dialects.ts';
+import { NO_RETRY } from './server.ts';
 import { delay } from './wait.ts';
 
 // The real server as a child process (`node --import tsx src/server/main.ts`), for tests that kill
@@ -124,7 +125,7 @@ export async function spawnServer(
     child,
     pid: child.pid as number,
     url,
-    admin: new AttestClient({ baseUrl: url, apiKey: storage.adminKey }),
+    admin: new AttestClient({ baseUrl: url, apiKey: storage.adminKey, retry: NO_RETRY }),
     output,
     exited,
     async stop() {

@@ -1,0 +1,187 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { AttestClient, v1 } from '../../client/index.ts';
+import {
+  type ExportFile,
+  type ExportInput,
+  type Format,
+  formatFiles,
+  type ImageEntry,
+  planImages,
+  readRunAnswers,
+} from '../../export/index.ts';
+
+export interface ExportProgress {
+  runId: string;
+  done: number;
+  total: number;
+  image: ImageEntry;
+  /** True when the file was already there with the right size and hash. */
+  reused: boolean;
+}
+
+export interface ExportRunOptions {
+  formats: readonly Format[];
+  concurrency: number;
+  exporter: string;
+  xrayProject?: string;
+  onProgress?: (progress: ExportProgress) => void;
+  onStart?: (runId: string, total: number) => void;
+}
+
+export interface ExportSummary {
+  runId: string;
+  name: string;
+  verdict: string | null;
+  dir: string;
+  images: number;
+  downloaded: number;
+  reused: number;
+  bytesDownloaded: number;
+  files: string[];
+}
+
+/** Keeps `file` inside `dir`: a planned path is ours, but a folder is never left by `..` or an absolute path. */
+function inside(dir: string, file: string): string {
+  const full = path.resolve(dir, file);
+  if (!full.startsWith(path.resolve(dir) + path.sep)) throw new Error(`refusing to write outside ${dir}: ${file}`);
+  return full;
+}
+
+/** Writes chunks to `file` through a temporary name and a rename: a reader never sees half a file. */
+async function writeAtomically(file: string, chunks: AsyncIterable<string | Uint8Array>): Promise<void> {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const temporary = `${file}.part`;
+  await pipeline(Readable.from(chunks), fs.createWriteStream(temporary));
+  fs.renameSync(temporary, file);
+}
+
+async function sha256OfFile(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  await pipeline(fs.createReadStream(file), hash);
+  return hash.digest('hex');
+}
+
+/** Whether `file` already holds the image: same size (a stat), then same SHA-256 (a read). */
+async function alreadyThere(file: string, image: ImageEntry): Promise<boolean> {
+  const stat = fs.statSync(file, { throwIfNoEntry: false });
+  if (!stat || stat.size !== image.size) return false;
+  return (await sha256OfFile(file)) === image.sha256;
+}
+
+/** Downloads one image to `file`, checking size and SHA-256 against its details before it takes the name. */
+async function download(client: AttestClient, image: ImageEntry, file: string): Promise<number> {
+  const response = await client.fetchRaw('GET', client.pathOf(v1.images.getImage, { params: { imageId: image.imageId } }));
+  if (!response.ok || !response.body) await AttestClient.read(response);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const temporary = `${file}.part`;
+  const hash = createHash('sha256');
+  let size = 0;
+  const count = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      hash.update(chunk);
+      size += chunk.length;
+      done(null, chunk);
+    },
+  });
+  await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), count, fs.createWriteStream(temporary));
+  const digest = hash.digest('hex');
+  if (size !== image.size || digest !== image.sha256) {
+    fs.rmSync(temporary, { force: true });
+    throw new Error(
+      `image ${image.imageId} arrived damaged: ${size} bytes, SHA-256 ${digest}; expected ${image.size} bytes, ${image.sha256}`,
+    );
+  }
+  fs.renameSync(temporary, file);
+  return size;
+}
+
+/** Runs `work` over `items` with at most `limit` at once; the first failure stops new work and is thrown. */
+async function inParallel<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failed = false;
+  const worker = async () => {
+    while (!failed && next < items.length) {
+      const item = items[next++] as T;
+      try {
+        await work(item);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+}
+
+/**
+ * Exports one completed run into `dir`: the documented sequence's answers as sent, the manifest,
+ * every image (in parallel, at most `concurrency` at once; one whose file already has the right
+ * size and SHA-256 is not downloaded again), then each format's files.
+ */
+export async function exportRun(client: AttestClient, testRunId: string, dir: string, options: ExportRunOptions): Promise<ExportSummary> {
+  const answers = await readRunAnswers(client, testRunId);
+  const images = planImages(answers);
+  const input: ExportInput = {
+    answers,
+    images,
+    exporter: options.exporter,
+    xrayProject: options.xrayProject,
+    bytes: async (image) => fs.promises.readFile(inside(dir, image.path)),
+  };
+  fs.mkdirSync(dir, { recursive: true });
+  const written: string[] = [];
+  const writeFiles = async (files: ExportFile[]) => {
+    for (const file of files) {
+      await writeAtomically(inside(dir, file.path), file.chunks());
+      written.push(file.path);
+    }
+  };
+  // The answers and the manifest first: an interrupted export still says what it is.
+  const bundle = formatFiles('bundle', input);
+  await writeFiles(bundle.filter((file) => !file.path.startsWith('images/')));
+
+  options.onStart?.(testRunId, images.length);
+  let done = 0;
+  let downloaded = 0;
+  let bytesDownloaded = 0;
+  // An image shared by several artifacts is fetched once and copied to its other names.
+  const byId = new Map<string, ImageEntry[]>();
+  for (const image of images) byId.set(image.imageId, [...(byId.get(image.imageId) ?? []), image]);
+  await inParallel([...byId.values()], options.concurrency, async (entries) => {
+    let source: string | undefined;
+    for (const image of entries) {
+      const file = inside(dir, image.path);
+      let reused = await alreadyThere(file, image);
+      if (!reused && source !== undefined) {
+        fs.copyFileSync(source, file);
+        reused = true;
+      } else if (!reused) {
+        bytesDownloaded += await download(client, image, file);
+        downloaded++;
+      }
+      source = file;
+      written.push(image.path);
+      options.onProgress?.({ runId: testRunId, done: ++done, total: images.length, image, reused });
+    }
+  });
+
+  for (const format of options.formats) {
+    if (format !== 'bundle') await writeFiles(formatFiles(format, input));
+  }
+  return {
+    runId: testRunId,
+    name: answers.run.name,
+    verdict: answers.run.verdict,
+    dir,
+    images: images.length,
+    downloaded,
+    reused: images.length - downloaded,
+    bytesDownloaded,
+    files: written,
+  };
+}
