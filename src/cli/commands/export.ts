@@ -38,7 +38,7 @@ async function completedRuns(client: AttestClient, query: { projectId: string; j
   let cursor: string | undefined;
   do {
     const page = await client.call(v1.runs.listRuns, {
-      query: { ...query, status: 'completed', limit: 500, ...(cursor ? { cursor } : {}) },
+      query: { ...query, status: 'completed', ...(cursor ? { cursor } : {}) },
     });
     ids.push(...page.items.map((run) => run.id));
     cursor = page.nextCursor ?? undefined;

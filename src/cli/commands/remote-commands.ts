@@ -97,7 +97,7 @@ function keysCommand(program: Command): void {
         const email = await keyOwner(client, options);
         const page = await client.call(v1.users.listApiKeys, {
           params: { email },
-          query: { limit: 1000, ...(options.all ? { includeRevoked: true } : {}) },
+          query: { ...(options.all ? { includeRevoked: true } : {}) },
         });
         const rows = [['ID', 'NAME', 'FORMAT', 'SCOPE', 'HINT', 'CREATED', 'LAST USED', 'REVOKED']];
         for (const k of page.items)
@@ -217,7 +217,7 @@ function projectsCommand(program: Command): void {
         const items = [];
         let cursor: string | undefined;
         do {
-          const page = await client.call(v1.projects.listProjects, { query: { limit: 500, ...(cursor ? { cursor } : {}) } });
+          const page = await client.call(v1.projects.listProjects, { query: { ...(cursor ? { cursor } : {}) } });
           items.push(...page.items);
           cursor = page.nextCursor ?? undefined;
         } while (cursor);
