@@ -19,7 +19,16 @@ const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'attest-export-'));
 interface Manifest {
   run: { id: string };
   files: { results: string; artifacts: string; details: string[] };
-  images: { path: string; imageId: string; role: string; mediaType: string; size: number; sha256: string; artifact: { id: string }; step: { id: string; title: string } | null }[];
+  images: {
+    path: string;
+    imageId: string;
+    role: string;
+    mediaType: string;
+    size: number;
+    sha256: string;
+    artifact: { id: string };
+    step: { id: string; title: string } | null;
+  }[];
 }
 const manifestOf = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as Manifest;
 
@@ -75,7 +84,12 @@ for (const dialect of DIALECTS) {
         ['baseline', 'actual', 'diff'],
       );
       // 303 images need more than one details call at the default batch of 100.
-      assert.deepEqual(manifest.files.details, ['artifact-details.json', 'artifact-details-2.json', 'artifact-details-3.json', 'artifact-details-4.json']);
+      assert.deepEqual(manifest.files.details, [
+        'artifact-details.json',
+        'artifact-details-2.json',
+        'artifact-details-3.json',
+        'artifact-details-4.json',
+      ]);
     });
 
     test('the bundle equals the documented sequence answers byte for byte', async () => {
@@ -135,7 +149,7 @@ for (const dialect of DIALECTS) {
       const victim = manifestOf(out).images[7]!;
       const file = path.join(out, victim.path);
       const bytes = fs.readFileSync(file);
-      bytes[bytes.length - 1] ^= 0xff;
+      bytes[bytes.length - 1] = (bytes[bytes.length - 1] ?? 0) ^ 0xff;
       fs.writeFileSync(file, bytes);
       const again = await attest(['export', big.runId, '--out', out, '--json'], env);
       assert.equal((JSON.parse(again.stdout) as { runs: { downloaded: number }[] }).runs[0]?.downloaded, 1);

@@ -22,16 +22,39 @@ export async function runWithEvidence(server: TestServer, screenshots: number, p
   const client = server.admin.client;
   const project = projectId ? await client.call(v1.projects.getProject, { params: { projectId } }) : await createProject(server, 'Export');
   const run = await client.call(v1.runs.createRun, {
-    body: { projectId: project.id, name: 'Checkout: pay by card', environment: 'staging', branch: 'main', build: '1.4.2', commit: 'abc123' },
+    body: {
+      projectId: project.id,
+      name: 'Checkout: pay by card',
+      environment: 'staging',
+      branch: 'main',
+      build: '1.4.2',
+      commit: 'abc123',
+    },
   });
   const started = Date.now() - 60_000;
   const at = (ms: number) => new Date(started + ms).toISOString();
   await client.call(v1.results.appendResults, {
     params: { testRunId: run.id },
     body: {
-      cells: [{ name: 'note', mediaType: 'text/markdown', text: '**Nightly** run on `staging` <script>alert(1)</script> [docs](javascript:alert(1))' }],
+      cells: [
+        {
+          name: 'note',
+          mediaType: 'text/markdown',
+          text: '**Nightly** run on `staging` <script>alert(1)</script> [docs](javascript:alert(1))',
+        },
+      ],
       steps: [
-        { key: 'open', title: 'Open the shop', status: 'passed', startedAt: at(0), durationMs: 1200, cells: [{ name: 'expected', text: 'The home page shows' }, { name: 'actual', text: 'It shows' }] },
+        {
+          key: 'open',
+          title: 'Open the shop',
+          status: 'passed',
+          startedAt: at(0),
+          durationMs: 1200,
+          cells: [
+            { name: 'expected', text: 'The home page shows' },
+            { name: 'actual', text: 'It shows' },
+          ],
+        },
         { key: 'cart', title: 'Add two items to the cart', status: 'passed', startedAt: at(1300), durationMs: 2500 },
         { key: 'cart-1', parentKey: 'cart', title: 'Add the blue mug', status: 'passed', startedAt: at(1300), durationMs: 1000 },
         { key: 'cart-2', parentKey: 'cart', title: 'Add the red mug', status: 'passed', startedAt: at(2400), durationMs: 1300 },
@@ -55,9 +78,11 @@ export async function runWithEvidence(server: TestServer, screenshots: number, p
       const bytes = await randomPng(24 + (i % 7), 16 + (i % 5));
       uploaded.set(sha256(bytes), bytes);
       const stepKey = i === 0 ? undefined : steps[i % steps.length];
-      await client.upload(project.id, { testRunId: run.id, kind: 'screenshot', name: `screen ${i + 1}.png`, ...(stepKey ? { stepKey } : {}) }, [
-        { name: `screen-${i + 1}.png`, bytes, type: 'image/png' },
-      ]);
+      await client.upload(
+        project.id,
+        { testRunId: run.id, kind: 'screenshot', name: `screen ${i + 1}.png`, ...(stepKey ? { stepKey } : {}) },
+        [{ name: `screen-${i + 1}.png`, bytes, type: 'image/png' }],
+      );
     });
   }
   jobs.push(async () => {

@@ -182,3 +182,52 @@ export const getResults = endpoint({
   ),
   responses: { 200: RunResults, 304: NoContent },
 });
+
+/** What `GET /testmgmt/testruns/{testRunId}/export` writes; the CLI's `--format` names the same writers (`bundle` is `zip`). */
+export const EXPORT_FORMATS = ['zip', 'junit', 'xray', 'allure', 'html'] as const;
+
+const exportBody = (description: string) => ({
+  description,
+  content: Object.fromEntries(
+    ['application/zip', 'application/json', 'text/html'].map((type) => [
+      type,
+      { schema: Type.String({ contentMediaType: type, maxLength: 1024 ** 4 }) },
+    ]),
+  ),
+});
+
+export const exportRun = endpoint({
+  operationId: 'exportRun',
+  method: 'GET',
+  path: '/testmgmt/testruns/{testRunId}/export',
+  summary: 'A completed run with its screenshots, in a format other tools import (streamed).',
+  description:
+    'The same writers as `attest export --format`, fed by the documented sequence (endpoints 2 to 5) run with the ' +
+    "caller's own credentials, so the answer holds exactly what the caller could read call by call. `format`:\n\n" +
+    '- `zip`: the bundle: `results.json`, `artifacts.json` and `artifact-details.json` (then `-2`, `-3`… per batch of ' +
+    '100 ids) as the endpoints answer them byte for byte, `manifest.json` (every image → artifact → step, with hash, size ' +
+    'and media type) and `images/<nn>-<step title>/…`;\n' +
+    '- `junit`: a ZIP of `junit.xml` (one testcase per run, steps and cells in `system-out`, `[[ATTACHMENT|path]]` lines) ' +
+    'and the images it names;\n' +
+    '- `xray`: Xray JSON (`application/json`), screenshots as base64 `evidence` on their steps;\n' +
+    '- `allure`: a ZIP of an Allure results folder (`allure-results/`);\n' +
+    '- `html`: one self-contained HTML report (`text/html`) with every screenshot inline.\n\n' +
+    'A run that is not completed answers 409 `RUN_NOT_COMPLETED`. Sent with `Content-Disposition: attachment`.',
+  tag: 'Results',
+  access: { scope: 'project', role: 'viewer' },
+  params: RunParams,
+  querystring: Type.Object(
+    {
+      format: Type.Union(
+        EXPORT_FORMATS.map((format) => Type.Literal(format)),
+        { description: 'What to write.' },
+      ),
+      xrayProject: Type.Optional(
+        Type.String({ pattern: '^[A-Z][A-Z0-9_]{0,49}$', maxLength: 50, description: 'With `xray`: the Jira project key to name.' }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+  binary: true,
+  responses: { 200: exportBody('The export: a ZIP archive, Xray JSON or an HTML report.') },
+});

@@ -1,6 +1,7 @@
 import * as api from '../../../api/v1/results.ts';
 import type { AppContext } from '../../context.ts';
 import { sendFrozen } from '../../http/frozen-answers.ts';
+import { sendRunExport } from '../../http/run-export.ts';
 import { presentRunResults } from '../../presenters/results.ts';
 import { appendResults, readResults } from '../../services/results.ts';
 import { runOwner } from '../owners.ts';
@@ -30,6 +31,11 @@ export function resultRoutes(ctx: AppContext) {
         const frozen = ctx.frozenResults.store(runId, JSON.stringify(answer), ticket);
         return sendFrozen(request, reply, runId, frozen, ctx.frozenResults);
       },
+    }),
+
+    route(api.exportRun, {
+      owner: (request) => runOwner(ctx, request),
+      handler: (request, reply) => sendRunExport(request, reply, request.params.testRunId, request.query.format, request.query.xrayProject),
     }),
   ];
 }
