@@ -63,9 +63,9 @@ export function remoteOptions(command: Command): Command {
 /** The settings in force: flags, then ATTEST_URL / ATTEST_API_KEY / ATTEST_USER, then what `attest login` stored. */
 export function resolveSettings(options: RemoteOptions, env: NodeJS.ProcessEnv = process.env): RemoteSettings {
   const stored = readStoredSettings();
-  const url = options.url ?? env.ATTEST_URL ?? stored.url;
-  const apiKey = options.key ?? env.ATTEST_API_KEY ?? stored.apiKey;
-  const email = options.email ?? env.ATTEST_USER ?? stored.email;
+  const url = options.url || env.ATTEST_URL || stored.url;
+  const apiKey = options.key || env.ATTEST_API_KEY || stored.apiKey;
+  const email = options.email || env.ATTEST_USER || stored.email;
   if (!url) throw new CliError('no instance: pass --url, set ATTEST_URL or run attest login');
   if (!apiKey) throw new CliError('no API key: pass --key, set ATTEST_API_KEY or run attest login');
   if (OLD_FORMAT_KEY.test(apiKey) && !email) {

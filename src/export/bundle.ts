@@ -42,11 +42,14 @@ async function answer<T>(client: AttestClient, path: string): Promise<Answer<T>>
 /**
  * Reads a completed run the documented way: its results, the run's artifact listing, then the
  * artifacts' details in batches. A run that is not completed answers 409 `RUN_NOT_COMPLETED` at the
- * first step, as the server says; nothing is read after that.
+ * first step, as the server says, and nothing is read after that, unless `partial` asks for it as it is.
  */
-export async function readRunAnswers(client: AttestClient, testRunId: string): Promise<RunAnswers> {
+export async function readRunAnswers(client: AttestClient, testRunId: string, options: { partial?: boolean } = {}): Promise<RunAnswers> {
   const run = await client.call(v1.runs.getRun, { params: { testRunId } });
-  const results = await answer<Results>(client, client.pathOf(v1.results.getResults, { params: { testRunId } }));
+  const results = await answer<Results>(
+    client,
+    client.pathOf(v1.results.getResults, { params: { testRunId }, query: options.partial ? { partial: true } : {} }),
+  );
   const listing = await answer<RunAnswers['listing']['value']>(
     client,
     client.pathOf(v1.artifacts.listArtifacts, { params: { projectId: run.projectId }, query: { testRunId } }),

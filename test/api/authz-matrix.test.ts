@@ -267,6 +267,7 @@ const FORM_BUILDERS: Record<string, (input: FixtureInput) => Promise<FormData>> 
 const QUERY_OVERRIDES: Record<string, Record<string, unknown>> = {
   // The results of a run still running: without `partial` the answer is a 409 by design.
   getResults: { partial: true },
+  exportRun: { partial: true },
 };
 
 const LOGIN = { email: `${unique('login-')}@example.test`, password: 'a password long enough' };

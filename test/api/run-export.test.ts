@@ -7,7 +7,9 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { unzipSync } from 'fflate';
 import { parse as parseJunit, type TestSuites } from 'junit2json';
+import { XrayExecution } from '../../src/api/v1/results.ts';
 import { v1 } from '../../src/client/index.ts';
+import { createAjv } from '../../src/server/validation.ts';
 import { sha256 } from '../helpers/blob-files.ts';
 import { browserAvailable, launchChromium } from '../helpers/browser.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
@@ -15,7 +17,7 @@ import { type EvidenceRun, runWithEvidence } from '../helpers/export-fixture.ts'
 import { createUser, type TestUser } from '../helpers/factories.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
-// ISSUE-9 / SPEC-2.4: `GET /testmgmt/testruns/{id}/export?format=…` and the writers it shares with
+// SPEC-2.4, EXP-1, EXP-3: `GET /testmgmt/testruns/{id}/export?format=…` and the writers it shares with
 // `attest export`, each checked by a consumer that is not ours: junit2json for JUnit XML, Allure's
 // own command line for the Allure folder, Debian's Chromium for the HTML report.
 
@@ -107,7 +109,10 @@ for (const dialect of DIALECTS) {
       const response = await exportOf('xray');
       assert.equal(response.status, 200);
       assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
-      const xray = (await response.json()) as {
+      const body = await response.json();
+      const validate = createAjv(false).compile(XrayExecution);
+      assert.ok(validate(body), JSON.stringify(validate.errors));
+      const xray = body as {
         info: { summary: string; testEnvironments: string[] };
         tests: {
           status: string;
@@ -212,11 +217,14 @@ for (const dialect of DIALECTS) {
       }
     });
 
-    test('refusals: a running run is 409, another project 404, an unknown format 400', async () => {
+    test('refusals: a running run is 409 (unless partial=true), another project 404, an unknown format 400', async () => {
       const running = await server.admin.client.call(v1.runs.createRun, { body: { projectId: evidence.projectId, name: 'running' } });
       const notDone = await exportOf('zip', server.admin.key, running.id);
       assert.equal(notDone.status, 409);
       assert.equal(((await notDone.json()) as { code: string }).code, 'RUN_NOT_COMPLETED');
+      const partial = await exportOf('zip&partial=true', server.admin.key, running.id);
+      assert.equal(partial.status, 200);
+      assert.ok(unzipSync(await bytesOf(partial))['manifest.json'], 'partial=true exports the run as far as it got');
       assert.equal((await exportOf('zip', outsider.key)).status, 404);
       assert.equal((await exportOf('pdf')).status, 400);
     });

@@ -11,7 +11,7 @@ import { DIALECTS } from '../helpers/dialects.ts';
 import { type EvidenceRun, runWithEvidence } from '../helpers/export-fixture.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
-// ISSUE-9 / SPEC-2.4: `attest export` implements the documented sequence (SPEC-1.4): a completed
+// SPEC-2.4, EXP-1, EXP-2: `attest export` implements the documented sequence (SPEC-1.4): a completed
 // run's results, every screenshot and a manifest, downloaded in parallel and resumable.
 
 const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'attest-export-'));

@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 import { ClientKey, IdempotencyKey, NAME_MAX, NoContent, Nullable, TEXT_MAX, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { RunStatus, Verdict } from './run-states.ts';
@@ -186,14 +186,85 @@ export const getResults = endpoint({
 /** What `GET /testmgmt/testruns/{testRunId}/export` writes; the CLI's `--format` names the same writers (`bundle` is `zip`). */
 export const EXPORT_FORMATS = ['zip', 'junit', 'xray', 'allure', 'html'] as const;
 
+const XrayText = Type.String({ maxLength: 1024 ** 3 });
+const XrayStatus = Type.Union([Type.Literal('PASSED'), Type.Literal('FAILED'), Type.Literal('TODO'), Type.Literal('EXECUTING')]);
+const XrayEvidence = Type.Object(
+  {
+    data: Type.String({ contentEncoding: 'base64', maxLength: 1024 ** 3, description: 'The image bytes, base64.' }),
+    filename: Type.String({ maxLength: 1024 }),
+    contentType: Type.String({ maxLength: 128 }),
+  },
+  { additionalProperties: false },
+);
+
+/** Xray JSON ("import execution results"), as `format=xray` writes it. */
+export const XrayExecution = Type.Object(
+  {
+    info: Type.Object(
+      {
+        summary: XrayText,
+        description: XrayText,
+        project: Type.Optional(XrayText),
+        startDate: Type.Optional(Timestamp),
+        finishDate: Type.Optional(Timestamp),
+        revision: Type.Optional(XrayText),
+        testEnvironments: Type.Optional(Type.Array(XrayText, { maxItems: 1 })),
+      },
+      { additionalProperties: false },
+    ),
+    tests: Type.Array(
+      Type.Object(
+        {
+          testInfo: Type.Object(
+            {
+              summary: XrayText,
+              type: Type.Literal('Manual'),
+              projectKey: Type.Optional(XrayText),
+              labels: Type.Optional(Type.Array(XrayText, { maxItems: 3 })),
+              steps: Type.Array(Type.Object({ action: XrayText, data: XrayText, result: XrayText }, { additionalProperties: false }), {
+                maxItems: RUN_RESULT_ITEMS_MAX,
+              }),
+            },
+            { additionalProperties: false },
+          ),
+          start: Type.Optional(Timestamp),
+          finish: Type.Optional(Timestamp),
+          status: XrayStatus,
+          comment: XrayText,
+          evidence: Type.Array(XrayEvidence, { maxItems: RUN_RESULT_ITEMS_MAX }),
+          steps: Type.Array(
+            Type.Object(
+              {
+                status: XrayStatus,
+                actualResult: XrayText,
+                comment: Type.Optional(XrayText),
+                evidence: Type.Array(XrayEvidence, { maxItems: RUN_RESULT_ITEMS_MAX }),
+              },
+              { additionalProperties: false },
+            ),
+            { maxItems: RUN_RESULT_ITEMS_MAX },
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      { maxItems: 1 },
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'The run as one Xray test: every step (nested ones flattened in results order) with its status, `actualResult` from its ' +
+      "text cells and its screenshots as base64 `evidence`; the run's own screenshots on the test.",
+  },
+);
+
 const exportBody = (description: string) => ({
   description,
-  content: Object.fromEntries(
-    ['application/zip', 'application/json', 'text/html'].map((type) => [
-      type,
-      { schema: Type.String({ contentMediaType: type, maxLength: 1024 ** 4 }) },
-    ]),
-  ),
+  content: {
+    'application/zip': { schema: Type.String({ contentMediaType: 'application/zip', maxLength: 1024 ** 4 }) as TSchema },
+    'application/json': { schema: XrayExecution as TSchema },
+    'text/html': { schema: Type.String({ contentMediaType: 'text/html', maxLength: 1024 ** 4 }) as TSchema },
+  },
 });
 
 export const exportRun = endpoint({
@@ -212,7 +283,7 @@ export const exportRun = endpoint({
     '- `xray`: Xray JSON (`application/json`), screenshots as base64 `evidence` on their steps;\n' +
     '- `allure`: a ZIP of an Allure results folder (`allure-results/`);\n' +
     '- `html`: one self-contained HTML report (`text/html`) with every screenshot inline.\n\n' +
-    'A run that is not completed answers 409 `RUN_NOT_COMPLETED`. Sent with `Content-Disposition: attachment`.',
+    'A run that is not completed answers 409 `RUN_NOT_COMPLETED` unless `partial=true`. Sent with `Content-Disposition: attachment`.',
   tag: 'Results',
   access: { scope: 'project', role: 'viewer' },
   params: RunParams,
@@ -222,6 +293,7 @@ export const exportRun = endpoint({
         EXPORT_FORMATS.map((format) => Type.Literal(format)),
         { description: 'What to write.' },
       ),
+      partial: Type.Optional(Type.Boolean({ description: 'Export a run that is not completed, as far as it got.' })),
       xrayProject: Type.Optional(
         Type.String({ pattern: '^[A-Z][A-Z0-9_]{0,49}$', maxLength: 50, description: 'With `xray`: the Jira project key to name.' }),
       ),

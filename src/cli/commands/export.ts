@@ -16,6 +16,7 @@ interface ExportOptions extends RemoteOptions {
   concurrency: number;
   json?: boolean;
   xrayProject?: string;
+  partial?: boolean;
 }
 
 function formatList(value: string, previous: Format[] = []): Format[] {
@@ -51,6 +52,7 @@ async function selectRuns(client: AttestClient, runId: string | undefined, optio
   const ways = [runId !== undefined, options.job !== undefined, options.project !== undefined].filter(Boolean).length;
   if (ways !== 1) throw new CliError('name exactly one of: a run id, --job <jobId>, or --project <key> (with --since <date>)');
   if (options.since && !options.project) throw new CliError('--since goes with --project');
+  if (options.partial && !runId) throw new CliError('--partial goes with a run id');
   if (runId) return [runId];
   if (options.job) {
     const job = await client.call(v1.jobs.getJob, { params: { jobId: options.job } });
@@ -109,6 +111,7 @@ export function exportCommand(program: Command): void {
       .option('--since <date>', 'with --project: only runs created at or after this date', sinceDate)
       .option('-c, --concurrency <n>', 'images downloaded at once', wholeNumber(1), 8)
       .option('--xray-project <key>', 'the Jira project key to put in xray.json')
+      .option('--partial', 'with a run id: export a run that is not completed, as far as it got')
       .option('--json', 'print a JSON summary on stdout, and progress as JSON lines on stderr'),
   ).action(async (runId: string | undefined, options: ExportOptions) => {
     const client = remoteClient(options);
@@ -125,6 +128,7 @@ export function exportCommand(program: Command): void {
             concurrency: options.concurrency,
             exporter: EXPORTER,
             xrayProject: options.xrayProject,
+            partial: options.partial,
             onStart: (started, total) => display.start(started, total),
             onProgress: (progress) => display.progress(progress),
           }),

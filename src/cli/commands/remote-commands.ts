@@ -23,6 +23,18 @@ async function readStdin(): Promise<string> {
     .replace(/\r?\n$/, '');
 }
 
+/** Every item of a paged list, following `nextCursor`. */
+async function allPages<T>(page: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor: string | null }>): Promise<T[]> {
+  const items: T[] = [];
+  let cursor: string | undefined;
+  do {
+    const next = await page(cursor);
+    items.push(...next.items);
+    cursor = next.nextCursor ?? undefined;
+  } while (cursor);
+  return items;
+}
+
 const table = (rows: string[][]) => {
   const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length))) ?? [];
   return rows
@@ -95,14 +107,15 @@ function keysCommand(program: Command): void {
       guarded(async (options: KeyOptions & { all?: boolean }) => {
         const client = remoteClient(options);
         const email = await keyOwner(client, options);
-        const page = await client.call(v1.users.listApiKeys, {
-          params: { email },
-          query: { ...(options.all ? { includeRevoked: true } : {}) },
-        });
+        const items = await allPages((cursor) =>
+          client.call(v1.users.listApiKeys, {
+            params: { email },
+            query: { ...(options.all ? { includeRevoked: true } : {}), ...(cursor ? { cursor } : {}) },
+          }),
+        );
         const rows = [['ID', 'NAME', 'FORMAT', 'SCOPE', 'HINT', 'CREATED', 'LAST USED', 'REVOKED']];
-        for (const k of page.items)
-          rows.push([k.id, k.name, k.format, k.scope, k.hint, k.createdAt, k.lastUsedAt ?? '-', k.revokedAt ?? '-']);
-        report(options.json, page.items, table(rows));
+        for (const k of items) rows.push([k.id, k.name, k.format, k.scope, k.hint, k.createdAt, k.lastUsedAt ?? '-', k.revokedAt ?? '-']);
+        report(options.json, items, table(rows));
       }),
     );
   remoteOptions(keys.command('create').description('create an API key; the secret is printed this once'))
@@ -214,13 +227,7 @@ function projectsCommand(program: Command): void {
     .action(
       guarded(async (options: RemoteOptions & { json?: boolean }) => {
         const client = remoteClient(options);
-        const items = [];
-        let cursor: string | undefined;
-        do {
-          const page = await client.call(v1.projects.listProjects, { query: { ...(cursor ? { cursor } : {}) } });
-          items.push(...page.items);
-          cursor = page.nextCursor ?? undefined;
-        } while (cursor);
+        const items = await allPages((cursor) => client.call(v1.projects.listProjects, { query: cursor ? { cursor } : {} }));
         const rows = [['KEY', 'ID', 'NAME']];
         for (const p of items) rows.push([p.key, p.id, p.name]);
         report(options.json, items, table(rows));

@@ -29,6 +29,8 @@ export interface ExportRunOptions {
   concurrency: number;
   exporter: string;
   xrayProject?: string;
+  /** Export a run that is not completed, as far as it got. */
+  partial?: boolean;
   onProgress?: (progress: ExportProgress) => void;
   onStart?: (runId: string, total: number) => void;
 }
@@ -124,7 +126,7 @@ async function inParallel<T>(items: readonly T[], limit: number, work: (item: T)
  * size and SHA-256 is not downloaded again), then each format's files.
  */
 export async function exportRun(client: AttestClient, testRunId: string, dir: string, options: ExportRunOptions): Promise<ExportSummary> {
-  const answers = await readRunAnswers(client, testRunId);
+  const answers = await readRunAnswers(client, testRunId, { partial: options.partial });
   const images = planImages(answers);
   const input: ExportInput = {
     answers,

@@ -54,7 +54,7 @@ export async function sendRunExport(
   reply: FastifyReply,
   testRunId: string,
   format: (typeof EXPORT_FORMATS)[number],
-  xrayProject: string | undefined,
+  options: { partial?: boolean; xrayProject?: string },
 ) {
   const client = new AttestClient({
     baseUrl: 'http://attest.internal',
@@ -63,14 +63,14 @@ export async function sendRunExport(
     fetch: selfFetch(request.server),
     retry: { attempts: 1 },
   });
-  const answers = await readRunAnswers(client, testRunId).catch((error: unknown) => {
+  const answers = await readRunAnswers(client, testRunId, { partial: options.partial }).catch((error: unknown) => {
     throw asAppError(error);
   });
   const input: ExportInput = {
     answers,
     images: planImages(answers),
     exporter: `attest-server ${APP_VERSION}`,
-    xrayProject,
+    xrayProject: options.xrayProject,
     bytes: async (image) => {
       const response = await client.fetchRaw('GET', `/images/${image.imageId}`);
       if (!response.ok) await AttestClient.read(response);

@@ -75,7 +75,7 @@ function successResponse(status: number, spec: ResponseSpec, schemas: SchemaWrit
   if ('content' in spec && 'description' in spec && typeof spec.description === 'string' && typeof spec.content === 'object') {
     const content: Json = {};
     for (const [type, { schema }] of Object.entries(spec.content as Record<string, { schema: TSchema }>)) {
-      content[type] = { schema: schemas.write(schema) };
+      content[type] = { schema: schemas.write(schema), ...(type === 'application/json' ? withExample(example) : {}) };
     }
     return { description: spec.description, content };
   }

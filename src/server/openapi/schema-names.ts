@@ -24,6 +24,7 @@ import {
   StepInput,
   StepStatus,
   TextCell,
+  XrayExecution,
 } from '../../api/v1/results.ts';
 import { RunStatus, Verdict } from '../../api/v1/run-states.ts';
 import { TestRun } from '../../api/v1/runs.ts';
@@ -73,6 +74,7 @@ export const SCHEMA_NAMES: [TSchema, string][] = [
   [TextCell, 'TextCell'],
   [ResultStep, 'ResultStep'],
   [RunResults, 'RunResults'],
+  [XrayExecution, 'XrayExecution'],
   [ArtifactKind, 'ArtifactKind'],
   [ImageRole, 'ImageRole'],
   [ArtifactMetadata, 'ArtifactMetadata'],

@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import { cancelJob, createJob, getJob, type Job, listJobs } from '../../../api/v1/jobs.ts';
-import { appendResults, getResults } from '../../../api/v1/results.ts';
+import { appendResults, exportRun, getResults, type XrayExecution } from '../../../api/v1/results.ts';
 import { createRun, getRun, listRuns, updateRun } from '../../../api/v1/runs.ts';
 import { createTest, getTest, listTests } from '../../../api/v1/tests.ts';
 import {
@@ -15,6 +15,7 @@ import {
   RUNNING_RUN,
   TESTER_EMAIL,
 } from './samples.ts';
+import type { OperationExamples } from './types.ts';
 import { examplesOf } from './types.ts';
 
 const idle = { queued: 0, running: 0, completed: 0, aborted: 0, passed: 0, failed: 0, broken: 0, skipped: 0 };
@@ -176,4 +177,42 @@ export const testingExamples = [
       },
     },
   }),
+  // A byte download whose JSON form is Xray's: typed by its schema, not by `examplesOf` (which covers JSON-only answers).
+  [
+    exportRun.operationId,
+    {
+      responses: {
+        200: {
+          info: {
+            summary: 'Sign in with a valid password',
+            description: `Exported from Attest: run ${IDS.run}, verdict passed.`,
+            startDate: '2026-11-02T09:14:03.000Z',
+            finishDate: '2026-11-02T09:14:21.000Z',
+            testEnvironments: ['staging'],
+          },
+          tests: [
+            {
+              testInfo: {
+                summary: 'Sign in with a valid password',
+                type: 'Manual',
+                steps: [{ action: 'Open the sign-in page', data: '', result: 'The form shows' }],
+              },
+              start: '2026-11-02T09:14:03.000Z',
+              finish: '2026-11-02T09:14:21.000Z',
+              status: 'PASSED',
+              comment: '',
+              evidence: [],
+              steps: [
+                {
+                  status: 'PASSED',
+                  actualResult: 'actual:\nThe form shows',
+                  evidence: [{ data: 'iVBORw0KGgo=', filename: '1-open-the-sign-in-page_01-sign-in.png', contentType: 'image/png' }],
+                },
+              ],
+            },
+          ],
+        } satisfies Static<typeof XrayExecution>,
+      },
+    },
+  ] as [string, OperationExamples],
 ];

@@ -35,7 +35,11 @@ export function resultRoutes(ctx: AppContext) {
 
     route(api.exportRun, {
       owner: (request) => runOwner(ctx, request),
-      handler: (request, reply) => sendRunExport(request, reply, request.params.testRunId, request.query.format, request.query.xrayProject),
+      handler: (request, reply) =>
+        sendRunExport(request, reply, request.params.testRunId, request.query.format, {
+          partial: request.query.partial === true,
+          xrayProject: request.query.xrayProject,
+        }),
     }),
   ];
 }
