@@ -18,21 +18,28 @@ export interface EvidenceRun {
  * failing step with its error, `screenshots` screenshots spread over the steps (one on the run
  * itself), a visual diff on the failing step and a log. Uploaded four at a time.
  */
-export async function runWithEvidence(server: TestServer, screenshots: number, projectId?: string): Promise<EvidenceRun> {
+export async function runWithEvidence(
+  server: TestServer,
+  screenshots: number,
+  options: { projectId?: string; image?: (index: number) => Promise<Buffer> } = {},
+): Promise<EvidenceRun> {
+  const { projectId } = options;
+  const image = options.image ?? ((i: number) => randomPng(24 + (i % 7), 16 + (i % 5)));
   const client = server.admin.client;
   const project = projectId ? await client.call(v1.projects.getProject, { params: { projectId } }) : await createProject(server, 'Export');
+  const started = Date.now() - 60_000;
+  const at = (ms: number) => new Date(started + ms).toISOString();
   const run = await client.call(v1.runs.createRun, {
     body: {
       projectId: project.id,
       name: 'Checkout: pay by card',
+      startedAt: at(0),
       environment: 'staging',
       branch: 'main',
       build: '1.4.2',
       commit: 'abc123',
     },
   });
-  const started = Date.now() - 60_000;
-  const at = (ms: number) => new Date(started + ms).toISOString();
   await client.call(v1.results.appendResults, {
     params: { testRunId: run.id },
     body: {
@@ -75,7 +82,7 @@ export async function runWithEvidence(server: TestServer, screenshots: number, p
   const jobs: (() => Promise<unknown>)[] = [];
   for (let i = 0; i < screenshots; i++) {
     jobs.push(async () => {
-      const bytes = await randomPng(24 + (i % 7), 16 + (i % 5));
+      const bytes = await image(i);
       uploaded.set(sha256(bytes), bytes);
       const stepKey = i === 0 ? undefined : steps[i % steps.length];
       await client.upload(
@@ -86,7 +93,7 @@ export async function runWithEvidence(server: TestServer, screenshots: number, p
     });
   }
   jobs.push(async () => {
-    const [baseline, actual, diff] = await Promise.all([randomPng(30, 20), randomPng(30, 20), randomPng(30, 20)]);
+    const [baseline, actual, diff] = await Promise.all([image(1000), image(1001), image(1002)]);
     for (const bytes of [baseline, actual, diff]) uploaded.set(sha256(bytes), bytes);
     await client.upload(project.id, { testRunId: run.id, kind: 'visual-diff', name: 'receipt.png', stepKey: 'pay' }, [
       { field: 'baseline', name: 'baseline.png', bytes: baseline, type: 'image/png' },

@@ -128,7 +128,9 @@ export async function* htmlReport(input: ExportInput): AsyncIterable<Chunk> {
   yield `<p class="counts">${results.steps.length} steps: ${[...counts]
     .map(([status, count]) => `<span class="pill ${status}">${count} ${status}</span>`)
     .join(' ')} · ${input.images.length} images</p></header><main>`;
-  yield timeline(roots, run.startedAt ? Date.parse(run.startedAt) : undefined);
+  // The timeline starts at the earliest moment known: a reporter's step times may precede the run's own start.
+  const starts = [run.startedAt, ...results.steps.map((step) => step.startedAt)].filter((t): t is string => t !== null).map(Date.parse);
+  yield timeline(roots, starts.length ? Math.min(...starts) : undefined);
   const counter = { next: 1 };
   if (results.cells.length || byStep.get(null)?.length) {
     yield `<section><h2>Run</h2>${results.cells.map(cellHtml).join('')}`;
