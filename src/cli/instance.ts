@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { InvalidArgumentError } from 'commander';
 import type { FastifyBaseLogger } from 'fastify';
 import { createBlobStore } from '../server/blob/create-blob-store.ts';
 import { type Config, loadConfig } from '../server/config.ts';
@@ -11,11 +10,7 @@ import { HotBlobs } from '../server/http/hot-blobs.ts';
 import { ThumbnailRenderer } from '../server/media/thumbnails.ts';
 import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from '../server/security/credentials-cache.ts';
 import { FailureLimiter } from '../server/security/failure-limiter.ts';
-
-/** A refusal the command explains itself: main.ts prints the message alone (no stack) and exits 1. */
-export class CliError extends Error {
-  override name = 'CliError';
-}
+import { CliError } from './output.ts';
 
 /**
  * Refuses an embedded instance whose data folder does not exist or holds no database: opening it
@@ -83,20 +78,3 @@ export function commandContext(instance: Awaited<ReturnType<typeof openInstance>
     thumbnails: new ThumbnailRenderer(config),
   };
 }
-
-/** An option parser for a whole number of at least `min`; commander names the option in its message. */
-export function wholeNumber(min: number) {
-  return (value: string): number => {
-    if (!/^\d+$/.test(value.trim()) || Number(value) < min) {
-      throw new InvalidArgumentError(`expected a whole number, ${min} or more (for example 60)`);
-    }
-    return Number(value);
-  };
-}
-
-/** Prints a command's report: one JSON line with --json, else the human text. */
-export function report(json: boolean | undefined, value: unknown, text: string): void {
-  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
-}
-
-export const MiB = 1024 * 1024;

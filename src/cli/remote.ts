@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { ApiError, AttestClient, ClientConfigError, OLD_FORMAT_KEY } from '../client/index.ts';
 import { APP_VERSION } from '../server/version.ts';
-import { CliError } from './instance.ts';
+import { CliError } from './output.ts';
 
 /** Where a remote command finds its instance and key; what `attest login` stores. */
 export interface RemoteSettings {

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { adminKeyBanner, mintAdminKey } from '../../server/services/bootstrap.ts';
-import { commandContext, openInstance, report } from '../instance.ts';
+import { report } from '../output.ts';
 
 /** `attest admin-key --email <e-mail>`: recovery when no admin key is left, run on the server's host. */
 export function adminKeyCommand(program: Command): void {
@@ -11,6 +10,8 @@ export function adminKeyCommand(program: Command): void {
     .option('--format <format>', 'standard (atk_…, sent alone) or legacy (UUID, sent with service.user)', 'standard')
     .option('--json', 'print the key and its expiry as JSON')
     .action(async (options: { email: string; format: string; json?: boolean }) => {
+      const { adminKeyBanner, mintAdminKey } = await import('../../server/services/bootstrap.ts');
+      const { commandContext, openInstance } = await import('../instance.ts');
       if (options.format !== 'standard' && options.format !== 'legacy') {
         program.error(`error: option '--format <format>' must be standard or legacy (got '${options.format}')`);
       }

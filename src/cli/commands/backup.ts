@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../../server/config.ts';
-import { backupEmbedded } from '../../server/db/backup.ts';
-import { CliError, MiB, report, requireDatabase } from '../instance.ts';
+import { CliError, MiB, report } from '../output.ts';
 import { progressBar } from '../progress.ts';
 
 /** `attest backup <destination>`: online backup of an embedded instance (safe while the server runs). */
@@ -11,6 +9,9 @@ export function backupCommand(program: Command): void {
     .description('online backup of the embedded database and its blobs into an empty folder (safe while the server runs)')
     .option('--json', 'print the report as JSON')
     .action(async (destination: string, options: { json?: boolean }) => {
+      const { loadConfig } = await import('../../server/config.ts');
+      const { backupEmbedded } = await import('../../server/db/backup.ts');
+      const { requireDatabase } = await import('../instance.ts');
       const config = loadConfig();
       if (config.databaseUrl)
         throw new CliError('PostgreSQL instances are backed up with pg_dump (or your managed backups) plus a copy of the blob store');

@@ -3,7 +3,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { type AttestClient, v1 } from '../../client/index.ts';
 import { FORMATS, type Format } from '../../export/index.ts';
 import { type ExportProgress, type ExportSummary, exportRun } from '../export/download.ts';
-import { CliError, wholeNumber } from '../instance.ts';
+import { CliError, wholeNumber } from '../output.ts';
 import { progressBar } from '../progress.ts';
 import { EXPORTER, explain, type RemoteOptions, remoteClient, remoteOptions } from '../remote.ts';
 

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { collectGarbage } from '../../server/services/maintenance.ts';
-import { MiB, openInstance, report, wholeNumber } from '../instance.ts';
+import { MiB, report, wholeNumber } from '../output.ts';
 
 /** `attest gc`: deletes unreferenced blobs older than the grace period, offline. */
 export function gcCommand(program: Command): void {
@@ -11,6 +10,8 @@ export function gcCommand(program: Command): void {
     .option('--grace-minutes <minutes>', 'keep unreferenced blobs younger than this (a whole number, 0 or more)', wholeNumber(0), 60)
     .option('--json', 'print the report as JSON')
     .action(async (options: { dryRun?: boolean; graceMinutes: number; json?: boolean }) => {
+      const { collectGarbage } = await import('../../server/services/maintenance.ts');
+      const { openInstance } = await import('../instance.ts');
       const { database, blobs } = await openInstance('or leave it to the server, which collects garbage every hour');
       try {
         const gc = await collectGarbage(

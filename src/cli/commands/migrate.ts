@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../../server/config.ts';
-import { createDatabase, DataFolderBusyError } from '../../server/db/database.ts';
-import { CliError, report } from '../instance.ts';
+import { CliError, report } from '../output.ts';
 
 /** `attest migrate`: applies pending migrations to the configured database and exits (non-zero on failure). */
 export function migrateCommand(program: Command): void {
@@ -10,6 +8,8 @@ export function migrateCommand(program: Command): void {
     .description('apply pending database migrations (the server also does this at start-up)')
     .option('--json', 'print the report as JSON')
     .action(async (options: { json?: boolean }) => {
+      const { loadConfig } = await import('../../server/config.ts');
+      const { createDatabase, DataFolderBusyError } = await import('../../server/db/database.ts');
       const config = loadConfig();
       const database = await createDatabase(config).catch((error: unknown) => {
         if (error instanceof DataFolderBusyError) {

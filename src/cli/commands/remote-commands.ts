@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { type Command, InvalidArgumentError } from 'commander';
 import { AttestClient, v1 } from '../../client/index.ts';
-import { CliError, report, wholeNumber } from '../instance.ts';
+import { CliError, report, wholeNumber } from '../output.ts';
 import { clientFor, explain, type RemoteOptions, remoteClient, remoteOptions, resolveSettings, storeSettings } from '../remote.ts';
 
 /** Runs a remote command's body; a problem answer becomes its message and exit status 1. */

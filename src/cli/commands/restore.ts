@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../../server/config.ts';
-import { restoreEmbedded } from '../../server/db/backup.ts';
-import { CliError, MiB, report } from '../instance.ts';
+import { CliError, MiB, report } from '../output.ts';
 import { progressBar } from '../progress.ts';
 
 /** `attest restore <backup>`: a checked backup into an empty data folder, moved into place once complete. */
@@ -11,6 +9,8 @@ export function restoreCommand(program: Command): void {
     .description('check a backup (every blob size and SHA-256) and restore it into the empty data folder named by ATTEST_DATA_DIR')
     .option('--json', 'print the report as JSON')
     .action(async (backup: string, options: { json?: boolean }) => {
+      const { loadConfig } = await import('../../server/config.ts');
+      const { restoreEmbedded } = await import('../../server/db/backup.ts');
       const config = loadConfig();
       if (config.databaseUrl)
         throw new CliError('attest restore restores backups of embedded (SQLite) instances; unset ATTEST_DATABASE_URL, or use pg_restore');

@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { verifyStorage } from '../../server/services/maintenance.ts';
-import { openInstance } from '../instance.ts';
 import { progressBar } from '../progress.ts';
 
 /** `attest verify`: the durability invariants, checked offline (exit 1 when one does not hold). */
@@ -11,6 +9,8 @@ export function verifyCommand(program: Command): void {
     .option('--json', 'print the report as JSON')
     .option('--no-hash', 'check sizes only, without re-hashing blob contents')
     .action(async (options: { json?: boolean; hash: boolean }) => {
+      const { verifyStorage } = await import('../../server/services/maintenance.ts');
+      const { openInstance } = await import('../instance.ts');
       const { database, blobs } = await openInstance('then run attest verify again (the server checks the database at every start)');
       const bar = options.json ? undefined : progressBar('verifying blobs');
       try {

@@ -62,6 +62,9 @@ async function writeAtomically(file: string, chunks: AsyncIterable<string | Uint
   fs.renameSync(temporary, file);
 }
 
+/** Images up to this size are read whole and written in one call; larger ones stream. */
+const WHOLE_IMAGE_BYTES = 8 * 1024 * 1024;
+
 async function sha256OfFile(file: string): Promise<string> {
   const hash = createHash('sha256');
   await pipeline(fs.createReadStream(file), hash);
@@ -72,6 +75,12 @@ async function sha256OfFile(file: string): Promise<string> {
 async function alreadyThere(file: string, image: ImageEntry): Promise<boolean> {
   const stat = fs.statSync(file, { throwIfNoEntry: false });
   if (!stat || stat.size !== image.size) return false;
+  if (image.size <= WHOLE_IMAGE_BYTES)
+    return (
+      createHash('sha256')
+        .update(await fs.promises.readFile(file))
+        .digest('hex') === image.sha256
+    );
   return (await sha256OfFile(file)) === image.sha256;
 }
 
@@ -79,18 +88,24 @@ async function alreadyThere(file: string, image: ImageEntry): Promise<boolean> {
 async function download(client: AttestClient, image: ImageEntry, file: string): Promise<number> {
   const response = await client.fetchRaw('GET', client.pathOf(v1.images.getImage, { params: { imageId: image.imageId } }));
   if (!response.ok || !response.body) await AttestClient.read(response);
-  fs.mkdirSync(path.dirname(file), { recursive: true });
   const temporary = `${file}.part`;
   const hash = createHash('sha256');
   let size = 0;
-  const count = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      hash.update(chunk);
-      size += chunk.length;
-      done(null, chunk);
-    },
-  });
-  await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), count, fs.createWriteStream(temporary));
+  if (image.size <= WHOLE_IMAGE_BYTES) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    hash.update(bytes);
+    size = bytes.length;
+    await fs.promises.writeFile(temporary, bytes);
+  } else {
+    const count = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        hash.update(chunk);
+        size += chunk.length;
+        done(null, chunk);
+      },
+    });
+    await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), count, fs.createWriteStream(temporary));
+  }
   const digest = hash.digest('hex');
   if (size !== image.size || digest !== image.sha256) {
     fs.rmSync(temporary, { force: true });
@@ -147,6 +162,7 @@ export async function exportRun(client: AttestClient, testRunId: string, dir: st
   const bundle = formatFiles('bundle', input);
   await writeFiles(bundle.filter((file) => !file.path.startsWith('images/')));
 
+  for (const folder of new Set(images.map((image) => path.dirname(inside(dir, image.path))))) fs.mkdirSync(folder, { recursive: true });
   options.onStart?.(testRunId, images.length);
   let done = 0;
   let downloaded = 0;
