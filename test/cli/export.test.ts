@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
+import { v1 } from '../../src/client/index.ts';
 import { sha256 } from '../helpers/blob-files.ts';
 import { attest } from '../helpers/cli.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
@@ -155,7 +156,7 @@ for (const dialect of DIALECTS) {
       assert.equal((JSON.parse(again.stdout) as { runs: { downloaded: number }[] }).runs[0]?.downloaded, 1);
       assert.equal(sha256(fs.readFileSync(file)), victim.sha256);
 
-      const running = await server.admin.client.call((await import('../../src/client/index.ts')).v1.runs.createRun, {
+      const running = await server.admin.client.call(v1.runs.createRun, {
         body: { projectId: big.projectId, name: 'still running' },
       });
       const refused = await attest(['export', running.id, '--out', tempDir()], env);
@@ -176,6 +177,31 @@ for (const dialect of DIALECTS) {
       const none = await attest(['export', '--project', big.projectKey, '--since', '2999-01-01', '--out', out], env);
       assert.equal(none.code, 1);
       assert.match(none.stderr, /no completed run/);
+    });
+
+    test('--job exports each completed run of the job and leaves the others', async () => {
+      const admin = server.admin.client;
+      const definition = await admin.call(v1.tests.createTest, {
+        body: { projectId: big.projectId, name: 'Smoke', steps: [{ action: 'open', expected: 'opens' }] },
+      });
+      const second = await admin.call(v1.tests.createTest, {
+        body: { projectId: big.projectId, name: 'Smoke 2', steps: [{ action: 'open', expected: 'opens' }] },
+      });
+      const job = await admin.call(v1.jobs.createJob, { body: { projectId: big.projectId, testIds: [definition.id, second.id] } });
+      const runs = await admin.call(v1.runs.listRuns, { query: { projectId: big.projectId, jobId: job.id } });
+      assert.equal(runs.items.length, 2);
+      const [done, left] = runs.items;
+      await admin.call(v1.runs.updateRun, { params: { testRunId: done!.id }, body: { status: 'running' } });
+      await admin.call(v1.runs.updateRun, { params: { testRunId: done!.id }, body: { status: 'completed', verdict: 'passed' } });
+      const out = tempDir();
+      const result = await attest(['export', '--job', job.id, '--out', out, '--json'], env);
+      assert.equal(result.code, 0, result.output);
+      assert.deepEqual(
+        (JSON.parse(result.stdout) as { runs: { runId: string }[] }).runs.map((run) => run.runId),
+        [done!.id],
+      );
+      assert.ok(fs.existsSync(path.join(out, done!.id, 'results.json')));
+      assert.equal(fs.existsSync(path.join(out, left!.id)), false);
     });
   });
 }

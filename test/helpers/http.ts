@@ -1,5 +1,8 @@
 import http from 'node:http';
 
+/** Clients in tests see every answer as sent: a 429 or 503 is what a test checks, not something to wait out. */
+export const NO_RETRY = { attempts: 1 };
+
 /** A response as it came off the wire: status, headers as node:http gives them, the body as text, and as JSON when it is JSON. */
 export interface RawResponse {
   status: number;

@@ -4,15 +4,12 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { AttestClient } from '../../src/client/index.ts';
-
-/** Tests see every answer as sent: a 429 or 503 is what they check, not something to wait out. */
-export const NO_RETRY = { attempts: 1 };
-
 import { buildApp, onListening } from '../../src/server/app.ts';
 import { type Config, loadConfig } from '../../src/server/config.ts';
 import type { Dialect } from '../../src/server/db/types.ts';
 import { generateKey } from '../../src/server/security/api-key.ts';
 import { createPostgresDatabase } from './dialects.ts';
+import { NO_RETRY } from './http.ts';
 import { waitFor } from './wait.ts';
 
 export interface TestClock {

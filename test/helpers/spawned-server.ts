@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { AttestClient } from '../../src/client/index.ts';
 import type { Dialect } from '../../src/server/db/types.ts';
 import { createPostgresDatabase } from './dialects.ts';
-import { NO_RETRY } from './server.ts';
+import { NO_RETRY } from './http.ts';
 import { delay } from './wait.ts';
 
 // The real server as a child process (`node --import tsx src/server/main.ts`), for tests that kill
