@@ -1,0 +1,83 @@
+/**
+ * What every import format is read into before anything is stored: a report of test cases, each
+ * with a verdict, a tree of steps, text cells and attachments. Parsers (`junit.ts`,
+ * `playwright.ts`) only produce this; the server's import service stores it (docs/imports.md).
+ */
+
+export type Verdict = 'passed' | 'failed' | 'broken' | 'skipped';
+
+/** A step's status, as the results contract takes it (a finished step: never `running`). */
+export type StepStatus = 'passed' | 'failed' | 'broken' | 'skipped';
+
+export interface ImportedCell {
+  /** `stdout`, `stderr`, `failure`, `error`, `labels`, … */
+  name: string;
+  text: string;
+  mediaType?: 'text/plain' | 'text/markdown';
+}
+
+/** A file the report names: its bytes come inline (`body`) or from the archive (`path`). */
+export interface ImportedAttachment {
+  name: string;
+  /** The path inside the uploaded archive, as the report wrote it (resolved by `resolveAttachment`). */
+  path?: string;
+  /** Inline bytes (Playwright's `body`, base64-decoded). */
+  body?: Uint8Array;
+  /** The type the report declares; the stored type comes from the bytes for images. */
+  contentType?: string;
+  kind: 'screenshot' | 'video' | 'trace' | 'log' | 'file';
+}
+
+export interface ImportedStep {
+  title: string;
+  status: StepStatus;
+  startedAt?: string;
+  durationMs?: number;
+  error?: string;
+  cells: ImportedCell[];
+  attachments: ImportedAttachment[];
+  steps: ImportedStep[];
+}
+
+/** One execution of one test: one run. */
+export interface ImportedCase {
+  /** The test's identity in the project: the same full name in a later import is the same test. */
+  fullName: string;
+  /** The run's name (the case's own title). */
+  name: string;
+  verdict: Verdict;
+  startedAt?: string;
+  durationMs?: number;
+  /** 0 for a first attempt; retries of the same test count up (Playwright `retry`). */
+  attempt: number;
+  /** Properties: `environment`, `branch`, `build`, `commit` fill the run's labels; others become a `labels` cell. */
+  labels: Record<string, string>;
+  /** Run-level text cells. */
+  cells: ImportedCell[];
+  /** Run-level attachments (no step known). */
+  attachments: ImportedAttachment[];
+  steps: ImportedStep[];
+}
+
+export interface ImportedReport {
+  format: 'junit' | 'playwright';
+  /** The file it came from (its path in the archive, or the upload's name). */
+  file: string;
+  /** A name for the job, when the report has one (the root `testsuites` name). */
+  name?: string;
+  startedAt?: string;
+  cases: ImportedCase[];
+  /** Problems that did not stop the file from being read (an attachment the archive lacks, …). */
+  warnings: string[];
+}
+
+/** Input that cannot be imported: answered 400 with this message, naming the file; nothing is stored. */
+export class ImportInputError extends Error {
+  constructor(
+    readonly file: string,
+    message: string,
+  ) {
+    super(`${file}: ${message}`);
+    this.name = 'ImportInputError';
+  }
+}
