@@ -107,7 +107,6 @@ for (const dialect of DIALECTS) {
           [{ testIds: [mine, '00000000-0000-4000-8000-000000000000'] }, '/body/testIds/1'],
           [{ testIds: [mine], deviceIds: ['no-such-device'] }, '/body/deviceIds/0'],
           [{ testIds: [mine], deviceLabels: [unique('nobody-')] }, '/body/deviceLabels/0'],
-          [{ testIds: [] }, '/body/testIds'],
           [{ testIds: [mine, mine] }, '/body/testIds'],
         ];
         for (const [body, pointer] of cases) {
@@ -119,6 +118,44 @@ for (const dialect of DIALECTS) {
         }
         const jobs = await viewer.client.call(v1.jobs.listJobs, { query: { projectId: projectA, limit: 200 } });
         assert.ok(!jobs.items.some((j) => j.testIds.includes(foreign)));
+      });
+
+      test('a launch: testIds [] makes an empty job that runs join by jobId, tests found or created once by testName (IMP-3)', async () => {
+        const key = unique('launch-');
+        const job = await createJob({ name: 'Playwright launch', testIds: [], idempotencyKey: key, branch: 'main' });
+        assert.equal(job.progress.total, 0);
+        const again = await createJob({ name: 'Playwright launch', testIds: [], idempotencyKey: key, branch: 'main' });
+        assert.equal(again.id, job.id, 'a retried create answers the same job');
+        await assert.rejects(createJob({ name: 'Other', testIds: [], idempotencyKey: key }), (e: ApiError) => e.status === 409);
+
+        const fullName = unique('login.spec.ts › Login › ');
+        const start = (idempotencyKey: string, body: Partial<BodyOf<typeof v1.runs.createRun>> = {}) =>
+          tester.client.call(v1.runs.createRun, {
+            body: { projectId: projectA, name: 'signs in', testName: fullName, jobId: job.id, idempotencyKey, ...body },
+          });
+        const first = await start(unique('r-'));
+        const second = await start(unique('r-'));
+        assert.ok(first.testId);
+        assert.equal(second.testId, first.testId, 'the same full name is the same test');
+        assert.equal(first.jobId, job.id);
+        const test = await tester.client.call(v1.tests.getTest, { params: { testId: first.testId as string } });
+        assert.equal(test.name, fullName);
+        assert.equal((await runsOf(job.id)).length, 2);
+
+        const mine = await newTest();
+        await assert.rejects(
+          start(unique('r-'), { testId: mine }),
+          (e: ApiError) => e.status === 400 && firstPointer(e) === '/body/testName',
+        );
+        const foreignJob = await server.admin.client.call(v1.jobs.createJob, { body: { projectId: projectB, testIds: [] } });
+        await assert.rejects(
+          start(unique('r-'), { jobId: foreignJob.id }),
+          (e: ApiError) => e.status === 400 && firstPointer(e) === '/body/jobId',
+        );
+        const cancelled = await createJob({ testIds: [] });
+        assert.equal(cancelled.status, 'queued', 'a launch without runs waits for them');
+        await tester.client.call(v1.jobs.cancelJob, { params: { jobId: cancelled.id } });
+        await assert.rejects(start(unique('r-'), { jobId: cancelled.id }), (e: ApiError) => e.status === 409);
       });
 
       test('refuses a fan-out over 10 000 runs with 400, creating nothing', async () => {

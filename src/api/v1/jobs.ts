@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { LABEL_MAX, NAME_MAX, Name, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
+import { IdempotencyKey, LABEL_MAX, NAME_MAX, Name, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { DeviceId } from './devices.ts';
 import { RunLabel, RunLabels } from './runs.ts';
@@ -72,6 +72,9 @@ export const createJob = endpoint({
     '`deviceLabels`, each once. With neither, each test gets one run without a device. The labels ' +
     '(`environment`, `branch`, `build`, `commit`) are copied onto every run. Tests must belong to the project; an ' +
     `unknown device id, or a label no device carries, is a 400. At most ${JOB_RUNS_MAX} runs per job.\n\n` +
+    'With `testIds: []` the job is a launch that runs join as they start (`jobId` on `POST /testmgmt/testruns`): what a ' +
+    'test reporter creates. With an `idempotencyKey` already used in the project, the same body answers **200** with the ' +
+    'job it created; another body 409 `STATE_CONFLICT`.\n\n' +
     'Status: `queued` while no run has started, `running` once one has, `completed` when every run is completed or ' +
     'aborted, `cancelled` after a cancel.',
   tag: 'Jobs',
@@ -80,14 +83,15 @@ export const createJob = endpoint({
     {
       projectId: Uuid,
       name: Type.Optional(Name),
-      testIds: Type.Array(Uuid, { minItems: 1, maxItems: JOB_TESTS_MAX, uniqueItems: true }),
+      testIds: Type.Array(Uuid, { maxItems: JOB_TESTS_MAX, uniqueItems: true }),
       deviceIds: Type.Optional(Type.Array(DeviceId, { maxItems: JOB_DEVICES_MAX, uniqueItems: true })),
       deviceLabels: Type.Optional(Type.Array(DeviceLabel, { maxItems: JOB_LABELS_MAX, uniqueItems: true })),
       ...RunLabels,
+      idempotencyKey: IdempotencyKey('create (within the project)'),
     },
     { additionalProperties: false },
   ),
-  responses: { 201: Job },
+  responses: { 200: Job, 201: Job },
 });
 
 export const listJobs = endpoint({

@@ -42,6 +42,14 @@ export const TestRun = Type.Object(
   { additionalProperties: false },
 );
 
+/** The longest full name of a test (file › suite › title) that imports and reporters identify tests by. */
+export const TEST_FULL_NAME_MAX = 2000;
+export const TestFullName = Type.String({
+  minLength: 1,
+  maxLength: TEST_FULL_NAME_MAX,
+  description: "The test's full name in its framework (file › suite › title): the project's test of that name, created once.",
+});
+
 const RunParams = Type.Object({ testRunId: Uuid }, { additionalProperties: false });
 
 export const createRun = endpoint({
@@ -54,6 +62,9 @@ export const createRun = endpoint({
     'from now on: results are appended with `POST /testmgmt/testruns/{testRunId}/results` and the run is finished with `PATCH`. ' +
     'With `verdict` the run is recorded completed in one transaction, together with its `results` (the same body as the ' +
     'results post) and optional `startedAt`/`finishedAt`: the bulk call of a reporter that sends a finished run at once. ' +
+    'A reporter names its test by `testName` instead of `testId`: the full name the framework gives it (file › suite › ' +
+    "title); the project's test of that full name is used, or created once, exactly as imports do, so history builds " +
+    'up. `jobId` puts the run in a job of the same project that is not cancelled (a launch created with `testIds: []`). ' +
     'With an `idempotencyKey` already used in the project, the same body answers **200** with the run it created and ' +
     'records nothing; another body 409 `STATE_CONFLICT`. A new run answers **201**. This route takes the bulk body limit.',
   tag: 'Runs',
@@ -64,6 +75,8 @@ export const createRun = endpoint({
       projectId: Uuid,
       name: Name,
       testId: Type.Optional(Uuid),
+      testName: Type.Optional(TestFullName),
+      jobId: Type.Optional(Uuid),
       deviceId: Type.Optional(DeviceId),
       ...RunLabels,
       results: Type.Optional(ResultItems),

@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import * as initial from './migrations/2026-11-22-0001-initial.ts';
 import * as idempotency from './migrations/2026-11-22-0002-idempotency.ts';
+import * as imports from './migrations/2026-11-25-0003-imports.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import type { Database, DB, Dialect } from './types.ts';
 import { fsyncDirectory, type SyncCounters, WalSync } from './wal-sync.ts';
@@ -14,6 +15,7 @@ import { fsyncDirectory, type SyncCounters, WalSync } from './wal-sync.ts';
 const MIGRATIONS: Record<string, Migration> = {
   '2026-11-22-0001-initial': initial,
   '2026-11-22-0002-idempotency': idempotency,
+  '2026-11-25-0003-imports': imports,
 };
 
 export interface DatabaseHandle {

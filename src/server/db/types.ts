@@ -74,6 +74,8 @@ export interface TestsTable {
   tags: string;
   source_format: 'json' | 'gherkin';
   source: string | null;
+  /** The full name a report gives the test; imports and reporters find the test by it. */
+  full_name: string | null;
   created_at: string;
   created_by: string | null;
 }
@@ -85,6 +87,29 @@ export interface JobsTable {
   request: string;
   cancelled_at: string | null;
   created_at: string;
+  created_by: string | null;
+  idempotency_key: string | null;
+  idempotency_fingerprint: string | null;
+}
+
+export interface ImportsTable {
+  id: string;
+  project_id: string;
+  job_id: string | null;
+  status: 'queued' | 'processing' | 'completed' | 'failed';
+  file_name: string;
+  source_type: 'xml' | 'json' | 'zip';
+  source_sha256: string;
+  source_size: number;
+  /** JSON of the import's options. */
+  options: string;
+  /** JSON of the counts and per-file outcome, once read. */
+  summary: string | null;
+  error: string | null;
+  idempotency_key: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
   created_by: string | null;
 }
 
@@ -201,6 +226,7 @@ export interface Database {
   device_labels: DeviceLabelsTable;
   tests: TestsTable;
   jobs: JobsTable;
+  imports: ImportsTable;
   test_runs: TestRunsTable;
   steps: StepsTable;
   text_cells: TextCellsTable;

@@ -3,14 +3,16 @@ import type { Static } from 'typebox';
 import { NAME_MAX } from '../../api/common.ts';
 import { type createJob as createJobEndpoint, JOB_RUNS_MAX, type JobProgress } from '../../api/v1/jobs.ts';
 import type { AppContext } from '../context.ts';
+import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import { deviceIdsWithLabels, knownDeviceIds } from '../db/repositories/devices.ts';
-import { findJob, insertJob, listJobs as listJobRows, markJobCancelled } from '../db/repositories/jobs.ts';
+import { findJob, findJobByIdempotencyKey, insertJob, listJobs as listJobRows, markJobCancelled } from '../db/repositories/jobs.ts';
 import { abortQueuedRunsOfJob, insertRuns, type RunGroup, runGroupsOfJobs } from '../db/repositories/runs.ts';
 import { testNamesInProject } from '../db/repositories/tests.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, JobsTable, TestRunsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
+import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
 
 export type CreateJobInput = Static<NonNullable<(typeof createJobEndpoint)['body']>>;
 
@@ -55,9 +57,16 @@ export function deriveJobState(job: JobsTable, groups: readonly RunGroup[]): Job
   }
   const unfinished = progress.queued + progress.running;
   // Queued until one of its runs has started: runs aborted straight from the queue never started,
-  // so they leave the job queued (and `startedAt` null, as a running job's never is).
+  // so they leave the job queued (and `startedAt` null, as a running job's never is). A launch
+  // with no runs yet (a reporter's, testIds []) waits for them: queued, not completed.
   const status: JobStatus =
-    job.cancelled_at !== null ? 'cancelled' : unfinished === 0 ? 'completed' : startedAt === null ? 'queued' : 'running';
+    job.cancelled_at !== null
+      ? 'cancelled'
+      : unfinished === 0 && progress.total > 0
+        ? 'completed'
+        : startedAt === null
+          ? 'queued'
+          : 'running';
   return { status, progress, startedAt, finishedAt: status === 'completed' ? finishedAt : null };
 }
 
@@ -116,16 +125,48 @@ async function resolveDevices(executor: Executor, deviceIds: readonly string[], 
 }
 
 function defaultJobName(testNames: string[]): string {
-  const [first = 'Job', ...rest] = testNames;
+  const [first = 'Launch', ...rest] = testNames;
   const name = rest.length === 0 ? first : `${first} and ${rest.length} more`;
   return name.length > NAME_MAX ? `${name.slice(0, NAME_MAX - 1)}…` : name;
 }
 
+/** The job created earlier with this key, if the body is the same; 409 if the key came with another body. */
+async function replayedJob(ctx: AppContext, projectId: string, key: string, body: unknown): Promise<JobView | undefined> {
+  const earlier = await findJobByIdempotencyKey(ctx.db, projectId, key);
+  if (!earlier) return undefined;
+  if (!fingerprintMatches(earlier.idempotency_fingerprint, body)) {
+    throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the project with another body.');
+  }
+  return loadJobView(ctx.db, earlier.id);
+}
+
 /**
  * Creates a job and fans it out, in one transaction, into one queued run per (test × device), or
- * one run per test when no device is asked for. The runs carry the job's labels.
+ * one run per test when no device is asked for. The runs carry the job's labels. With no tests it
+ * is a launch that runs join (a reporter's). A key used before answers the job it made, `created: false`.
  */
-export async function createJob(ctx: AppContext, projectId: string, input: CreateJobInput, actorId: string): Promise<JobView> {
+export async function createJob(
+  ctx: AppContext,
+  projectId: string,
+  input: CreateJobInput,
+  actorId: string,
+): Promise<{ job: JobView; created: boolean }> {
+  const key = input.idempotencyKey;
+  if (key !== undefined) {
+    const earlier = await replayedJob(ctx, projectId, key, input);
+    if (earlier) return { job: earlier, created: false };
+  }
+  try {
+    return { job: await recordJob(ctx, projectId, input, actorId), created: true };
+  } catch (error) {
+    // A concurrent retry with the same key committed first.
+    const earlier = key !== undefined && isUniqueViolation(error) ? await replayedJob(ctx, projectId, key, input) : undefined;
+    if (earlier) return { job: earlier, created: false };
+    throw error;
+  }
+}
+
+async function recordJob(ctx: AppContext, projectId: string, input: CreateJobInput, actorId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
   return inTransaction(ctx.db, async (trx) => {
     const names = await testNamesInProject(trx, projectId, input.testIds);
@@ -155,6 +196,8 @@ export async function createJob(ctx: AppContext, projectId: string, input: Creat
       cancelled_at: null,
       created_at: now,
       created_by: actorId,
+      idempotency_key: input.idempotencyKey ?? null,
+      idempotency_fingerprint: input.idempotencyKey === undefined ? null : bodyFingerprint(input),
     };
     await insertJob(trx, job);
     const runs: TestRunsTable[] = input.testIds.flatMap((testId) =>

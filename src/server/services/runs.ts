@@ -5,6 +5,7 @@ import type { AppContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import { findDeviceId } from '../db/repositories/devices.ts';
+import { findJob } from '../db/repositories/jobs.ts';
 import {
   findRun,
   findRunByIdempotencyKey,
@@ -19,6 +20,7 @@ import type { TestRunsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
 import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
 import { appendResults } from './results.ts';
+import { ensureTestsByFullName } from './tests.ts';
 
 export type CreateRunInput = Static<NonNullable<(typeof createRunEndpoint)['body']>>;
 export type RunChange = Static<NonNullable<(typeof updateRunEndpoint)['body']>>;
@@ -75,6 +77,13 @@ export async function createRun(
   }
 }
 
+/** A run joins a job of its own project that is not cancelled; another project's job is as unknown as a missing one. */
+async function assertJobTakesRuns(ctx: AppContext, projectId: string, jobId: string): Promise<void> {
+  const job = await findJob(ctx.db, jobId);
+  if (job?.project_id !== projectId) throw invalid('/body/jobId', 'names no job of this project');
+  if (job.cancelled_at !== null) throw new AppError('STATE_CONFLICT', 'The job is cancelled; it takes no more runs.');
+}
+
 async function recordRun(
   ctx: AppContext,
   projectId: string,
@@ -86,15 +95,21 @@ async function recordRun(
   if (input.testId !== undefined && !(await findTestOfProject(ctx.db, input.testId, projectId))) {
     throw invalid('/body/testId', 'names no test of this project');
   }
+  if (input.testId !== undefined && input.testName !== undefined) throw invalid('/body/testName', 'cannot be combined with testId');
   if (input.deviceId !== undefined && !(await findDeviceId(ctx.db, input.deviceId))) {
     throw invalid('/body/deviceId', 'names no registered device');
   }
+  if (input.jobId !== undefined) await assertJobTakesRuns(ctx, projectId, input.jobId);
   const now = ctx.clock().toISOString();
+  const testId =
+    input.testName === undefined
+      ? (input.testId ?? null)
+      : ((await ensureTestsByFullName(ctx.db, { projectId, fullNames: [input.testName], actorId, now })).get(input.testName) ?? null);
   const row: TestRunsTable = {
     id: randomUUID(),
     project_id: projectId,
-    test_id: input.testId ?? null,
-    job_id: null,
+    test_id: testId,
+    job_id: input.jobId ?? null,
     device_id: input.deviceId ?? null,
     name: input.name,
     status: 'running',

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { NAME_MAX } from '../../api/common.ts';
 import { CreateTestBody } from '../../api/v1/tests.ts';
 import type { AppContext } from '../context.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
-import { findTest, insertTest, listTests as listTestRows } from '../db/repositories/tests.ts';
-import type { TestsTable } from '../db/types.ts';
+import { findTest, insertTest, insertTestsByFullName, listTests as listTestRows, testsByFullName } from '../db/repositories/tests.ts';
+import type { Executor, TestsTable } from '../db/types.ts';
 import { found, invalid } from '../errors.ts';
 import { compileValidator } from '../validation.ts';
 import { type FeatureDefinition, featureToTest } from './gherkin.ts';
@@ -59,6 +60,7 @@ export async function createTest(ctx: AppContext, projectId: string, test: NewTe
     tags: JSON.stringify(test.tags),
     source_format: test.sourceFormat,
     source: test.source,
+    full_name: null,
     created_at: ctx.clock().toISOString(),
     created_by: actorId,
   };
@@ -70,3 +72,39 @@ export const getTest = async (ctx: AppContext, testId: string): Promise<TestsTab
 
 export const listTests = (ctx: AppContext, projectId: string, page: PageRequest): Promise<Page<TestsTable>> =>
   listTestRows(ctx.db, projectId, page);
+
+/** A test's display name from its full name: the full name, cut to the name limit with an ellipsis. */
+const displayName = (fullName: string) => (fullName.length > NAME_MAX ? `${fullName.slice(0, NAME_MAX - 1)}…` : fullName);
+
+/**
+ * The ids of the project's tests with these full names, creating those it lacks (IMP-3): imports
+ * and reporters name tests by the full name their framework gives them, so each is created once
+ * per project and later imports build its history. A concurrent creator of the same name wins
+ * harmlessly: the insert skips names that exist by then, and the ids are read afterwards.
+ */
+export async function ensureTestsByFullName(
+  executor: Executor,
+  input: { projectId: string; fullNames: readonly string[]; actorId: string; now: string },
+): Promise<Map<string, string>> {
+  const wanted = [...new Set(input.fullNames)];
+  const known = await testsByFullName(executor, input.projectId, wanted);
+  const missing = wanted.filter((name) => !known.has(name));
+  if (missing.length === 0) return known;
+  await insertTestsByFullName(
+    executor,
+    missing.map((fullName) => ({
+      id: randomUUID(),
+      project_id: input.projectId,
+      name: displayName(fullName),
+      description: '',
+      steps: '[]',
+      tags: '[]',
+      source_format: 'json' as const,
+      source: null,
+      full_name: fullName,
+      created_at: input.now,
+      created_by: input.actorId,
+    })),
+  );
+  return testsByFullName(executor, input.projectId, wanted);
+}

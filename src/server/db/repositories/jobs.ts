@@ -32,3 +32,7 @@ export async function listJobs(executor: Executor, projectId: string, page: Page
   const query = executor.selectFrom('jobs').selectAll().where('project_id', '=', projectId);
   return keysetPage(query, { columns: ['created_at', 'id'], direction: 'desc' }, page);
 }
+
+export async function findJobByIdempotencyKey(executor: Executor, projectId: string, key: string): Promise<JobsTable | undefined> {
+  return executor.selectFrom('jobs').selectAll().where('project_id', '=', projectId).where('idempotency_key', '=', key).executeTakeFirst();
+}

@@ -4,14 +4,16 @@ import type { Database, Executor } from '../types.ts';
 
 // Queries of storage maintenance: which blobs rows reference, and image rows no artifact uses.
 
-/** The SHA-256 of every blob some row references: artifact contents, images and their thumbnails. */
+/** The SHA-256 of every blob some row references: artifact contents, images and their thumbnails, uploaded import sources. */
 export async function referencedBlobs(executor: Executor): Promise<Set<string>> {
-  const [artifacts, images] = await Promise.all([
+  const [artifacts, images, imports] = await Promise.all([
     executor.selectFrom('artifacts').select('sha256').distinct().execute(),
     executor.selectFrom('images').select(['sha256', 'thumbnail_sha256']).execute(),
+    executor.selectFrom('imports').select('source_sha256').distinct().execute(),
   ]);
   const keys = new Set<string>();
   for (const a of artifacts) keys.add(a.sha256);
+  for (const i of imports) keys.add(i.source_sha256);
   for (const i of images) {
     keys.add(i.sha256);
     if (i.thumbnail_sha256) keys.add(i.thumbnail_sha256);
@@ -23,6 +25,8 @@ export async function referencedBlobs(executor: Executor): Promise<Set<string>> 
 export async function isBlobReferenced(executor: Executor, sha256: string): Promise<boolean> {
   const artifact = await executor.selectFrom('artifacts').select('id').where('sha256', '=', sha256).limit(1).executeTakeFirst();
   if (artifact) return true;
+  const source = await executor.selectFrom('imports').select('id').where('source_sha256', '=', sha256).limit(1).executeTakeFirst();
+  if (source) return true;
   const image = await executor
     .selectFrom('images')
     .select('id')

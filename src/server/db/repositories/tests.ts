@@ -48,3 +48,29 @@ export async function listTests(executor: Executor, projectId: string, page: Pag
   const query = executor.selectFrom('tests').selectAll().where('project_id', '=', projectId);
   return keysetPage(query, { columns: ['created_at', 'id'], direction: 'desc' }, page);
 }
+
+/** The ids of the project's tests with these full names, by full name. */
+export async function testsByFullName(executor: Executor, projectId: string, fullNames: readonly string[]): Promise<Map<string, string>> {
+  const ids = new Map<string, string>();
+  for (const names of chunk(fullNames, IN_LIST_SIZE)) {
+    const rows = await executor
+      .selectFrom('tests')
+      .select(['id', 'full_name'])
+      .where('project_id', '=', projectId)
+      .where('full_name', 'in', names)
+      .execute();
+    for (const row of rows) ids.set(row.full_name as string, row.id);
+  }
+  return ids;
+}
+
+/** Inserts tests, skipping any whose full name the project already has (a concurrent import made it first). */
+export async function insertTestsByFullName(executor: Executor, tests: readonly TestsTable[]): Promise<void> {
+  for (const rows of chunk(tests, 50)) {
+    await executor
+      .insertInto('tests')
+      .values(rows)
+      .onConflict((oc) => oc.columns(['project_id', 'full_name']).where('full_name', 'is not', null).doNothing())
+      .execute();
+  }
+}

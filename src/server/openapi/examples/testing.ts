@@ -64,6 +64,7 @@ export const testingExamples = [
   examplesOf(createJob, {
     request: { projectId: IDS.project, name: JOB.name, testIds: [IDS.testCheckout], deviceLabels: ['phone'], ...RUN_LABELS },
     responses: {
+      200: { ...JOB, status: 'queued', progress: { ...idle, total: 2, queued: 2 }, startedAt: null },
       201: { ...JOB, status: 'queued', progress: { ...idle, total: 2, queued: 2 }, startedAt: null },
     },
   }),

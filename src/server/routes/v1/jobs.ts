@@ -10,8 +10,8 @@ export function jobRoutes(ctx: AppContext) {
     route(api.createJob, {
       owner: (request) => namedProject(ctx, request.body, 'body'),
       handler: async (request, reply) => {
-        const job = await createJob(ctx, request.projectId, request.body, request.principal.user.id);
-        reply.code(201);
+        const { job, created } = await createJob(ctx, request.projectId, request.body, request.principal.user.id);
+        reply.code(created ? 201 : 200);
         return presentJob(job);
       },
     }),

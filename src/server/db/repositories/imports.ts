@@ -1,0 +1,36 @@
+import { keysetPage, type Page, type PageRequest } from '../pagination.ts';
+import type { Executor, ImportsTable } from '../types.ts';
+
+// Queries of imports: one row per uploaded report, from its upload until its job is written.
+
+export async function insertImport(executor: Executor, row: ImportsTable): Promise<void> {
+  await executor.insertInto('imports').values(row).execute();
+}
+
+export async function findImport(executor: Executor, importId: string): Promise<ImportsTable | undefined> {
+  return executor.selectFrom('imports').selectAll().where('id', '=', importId).executeTakeFirst();
+}
+
+export async function findImportByIdempotencyKey(executor: Executor, projectId: string, key: string): Promise<ImportsTable | undefined> {
+  return executor
+    .selectFrom('imports')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('idempotency_key', '=', key)
+    .executeTakeFirst();
+}
+
+export async function updateImport(executor: Executor, importId: string, changes: Partial<ImportsTable>): Promise<void> {
+  await executor.updateTable('imports').set(changes).where('id', '=', importId).execute();
+}
+
+/** Imports acknowledged but not finished: picked up again after a restart. */
+export async function unfinishedImports(executor: Executor): Promise<ImportsTable[]> {
+  return executor.selectFrom('imports').selectAll().where('status', 'in', ['queued', 'processing']).orderBy('created_at').execute();
+}
+
+/** A project's imports, newest first. */
+export async function listImports(executor: Executor, projectId: string, page: PageRequest): Promise<Page<ImportsTable>> {
+  const query = executor.selectFrom('imports').selectAll().where('project_id', '=', projectId);
+  return keysetPage(query, { columns: ['created_at', 'id'], direction: 'desc' }, page);
+}
