@@ -1,0 +1,189 @@
+/**
+ * The rules that turn Playwright's results into Attest runs, steps, cells and artifacts. The live
+ * reporter (this package) and the server's JSON-report import (`src/import/playwright.ts`) both use
+ * these functions, so a run streamed live and the same run imported from `report.json` look the
+ * same. Pure, dependency-free and typed structurally: the server imports this file without
+ * depending on `@playwright/test`, and nothing here imports from the server.
+ */
+
+export type Verdict = 'passed' | 'failed' | 'broken' | 'skipped';
+export type FinalStepStatus = 'passed' | 'failed' | 'broken' | 'skipped';
+export type ArtifactKind = 'screenshot' | 'video' | 'trace' | 'log' | 'file';
+
+/** Joins a test's title path, as Playwright's own reporters do. */
+export const TITLE_SEPARATOR = ' › ';
+/** Attest's limits: a run name, a step title, a text cell or step error (API `NAME_MAX`, `STEP_TITLE_MAX`, `TEXT_MAX`). */
+export const NAME_MAX = 256;
+export const STEP_TITLE_MAX = 1024;
+export const TEXT_MAX = 64 * 1024;
+
+/**
+ * A result's status → the attempt's verdict. Each attempt (retry) is a run of its own with its own
+ * verdict; the latest run of a test in the job is the test's final verdict, so a flaky test ends
+ * `passed` with a `failed` run before it.
+ */
+export function verdictOf(status: string): Verdict {
+  switch (status) {
+    case 'passed':
+      return 'passed';
+    case 'skipped':
+      return 'skipped';
+    case 'interrupted':
+      return 'broken';
+    default:
+      // `failed`, `timedOut`, and anything a later Playwright adds: a test that did not pass.
+      return 'failed';
+  }
+}
+
+/** A finished step: failed when it carries an error, skipped inside a skipped result, else passed. */
+export function stepStatusOf(hasError: boolean, resultStatus?: string): FinalStepStatus {
+  if (hasError) return 'failed';
+  return resultStatus === 'skipped' ? 'skipped' : 'passed';
+}
+
+/**
+ * The test's identity in the project: file › describe… › title, with the project name first when
+ * the configuration has several projects (the same test in two browsers is two tests).
+ * `titles` is the path below the project: [file, ...describes, title].
+ */
+export function fullNameOf(titles: readonly string[], projectName: string, severalProjects: boolean): string {
+  const path = titles.filter((title) => title !== '');
+  return (severalProjects && projectName ? [projectName, ...path] : path).join(TITLE_SEPARATOR);
+}
+
+/** The run's name: the test's own title, with the attempt for a retry. */
+export function runNameOf(title: string, retry: number): string {
+  return clip(retry > 0 ? `${title} (retry ${retry})` : title, NAME_MAX);
+}
+
+/** Cuts text the API would refuse as too long, saying so (a cut stays within `max` UTF-16 units). */
+export function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const note = `… [${text.length - max} characters cut]`;
+  return text.slice(0, Math.max(0, max - note.length - 8)) + note;
+}
+
+// ESC/CSI colour and cursor sequences, as chalk and Playwright's expect write them.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the escape character is what is matched.
+const ANSI = /[\u001b\u009b][[\]()#;?]*(?:(?:(?:[a-zA-Z\d]*(?:;[a-zA-Z\d]*)*)?\u0007)|(?:(?:\d{1,4}(?:;\d{0,4})*)?[\dA-PR-TZcf-ntqry=><~]))/g;
+
+export function stripAnsi(text: string): string {
+  return text.replace(ANSI, '');
+}
+
+/** What Playwright's `TestError` carries (the JSON report's step and result `error`). */
+export interface ErrorLike {
+  message?: string;
+  stack?: string;
+  value?: string;
+  snippet?: string;
+  location?: unknown;
+  cause?: ErrorLike;
+}
+
+/**
+ * One error as the JSON report's `result.errors[i].message` writes it (Playwright's `formatError`):
+ * the message from the stack, the code snippet, then the stack frames, then the cause. The live
+ * reporter gets raw errors and formats them here, so its `error` cell matches an import's.
+ */
+export function formatError(error: ErrorLike): string {
+  const message = error.message || error.value || '';
+  if (!error.stack && !error.location) return stripAnsi(message);
+  const lines = error.stack?.split('\n') ?? [];
+  let firstFrame = lines.findIndex((line) => line.startsWith('    at '));
+  if (firstFrame === -1) firstFrame = lines.length;
+  const tokens = [error.stack ? lines.slice(0, firstFrame).join('\n') || message : message];
+  if (error.snippet) tokens.push('', error.snippet);
+  const frames = lines.slice(firstFrame);
+  if (frames.length) tokens.push(frames.join('\n'));
+  if (error.cause) tokens.push(`[cause]: ${formatError(error.cause)}`);
+  return stripAnsi(tokens.join('\n'));
+}
+
+/** A step's error as Attest shows it: the message alone (the run's `error` cell has the stack). */
+export function stepErrorOf(error: ErrorLike | undefined): string | undefined {
+  if (!error) return undefined;
+  return clip(stripAnsi(error.message || error.value || 'failed'), TEXT_MAX);
+}
+
+/** The run-level `error` cell: every error of the attempt, formatted, one after the other. */
+export function errorCellText(formatted: readonly string[]): string | undefined {
+  const text = formatted.map(stripAnsi).join('\n\n');
+  return text ? clip(text, TEXT_MAX) : undefined;
+}
+
+/** The JSON report's stdio item (`{ text }` or `{ buffer }` base64), or the live `string | Buffer`. */
+export type StdioItem = string | Uint8Array | { text?: string; buffer?: string };
+
+/** A `stdout`/`stderr` cell's text: every chunk in order, decoded as UTF-8, ANSI stripped. */
+export function stdioText(items: readonly StdioItem[]): string | undefined {
+  const decoder = new TextDecoder();
+  const text = items
+    .map((item) => {
+      if (typeof item === 'string') return item;
+      if (item instanceof Uint8Array) return decoder.decode(item);
+      if (typeof item.text === 'string') return item.text;
+      return typeof item.buffer === 'string' ? decoder.decode(base64Bytes(item.buffer)) : '';
+    })
+    .join('');
+  return text ? clip(stripAnsi(text), TEXT_MAX) : undefined;
+}
+
+export function base64Bytes(text: string): Uint8Array {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+const RASTER = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+
+/**
+ * What an attachment becomes. Only raster images are screenshots (Attest refuses anything else as
+ * an image, SVG included); a trace is Playwright's `trace` zip; text is a log.
+ */
+export function attachmentKind(name: string, contentType: string | undefined): ArtifactKind {
+  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (RASTER.has(type)) return 'screenshot';
+  if (type.startsWith('video/')) return 'video';
+  if (name === 'trace' && type === 'application/zip') return 'trace';
+  if (type.startsWith('text/')) return 'log';
+  return 'file';
+}
+
+/** The name Playwright gives the screenshots `screenshot: 'on' | 'only-on-failure'` takes at the end of a test. */
+export const FAILURE_SCREENSHOT = 'screenshot';
+
+/**
+ * THE PLACEMENT RULE (the same for the live reporter and the import):
+ *
+ * 1. Playwright 1.65's JSON report does not say which step an attachment was attached in (steps
+ *    carry only title, duration, error and child steps), so neither side uses step-level
+ *    attachment information: the live reporter ignores `TestStep.attachments` on purpose.
+ * 2. An attachment named `screenshot` (the automatic end-of-test screenshot) goes to the innermost
+ *    failed step: the deepest failed `test.step`, the last one in tree order when several are
+ *    equally deep; that is where the failure it shows happened.
+ * 3. Everything else, and a `screenshot` of an attempt without a failed step, belongs to the run.
+ */
+export function attachmentStep<S>(name: string, steps: readonly S[], tree: StepTree<S>): S | undefined {
+  return name === FAILURE_SCREENSHOT ? innermostFailed(steps, tree) : undefined;
+}
+
+export interface StepTree<S> {
+  children(step: S): readonly S[];
+  failed(step: S): boolean;
+}
+
+/** The deepest failed step, the last in tree order among equally deep ones. */
+export function innermostFailed<S>(steps: readonly S[], tree: StepTree<S>): S | undefined {
+  let best: { step: S; depth: number } | undefined;
+  const visit = (list: readonly S[], depth: number) => {
+    for (const step of list) {
+      if (tree.failed(step) && (!best || depth >= best.depth)) best = { step, depth };
+      visit(tree.children(step), depth + 1);
+    }
+  };
+  visit(steps, 1);
+  return best?.step;
+}

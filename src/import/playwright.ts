@@ -1,0 +1,201 @@
+import sjson from 'secure-json-parse';
+import {
+  attachmentKind,
+  attachmentStep,
+  clip,
+  errorCellText,
+  fullNameOf,
+  runNameOf,
+  STEP_TITLE_MAX,
+  stdioText,
+  stepErrorOf,
+  stepStatusOf,
+  stripAnsi,
+  verdictOf,
+} from '../../packages/playwright-reporter/src/mapping.ts';
+import {
+  type ImportedAttachment,
+  type ImportedCase,
+  type ImportedCell,
+  type ImportedReport,
+  type ImportedStep,
+  ImportInputError,
+} from './model.ts';
+
+/**
+ * Playwright's JSON report (`reporter: [['json', { outputFile }]]`) → the imported-report model.
+ * Every attempt of every test is one case; steps are the `test.step` tree the report keeps. The
+ * mapping rules (names, verdicts, step status, attachment kinds and placement) live in the live
+ * reporter's `mapping.ts`, shared so an import and a live-streamed run of the same tests match.
+ *
+ * What Playwright 1.65 writes (checked against a real run of test/fixtures/playwright):
+ * - root `suites` are files (`title` = path below testDir), nested `suites` are describes, `specs`
+ *   are tests with one `tests[i]` per project, each with `results[]`, one per attempt (`retry`);
+ * - a result has `status`, `duration`, `startTime`, `error` (raw), `errors[]` (formatted: message,
+ *   snippet and stack in one `message`), `stdout`/`stderr` (`{ text }` or `{ buffer }` base64),
+ *   `steps` (only `test.step`s, absent when none) and `attachments` (`path` absolute on the
+ *   producing machine, or `body` base64);
+ * - a step has only `title`, `duration`, `error` and `steps`: no start time, no attachments.
+ */
+
+type Json = Record<string, unknown>;
+
+interface Context {
+  file: string;
+  severalProjects: boolean;
+  warnings: string[];
+}
+
+const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A Playwright JSON report at a glance: a `config` object and a `suites` array (JUnit XML and others never are). */
+export function looksLikePlaywright(value: unknown): value is Json & { config: Json; suites: unknown[] } {
+  return (
+    isObject(value) && isObject(value.config) && Array.isArray(value.suites) && (value.errors === undefined || Array.isArray(value.errors))
+  );
+}
+
+export function parsePlaywright(file: string, bytes: Uint8Array): ImportedReport {
+  const report = readJson(file, bytes);
+  if (!looksLikePlaywright(report)) throw new ImportInputError(file, 'not a Playwright JSON report (no `config` and `suites`)');
+  const config = report.config;
+  const projects = Array.isArray(config.projects) ? config.projects : [];
+  const context: Context = { file, severalProjects: projects.length > 1, warnings: [] };
+  const cases: ImportedCase[] = [];
+  list(context, report, 'suites', 'report').forEach((suite, i) => {
+    readSuite(context, object(context, suite, `suites[${i}]`), [], `suites[${i}]`, cases);
+  });
+  const stats = isObject(report.stats) ? report.stats : {};
+  return {
+    format: 'playwright',
+    file,
+    ...(typeof stats.startTime === 'string' ? { startedAt: stats.startTime } : {}),
+    cases,
+    warnings: context.warnings,
+  };
+}
+
+function readJson(file: string, bytes: Uint8Array): unknown {
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+  try {
+    return sjson.parse(text, { protoAction: 'error', constructorAction: 'error' });
+  } catch (error) {
+    throw new ImportInputError(file, `not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** A file suite (its title is the file) or a describe: both add their title to the path. */
+function readSuite(context: Context, suite: Json, titles: string[], where: string, cases: ImportedCase[]): void {
+  const path = [...titles, string(context, suite.title, `${where}.title`)];
+  list(context, suite, 'specs', where).forEach((spec, i) => {
+    readSpec(context, object(context, spec, `${where}.specs[${i}]`), path, `${where}.specs[${i}]`, cases);
+  });
+  list(context, suite, 'suites', where).forEach((child, i) => {
+    readSuite(context, object(context, child, `${where}.suites[${i}]`), path, `${where}.suites[${i}]`, cases);
+  });
+}
+
+function readSpec(context: Context, spec: Json, titles: string[], where: string, cases: ImportedCase[]): void {
+  const title = string(context, spec.title, `${where}.title`);
+  list(context, spec, 'tests', where).forEach((test, i) => {
+    const at = `${where}.tests[${i}]`;
+    const entry = object(context, test, at);
+    const projectName = typeof entry.projectName === 'string' ? entry.projectName : '';
+    const fullName = fullNameOf([...titles, title], projectName, context.severalProjects);
+    list(context, entry, 'results', at).forEach((result, r) => {
+      cases.push(readResult(context, object(context, result, `${at}.results[${r}]`), { fullName, title }, `${at}.results[${r}]`));
+    });
+  });
+}
+
+function readResult(context: Context, result: Json, test: { fullName: string; title: string }, where: string): ImportedCase {
+  const status = string(context, result.status, `${where}.status`);
+  const attempt = Number.isInteger(result.retry) && (result.retry as number) >= 0 ? (result.retry as number) : 0;
+  const steps = list(context, result, 'steps', where).map((step, i) =>
+    readStep(context, object(context, step, `${where}.steps[${i}]`), status, `${where}.steps[${i}]`),
+  );
+  const imported: ImportedCase = {
+    fullName: test.fullName,
+    name: runNameOf(test.title, attempt),
+    verdict: verdictOf(status),
+    ...(typeof result.startTime === 'string' ? { startedAt: result.startTime } : {}),
+    ...(typeof result.duration === 'number' ? { durationMs: milliseconds(result.duration) } : {}),
+    attempt,
+    labels: {},
+    cells: resultCells(result),
+    attachments: [],
+    steps,
+  };
+  list(context, result, 'attachments', where).forEach((raw, i) => {
+    const attachment = readAttachment(context, object(context, raw, `${where}.attachments[${i}]`), `${where}.attachments[${i}]`);
+    if (!attachment) return;
+    // The placement rule: see `attachmentStep` in the reporter's mapping.ts.
+    const step = attachmentStep(attachment.name, steps, { children: (s) => s.steps, failed: (s) => s.status === 'failed' });
+    (step ?? imported).attachments.push(attachment);
+  });
+  return imported;
+}
+
+function readStep(context: Context, step: Json, resultStatus: string, where: string): ImportedStep {
+  const error = isObject(step.error) ? step.error : undefined;
+  const message = stepErrorOf(error as Parameters<typeof stepErrorOf>[0]);
+  return {
+    title: clip(string(context, step.title, `${where}.title`) || '(untitled step)', STEP_TITLE_MAX),
+    status: stepStatusOf(error !== undefined, resultStatus),
+    // Playwright 1.65 writes no start time for a step; a later one may.
+    ...(typeof step.startTime === 'string' ? { startedAt: step.startTime } : {}),
+    ...(typeof step.duration === 'number' ? { durationMs: milliseconds(step.duration) } : {}),
+    ...(message !== undefined ? { error: message } : {}),
+    cells: [],
+    attachments: [],
+    steps: list(context, step, 'steps', where).map((child, i) =>
+      readStep(context, object(context, child, `${where}.steps[${i}]`), resultStatus, `${where}.steps[${i}]`),
+    ),
+  };
+}
+
+/** Run-level cells, in this order: `error` (every error, formatted by Playwright), `stdout`, `stderr`. */
+function resultCells(result: Json): ImportedCell[] {
+  const cells: ImportedCell[] = [];
+  const errors = (Array.isArray(result.errors) ? result.errors : [])
+    .filter(isObject)
+    .map((e) => stripAnsi(String(e.message ?? e.value ?? '')));
+  const error = errorCellText(errors.filter((text) => text !== ''));
+  if (error) cells.push({ name: 'error', text: error });
+  for (const name of ['stdout', 'stderr'] as const) {
+    const items = (Array.isArray(result[name]) ? result[name] : []).filter(isObject);
+    const text = stdioText(items as { text?: string; buffer?: string }[]);
+    if (text) cells.push({ name, text });
+  }
+  return cells;
+}
+
+function readAttachment(context: Context, raw: Json, where: string): ImportedAttachment | undefined {
+  const name = typeof raw.name === 'string' && raw.name !== '' ? raw.name : 'attachment';
+  const contentType = typeof raw.contentType === 'string' ? raw.contentType : undefined;
+  const attachment: ImportedAttachment = { name, kind: attachmentKind(name, contentType), ...(contentType ? { contentType } : {}) };
+  if (typeof raw.body === 'string') return { ...attachment, body: Buffer.from(raw.body, 'base64') };
+  if (typeof raw.path === 'string' && raw.path !== '') return { ...attachment, path: raw.path };
+  context.warnings.push(`${context.file}: ${where} (${name}) has neither a path nor a body; left out`);
+  return undefined;
+}
+
+const milliseconds = (value: number) => Math.max(0, Math.round(value));
+
+function object(context: Context, value: unknown, where: string): Json {
+  if (!isObject(value)) throw new ImportInputError(context.file, `${where} is not an object`);
+  return value;
+}
+
+function string(context: Context, value: unknown, where: string): string {
+  if (typeof value !== 'string') throw new ImportInputError(context.file, `${where} is not a string`);
+  return value;
+}
+
+/** An optional array field: absent is empty, anything but an array is malformed. */
+function list(context: Context, owner: Json, key: string, where: string): unknown[] {
+  const value = owner[key];
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw new ImportInputError(context.file, `${where}.${key} is not an array`);
+  return value;
+}
