@@ -64,9 +64,13 @@ export function clip(text: string, max: number): string {
   return text.slice(0, Math.max(0, max - note.length - 8)) + note;
 }
 
-// ESC/CSI colour and cursor sequences, as chalk and Playwright's expect write them.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the escape character is what is matched.
-const ANSI = /[\u001b\u009b][[\]()#;?]*(?:(?:(?:[a-zA-Z\d]*(?:;[a-zA-Z\d]*)*)?\u0007)|(?:(?:\d{1,4}(?:;\d{0,4})*)?[\dA-PR-TZcf-ntqry=><~]))/g;
+// ESC/CSI colour and cursor sequences, as chalk and Playwright's expect write them. Built from a
+// string, where the escape characters are spelled out, not written raw into a literal.
+// biome-ignore lint/complexity/useRegexLiterals: a literal would hold control characters.
+const ANSI = new RegExp(
+  '[\\u001b\\u009b][[\\]()#;?]*(?:(?:(?:[a-zA-Z\\d]*(?:;[a-zA-Z\\d]*)*)?\\u0007)|(?:(?:\\d{1,4}(?:;\\d{0,4})*)?[\\dA-PR-TZcf-ntqry=><~]))',
+  'g',
+);
 
 export function stripAnsi(text: string): string {
   return text.replace(ANSI, '');

@@ -1,0 +1,224 @@
+import { randomUUID } from 'node:crypto';
+import type { FullConfig, Reporter, Suite, TestCase, TestResult, TestStep } from '@playwright/test/reporter';
+import { AttestHttp, SendError } from './http.ts';
+import { artifactItem, type Counts, completeRunItem, createRunItem, ResultsItem, type RunState, type StepNode } from './items.ts';
+import {
+  attachmentKind,
+  attachmentStep,
+  clip,
+  errorCellText,
+  formatError,
+  fullNameOf,
+  runNameOf,
+  STEP_TITLE_MAX,
+  stdioText,
+  stepErrorOf,
+  stepStatusOf,
+  verdictOf,
+} from './mapping.ts';
+import { type AttestReporterOptions, resolveSettings, type Settings } from './options.ts';
+import { SendQueue } from './queue.ts';
+
+export type { AttestReporterOptions } from './options.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Streams a Playwright run into Attest while it runs: a job for the whole run (onBegin), a run per
+ * test attempt (onTestBegin), its `test.step`s as they start and end, its attachments and verdict
+ * when it ends. Everything goes through one ordered, bounded queue sent in the background; a slow
+ * or dead server never fails a test and delays the end of the run by at most `flushTimeoutMs`.
+ */
+export default class AttestReporter implements Reporter {
+  private readonly settings: Settings | { off: string };
+  private http?: AttestHttp;
+  private queue?: SendQueue;
+  private readonly counts: Counts = { runs: 0, steps: 0, attachments: 0, skipped: 0 };
+  private readonly runs = new WeakMap<TestResult, RunState>();
+  private readonly nodes = new WeakMap<TestStep, StepNode>();
+  private readonly jobKey = `playwright-${randomUUID()}`;
+  private projectId?: string;
+  private jobId?: string;
+  private severalProjects = false;
+  private failures = 0;
+
+  constructor(options: AttestReporterOptions = {}) {
+    this.settings = resolveSettings(options, process.env);
+  }
+
+  printsToStdio(): boolean {
+    return false;
+  }
+
+  onBegin(config: FullConfig, _suite: Suite): void {
+    if ('off' in this.settings) return;
+    const settings = this.settings;
+    this.severalProjects = config.projects.length > 1;
+    this.http = new AttestHttp(settings);
+    this.queue = new SendQueue({ maxItems: settings.maxQueuedItems, maxBytes: settings.maxQueuedBytes }, (error) => this.failed(error));
+    this.queue.push({ kind: 'job', essential: true, bytes: 0, send: () => this.createJob(settings) });
+  }
+
+  onTestBegin(test: TestCase, result: TestResult): void {
+    if (!this.queue || !this.http) return;
+    const run: RunState = {
+      key: `${this.jobKey}:${test.id}:${result.retry}`,
+      steps: [],
+      stored: new Set(),
+      nextStep: 0,
+      nextPost: 0,
+      nextArtifact: 0,
+    };
+    this.runs.set(result, run);
+    const projectName = test.parent.project()?.name ?? '';
+    // titlePath(): ['', project, file, ...describes, title]; the name rules are mapping.ts's, shared with the import.
+    const testName = fullNameOf(test.titlePath().slice(2), projectName, this.severalProjects);
+    const labels = 'off' in this.settings ? {} : this.settings.labels;
+    this.queue.push(
+      createRunItem(this.http, () => ({ projectId: this.projectId, jobId: this.jobId }), run, this.counts, {
+        name: runNameOf(test.title, result.retry),
+        testName,
+        labels,
+      }),
+    );
+  }
+
+  onStepBegin(_test: TestCase, result: TestResult, step: TestStep): void {
+    const run = this.runs.get(result);
+    if (!run || !this.queue || !this.http || !isReportedStep(step)) return;
+    const parent = step.parent ? this.nodes.get(step.parent) : undefined;
+    const node: StepNode = {
+      key: `s${run.nextStep++}`,
+      ...(parent ? { parentKey: parent.key } : {}),
+      title: clip(step.title || '(untitled step)', STEP_TITLE_MAX),
+      startedAt: step.startTime.toISOString(),
+      failed: false,
+      children: [],
+    };
+    this.nodes.set(step, node);
+    (parent ? parent.children : run.steps).push(node);
+    this.queue.push(new ResultsItem(this.http, run, this.counts, { steps: [{ ...stepFields(node), status: 'running' }] }));
+  }
+
+  onStepEnd(_test: TestCase, result: TestResult, step: TestStep): void {
+    const run = this.runs.get(result);
+    const node = this.nodes.get(step);
+    if (!run || !node || !this.queue || !this.http) return;
+    node.failed = step.error !== undefined;
+    const error = stepErrorOf(step.error);
+    this.queue.push(
+      new ResultsItem(this.http, run, this.counts, {
+        steps: [
+          {
+            ...stepFields(node),
+            status: stepStatusOf(node.failed),
+            durationMs: Math.max(0, Math.round(step.duration)),
+            ...(error !== undefined ? { error } : {}),
+          },
+        ],
+      }),
+    );
+  }
+
+  onTestEnd(_test: TestCase, result: TestResult): void {
+    const run = this.runs.get(result);
+    if (!run || !this.queue || !this.http) return;
+    const cells = [
+      { name: 'error', text: errorCellText(result.errors.map((e) => formatError(e))) },
+      { name: 'stdout', text: stdioText(result.stdout) },
+      { name: 'stderr', text: stdioText(result.stderr) },
+    ].filter((cell): cell is { name: string; text: string } => cell.text !== undefined);
+    if (cells.length) this.queue.push(new ResultsItem(this.http, run, this.counts, { cells }));
+    for (const attachment of result.attachments) {
+      if (!attachment.body && !attachment.path) continue;
+      // The placement rule is mapping.ts's `attachmentStep`, the import's too: `TestStep.attachments`
+      // is not used, because a JSON report cannot tell it.
+      const step = attachmentStep(attachment.name, run.steps, { children: (s) => s.children, failed: (s) => s.failed });
+      const kind = attachmentKind(attachment.name, attachment.contentType);
+      this.queue.push(
+        artifactItem(this.http, () => this.projectId, run, this.counts, { ...attachment, kind, ...(step ? { stepKey: step.key } : {}) }),
+      );
+    }
+    this.queue.push(completeRunItem(this.http, run, this.counts, verdictOf(result.status)));
+  }
+
+  async onEnd(): Promise<void> {
+    if ('off' in this.settings) {
+      process.stderr.write(`attest: not sending results: ${this.settings.off}\n`);
+      return;
+    }
+    const settings = this.settings;
+    const queue = this.queue!;
+    let timer: NodeJS.Timeout | undefined;
+    const inTime = await Promise.race([
+      queue.drained().then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), settings.flushTimeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    let late = 0;
+    if (!inTime) {
+      late = queue.close();
+      this.http!.stop();
+      await queue.drained();
+    }
+    process.stderr.write(`${this.summary(settings, late)}\n`);
+  }
+
+  private async createJob(settings: Settings): Promise<void> {
+    this.projectId = await this.resolveProject(settings);
+    const job = await this.http!.json<{ id: string }>('POST', '/testmgmt/jobs', {
+      projectId: this.projectId,
+      name: settings.jobName,
+      testIds: [],
+      idempotencyKey: this.jobKey,
+      ...settings.labels,
+    });
+    this.jobId = job.id;
+  }
+
+  /** A project id as it is; a key (`WEB`) looked up in the caller's projects. */
+  private async resolveProject(settings: Settings): Promise<string> {
+    if (UUID.test(settings.project)) return settings.project;
+    const page = await this.http!.json<{ items: { id: string }[] }>('GET', `/projects?key=${encodeURIComponent(settings.project)}`);
+    const found = page.items[0];
+    if (!found) throw new SendError(`no project with the key ${settings.project} is visible to this API key`);
+    return found.id;
+  }
+
+  /** Counts every failed call; says the first one, so a dead server is one line, not one per result. */
+  private failed(error: unknown): void {
+    this.failures++;
+    if (this.failures === 1) {
+      const message = error instanceof Error ? error.message : String(error);
+      process.stderr.write(`attest: ${message} (further failures are counted in the summary)\n`);
+    }
+  }
+
+  private summary(settings: Settings, late: number): string {
+    const { runs, steps, attachments, skipped } = this.counts;
+    const parts = [
+      `attest: sent ${runs} runs, ${steps} steps, ${attachments} attachments to ${settings.url} (job ${this.jobId ?? 'not created'})`,
+    ];
+    if (this.failures) parts.push(`${this.failures} calls failed`);
+    if (skipped) parts.push(`${skipped} items not sent (what they belong to was not created)`);
+    const drops = [...this.queue!.drops].map(([kind, n]) => `${n} ${kind}`);
+    if (drops.length) parts.push(`dropped ${drops.join(', ')}`);
+    if (late) parts.push(`${late} items left at the ${Math.round(settings.flushTimeoutMs / 1000)} s deadline`);
+    return parts.join('; ');
+  }
+}
+
+/** Only `test.step`s under `test.step`s: what the JSON report keeps (a step inside a hook is dropped there too). */
+function isReportedStep(step: TestStep): boolean {
+  for (let s: TestStep | undefined = step; s; s = s.parent) if (s.category !== 'test.step') return false;
+  return true;
+}
+
+const stepFields = (node: StepNode) => ({
+  key: node.key,
+  ...(node.parentKey ? { parentKey: node.parentKey } : {}),
+  title: node.title,
+  startedAt: node.startedAt,
+});

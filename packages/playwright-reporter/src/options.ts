@@ -1,0 +1,71 @@
+/** What the reporter takes in `playwright.config.ts`: `['@attest/playwright-reporter', { … }]`. */
+export interface AttestReporterOptions {
+  /** The Attest instance, e.g. `https://attest.example.com` (without `/api/v1`). Env `ATTEST_URL`. */
+  url?: string;
+  /** The key sent as `service.api-token`. Env `ATTEST_API_KEY`. */
+  apiKey?: string;
+  /** The owner's e-mail, sent as `service.user` only beside an old-format (UUID) key. Env `ATTEST_USER`. */
+  user?: string;
+  /** The project: its id (UUID) or its key (`WEB`). Env `ATTEST_PROJECT`. */
+  project?: string;
+  /** The job's name. Env `ATTEST_JOB_NAME`; default `Playwright <date time>`. */
+  jobName?: string;
+  /** Run labels, copied onto the job and every run. Env `ATTEST_ENVIRONMENT`, `ATTEST_BRANCH`, `ATTEST_BUILD`, `ATTEST_COMMIT`. */
+  environment?: string;
+  branch?: string;
+  build?: string;
+  commit?: string;
+  /** How long `onEnd` waits for the queue to drain before giving up on the rest (ms). Env `ATTEST_FLUSH_TIMEOUT_MS`; default 30 000. */
+  flushTimeoutMs?: number;
+  /** Most items waiting to be sent; beyond it the oldest steps and attachments are dropped (default 1 000). */
+  maxQueuedItems?: number;
+  /** Most attachment bytes waiting to be sent; beyond it the oldest attachments are dropped (default 200 MB). */
+  maxQueuedBytes?: number;
+}
+
+export interface Settings {
+  url: string;
+  apiKey: string;
+  user?: string;
+  project: string;
+  jobName: string;
+  labels: { environment?: string; branch?: string; build?: string; commit?: string };
+  flushTimeoutMs: number;
+  maxQueuedItems: number;
+  maxQueuedBytes: number;
+}
+
+const OLD_FORMAT_KEY = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+export const isOldFormatKey = (key: string) => OLD_FORMAT_KEY.test(key);
+
+/** Options win over the environment; the answer is the settings, or why the reporter stays off. */
+export function resolveSettings(options: AttestReporterOptions, env: NodeJS.ProcessEnv): Settings | { off: string } {
+  const pick = (value: string | undefined, name: string) => (value?.trim() ? value.trim() : env[name]?.trim() || undefined);
+  const url = pick(options.url, 'ATTEST_URL');
+  const apiKey = pick(options.apiKey, 'ATTEST_API_KEY');
+  const project = pick(options.project, 'ATTEST_PROJECT');
+  if (!url) return { off: 'no url (set ATTEST_URL)' };
+  if (!apiKey) return { off: 'no API key (set ATTEST_API_KEY)' };
+  if (!project) return { off: 'no project (set ATTEST_PROJECT to its key or id)' };
+  const user = pick(options.user, 'ATTEST_USER');
+  if (isOldFormatKey(apiKey) && !user) return { off: 'an old-format (UUID) key needs its owner’s e-mail (set ATTEST_USER)' };
+  const labels: Settings['labels'] = {};
+  for (const label of ['environment', 'branch', 'build', 'commit'] as const) {
+    const value = pick(options[label], `ATTEST_${label.toUpperCase()}`);
+    if (value) labels[label] = value;
+  }
+  return {
+    url: url.replace(/\/+$/, ''),
+    apiKey,
+    ...(user ? { user } : {}),
+    project,
+    jobName: pick(options.jobName, 'ATTEST_JOB_NAME') ?? `Playwright ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`,
+    labels,
+    flushTimeoutMs: positive(options.flushTimeoutMs ?? Number(env.ATTEST_FLUSH_TIMEOUT_MS), 30_000),
+    maxQueuedItems: positive(options.maxQueuedItems, 1_000),
+    maxQueuedBytes: positive(options.maxQueuedBytes, 200 * 1024 * 1024),
+  };
+}
+
+const positive = (value: number | undefined, fallback: number) =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : fallback;

@@ -1,0 +1,88 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { tempDir } from './data-folders.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** The fixture project: passing, failing (in nested steps), skipped and flaky tests, screenshots (test/fixtures/playwright). */
+export const PLAYWRIGHT_CONFIG = path.join(ROOT, 'test/fixtures/playwright/playwright.config.ts');
+const PLAYWRIGHT_CLI = path.join(ROOT, 'node_modules/@playwright/test/cli.js');
+
+export interface PlaywrightRun {
+  /** Everything the run wrote: `report.json` and `test-results/` (the attachments the report names by absolute path). */
+  outDir: string;
+  reportPath: string;
+  /** Playwright's exit code: 1, because the fixture has a failing test. */
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  output: string;
+  durationMs: number;
+}
+
+/** Variables of the live reporter that must not leak in from the shell running the tests. */
+const REPORTER_VARIABLES = ['ATTEST_URL', 'ATTEST_API_KEY', 'ATTEST_USER', 'ATTEST_PROJECT', 'ATTEST_JOB_NAME', 'ATTEST_FLUSH_TIMEOUT_MS'];
+
+/**
+ * Runs the fixture project once with Debian's Chromium (never a downloaded browser) into a new temp
+ * folder. `env` adds variables: `ATTEST_URL` and friends turn the live reporter on for the same run
+ * whose JSON report lands in `reportPath`, so a test can compare the two (or import the report).
+ */
+export async function runPlaywrightFixture(env: Record<string, string> = {}): Promise<PlaywrightRun> {
+  const outDir = tempDir('attest-playwright-');
+  const inherited = { ...process.env };
+  for (const name of REPORTER_VARIABLES) delete inherited[name];
+  const started = Date.now();
+  const child = spawn(process.execPath, [PLAYWRIGHT_CLI, 'test', '-c', PLAYWRIGHT_CONFIG], {
+    cwd: ROOT,
+    env: { ...inherited, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: '1', FORCE_COLOR: '0', ATTEST_PW_OUT: outDir, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk;
+    output += chunk;
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk;
+    output += chunk;
+  });
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', resolve);
+  });
+  const reportPath = path.join(outDir, 'report.json');
+  if (!fs.existsSync(reportPath)) throw new Error(`Playwright wrote no report (exit ${code}):\n${output}`);
+  return { outDir, reportPath, code, stdout, stderr, output, durationMs: Date.now() - started };
+}
+
+/** The JSON report, as Playwright wrote it. */
+export function readPlaywrightReport(run: PlaywrightRun): PlaywrightReport {
+  return JSON.parse(fs.readFileSync(run.reportPath, 'utf8')) as PlaywrightReport;
+}
+
+/** The parts of Playwright's JSON report the tests look at. */
+export interface PlaywrightReport {
+  config: { projects: unknown[] };
+  suites: PlaywrightSuite[];
+}
+export interface PlaywrightSuite {
+  title: string;
+  suites?: PlaywrightSuite[];
+  specs: { title: string; tests: { projectName: string; results: PlaywrightResult[] }[] }[];
+}
+export interface PlaywrightStep {
+  title: string;
+  duration: number;
+  error?: { message?: string };
+  steps?: PlaywrightStep[];
+}
+export interface PlaywrightResult {
+  status: string;
+  retry: number;
+  steps?: PlaywrightStep[];
+  attachments: { name: string; contentType: string; path?: string; body?: string }[];
+}
