@@ -34,7 +34,7 @@ export interface Endpoint {
   /** Request media types other than JSON (multipart uploads, XML imports, Gherkin text). */
   consumes?: string[];
   /** Larger body limit for bulk routes, named by a config field. */
-  bodyLimit?: 'bulkBodyLimit';
+  bodyLimit?: 'bulkBodyLimit' | 'maxImportBytes';
   /** Success responses by status; every endpoint also documents its problem responses. */
   responses: Record<number, ResponseSpec>;
   /** The response is not JSON (binary downloads): Accept negotiation does not apply. */

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
+import { BackgroundTasks } from '../server/background.ts';
 import { createBlobStore } from '../server/blob/create-blob-store.ts';
 import { type Config, loadConfig } from '../server/config.ts';
 import type { AppContext } from '../server/context.ts';
@@ -76,5 +77,6 @@ export function commandContext(instance: Awaited<ReturnType<typeof openInstance>
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),
     hotBlobs: new HotBlobs(config.imageCacheBytes),
     thumbnails: new ThumbnailRenderer(config),
+    background: new BackgroundTasks(() => undefined),
   };
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { BackgroundTasks } from './background.ts';
 import { createBlobStore } from './blob/create-blob-store.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
@@ -12,6 +13,7 @@ import { blobGcPlugin } from './plugins/blob-gc.ts';
 import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
 import { durableAnswersPlugin } from './plugins/durable-answers.ts';
 import { answerFrameworkError, clientErrorAnswerer, errorsPlugin } from './plugins/errors.ts';
+import { importsPlugin } from './plugins/imports.ts';
 import { methodNotAllowedPlugin } from './plugins/method-not-allowed.ts';
 import { openRoutesPlugin } from './plugins/open-routes.ts';
 import { parsersPlugin } from './plugins/parsers.ts';
@@ -107,6 +109,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),
     hotBlobs: new HotBlobs(config.imageCacheBytes),
     thumbnails: new ThumbnailRenderer(config),
+    background: new BackgroundTasks((name, error) => app.log.error({ err: error }, `${name} failed`)),
   };
   app.decorate('attest', ctx);
   app.addHook('preClose', async () => {
@@ -127,6 +130,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   app.addHook('onReady', async () => {
     state = 'ready';
   });
+  await app.register(importsPlugin, { ctx });
   return app;
 }
 

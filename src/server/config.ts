@@ -71,6 +71,10 @@ export interface Config {
   blobOffloadPrefix: string;
   /** Most artifacts one run may hold; a run's artifact list then always fits one answer. */
   maxArtifactsPerRun: number;
+  /** Largest import upload in bytes, what an imported archive may expand to, and its most entries (IMP-5). */
+  maxImportBytes: number;
+  maxImportExpandedBytes: number;
+  maxImportEntries: number;
   /** SQLite `synchronous` level; FULL survives power loss, NORMAL only process crashes. */
   sqliteSynchronous: 'FULL' | 'NORMAL';
   /** Start even when the data folder is on a network filesystem (unsafe for SQLite WAL). */
@@ -236,6 +240,9 @@ export function loadConfig(env: Env = process.env): Config {
     blobOffload: r.oneOf('ATTEST_BLOB_OFFLOAD', 'none', ['none', 'x-accel-redirect', 'x-sendfile'] as const),
     blobOffloadPrefix: r.string('ATTEST_BLOB_OFFLOAD_PREFIX') ?? '/internal-blobs/',
     maxArtifactsPerRun: r.int('ATTEST_MAX_ARTIFACTS_PER_RUN', 10_000, 1, 10_000),
+    maxImportBytes: r.int('ATTEST_MAX_IMPORT_BYTES', 256 * MiB, 1024, 4096 * MiB),
+    maxImportExpandedBytes: r.int('ATTEST_MAX_IMPORT_EXPANDED_BYTES', 1024 * MiB, 1024, 16_384 * MiB),
+    maxImportEntries: r.int('ATTEST_MAX_IMPORT_ENTRIES', 20_000, 1, 1_000_000),
     sqliteSynchronous: r.oneOf('ATTEST_SQLITE_SYNCHRONOUS', 'FULL', ['FULL', 'NORMAL'] as const),
     allowNetworkFs: r.bool('ATTEST_ALLOW_NETWORK_FS', false),
     allowUnsafePostgres: r.bool('ATTEST_ALLOW_UNSAFE_POSTGRES', false),

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Role } from '../api/endpoint.ts';
+import type { BackgroundTasks } from './background.ts';
 import type { BlobStore } from './blob/blob-store.ts';
 import type { Config } from './config.ts';
 import type { CrashPoint } from './crash-points.ts';
@@ -37,6 +38,8 @@ export interface AppContext {
   hotBlobs: HotBlobs;
   /** The bounded thumbnail decoder (FILE-3). */
   thumbnails: ThumbnailRenderer;
+  /** Work after the answer: imports being written (IMP-4). */
+  background: BackgroundTasks;
 }
 
 /** The authenticated caller of a request. */

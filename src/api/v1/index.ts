@@ -2,6 +2,7 @@ import type { Endpoint } from '../endpoint.ts';
 import * as artifacts from './artifacts.ts';
 import * as devices from './devices.ts';
 import * as images from './images.ts';
+import * as imports from './imports.ts';
 import * as jobs from './jobs.ts';
 import * as meta from './meta.ts';
 import * as projects from './projects.ts';
@@ -13,6 +14,7 @@ import * as users from './users.ts';
 export * as artifacts from './artifacts.ts';
 export * as devices from './devices.ts';
 export * as images from './images.ts';
+export * as imports from './imports.ts';
 export * as jobs from './jobs.ts';
 export * as meta from './meta.ts';
 export * as projects from './projects.ts';
@@ -28,4 +30,16 @@ function endpointsOf(modules: Record<string, unknown>[]): Endpoint[] {
 }
 
 /** Every operation of API version 1, in documentation order. */
-export const v1Endpoints: Endpoint[] = endpointsOf([meta, users, projects, devices, tests, jobs, runs, results, artifacts, images]);
+export const v1Endpoints: Endpoint[] = endpointsOf([
+  meta,
+  users,
+  projects,
+  devices,
+  tests,
+  jobs,
+  runs,
+  results,
+  artifacts,
+  images,
+  imports,
+]);

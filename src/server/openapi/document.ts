@@ -142,13 +142,15 @@ export function buildOpenApiDocument(
       responses['404'] = problemResponse('404', 'Unknown, or in a project the caller cannot see.');
     }
     if (!e.binary) responses['406'] = problemResponse('406', 'The Accept header excludes JSON.');
-    const bodyBytes = e.bodyLimit ? limits.bulkBodyLimit : limits.bodyLimit;
-    const bodyVariable = e.bodyLimit ? 'ATTEST_BULK_BODY_LIMIT' : 'ATTEST_BODY_LIMIT';
+    const bodyBytes = e.bodyLimit ? limits[e.bodyLimit] : limits.bodyLimit;
+    const bodyVariable = e.bodyLimit
+      ? { bulkBodyLimit: 'ATTEST_BULK_BODY_LIMIT', maxImportBytes: 'ATTEST_MAX_IMPORT_BYTES' }[e.bodyLimit]
+      : 'ATTEST_BODY_LIMIT';
     const multipart = e.consumes?.includes('multipart/form-data') ?? false;
     if (e.body) {
       responses['413'] = problemResponse(
         '413',
-        multipart
+        multipart && e.bodyLimit === undefined
           ? `A file is larger than its limit: ${describeBytes(limits.maxImageBytes)} for an image (\`ATTEST_MAX_IMAGE_BYTES\`), ` +
               `${describeBytes(limits.maxArtifactBytes)} for any other file (\`ATTEST_MAX_ARTIFACT_BYTES\`).`
           : `The body is larger than ${describeBytes(bodyBytes)} (\`${bodyVariable}\`).`,
@@ -172,16 +174,25 @@ export function buildOpenApiDocument(
     if (e.body) {
       const content: Json = {};
       for (const type of e.consumes ?? ['application/json']) {
-        // Text media types (Gherkin, XML) carry the document itself, not the JSON body schema.
+        // Text media types (Gherkin, XML) carry the document itself, not the JSON body schema; so
+        // does every other type of an operation that also takes a multipart file (an import's report).
         const text = type.startsWith('text/') || type.endsWith('/xml');
+        const file = multipart && type !== 'multipart/form-data';
         content[type] = {
-          schema: text ? { type: 'string', maxLength: 1024 * 1024 } : schemas.write(e.body),
-          ...withExample(text ? examples?.text : examples?.request),
+          schema: file
+            ? { type: 'string', contentMediaType: type, maxLength: bodyBytes }
+            : text
+              ? { type: 'string', maxLength: 1024 * 1024 }
+              : schemas.write(e.body),
+          // A report file: the XML example for XML; JSON and ZIP reports are only shown as what they are.
+          ...withExample(file ? (text ? examples?.text : `(the ${type} report file)`) : text ? examples?.text : examples?.request),
         };
       }
       operation.requestBody = {
         required: true,
-        ...(multipart ? {} : { description: `At most ${describeBytes(bodyBytes)} (\`${bodyVariable}\`).`, 'x-max-bytes': bodyBytes }),
+        ...(multipart && e.bodyLimit === undefined
+          ? {}
+          : { description: `At most ${describeBytes(bodyBytes)} (\`${bodyVariable}\`).`, 'x-max-bytes': bodyBytes }),
         content,
       };
     }

@@ -14,6 +14,9 @@ export type DocumentedLimits = Pick<
   | 'maxImagePixels'
   | 'maxAnimationPixels'
   | 'maxArtifactsPerRun'
+  | 'maxImportBytes'
+  | 'maxImportExpandedBytes'
+  | 'maxImportEntries'
 >;
 
 /**
@@ -31,8 +34,18 @@ const VARIABLES: Record<string, keyof DocumentedLimits> = {
   ATTEST_MAX_IMAGE_PIXELS: 'maxImagePixels',
   ATTEST_MAX_ANIMATION_PIXELS: 'maxAnimationPixels',
   ATTEST_MAX_ARTIFACTS_PER_RUN: 'maxArtifactsPerRun',
+  ATTEST_MAX_IMPORT_BYTES: 'maxImportBytes',
+  ATTEST_MAX_IMPORT_EXPANDED_BYTES: 'maxImportExpandedBytes',
+  ATTEST_MAX_IMPORT_ENTRIES: 'maxImportEntries',
 };
-const BYTES = new Set<keyof DocumentedLimits>(['maxImageBytes', 'maxArtifactBytes', 'bodyLimit', 'bulkBodyLimit']);
+const BYTES = new Set<keyof DocumentedLimits>([
+  'maxImageBytes',
+  'maxArtifactBytes',
+  'bodyLimit',
+  'bulkBodyLimit',
+  'maxImportBytes',
+  'maxImportExpandedBytes',
+]);
 
 /** `1 MiB`, `25 MiB`, `1 GiB`; exact byte counts otherwise. */
 export function describeBytes(bytes: number): string {
@@ -46,13 +59,13 @@ export function describeBytes(bytes: number): string {
   return `${bytes} bytes`;
 }
 
-const describe = (field: keyof DocumentedLimits, limits: DocumentedLimits) =>
+const describeLimit = (field: keyof DocumentedLimits, limits: DocumentedLimits) =>
   BYTES.has(field) ? describeBytes(limits[field]) : limits[field].toLocaleString('en-US');
 
 /** Follows each configuration variable a description names with the value it has by default: `` `ATTEST_X` (default 100) ``. */
 export function withLimits(text: string, limits: DocumentedLimits): string {
   return text.replace(/`(ATTEST_[A-Z_]+)`/g, (whole, variable: string) => {
     const field = VARIABLES[variable];
-    return field ? `${whole} (default ${describe(field, limits)})` : whole;
+    return field ? `${whole} (default ${describeLimit(field, limits)})` : whole;
   });
 }

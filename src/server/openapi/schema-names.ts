@@ -11,6 +11,7 @@ import {
   ImageRole,
 } from '../../api/v1/artifacts.ts';
 import { Device } from '../../api/v1/devices.ts';
+import { ImportOptions, ImportRecord, ImportStatus } from '../../api/v1/imports.ts';
 import { Job, JobProgress, JobStatus } from '../../api/v1/jobs.ts';
 import { getOpenApi, Health, LoginBody, LoginResult, Me, Readiness } from '../../api/v1/meta.ts';
 import { Member, Project } from '../../api/v1/projects.ts';
@@ -82,6 +83,9 @@ export const SCHEMA_NAMES: [TSchema, string][] = [
   [ArtifactImage, 'ArtifactImage'],
   [ArtifactDetails, 'ArtifactDetails'],
   [getArtifacts.responses[200], 'ArtifactBatch'],
+  [ImportStatus, 'ImportStatus'],
+  [ImportOptions, 'ImportOptions'],
+  [ImportRecord, 'Import'],
 ];
 
 const pascal = (operationId: string) => operationId.charAt(0).toUpperCase() + operationId.slice(1);

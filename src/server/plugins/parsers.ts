@@ -1,24 +1,43 @@
 import accepts from '@fastify/accepts';
 import multipart from '@fastify/multipart';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import sjson from 'secure-json-parse';
+import { IMPORT_BODY_TYPES } from '../../api/v1/imports.ts';
 import { GHERKIN_MEDIA_TYPE } from '../../api/v1/tests.ts';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { rejectNulCharacters } from '../validation.ts';
 
+/** Whether the addressed operation takes its body as bytes: an import, whose contract lists the report types. */
+function takesReportBody(request: FastifyRequest): boolean {
+  const endpoint = (request.routeOptions?.config as { route?: { endpoint?: { consumes?: string[] } } } | undefined)?.route?.endpoint;
+  return endpoint?.consumes?.includes('application/zip') ?? false;
+}
+
+/** The 415 Fastify gives for a type no parser takes; the error handler words it for the operation. */
+const unsupported = () => Object.assign(new Error('unsupported media type'), { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE', statusCode: 415 });
+
 /**
  * Body parsers for exactly the bodies some route accepts: JSON, a Gherkin feature text (creating
- * a test) and multipart uploads. Every other Content-Type is a 415.
+ * a test), multipart uploads, and report files (XML, JSON, ZIP) as bytes for imports. Every other
+ * Content-Type is a 415, and so is a report type on any route but an import.
  */
 export const parsersPlugin = fp(
   async (app: FastifyInstance, { config }: { config: Config }) => {
     app.removeAllContentTypeParsers();
     // JSON, with an empty body allowed: clients send Content-Type: application/json on GET and
     // DELETE too (SPEC-1.2). Prototype-poisoning keys are refused rather than stripped.
-    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-      const text = body as string;
+    // Imports take their report as bytes (kept as uploaded, and its SHA-256 is the idempotency
+    // check), so JSON there is not parsed here; XML and ZIP are taken by imports only.
+    app.addContentTypeParser(
+      [...IMPORT_BODY_TYPES.filter((t) => t !== 'application/json'), 'application/x-zip-compressed'],
+      { parseAs: 'buffer' },
+      (req, body, done) => (takesReportBody(req) ? done(null, body) : done(unsupported(), undefined)),
+    );
+    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+      if (takesReportBody(req)) return done(null, body);
+      const text = (body as Buffer).toString('utf8');
       if (text.trim() === '') return done(null, undefined);
       try {
         const parsed: unknown = sjson.parse(text, { protoAction: 'error', constructorAction: 'error' });

@@ -161,7 +161,7 @@ async function detailsOf(ctx: AppContext, row: ArtifactsTable): Promise<Artifact
   return { row, images: images.get(row.id) ?? [] };
 }
 
-interface StoredFile extends Inspected {
+export interface StoredFile extends Inspected {
   part: string;
   role: ImageRole | undefined;
   sha256: string;
@@ -300,6 +300,14 @@ export async function ingestArtifact(
     // collection may judge it from now on.
     for (const file of stored) file.release();
   }
+}
+
+/** A file already in memory (an imported report's attachment), through the same checks as an upload's file part. */
+export function storeFileBytes(ctx: AppContext, bytes: Uint8Array, image: boolean): Promise<StoredFile> {
+  async function* once() {
+    yield bytes;
+  }
+  return storeFile(ctx, once(), { part: 'file', role: image ? 'screenshot' : undefined });
 }
 
 /** Streams one file part through the inspection into the blob store. */

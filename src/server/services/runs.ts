@@ -104,7 +104,7 @@ async function recordRun(
   const testId =
     input.testName === undefined
       ? (input.testId ?? null)
-      : ((await ensureTestsByFullName(ctx.db, { projectId, fullNames: [input.testName], actorId, now })).get(input.testName) ?? null);
+      : ((await ensureTestsByFullName(ctx.db, { projectId, fullNames: [input.testName], actorId, now })).ids.get(input.testName) ?? null);
   const row: TestRunsTable = {
     id: randomUUID(),
     project_id: projectId,

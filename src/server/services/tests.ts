@@ -85,11 +85,11 @@ const displayName = (fullName: string) => (fullName.length > NAME_MAX ? `${fullN
 export async function ensureTestsByFullName(
   executor: Executor,
   input: { projectId: string; fullNames: readonly string[]; actorId: string; now: string },
-): Promise<Map<string, string>> {
+): Promise<{ ids: Map<string, string>; created: number }> {
   const wanted = [...new Set(input.fullNames)];
   const known = await testsByFullName(executor, input.projectId, wanted);
   const missing = wanted.filter((name) => !known.has(name));
-  if (missing.length === 0) return known;
+  if (missing.length === 0) return { ids: known, created: 0 };
   await insertTestsByFullName(
     executor,
     missing.map((fullName) => ({
@@ -106,5 +106,6 @@ export async function ensureTestsByFullName(
       created_by: input.actorId,
     })),
   );
-  return testsByFullName(executor, input.projectId, wanted);
+  const ids = await testsByFullName(executor, input.projectId, wanted);
+  return { ids, created: missing.length };
 }

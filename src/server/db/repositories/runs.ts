@@ -141,3 +141,15 @@ export async function runGroupsOfJobs(executor: Executor, jobIds: readonly strin
   }
   return groups;
 }
+
+/** The idempotency keys already used in the project that start with `prefix` (an import's runs, when it resumes). */
+export async function runKeysWithPrefix(executor: Executor, projectId: string, prefix: string): Promise<Set<string>> {
+  const rows = await executor
+    .selectFrom('test_runs')
+    .select('idempotency_key')
+    .where('project_id', '=', projectId)
+    .where('idempotency_key', '>=', prefix)
+    .where('idempotency_key', '<', `${prefix}\uffff`)
+    .execute();
+  return new Set(rows.map((row) => row.idempotency_key as string));
+}

@@ -1,5 +1,6 @@
 import { accountExamples } from './accounts.ts';
 import { artifactExamples } from './artifacts.ts';
+import { importExamples } from './imports.ts';
 import { labExamples } from './lab.ts';
 import { testingExamples } from './testing.ts';
 import type { OperationExamples } from './types.ts';
@@ -17,4 +18,5 @@ export const OPERATION_EXAMPLES: ReadonlyMap<string, OperationExamples> = new Ma
   ...labExamples,
   ...testingExamples,
   ...artifactExamples,
+  ...importExamples,
 ]);

@@ -31,6 +31,8 @@ export const IDS = {
   logArtifact: '8b0d2f4a-6c9e-4ab1-93df-7e9a1c3b5da4',
   auditEntry: '9c1e3a5b-7d0f-4bc2-a4e0-8f0b2d4c6eb5',
   request: 'ab2f4b6c-8e1a-4cd3-b5f1-9a1c3e5d7fc6',
+  import: 'bc3a5c7d-9f2b-4de4-86a2-0b2d4f6e8ad7',
+  importJob: 'cd4b6d8e-0a3c-4ef5-97b3-1c3e5a7f9be8',
 } as const;
 
 export const DEVICE_ID = 'R58M123ABC';

@@ -3,6 +3,7 @@ import type { RouteImpl } from '../route.ts';
 import { artifactRoutes } from './artifacts.ts';
 import { deviceRoutes } from './devices.ts';
 import { imageRoutes } from './images.ts';
+import { importRoutes } from './imports.ts';
 import { jobRoutes } from './jobs.ts';
 import { metaRoutes } from './meta.ts';
 import { projectRoutes } from './projects.ts';
@@ -24,5 +25,6 @@ export function v1Routes(ctx: AppContext): RouteImpl[] {
     ...resultRoutes(ctx),
     ...artifactRoutes(ctx),
     ...imageRoutes(ctx),
+    ...importRoutes(ctx),
   ];
 }

@@ -1,0 +1,261 @@
+import { randomUUID } from 'node:crypto';
+import { TEXT_MAX } from '../../api/common.ts';
+import { STEP_DEPTH_MAX, STEP_TITLE_MAX } from '../../api/v1/results.ts';
+import { resolveAttachment } from '../../import/archive.ts';
+import type { ImportedAttachment, ImportedCase, ImportedCell, ImportedReport, ImportedStep } from '../../import/model.ts';
+import type { AppContext } from '../context.ts';
+import { insertArtifact, upsertImage } from '../db/repositories/artifacts.ts';
+import { insertCells, insertSteps } from '../db/repositories/results.ts';
+import { insertRuns } from '../db/repositories/runs.ts';
+import { inTransaction } from '../db/repositories/transaction.ts';
+import type { ArtifactImagesTable, ArtifactsTable, StepsTable, TestRunsTable, TextCellsTable } from '../db/types.ts';
+import { AppError } from '../errors.ts';
+import { artifactType } from '../media/file-names.ts';
+import { type StoredFile, sanitizeArtifactName, storeFileBytes } from './artifacts.ts';
+
+// Turns imported cases into rows (IMP-1, IMP-2): one completed run per case, its step tree,
+// cells and artifacts, written a batch of cases per transaction after their blobs are durable.
+
+/** What every run of an import shares. */
+export interface ImportTarget {
+  importId: string;
+  projectId: string;
+  jobId: string;
+  actorId: string | null;
+  now: string;
+  /** Labels the import was given; they win over a report's own properties. */
+  labels: { environment?: string; branch?: string; build?: string; commit?: string };
+  testIds: Map<string, string>;
+}
+
+/** One case, where it came from, and its place in the import (its run's idempotency key). */
+export interface PlacedCase {
+  report: ImportedReport;
+  testCase: ImportedCase;
+  index: number;
+}
+
+export interface BatchOutcome {
+  steps: number;
+  cells: number;
+  attachments: number;
+  /** Per report file: attachments that could not be stored, and why. */
+  problems: { file: string; message: string }[];
+}
+
+/** Text as a column holds it: no NUL (PostgreSQL refuses it), at most `max` characters. */
+function clean(text: string, max = TEXT_MAX): string {
+  const plain = text.includes('\0') ? text.replaceAll('\0', '') : text;
+  return plain.length > max ? `${plain.slice(0, max - 20)}… (truncated)` : plain;
+}
+
+const LABEL_FIELDS = ['environment', 'branch', 'build', 'commit'] as const;
+
+/** The case's run labels: the import's own, else the report's properties of those names. */
+function runLabels(target: ImportTarget, testCase: ImportedCase): Record<(typeof LABEL_FIELDS)[number], string | null> {
+  const pick = (field: (typeof LABEL_FIELDS)[number]) => {
+    const value = target.labels[field] ?? testCase.labels[field];
+    return value === undefined || value === '' ? null : clean(value, 256);
+  };
+  return { environment: pick('environment'), branch: pick('branch'), build: pick('build'), commit: pick('commit') };
+}
+
+/** Properties that are not run labels, as one `labels` cell of `name: value` lines. */
+function labelsCell(testCase: ImportedCase): ImportedCell[] {
+  const rest = Object.entries(testCase.labels).filter(([name]) => !(LABEL_FIELDS as readonly string[]).includes(name));
+  return rest.length === 0 ? [] : [{ name: 'labels', text: rest.map(([name, value]) => `${name}: ${value}`).join('\n') }];
+}
+
+interface PendingAttachment {
+  attachment: ImportedAttachment;
+  stepId: string | null;
+  runId: string;
+  file: string;
+}
+
+/** Rows of one case: the run, its steps depth first (each followed by its cells), then run-level cells. */
+function caseRows(
+  target: ImportTarget,
+  placed: PlacedCase,
+  sink: { steps: StepsTable[]; cells: TextCellsTable[]; attachments: PendingAttachment[] },
+): TestRunsTable {
+  const { testCase, report } = placed;
+  const runId = randomUUID();
+  let position = 0;
+  const started = testCase.startedAt ?? report.startedAt ?? target.now;
+  const finished = new Date(Date.parse(started) + Math.max(0, Math.round(testCase.durationMs ?? 0))).toISOString();
+  const addCell = (cell: ImportedCell, stepId: string | null) => {
+    if (cell.text === '') return;
+    sink.cells.push({
+      id: randomUUID(),
+      run_id: runId,
+      step_id: stepId,
+      client_key: null,
+      position: position++,
+      name: clean(cell.name, 256) || 'text',
+      media_type: cell.mediaType ?? 'text/plain',
+      text: clean(cell.text),
+      created_at: target.now,
+    });
+  };
+  const addStep = (step: ImportedStep, parent: StepsTable | undefined) => {
+    // Deeper than the results contract allows: kept, under the deepest step it may hang from.
+    const depth = Math.min((parent?.depth ?? 0) + 1, STEP_DEPTH_MAX);
+    const under = parent && parent.depth === STEP_DEPTH_MAX ? sink.steps.find((s) => s.id === parent.parent_id) : parent;
+    const row: StepsTable = {
+      id: randomUUID(),
+      run_id: runId,
+      parent_id: under?.id ?? null,
+      depth,
+      client_key: null,
+      position: position++,
+      title: clean(step.title, STEP_TITLE_MAX) || '(untitled step)',
+      status: step.status,
+      started_at: step.startedAt === undefined ? null : new Date(step.startedAt).toISOString(),
+      duration_ms: step.durationMs === undefined ? null : Math.max(0, Math.round(step.durationMs)),
+      error_message: step.error === undefined ? null : clean(step.error),
+      created_at: target.now,
+    };
+    sink.steps.push(row);
+    for (const cell of step.cells) addCell(cell, row.id);
+    for (const attachment of step.attachments) sink.attachments.push({ attachment, stepId: row.id, runId, file: report.file });
+    for (const child of step.steps) addStep(child, row);
+  };
+  for (const step of testCase.steps) addStep(step, undefined);
+  for (const cell of [...testCase.cells, ...labelsCell(testCase)]) addCell(cell, null);
+  for (const attachment of testCase.attachments) sink.attachments.push({ attachment, stepId: null, runId, file: report.file });
+
+  const labels = runLabels(target, testCase);
+  return {
+    id: runId,
+    project_id: target.projectId,
+    test_id: target.testIds.get(testCase.fullName) ?? null,
+    job_id: target.jobId,
+    device_id: null,
+    name: clean(testCase.name, 256) || '(unnamed)',
+    status: 'completed',
+    verdict: testCase.verdict,
+    environment: labels.environment,
+    branch: labels.branch,
+    build: labels.build,
+    commit_sha: labels.commit,
+    created_at: target.now,
+    started_at: started,
+    finished_at: finished,
+    created_by: target.actorId,
+    lease_owner: null,
+    lease_expires_at: null,
+    next_position: position,
+    idempotency_key: `import:${target.importId}:${placed.index}`,
+    idempotency_fingerprint: null,
+  };
+}
+
+/** The bytes of an attachment: inline, or the archive file it names. */
+function attachmentBytes(files: ReadonlyMap<string, Uint8Array>, pending: PendingAttachment): Uint8Array | string {
+  const { attachment } = pending;
+  if (attachment.body) return attachment.body;
+  if (attachment.path === undefined) return `attachment "${attachment.name}" has neither a path nor a body`;
+  const entry = resolveAttachment(files, pending.file, attachment.path);
+  const bytes = entry === undefined ? undefined : files.get(entry);
+  return bytes ?? `attachment "${attachment.name}" names ${attachment.path}, which the upload does not hold`;
+}
+
+interface StoredAttachment {
+  pending: PendingAttachment;
+  stored: StoredFile;
+}
+
+/** Stores one attachment's bytes; a screenshot that is no raster image is kept as a plain file. */
+async function storeAttachment(ctx: AppContext, bytes: Uint8Array, pending: PendingAttachment): Promise<StoredFile> {
+  if (pending.attachment.kind !== 'screenshot') return storeFileBytes(ctx, bytes, false);
+  try {
+    return await storeFileBytes(ctx, bytes, true);
+  } catch (error) {
+    if (!(error instanceof AppError) || error.code !== 'UNSUPPORTED_MEDIA_TYPE') throw error;
+    pending.attachment = { ...pending.attachment, kind: 'file' };
+    return storeFileBytes(ctx, bytes, false);
+  }
+}
+
+/**
+ * Writes a batch of cases: attachment blobs first (durable before any row names them), then one
+ * transaction for the runs, steps, cells, images and artifacts. A problem with one attachment (missing,
+ * too large, unreadable) is reported for its file and the rest goes on.
+ */
+export async function writeCases(
+  ctx: AppContext,
+  target: ImportTarget,
+  batch: readonly PlacedCase[],
+  files: ReadonlyMap<string, Uint8Array>,
+): Promise<BatchOutcome> {
+  const sink = { steps: [] as StepsTable[], cells: [] as TextCellsTable[], attachments: [] as PendingAttachment[] };
+  const runs = batch.map((placed) => caseRows(target, placed, sink));
+  const problems: BatchOutcome['problems'] = [];
+  const stored: StoredAttachment[] = [];
+  const perRun = new Map<string, number>();
+  try {
+    for (const pending of sink.attachments) {
+      const bytes = attachmentBytes(files, pending);
+      if (typeof bytes === 'string') {
+        problems.push({ file: pending.file, message: bytes });
+        continue;
+      }
+      const count = perRun.get(pending.runId) ?? 0;
+      if (count >= ctx.config.maxArtifactsPerRun) {
+        problems.push({
+          file: pending.file,
+          message: `a run holds at most ${ctx.config.maxArtifactsPerRun} artifacts; "${pending.attachment.name}" was left out`,
+        });
+        continue;
+      }
+      try {
+        stored.push({ pending, stored: await storeAttachment(ctx, bytes, pending) });
+        perRun.set(pending.runId, count + 1);
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        problems.push({ file: pending.file, message: `attachment "${pending.attachment.name}": ${error.message}` });
+      }
+    }
+    await inTransaction(ctx.db, async (trx) => {
+      await insertRuns(trx, runs);
+      await insertSteps(trx, sink.steps);
+      await insertCells(trx, sink.cells);
+      for (const { pending, stored: file } of stored) {
+        const name = sanitizeArtifactName(pending.attachment.name) || 'attachment';
+        const row: ArtifactsTable = {
+          id: randomUUID(),
+          project_id: target.projectId,
+          run_id: pending.runId,
+          step_id: pending.stepId,
+          kind: pending.attachment.kind,
+          name,
+          content_type: file.role ? file.contentType : artifactType(file.contentType, name),
+          size: file.size,
+          sha256: file.sha256,
+          idempotency_key: null,
+          created_at: target.now,
+          created_by: target.actorId,
+        };
+        const links: ArtifactImagesTable[] = [];
+        if (file.role) {
+          const imageId = await upsertImage(trx, {
+            id: randomUUID(),
+            sha256: file.sha256,
+            content_type: file.contentType,
+            width: file.width as number,
+            height: file.height as number,
+            size: file.size,
+            thumbnail_sha256: null,
+            created_at: target.now,
+          });
+          links.push({ artifact_id: row.id, image_id: imageId, role: 'screenshot', position: 0 });
+        }
+        await insertArtifact(trx, row, links);
+      }
+    });
+  } finally {
+    for (const { stored: file } of stored) file.release();
+  }
+  return { steps: sink.steps.length, cells: sink.cells.length, attachments: stored.length, problems };
+}
