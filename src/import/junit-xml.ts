@@ -1,0 +1,159 @@
+/**
+ * Turns the bytes of a JUnit XML file into a small element tree, refusing what is unsafe or not
+ * XML. fast-xml-parser runs with entity processing off: it would otherwise expand declared
+ * entities (the billion-laughs and external-entity attacks) and still not decode numeric character
+ * references, so this module decodes exactly the five predefined entities and `&#…;` itself.
+ */
+
+import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import { ImportInputError } from './model.ts';
+
+export interface XmlElement {
+  name: string;
+  attrs: Map<string, string>;
+  children: XmlElement[];
+  /** The element's own text and CDATA, in document order (entities decoded, CDATA verbatim). */
+  text: string;
+}
+
+/** Deeper than this is no report: the parser stops instead of recursing on hostile input. */
+const MAX_ELEMENT_DEPTH = 100;
+
+const DTD = /<!(?:DOCTYPE|ENTITY)/i;
+const ROOTS = new Set(['testsuites', 'testsuite']);
+
+const parser = new XMLParser({
+  preserveOrder: true,
+  ignoreAttributes: false,
+  attributeNamePrefix: '',
+  processEntities: false,
+  htmlEntities: false,
+  parseTagValue: false,
+  parseAttributeValue: false,
+  trimValues: false,
+  ignoreDeclaration: true,
+  ignorePiTags: true,
+  cdataPropName: '#cdata',
+  maxNestedTags: MAX_ELEMENT_DEPTH,
+});
+
+/** Parses a JUnit report's bytes: a `<testsuites>` or `<testsuite>` root, or an ImportInputError. */
+export function readJUnitXml(file: string, bytes: Uint8Array): XmlElement {
+  const text = decodeXmlBytes(file, bytes);
+  if (DTD.test(text)) {
+    throw new ImportInputError(
+      file,
+      'XML with a DTD or entity declarations is refused (a test report never needs one; entity expansion and external entities are attack vectors)',
+    );
+  }
+  const verdict = XMLValidator.validate(text, { allowBooleanAttributes: false });
+  if (verdict !== true) {
+    const { msg, line, col } = verdict.err;
+    const where = col === undefined ? `line ${line ?? 1}` : `line ${line}, column ${col}`;
+    throw new ImportInputError(file, `is not well-formed XML: ${msg} (${where})`);
+  }
+  const root = toElements(parseOrdered(file, text)).find((node) => node.name !== '');
+  if (!root) throw new ImportInputError(file, 'has no root element');
+  if (!ROOTS.has(root.name)) {
+    throw new ImportInputError(file, `is not a JUnit XML report: its root element is <${root.name}>, not <testsuites> or <testsuite>`);
+  }
+  return root;
+}
+
+function parseOrdered(file: string, text: string): unknown[] {
+  try {
+    return parser.parse(text) as unknown[];
+  } catch (error) {
+    // The validator passed, so this is a limit (nesting depth) or a parser quirk: still bad input.
+    const reason =
+      (error as Error).message === 'Maximum nested tags exceeded'
+        ? `nests elements more than ${MAX_ELEMENT_DEPTH} deep`
+        : 'could not be parsed';
+    throw new ImportInputError(file, `${reason} (${(error as Error).message})`);
+  }
+}
+
+/** fast-xml-parser's ordered output (`[{ tag: [...children], ':@': {attrs} }, { '#text': … }]`) as XmlElements; text nodes become nameless elements. */
+function toElements(nodes: unknown[]): XmlElement[] {
+  const out: XmlElement[] = [];
+  for (const node of nodes) {
+    if (typeof node !== 'object' || node === null) continue;
+    const record = node as Record<string, unknown>;
+    for (const key of Object.keys(record)) {
+      if (key === ':@') continue;
+      out.push(toElement(key, record[key], record[':@']));
+    }
+  }
+  return out;
+}
+
+function toElement(key: string, value: unknown, rawAttrs: unknown): XmlElement {
+  if (key === '#text') return { name: '', attrs: new Map(), children: [], text: decodeEntities(String(value)) };
+  if (key === '#cdata') return { name: '', attrs: new Map(), children: [], text: cdataText(value) };
+  const children = toElements(Array.isArray(value) ? value : []);
+  const text = children
+    .filter((child) => child.name === '')
+    .map((child) => child.text)
+    .join('');
+  return { name: key, attrs: toAttrs(rawAttrs), children: children.filter((child) => child.name !== ''), text };
+}
+
+/** A CDATA section arrives as `[{ '#text': raw }]`: its text is literal, never entity-decoded. */
+function cdataText(value: unknown): string {
+  if (!Array.isArray(value)) return '';
+  return value.map((part) => String((part as Record<string, unknown>)['#text'] ?? '')).join('');
+}
+
+function toAttrs(raw: unknown): Map<string, string> {
+  const attrs = new Map<string, string>();
+  if (typeof raw !== 'object' || raw === null) return attrs;
+  for (const [name, value] of Object.entries(raw)) attrs.set(name, decodeEntities(String(value)));
+  return attrs;
+}
+
+const ENTITY = /&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|(amp|lt|gt|quot|apos));/g;
+const PREDEFINED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+
+/** XML's own escapes only; anything else (`&nbsp;`, an undeclared `&foo;`) stays as written. */
+export function decodeEntities(text: string): string {
+  if (!text.includes('&')) return text;
+  return text.replace(ENTITY, (whole, dec: string | undefined, hex: string | undefined, named: string | undefined) => {
+    if (named) return PREDEFINED[named] ?? whole;
+    const code = dec !== undefined ? Number.parseInt(dec, 10) : Number.parseInt(hex as string, 16);
+    return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+  });
+}
+
+/** UTF-8 (BOM stripped), UTF-16 by its BOM, or the single-byte encoding the declaration names. */
+export function decodeXmlBytes(file: string, bytes: Uint8Array): string {
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) return new TextDecoder('utf-16le').decode(bytes.subarray(2));
+  if (bytes[0] === 0xfe && bytes[1] === 0xff) return new TextDecoder('utf-16be').decode(bytes.subarray(2));
+  const declared = declaredEncoding(bytes);
+  const label = declared && !/^utf-?(8|16)$/i.test(declared) ? declared : 'utf-8';
+  let text: string;
+  try {
+    text = new TextDecoder(label).decode(bytes);
+  } catch {
+    throw new ImportInputError(file, `declares the encoding "${declared}", which cannot be decoded`);
+  }
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+function declaredEncoding(bytes: Uint8Array): string | undefined {
+  const head = new TextDecoder('latin1').decode(bytes.subarray(0, 200));
+  return /^(?:\uFEFF|ï»¿)?\s*<\?xml[^>]*?\bencoding\s*=\s*["']([A-Za-z0-9._-]+)["']/.exec(head)?.[1];
+}
+
+const PROLOG_ITEM = /^(?:\s+|<\?[\s\S]*?\?>|<!--[\s\S]*?-->|<!DOCTYPE[^[>]*(?:\[[\s\S]*?\])?\s*>)/i;
+
+/** A cheap sniff on the first 4 KB: after the prolog, the first element is `<testsuites>` or `<testsuite>`. */
+export function looksLikeJUnit(bytes: Uint8Array): boolean {
+  let head: string;
+  try {
+    head = decodeXmlBytes('', bytes.subarray(0, 4096));
+  } catch {
+    return false;
+  }
+  for (let match = PROLOG_ITEM.exec(head); match; match = PROLOG_ITEM.exec(head)) head = head.slice(match[0].length);
+  return /^<testsuites?(?=[\s/>])/.test(head);
+}

@@ -1,0 +1,118 @@
+/**
+ * JUnit XML → ImportedReport. Reads the dialects real tools write (Ant/Surefire/Gradle, pytest,
+ * jest-junit, mocha-junit-reporter, vitest, node's test runner, go-junit-report, Jenkins' xunit
+ * and attachment conventions): a `<testsuites>` or bare `<testsuite>` root, suites nested in
+ * suites, one ImportedCase per `<testcase>`. test/fixtures/junit/README.md lists the samples.
+ *
+ * Suite-level decisions, kept simple on purpose:
+ * - suite properties (and `hostname`) become labels of every case inside, inner suites and the
+ *   case's own properties overriding;
+ * - a suite's own `<system-out>`/`<system-err>` becomes the run-level cells `suite stdout` /
+ *   `suite stderr` of the first case inside it (in document order), not of every case; a suite
+ *   with output but no case is reported in `warnings`;
+ * - a case's `startedAt` is its suite's timestamp plus the times of the cases before it in that
+ *   suite (nested suites without a timestamp continue their parent's clock): an approximation,
+ *   since JUnit records no per-case start.
+ */
+
+import { buildCase, type CaseContext, readProperties, UNNAMED } from './junit-case.ts';
+import { cell, cleanOutput, normaliseTimestamp } from './junit-values.ts';
+import { readJUnitXml, type XmlElement } from './junit-xml.ts';
+import { type ImportedCase, type ImportedCell, type ImportedReport, ImportInputError } from './model.ts';
+
+export { looksLikeJUnit } from './junit-xml.ts';
+
+/** Suites nested deeper than this are not a test report. */
+export const MAX_SUITE_DEPTH = 32;
+
+interface SuiteScope {
+  suites: string[];
+  labels: Record<string, string>;
+  clock?: { ms: number };
+}
+
+/** Output a suite carries, waiting for the first case inside it. */
+interface PendingOutput {
+  path: string;
+  cells: ImportedCell[];
+  claimed: boolean;
+}
+
+interface Walk {
+  file: string;
+  cases: ImportedCase[];
+  warnings: string[];
+  earliest?: string;
+  pending: PendingOutput[];
+}
+
+export function parseJUnit(file: string, bytes: Uint8Array): ImportedReport {
+  const root = readJUnitXml(file, bytes);
+  const walk: Walk = { file, cases: [], warnings: [], pending: [] };
+  const top: SuiteScope = { suites: [], labels: {} };
+  if (root.name === 'testsuite') walkSuite(root, top, walk);
+  else walkChildren(root, top, walk);
+  if (walk.cases.length === 0) walk.warnings.push('the report has no testcase');
+  return {
+    format: 'junit',
+    file,
+    name: root.name === 'testsuites' ? root.attrs.get('name')?.trim() || undefined : undefined,
+    startedAt: walk.earliest,
+    cases: walk.cases,
+    warnings: walk.warnings,
+  };
+}
+
+function walkChildren(el: XmlElement, scope: SuiteScope, walk: Walk): void {
+  for (const child of el.children) {
+    if (child.name === 'testsuite') walkSuite(child, scope, walk);
+    else if (child.name === 'testcase') addCase(child, scope, walk);
+  }
+}
+
+function walkSuite(el: XmlElement, parent: SuiteScope, walk: Walk): void {
+  if (parent.suites.length >= MAX_SUITE_DEPTH) {
+    throw new ImportInputError(walk.file, `nests <testsuite> elements more than ${MAX_SUITE_DEPTH} deep`);
+  }
+  const timestamp = normaliseTimestamp(el.attrs.get('timestamp'));
+  if (timestamp && (!walk.earliest || timestamp < walk.earliest)) walk.earliest = timestamp;
+  const hostname = el.attrs.get('hostname')?.trim();
+  const scope: SuiteScope = {
+    suites: [...parent.suites, el.attrs.get('name')?.trim() || UNNAMED],
+    labels: { ...parent.labels, ...(hostname ? { hostname } : {}), ...readProperties(el).labels },
+    clock: timestamp ? { ms: Date.parse(timestamp) } : parent.clock,
+  };
+  const output: PendingOutput = { path: scope.suites.join(' › '), cells: suiteOutput(el), claimed: false };
+  walk.pending.push(output);
+  walkChildren(el, scope, walk);
+  walk.pending.pop();
+  if (output.cells.length > 0 && !output.claimed) {
+    walk.warnings.push(`suite "${output.path}" has output but no testcase to keep it with; it was not imported`);
+  }
+}
+
+function suiteOutput(el: XmlElement): ImportedCell[] {
+  const text = (tag: string) =>
+    el.children
+      .filter((child) => child.name === tag)
+      .map((child) => cleanOutput(child.text))
+      .filter(Boolean)
+      .join('\n');
+  return [...cell('suite stdout', text('system-out')), ...cell('suite stderr', text('system-err'))];
+}
+
+function addCase(el: XmlElement, scope: SuiteScope, walk: Walk): void {
+  const context: CaseContext = { ...scope, runCells: claimPendingOutput(walk) };
+  walk.cases.push(buildCase(el, context));
+}
+
+/** The output of every enclosing suite not yet given to a case (outermost first). */
+function claimPendingOutput(walk: Walk): ImportedCell[] {
+  const cells: ImportedCell[] = [];
+  for (const output of walk.pending) {
+    if (output.claimed) continue;
+    output.claimed = true;
+    cells.push(...output.cells);
+  }
+  return cells;
+}
