@@ -2,6 +2,9 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type AttestClient, v1 } from '../../src/client/index.ts';
+import type { ImportedAttachment, ImportedCase, ImportedStep } from '../../src/import/model.ts';
+import { sha256 } from './blob-files.ts';
 import { tempDir } from './data-folders.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -85,4 +88,74 @@ export interface PlaywrightResult {
   retry: number;
   steps?: PlaywrightStep[];
   attachments: { name: string; contentType: string; path?: string; body?: string }[];
+}
+
+/**
+ * A run reduced to what the live reporter and the import must agree on: name, verdict, the step
+ * tree (title, status, error, the attachments on each step), run-level cells and attachments.
+ * Attachments are `kind name sha256`, so the same bytes compare equal wherever they came from.
+ */
+export interface RunShape {
+  name: string;
+  verdict: string | null;
+  cells: { name: string; text: string }[];
+  attachments: string[];
+  steps: StepShape[];
+}
+export interface StepShape {
+  title: string;
+  status: string;
+  error?: string;
+  attachments: string[];
+  steps: StepShape[];
+}
+
+const attachmentLabel = (kind: string, name: string, sha256: string) => `${kind} ${name} ${sha256}`;
+
+/** The shape of a case the import parser read (attachment bytes from `body` or the file at `path`). */
+export function importedCaseShape(c: ImportedCase): RunShape {
+  const label = (a: ImportedAttachment) => attachmentLabel(a.kind, a.name, sha256(a.body ? Buffer.from(a.body) : fs.readFileSync(a.path!)));
+  const step = (s: ImportedStep): StepShape => ({
+    title: s.title,
+    status: s.status,
+    ...(s.error !== undefined ? { error: s.error } : {}),
+    attachments: s.attachments.map(label).sort(),
+    steps: s.steps.map(step),
+  });
+  return {
+    name: c.name,
+    verdict: c.verdict,
+    cells: c.cells.map(({ name, text }) => ({ name, text })),
+    attachments: c.attachments.map(label).sort(),
+    steps: c.steps.map(step),
+  };
+}
+
+/** The shape of a run as the API answers it: its results (steps nested by `parentId`) and artifacts. */
+export async function serverRunShape(client: AttestClient, projectId: string, runId: string): Promise<RunShape> {
+  const run = await client.call(v1.runs.getRun, { params: { testRunId: runId } });
+  const results = await client.call(v1.results.getResults, { params: { testRunId: runId }, query: { partial: true } });
+  const artifacts = await client.call(v1.artifacts.listArtifacts, { params: { projectId }, query: { testRunId: runId } });
+  const onStep = (stepId: string | null) =>
+    artifacts.items
+      .filter((a) => a.stepId === stepId)
+      .map((a) => attachmentLabel(a.kind, a.name, a.sha256))
+      .sort();
+  const children = (parentId: string | null): StepShape[] =>
+    results.steps
+      .filter((s) => s.parentId === parentId)
+      .map((s) => ({
+        title: s.title,
+        status: s.status,
+        ...(s.error !== null ? { error: s.error } : {}),
+        attachments: onStep(s.id),
+        steps: children(s.id),
+      }));
+  return {
+    name: run.name,
+    verdict: run.verdict,
+    cells: results.cells.map(({ name, text }) => ({ name, text })),
+    attachments: onStep(null),
+    steps: children(null),
+  };
 }

@@ -1,0 +1,146 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { v1 } from '../../src/client/index.ts';
+import { parsePlaywright } from '../../src/import/playwright.ts';
+import { sha256 } from '../helpers/blob-files.ts';
+import { browserAvailable } from '../helpers/browser.ts';
+import { createProject, createUser, type TestUser } from '../helpers/factories.ts';
+import { importedCaseShape, type PlaywrightRun, runPlaywrightFixture, serverRunShape } from '../helpers/playwright-fixture.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+
+// The live reporter (packages/playwright-reporter) on a real run of test/fixtures/playwright
+// against a real server: what it streamed must be what the JSON report of the same run says.
+// Then a dead server and one that never answers: the run ends as it would without the reporter.
+
+const SUMMARY = /^attest: sent (\d+) runs, (\d+) steps, (\d+) attachments to (\S+) \(job ([^)]+)\)(.*)$/m;
+
+describe('Playwright live reporter [sqlite]', { skip: !browserAvailable() }, () => {
+  let server: TestServer;
+  let tester: TestUser;
+  let project: { id: string; key: string };
+  let run: PlaywrightRun;
+
+  before(async () => {
+    server = await startTestServer('sqlite');
+    project = await createProject(server, 'Web shop');
+    tester = await createUser(server, ['tester'], { projects: [project.id] });
+    run = await runPlaywrightFixture({
+      ATTEST_URL: server.url,
+      ATTEST_API_KEY: tester.key,
+      // A project key, looked up through the project list.
+      ATTEST_PROJECT: project.key.toLowerCase(),
+      ATTEST_BRANCH: 'main',
+    });
+  });
+  after(() => server?.close());
+
+  test('one job, one run per attempt, each the JSON report of the same run step for step and byte for byte', async () => {
+    assert.equal(run.code, 1, run.output);
+    const summary = SUMMARY.exec(run.stderr);
+    assert.ok(summary, run.output);
+    assert.deepEqual(summary.slice(1, 5), ['7', '20', '8', server.url]);
+    assert.equal(summary[6], '', `no failures: ${run.output}`);
+    assert.equal(run.stderr.match(/^attest:/gm)?.length, 1, 'one line, and no error lines');
+
+    const jobId = summary[5]!;
+    const job = await tester.client.call(v1.jobs.getJob, { params: { jobId } });
+    assert.equal(job.projectId, project.id);
+    assert.equal(job.branch, 'main');
+    assert.equal(job.name, 'Playwright fixture');
+    assert.deepEqual(
+      { total: job.progress.total, passed: job.progress.passed, failed: job.progress.failed, skipped: job.progress.skipped },
+      { total: 7, passed: 3, failed: 3, skipped: 1 },
+    );
+
+    const runs = await tester.client.call(v1.runs.listRuns, { query: { projectId: project.id, jobId } });
+    const report = parsePlaywright('report.json', fs.readFileSync(run.reportPath));
+    assert.deepEqual(runs.items.map((r) => r.name).sort(), report.cases.map((c) => c.name).sort());
+    for (const item of runs.items) {
+      assert.equal(item.status, 'completed');
+      assert.equal(item.branch, 'main');
+      const imported = report.cases.find((c) => c.name === item.name)!;
+      assert.deepEqual(await serverRunShape(tester.client, project.id, item.id), importedCaseShape(imported), item.name);
+    }
+
+    // Both attempts of a test are runs of one test, named by its full name.
+    const attempts = runs.items.filter((r) => r.name.startsWith('flaky login'));
+    assert.equal(attempts.length, 2);
+    assert.equal(attempts[0]!.testId, attempts[1]!.testId);
+    const flaky = await tester.client.call(v1.tests.getTest, { params: { testId: attempts[0]!.testId! } });
+    assert.equal(flaky.name, 'account.spec.ts › Account › flaky login');
+  });
+
+  test('the failure screenshot is stored on the innermost failed step with the bytes Playwright wrote', async () => {
+    const runs = await tester.client.call(v1.runs.listRuns, { query: { projectId: project.id } });
+    const pay = runs.items.find((r) => r.name === 'pays by card')!;
+    const results = await tester.client.call(v1.results.getResults, { params: { testRunId: pay.id } });
+    const receipt = results.steps.find((s) => s.title === 'See the receipt')!;
+    assert.equal(results.steps.find((s) => s.id === receipt.parentId)?.title, 'Pay');
+    const artifacts = await tester.client.call(v1.artifacts.listArtifacts, {
+      params: { projectId: project.id },
+      query: { testRunId: pay.id },
+    });
+    const shot = artifacts.items.find((a) => a.kind === 'screenshot')!;
+    assert.equal(shot.stepId, receipt.id);
+    const file = JSON.parse(fs.readFileSync(run.reportPath, 'utf8')).suites[1].suites[0].specs[1].tests[0].results[0].attachments[0];
+    assert.equal(file.name, 'screenshot');
+    const response = await tester.client.fetchRaw('GET', `/artifact/artifacts/${shot.id}/content`);
+    const bytes = Buffer.from(await response.arrayBuffer());
+    assert.equal(sha256(bytes), sha256(fs.readFileSync(file.path)));
+  });
+});
+
+/** A local port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+describe('Playwright live reporter: a server that is down or hangs', { skip: !browserAvailable() }, () => {
+  test('never fails the run nor holds it past its deadline; the summary says what was lost', async () => {
+    const hanging = http.createServer(() => {
+      // Takes every request and never answers.
+    });
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    const hangingUrl = `http://127.0.0.1:${(hanging.address() as net.AddressInfo).port}`;
+    const deadUrl = `http://127.0.0.1:${await closedPort()}`;
+    const reporter = (url: string) => ({
+      ATTEST_URL: url,
+      ATTEST_API_KEY: 'atk_not-checked',
+      ATTEST_PROJECT: 'WEB',
+      ATTEST_FLUSH_TIMEOUT_MS: '2000',
+    });
+    try {
+      const [plain, dead, hung] = await Promise.all([
+        runPlaywrightFixture(),
+        runPlaywrightFixture(reporter(deadUrl)),
+        runPlaywrightFixture(reporter(hangingUrl)),
+      ]);
+      for (const result of [dead, hung]) {
+        assert.equal(result.code, plain.code, result.output);
+        assert.match(result.stdout, /1 failed[\s\S]*1 flaky[\s\S]*1 skipped[\s\S]*2 passed/, 'the test outcome is untouched');
+        // One error line and the summary: nothing per result.
+        assert.equal(result.stderr.match(/^attest:/gm)?.length, 2, result.stderr);
+        const summary = SUMMARY.exec(result.stderr);
+        assert.ok(summary, result.stderr);
+        assert.deepEqual(summary.slice(1, 6), ['0', '0', '0', result === dead ? deadUrl : hangingUrl, 'not created']);
+        assert.match(summary[6]!, /; 1 calls failed/);
+        // Within the 2 s deadline plus start-up noise of three runs side by side.
+        assert.ok(result.durationMs < plain.durationMs + 10_000, `${result.durationMs} ms against ${plain.durationMs} ms`);
+      }
+      assert.match(dead.stderr, /ECONNREFUSED/);
+      assert.match(dead.stderr, /items not sent/);
+      assert.match(hung.stderr, /cut at the flush deadline/);
+      assert.match(hung.stderr, /items left at the 2 s deadline/);
+    } finally {
+      hanging.closeAllConnections();
+      await new Promise((resolve) => hanging.close(resolve));
+    }
+  });
+});
