@@ -181,6 +181,35 @@ export class AttestClient {
     return (await AttestClient.read(response)) as Record<string, unknown>;
   }
 
+  /**
+   * Imports a report (`POST /projects/{projectId}/imports`, multipart): a JUnit XML file, a
+   * Playwright JSON report, or a ZIP of reports and attachments, with its options. Retried only
+   * with `options.idempotencyKey`, which makes a retry answer the import the first call started.
+   */
+  async importReport(
+    projectId: string,
+    file: { name: string; bytes: Uint8Array },
+    options: Record<string, unknown> = {},
+  ): Promise<Record<string, unknown>> {
+    const path = `/projects/${encodeURIComponent(projectId)}/imports`;
+    const send = async () => {
+      if (this.oldFormatKey && !this.options.user) throw new ClientConfigError('an old-format (UUID) key needs the e-mail of its owner');
+      const body = new FormData();
+      body.append('options', JSON.stringify(options));
+      body.append('file', new Blob([file.bytes], { type: 'application/octet-stream' }), file.name);
+      const headers = this.headers();
+      delete headers['content-type'];
+      return this.fetchImpl(this.url(path), {
+        method: 'POST',
+        headers,
+        body,
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 600_000),
+      });
+    };
+    const response = options.idempotencyKey === undefined ? await send() : await retrying(send, this.retry);
+    return (await AttestClient.read(response)) as Record<string, unknown>;
+  }
+
   /** Parses a response: JSON body on success, undefined on 204, ApiError on a problem. */
   static async read(response: Response): Promise<unknown> {
     const text = await response.text();
