@@ -182,29 +182,47 @@ export class AttestClient {
   }
 
   /**
-   * Imports a report (`POST /projects/{projectId}/imports`, multipart): a JUnit XML file, a
-   * Playwright JSON report, or a ZIP of reports and attachments, with its options. Retried only
-   * with `options.idempotencyKey`, which makes a retry answer the import the first call started.
+   * Imports a report (`POST /projects/{projectId}/imports`): a JUnit XML file, a Playwright JSON
+   * report, or a ZIP of reports and attachments, sent as the body itself with its options in the
+   * query. `onProgress` hears the bytes sent. Retried only with `options.idempotencyKey`, which
+   * makes a retry answer the import the first call started.
    */
   async importReport(
     projectId: string,
     file: { name: string; bytes: Uint8Array },
-    options: Record<string, unknown> = {},
+    options: Record<string, string | undefined> = {},
+    onProgress?: (sent: number, total: number) => void,
   ): Promise<Record<string, unknown>> {
-    const path = `/projects/${encodeURIComponent(projectId)}/imports`;
+    const query = new URLSearchParams(Object.entries(options).filter((e): e is [string, string] => e[1] !== undefined)).toString();
+    const path = `/projects/${encodeURIComponent(projectId)}/imports${query ? `?${query}` : ''}`;
+    const { bytes } = file;
+    const type =
+      bytes[0] === 0x50 && bytes[1] === 0x4b ? 'application/zip' : /\.json$/i.test(file.name) ? 'application/json' : 'application/xml';
     const send = async () => {
       if (this.oldFormatKey && !this.options.user) throw new ClientConfigError('an old-format (UUID) key needs the e-mail of its owner');
-      const body = new FormData();
-      body.append('options', JSON.stringify(options));
-      body.append('file', new Blob([file.bytes], { type: 'application/octet-stream' }), file.name);
-      const headers = this.headers();
-      delete headers['content-type'];
+      let sent = 0;
+      const chunk = 256 * 1024;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent >= bytes.length) return controller.close();
+          const next = bytes.subarray(sent, sent + chunk);
+          sent += next.length;
+          controller.enqueue(next);
+          onProgress?.(sent, bytes.length);
+        },
+      });
+      const headers = this.headers({
+        'content-type': type,
+        'content-length': String(bytes.length),
+        'content-disposition': `attachment; filename="${encodeURIComponent(file.name)}"`,
+      });
       return this.fetchImpl(this.url(path), {
         method: 'POST',
         headers,
         body,
+        duplex: 'half',
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 600_000),
-      });
+      } as RequestInit);
     };
     const response = options.idempotencyKey === undefined ? await send() : await retrying(send, this.retry);
     return (await AttestClient.read(response)) as Record<string, unknown>;

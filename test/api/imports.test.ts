@@ -6,7 +6,7 @@ import sharp from 'sharp';
 import { type ApiError, v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { type TestUser, twoProjects, unique } from '../helpers/factories.ts';
-import { jsonHeaders, rawRequest } from '../helpers/http.ts';
+import { encodeForm, jsonHeaders, rawRequest } from '../helpers/http.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // IMP-1, IMP-2, IMP-4, IMP-5: reports in through POST /projects/{projectId}/imports, over real HTTP.
@@ -52,6 +52,19 @@ for (const dialect of DIALECTS) {
         headers: { ...jsonHeaders(key), 'content-type': type, 'content-length': body.length },
         body,
       });
+
+    /** Posts a multipart import: the options part, then the file part. */
+    const postForm = async (file: { name: string; bytes: Buffer }, options: Record<string, string>) => {
+      const form = new FormData();
+      form.append('options', JSON.stringify(options));
+      form.append('file', new Blob([file.bytes]), file.name);
+      const { payload, contentType } = await encodeForm(form);
+      return rawRequest(`${server.url}/api/v1/projects/${projectA}/imports`, {
+        method: 'POST',
+        headers: { ...jsonHeaders(tester.key), 'content-type': contentType, 'content-length': payload.length },
+        body: payload,
+      });
+    };
 
     const settled = async (importId: string) => {
       for (let i = 0; i < 400; i++) {
@@ -135,8 +148,10 @@ for (const dialect of DIALECTS) {
     test('multipart with an options part; the same file and key answer the same import (200), another file 409', async () => {
       const key = unique('ci-');
       const file = { name: 'TEST-cart.xml', bytes: junit(unique('com.example.Cart')) };
-      const first = await tester.client.importReport(projectA, file, { name: 'Cart nightly', branch: 'main', idempotencyKey: key });
-      const record = await settled(String(first.id));
+      const first = await postForm(file, { name: 'Cart nightly', branch: 'main', idempotencyKey: key });
+      assert.equal(first.status, 202, first.text);
+      const record = await settled(String(first.json.id));
+      assert.equal(record.fileName, 'TEST-cart.xml');
       const job = await viewer.client.call(v1.jobs.getJob, { params: { jobId: record.jobId as string } });
       assert.equal(job.name, 'Cart nightly');
       assert.ok(
@@ -144,13 +159,15 @@ for (const dialect of DIALECTS) {
         'the option wins over the report property',
       );
       const before = await stored();
+      // The client sends the file as the body, options in the query: the same import either way.
       const replay = await tester.client.importReport(projectA, file, { name: 'Cart nightly', branch: 'main', idempotencyKey: key });
-      assert.equal(replay.id, first.id);
+      assert.equal(replay.id, first.json.id);
       assert.equal(replay.jobId, record.jobId);
       await assert.rejects(
         tester.client.importReport(projectA, { name: 'other.xml', bytes: junit(unique('x')) }, { idempotencyKey: key }),
         (e: ApiError) => e.status === 409,
       );
+      assert.equal((await postForm({ name: 'x.xml', bytes: junit('x') }, { colour: 'red' } as never)).status, 400);
       assert.deepEqual(await stored(), before);
     });
 

@@ -75,6 +75,13 @@ export const ImportRecord = Type.Object(
     sha256: Type.String({ description: 'SHA-256 of the upload: the same file with the same key is the same import.' }),
     jobId: Nullable({ ...Uuid, description: 'The job the report became, once it is created.' }),
     options: ImportOptions,
+    progress: Type.Object(
+      {
+        done: Type.Integer({ minimum: 0, description: 'Runs written so far.' }),
+        total: Nullable(Type.Integer({ minimum: 0, description: 'Runs the upload holds, once read.' })),
+      },
+      { additionalProperties: false, description: 'How far the job is written: a progress bar polls it.' },
+    ),
     counts: Nullable(ImportCounts),
     files: Type.Array(ImportFile),
     error: Nullable(Type.String({ description: 'Why a `failed` import failed.' })),

@@ -3,7 +3,10 @@ import type { ImportRecord } from '../../api/v1/imports.ts';
 import type { ImportsTable } from '../db/types.ts';
 
 export function presentImport(row: ImportsTable): Static<typeof ImportRecord> {
-  const summary = row.summary === null ? null : (JSON.parse(row.summary) as Pick<Static<typeof ImportRecord>, 'counts' | 'files'>);
+  const summary =
+    row.summary === null
+      ? null
+      : (JSON.parse(row.summary) as Partial<Pick<Static<typeof ImportRecord>, 'counts' | 'files'>> & { done?: number; total?: number });
   return {
     id: row.id,
     projectId: row.project_id,
@@ -13,6 +16,7 @@ export function presentImport(row: ImportsTable): Static<typeof ImportRecord> {
     sha256: row.source_sha256,
     jobId: row.job_id,
     options: JSON.parse(row.options),
+    progress: { done: summary?.done ?? 0, total: summary?.total ?? null },
     counts: summary?.counts ?? null,
     files: summary?.files ?? [],
     error: row.error,

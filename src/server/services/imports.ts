@@ -31,7 +31,8 @@ import { ensureTestsByFullName } from './tests.ts';
 // runs in the background, a batch of cases per transaction, resumable after a restart (IMP-4).
 
 export type ImportOptionsInput = Static<typeof ImportOptions>;
-type ImportSummary = Pick<Static<typeof ImportRecord>, 'counts' | 'files'>;
+/** What `imports.summary` holds: the counts and files once done, and how far it got meanwhile. */
+type ImportSummary = Pick<Static<typeof ImportRecord>, 'counts' | 'files'> & { done: number; total: number };
 export type SourceType = ImportsTable['source_type'];
 
 /** Most runs one import may make: far above real suites, and a bound on one upload's work. */
@@ -297,6 +298,9 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
   // A resumed import skips the cases whose runs committed before the restart.
   const done = await runKeysWithPrefix(ctx.db, row.project_id, `import:${row.id}:`);
   const todo = placed.filter((p) => !done.has(`import:${row.id}:${p.index}`));
+  const progress = (written: number) =>
+    updateImport(ctx.db, row.id, { summary: JSON.stringify({ counts: null, files: [], done: written, total: placed.length }) });
+  await progress(placed.length - todo.length);
   for (let i = 0; i < todo.length; i += BATCH_CASES) {
     // Stopping: the batches written so far stay; the next start resumes after them.
     if (ctx.background.stopping) throw new Interrupted();
@@ -306,10 +310,13 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
     counts.attachments += outcome.attachments;
     counts.attachmentsMissing += outcome.problems.length;
     for (const problem of outcome.problems) files.get(problem.file)?.errors.push(problem.message);
+    await progress(placed.length - todo.length + Math.min(i + BATCH_CASES, todo.length));
   }
   const summary: ImportSummary = {
     counts,
     files: [...files.values()].map((f) => ({ ...f, errors: f.errors.slice(0, FILE_ERRORS_MAX) })),
+    done: placed.length,
+    total: placed.length,
   };
   await updateImport(ctx.db, row.id, { status: 'completed', summary: JSON.stringify(summary), finished_at: ctx.clock().toISOString() });
 }

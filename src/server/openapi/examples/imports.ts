@@ -10,6 +10,7 @@ const QUEUED = {
   size: 1_482_113,
   sha256: '3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b',
   jobId: null,
+  progress: { done: 0, total: null },
   options: { branch: 'main', build: '2026.11.25', idempotencyKey: 'ci-4512-playwright' },
   counts: null,
   files: [],
@@ -23,6 +24,7 @@ const COMPLETED = {
   ...QUEUED,
   status: 'completed' as const,
   jobId: IDS.importJob,
+  progress: { done: 44, total: 44 },
   counts: {
     reports: 1,
     tests: 42,

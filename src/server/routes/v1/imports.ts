@@ -31,11 +31,20 @@ const DEFAULT_NAMES: Record<SourceType, string> = { xml: 'report.xml', json: 're
 const tooLarge = (ctx: AppContext) =>
   new AppError('PAYLOAD_TOO_LARGE', `An import upload may be at most ${ctx.config.maxImportBytes} bytes (ATTEST_MAX_IMPORT_BYTES).`);
 
+function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
 /** The file name a raw body was sent under (`Content-Disposition: attachment; filename=…`), if any. */
 function dispositionName(request: FastifyRequest): string | undefined {
   const header = request.headers['content-disposition'];
   const match = typeof header === 'string' ? /filename="?([^";]+)"?/i.exec(header) : null;
-  return match?.[1]?.split(/[\\/]/).pop();
+  const name = match?.[1];
+  return name === undefined ? undefined : percentDecoded(name).split(/[\\/]/).pop();
 }
 
 /** A multipart import: the `file` part read whole (within the limit) and the optional `options` part. */
