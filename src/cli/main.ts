@@ -5,6 +5,7 @@ import { adminKeyCommand } from './commands/admin-key.ts';
 import { backupCommand } from './commands/backup.ts';
 import { exportCommand } from './commands/export.ts';
 import { gcCommand } from './commands/gc.ts';
+import { importCommand } from './commands/import.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { remoteCommands } from './commands/remote-commands.ts';
 import { restoreCommand } from './commands/restore.ts';
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
   adminKeyCommand(program);
   remoteCommands(program);
   exportCommand(program);
+  importCommand(program);
   return program;
 }
 

@@ -1,0 +1,148 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { zipSync } from 'fflate';
+import { type AttestClient, v1 } from '../../client/index.ts';
+import { CliError } from '../output.ts';
+import { progressBar } from '../progress.ts';
+import { explain, type RemoteOptions, remoteClient, remoteOptions } from '../remote.ts';
+
+interface ImportOptions extends RemoteOptions {
+  project: string;
+  name?: string;
+  format?: 'auto' | 'junit' | 'playwright';
+  environment?: string;
+  branch?: string;
+  build?: string;
+  commit?: string;
+  idempotencyKey?: string;
+  wait: boolean;
+  json?: boolean;
+}
+
+type ImportRecord = Awaited<ReturnType<typeof readImport>>;
+
+/** Every file under a folder, by its path relative to it with / separators; hidden folders and node_modules are left out. */
+function filesUnder(root: string): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (!entry.name.startsWith('.') && entry.name !== 'node_modules') walk(full);
+      } else if (entry.isFile()) {
+        found.push(path.relative(root, full).split(path.sep).join('/'));
+      }
+    }
+  };
+  walk(root);
+  return found.sort();
+}
+
+/** The upload: a file as it is, or a folder packed into a ZIP with its attachments (a bar while packing). */
+function packUpload(target: string, quiet: boolean): { name: string; bytes: Uint8Array } {
+  const stat = fs.statSync(target, { throwIfNoEntry: false });
+  if (!stat) throw new CliError(`${target} does not exist`);
+  if (stat.isFile()) return { name: path.basename(target), bytes: fs.readFileSync(target) };
+  const names = filesUnder(target);
+  if (names.length === 0) throw new CliError(`${target} holds no files`);
+  const bar = quiet ? undefined : progressBar('packing');
+  const entries: Record<string, Uint8Array> = {};
+  names.forEach((name, i) => {
+    entries[name] = fs.readFileSync(path.join(target, name));
+    bar?.update(i + 1, names.length);
+  });
+  bar?.stop();
+  // Screenshots and videos are compressed already; level 6 still shrinks XML and JSON well. One
+  // fixed time on every entry makes the ZIP depend on names and bytes only, so packing the same
+  // folder again gives the same upload, and its SHA-256 the same default idempotency key.
+  return { name: `${path.basename(path.resolve(target))}.zip`, bytes: zipSync(entries, { level: 6, mtime: '1980-01-01T00:00:00Z' }) };
+}
+
+const readImport = (client: AttestClient, projectId: string, importId: string) =>
+  client.call(v1.imports.getImport, { params: { projectId, importId } });
+
+/** Polls the import until it is finished, moving a bar over the runs written. */
+async function awaitImport(client: AttestClient, first: ImportRecord, quiet: boolean): Promise<ImportRecord> {
+  const bar = quiet ? undefined : progressBar('importing');
+  let record = first;
+  try {
+    while (record.status === 'queued' || record.status === 'processing') {
+      if (record.progress.total !== null) bar?.update(record.progress.done, record.progress.total);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      record = await readImport(client, first.projectId, first.id);
+    }
+    if (record.progress.total !== null) bar?.update(record.progress.done, record.progress.total);
+  } finally {
+    bar?.stop();
+  }
+  return record;
+}
+
+function describeImport(record: ImportRecord): string {
+  const lines: string[] = [];
+  const c = record.counts;
+  if (record.status === 'failed') lines.push(`import ${record.id} failed: ${record.error ?? 'no reason given'}`);
+  else if (!c) lines.push(`import ${record.id} is ${record.status}`);
+  else {
+    lines.push(
+      `imported ${c.runs} runs of ${c.tests} tests (${c.testsCreated} new) from ${c.reports} report${c.reports === 1 ? '' : 's'} as job ${record.jobId}`,
+      `  ${c.passed} passed, ${c.failed} failed, ${c.broken} broken, ${c.skipped} skipped; ${c.steps} steps, ${c.cells} cells, ${c.attachments} attachments`,
+    );
+  }
+  for (const file of record.files) {
+    for (const error of file.errors) lines.push(`  ${file.file}: ${error}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export function importCommand(program: Command): void {
+  remoteOptions(
+    program
+      .command('import')
+      .description('import a JUnit XML file, a Playwright JSON report, a ZIP, or a folder of reports with their attachments, as one job')
+      .argument('<path>', 'a report file (.xml, .json), a .zip, or a folder (packed into a ZIP with every file under it)')
+      .requiredOption('-p, --project <key>', 'the project (key or id)')
+      .option('--name <name>', "the job's name (default: the report's name, else the file's)")
+      .option('--format <format>', 'auto, junit or playwright (default: auto, by content)')
+      .option('--environment <name>', 'run label: where the tests ran')
+      .option('--branch <name>', 'run label: the source branch')
+      .option('--build <name>', 'run label: the build under test')
+      .option('--commit <sha>', 'run label: the commit under test')
+      .option('--idempotency-key <key>', 'retries and re-runs with this key answer the first import (default: the SHA-256 of the upload)')
+      .option('--no-wait', 'return once the import is accepted, without waiting for its job')
+      .option('--json', 'print the import as JSON on stdout; no progress bars'),
+  ).action(async (target: string, options: ImportOptions) => {
+    const client = remoteClient(options);
+    const quiet = options.json === true || !process.stderr.isTTY;
+    let record: ImportRecord;
+    try {
+      const project = await client.call(v1.projects.getProject, { params: { projectId: options.project } });
+      const file = packUpload(target, quiet);
+      const key = options.idempotencyKey ?? `sha256-${createHash('sha256').update(file.bytes).digest('hex').slice(0, 48)}`;
+      const upload = quiet ? undefined : progressBar('uploading');
+      const accepted = (await client.importReport(
+        project.id,
+        file,
+        {
+          name: options.name,
+          format: options.format,
+          environment: options.environment,
+          branch: options.branch,
+          build: options.build,
+          commit: options.commit,
+          idempotencyKey: key,
+        },
+        (sent, total) => upload?.update(sent, total),
+      )) as ImportRecord;
+      upload?.stop();
+      record = options.wait ? await awaitImport(client, accepted, quiet) : accepted;
+    } catch (error) {
+      explain(error);
+    }
+    if (options.json) process.stdout.write(`${JSON.stringify(record)}\n`);
+    else process.stdout.write(describeImport(record));
+    if (record.status === 'failed') process.exitCode = 1;
+  });
+}
