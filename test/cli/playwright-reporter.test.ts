@@ -41,7 +41,7 @@ describe('Playwright live reporter [sqlite]', { skip: !browserAvailable() }, () 
     assert.equal(run.code, 1, run.output);
     const summary = SUMMARY.exec(run.stderr);
     assert.ok(summary, run.output);
-    assert.deepEqual(summary.slice(1, 5), ['7', '20', '8', server.url]);
+    assert.deepEqual(summary.slice(1, 5), ['7', '21', '8', server.url]);
     assert.equal(summary[6], '', `no failures: ${run.output}`);
     assert.equal(run.stderr.match(/^attest:/gm)?.length, 1, 'one line, and no error lines');
 

@@ -109,7 +109,7 @@ describe('Playwright JSON import: a real report', { skip: !browserAvailable() },
     );
   });
 
-  test('stdout and stderr cells; a skipped test has no steps', () => {
+  test('stdout and stderr cells; a test that skips itself inside a step skips that step', () => {
     const [title] = attempts('shows the shop title');
     assert.deepEqual(
       title!.cells.map((c) => [c.name, c.text]),
@@ -119,7 +119,11 @@ describe('Playwright JSON import: a real report', { skip: !browserAvailable() },
       ],
     );
     const [skipped] = attempts('loyalty points');
-    assert.deepEqual([skipped!.steps, skipped!.cells, skipped!.attachments], [[], [], []]);
+    assert.deepEqual(
+      skipped!.steps.map((s) => [s.title, s.status, s.error]),
+      [['Open the loyalty page', 'skipped', 'Error: Test is skipped: loyalty points are not built yet']],
+    );
+    assert.deepEqual([skipped!.cells, skipped!.attachments], [[], []]);
   });
 
   test('looksLikePlaywright tells the report from other JSON', () => {

@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { FullConfig, Reporter, Suite, TestCase, TestResult, TestStep } from '@playwright/test/reporter';
 import { AttestHttp, SendError } from './http.ts';
-import { artifactItem, type Counts, completeRunItem, createRunItem, ResultsItem, type RunState, type StepNode } from './items.ts';
+import {
+  artifactItem,
+  type Counts,
+  completeRunItem,
+  createRunItem,
+  ResultsItem,
+  type RunState,
+  type StepInput,
+  type StepNode,
+} from './items.ts';
 import {
   attachmentKind,
   attachmentStep,
@@ -65,6 +74,7 @@ export default class AttestReporter implements Reporter {
       key: `${this.jobKey}:${test.id}:${result.retry}`,
       steps: [],
       stored: new Set(),
+      held: [],
       nextStep: 0,
       nextPost: 0,
       nextArtifact: 0,
@@ -104,25 +114,24 @@ export default class AttestReporter implements Reporter {
     const run = this.runs.get(result);
     const node = this.nodes.get(step);
     if (!run || !node || !this.queue || !this.http) return;
-    node.failed = step.error !== undefined;
     const error = stepErrorOf(step.error);
-    this.queue.push(
-      new ResultsItem(this.http, run, this.counts, {
-        steps: [
-          {
-            ...stepFields(node),
-            status: stepStatusOf(node.failed),
-            durationMs: Math.max(0, Math.round(step.duration)),
-            ...(error !== undefined ? { error } : {}),
-          },
-        ],
-      }),
-    );
+    const end: StepInput = {
+      ...stepFields(node),
+      status: 'passed',
+      durationMs: Math.max(0, Math.round(step.duration)),
+      ...(error !== undefined ? { error } : {}),
+    };
+    // A step with an error failed, unless the error is the test skipping itself; only the
+    // attempt's final status tells (`result.status` reads `skipped` until the attempt ends), so
+    // its end is held until onTestEnd.
+    if (step.error !== undefined) run.held.push({ node, step: end });
+    else this.queue.push(new ResultsItem(this.http, run, this.counts, { steps: [end] }));
   }
 
   onTestEnd(_test: TestCase, result: TestResult): void {
     const run = this.runs.get(result);
     if (!run || !this.queue || !this.http) return;
+    this.endHeldSteps(run, result.status);
     const cells = [
       { name: 'error', text: errorCellText(result.errors.map((e) => formatError(e))) },
       { name: 'stdout', text: stdioText(result.stdout) },
@@ -164,6 +173,17 @@ export default class AttestReporter implements Reporter {
       await queue.drained();
     }
     process.stderr.write(`${this.summary(settings, late)}\n`);
+  }
+
+  private endHeldSteps(run: RunState, resultStatus: string): void {
+    if (!run.held.length) return;
+    const steps = run.held.map(({ node, step }) => {
+      const status = stepStatusOf(true, resultStatus);
+      node.failed = status === 'failed';
+      return { ...step, status };
+    });
+    run.held = [];
+    this.queue!.push(new ResultsItem(this.http!, run, this.counts, { steps }));
   }
 
   private async createJob(settings: Settings): Promise<void> {

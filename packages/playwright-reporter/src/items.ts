@@ -33,6 +33,8 @@ export interface RunState {
   steps: StepNode[];
   /** Step keys the server has stored: a child or an artifact may only name one of these. */
   stored: Set<string>;
+  /** Ends of steps that failed, held until the attempt ends (see `onStepEnd`). */
+  held: { node: StepNode; step: StepInput }[];
   nextStep: number;
   nextPost: number;
   nextArtifact: number;

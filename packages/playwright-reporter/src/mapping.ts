@@ -36,10 +36,14 @@ export function verdictOf(status: string): Verdict {
   }
 }
 
-/** A finished step: failed when it carries an error, skipped inside a skipped result, else passed. */
+/**
+ * A finished step: passed without an error; with one, failed, unless the error is the test
+ * skipping itself (`test.skip()` inside a step throws through every step around it, and the result
+ * is already `skipped` when those steps end, live as in the report).
+ */
 export function stepStatusOf(hasError: boolean, resultStatus?: string): FinalStepStatus {
-  if (hasError) return 'failed';
-  return resultStatus === 'skipped' ? 'skipped' : 'passed';
+  if (!hasError) return 'passed';
+  return resultStatus === 'skipped' ? 'skipped' : 'failed';
 }
 
 /**
