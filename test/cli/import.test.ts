@@ -38,7 +38,7 @@ describe('attest import (sqlite)', () => {
       id: string;
       status: string;
       jobId: string;
-      counts: Record<string, number>;
+      counts: { [K in 'reports' | 'runs' | 'passed' | 'failed' | 'broken' | 'skipped' | 'attachments' | 'attachmentsMissing']: number };
       files: unknown[];
     };
     assert.equal(record.status, 'completed');
