@@ -73,7 +73,7 @@ export class AttestHttp {
         if (this.abort.signal.aborted) throw new SendError(`${where}: cut at the flush deadline`);
         if (attempt >= ATTEMPTS) {
           this.down = true;
-          throw new SendError(`${where}: ${describe(error)}`, undefined, true);
+          throw new SendError(`${where}: ${errorText(error)}`, undefined, true);
         }
         await this.wait(backoff(attempt));
         continue;
@@ -111,7 +111,7 @@ function retryAfterMs(value: string | null): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-function describe(error: unknown): string {
+function errorText(error: unknown): string {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   return cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
 }

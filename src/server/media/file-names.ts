@@ -71,3 +71,23 @@ export function asciiFileName(name: string): string {
     .trim();
   return ascii === '' || /^[._]*$/.test(ascii) ? 'download' : ascii;
 }
+
+/** Longest stored artifact name, in UTF-8 bytes (FILE-4). */
+const NAME_MAX_BYTES = 255;
+
+/**
+ * An artifact name as metadata only (FILE-4): control characters (CR and LF included), bidi
+ * overrides, `/`, `\` and NUL removed, cut to 255 UTF-8 bytes on a character boundary. It never
+ * names a file on disk; it only reaches a `Content-Disposition`, encoded.
+ */
+export function sanitizeArtifactName(name: string): string {
+  const cleaned = name.replace(/[\p{Cc}\u202a-\u202e\u2066-\u2069/\\]/gu, '').trim();
+  let bytes = 0;
+  let result = '';
+  for (const char of cleaned) {
+    bytes += Buffer.byteLength(char, 'utf8');
+    if (bytes > NAME_MAX_BYTES) break;
+    result += char;
+  }
+  return result;
+}

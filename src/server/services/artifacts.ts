@@ -23,7 +23,7 @@ import { findRun, lockRun } from '../db/repositories/runs.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { ArtifactImageRow, ArtifactImagesTable, ArtifactsTable, Executor, TestRunsTable, VisibleProjects } from '../db/types.ts';
 import { AppError, found, invalid, notFound } from '../errors.ts';
-import { artifactType } from '../media/file-names.ts';
+import { artifactType, sanitizeArtifactName } from '../media/file-names.ts';
 import { KEEP_FOR_DECODE_MAX_BYTES, KeptBytes } from '../media/kept-bytes.ts';
 import { type Inspected, UploadInspection } from '../media/upload-inspection.ts';
 import { compileValidator, isUuid, rejectNulCharacters } from '../validation.ts';
@@ -66,8 +66,6 @@ async function assertRoomForArtifact(ctx: AppContext, executor: Executor, runId:
 
 /** The metadata part's bound, as busboy's `fieldSize` for a metadata sent as a field. */
 const METADATA_MAX_BYTES = 64 * 1024;
-/** Longest stored artifact name, in UTF-8 bytes (FILE-4). */
-const NAME_MAX_BYTES = 255;
 /** The most a run's listing holds in one answer: the `items` bound of the contract. */
 const RUN_LISTING_MAX = 10_000;
 const validateMetadata = compileValidator(ArtifactMetadata, '/body/metadata');
@@ -82,23 +80,6 @@ function filePartsOf(kind: Kind): { part: string; role: ImageRole | undefined }[
     ];
   }
   return [{ part: 'file', role: kind === 'screenshot' ? 'screenshot' : undefined }];
-}
-
-/**
- * An artifact name as metadata only (FILE-4): control characters (CR and LF included), bidi
- * overrides, `/`, `\` and NUL removed, cut to 255 UTF-8 bytes on a character boundary. It never
- * names a file on disk; it only reaches a `Content-Disposition`, encoded.
- */
-export function sanitizeArtifactName(name: string): string {
-  const cleaned = name.replace(/[\p{Cc}\u202a-\u202e\u2066-\u2069/\\]/gu, '').trim();
-  let bytes = 0;
-  let result = '';
-  for (const char of cleaned) {
-    bytes += Buffer.byteLength(char, 'utf8');
-    if (bytes > NAME_MAX_BYTES) break;
-    result += char;
-  }
-  return result;
 }
 
 /**

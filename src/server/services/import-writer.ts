@@ -10,8 +10,8 @@ import { insertRuns } from '../db/repositories/runs.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { ArtifactImagesTable, ArtifactsTable, StepsTable, TestRunsTable, TextCellsTable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
-import { artifactType } from '../media/file-names.ts';
-import { type StoredFile, sanitizeArtifactName, storeFileBytes } from './artifacts.ts';
+import { artifactType, sanitizeArtifactName } from '../media/file-names.ts';
+import { type StoredFile, storeFileBytes } from './artifacts.ts';
 
 // Turns imported cases into rows (IMP-1, IMP-2): one completed run per case, its step tree,
 // cells and artifacts, written a batch of cases per transaction after their blobs are durable.
