@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { zipSync } from 'fflate';
 import { v1 } from '../../src/client/index.ts';
 import { parsePlaywright } from '../../src/import/playwright.ts';
 import { sha256 } from '../helpers/blob-files.ts';
@@ -22,6 +24,7 @@ describe('Playwright live reporter [sqlite]', { skip: !browserAvailable() }, () 
   let tester: TestUser;
   let project: { id: string; key: string };
   let run: PlaywrightRun;
+  let liveJobId: string;
 
   before(async () => {
     server = await startTestServer('sqlite');
@@ -46,6 +49,7 @@ describe('Playwright live reporter [sqlite]', { skip: !browserAvailable() }, () 
     assert.equal(run.stderr.match(/^attest:/gm)?.length, 1, 'one line, and no error lines');
 
     const jobId = summary[5]!;
+    liveJobId = jobId;
     const job = await tester.client.call(v1.jobs.getJob, { params: { jobId } });
     assert.equal(job.projectId, project.id);
     assert.equal(job.branch, 'main');
@@ -90,6 +94,47 @@ describe('Playwright live reporter [sqlite]', { skip: !browserAvailable() }, () 
     const response = await tester.client.fetchRaw('GET', `/artifact/artifacts/${shot.id}/content`);
     const bytes = Buffer.from(await response.arrayBuffer());
     assert.equal(sha256(bytes), sha256(fs.readFileSync(file.path)));
+  });
+  test("importing the same run's JSON report with its attachments gives the live reporter's runs, steps and screenshot bytes (IMP-2)", async () => {
+    // The output folder as a CI job would archive it: report.json and test-results/, whose files the
+    // report names by absolute paths of this machine (resolved by their tails inside the ZIP).
+    const entries: Record<string, Uint8Array> = {};
+    const walk = (dir: string) => {
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const full = path.join(dir, entry.name);
+        if (entry.isDirectory()) walk(full);
+        else entries[path.relative(run.outDir, full).split(path.sep).join('/')] = fs.readFileSync(full);
+      }
+    };
+    walk(run.outDir);
+    const accepted = await tester.client.importReport(
+      project.id,
+      { name: 'playwright-report.zip', bytes: zipSync(entries) },
+      { name: 'Imported' },
+    );
+    let record = await tester.client.call(v1.imports.getImport, { params: { projectId: project.id, importId: String(accepted.id) } });
+    while (record.status === 'queued' || record.status === 'processing') {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      record = await tester.client.call(v1.imports.getImport, { params: { projectId: project.id, importId: record.id } });
+    }
+    assert.equal(record.status, 'completed', record.error ?? '');
+    assert.equal(record.counts?.attachmentsMissing, 0, JSON.stringify(record.files));
+    assert.equal(record.counts?.testsCreated, 0, 'the live reporter made the tests; the import adds to their history');
+
+    const live = (await tester.client.call(v1.runs.listRuns, { query: { projectId: project.id, jobId: liveJobId } })).items;
+    const imported = (await tester.client.call(v1.runs.listRuns, { query: { projectId: project.id, jobId: record.jobId as string } }))
+      .items;
+    assert.deepEqual(imported.map((r) => r.name).sort(), live.map((r) => r.name).sort());
+    for (const item of imported) {
+      const twin = live.find((r) => r.name === item.name)!;
+      assert.equal(item.verdict, twin.verdict, item.name);
+      assert.equal(item.testId, twin.testId, item.name);
+      assert.deepEqual(
+        await serverRunShape(tester.client, project.id, item.id),
+        await serverRunShape(tester.client, project.id, twin.id),
+        item.name,
+      );
+    }
   });
 });
 
