@@ -1,4 +1,4 @@
-// `npm run bench` (add `-- --quick` for about a minute): issue 8's figures F1–F6 and issue 9's F7, each against a
+// `npm run bench` (add `-- --quick` for about a minute): issue 8's figures F1–F6, issue 9's F7 and issue 10's F8, each against a
 // baseline measured in the same run, written to bench/results/ and docs/performance.md.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -9,6 +9,7 @@ import cliProgress from 'cli-progress';
 import pg from 'pg';
 import { ADMIN_EMAIL, Api, startAttest, stepsOf, tempDir } from './attest.ts';
 import { exportFigure } from './export.ts';
+import { importFigures } from './import.ts';
 import { peakRss, png, prepareReads, readFigures, type Settings, writeFigures } from './figures.ts';
 import { answers, freePort, hasCommand, median, onExit, PINNED, rssMb, sleep, startPinned } from './lib.ts';
 import { type Figure, judge, write } from './report.ts';
@@ -19,7 +20,7 @@ if (!hasCommand('wrk')) {
   console.error('npm run bench needs wrk (and nginx for the image baseline): apt-get install -y wrk nginx-light');
   process.exit(1);
 }
-const STEPS = 12;
+const STEPS = 13;
 const bar = new cliProgress.SingleBar(
   { format: 'bench [{bar}] {value}/{total} {step}', hideCursor: true },
   cliProgress.Presets.shades_classic,
@@ -55,6 +56,9 @@ figures.push(...(await runWorkload(sqlite)));
 
 settings.step('F7 export of a 300-screenshot run');
 figures.push(await exportFigure(sqlite, settings));
+
+settings.step('F8 import of a 5,000-test JUnit file');
+figures.push(...(await importFigures(sqlite, settings)));
 
 settings.step('F6 200 MB upload');
 const api = new Api(sqlite.url, sqlite.key);
