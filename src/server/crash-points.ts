@@ -16,6 +16,8 @@ export const CRASH_POINTS = [
   'after-row-delete',
   // Appending results (DUR-4): the steps are inserted, the transaction is not committed yet.
   'results-mid-transaction',
+  // Imports (IMP-4): a batch of runs committed, the import not finished.
+  'import-after-batch',
 ] as const;
 
 export type CrashPoint = (typeof CRASH_POINTS)[number];

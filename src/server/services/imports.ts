@@ -118,7 +118,7 @@ const readAtAcceptance = new Map<string, ReadUpload>();
 
 /**
  * Accepts an import: checks the whole upload, keeps its bytes as a blob and records the import
- * (`queued`), then queues the writing of its job. With an idempotency key used before, the same
+ * (`queued`); `queueImport` then starts the writing of its job. With an idempotency key used before, the same
  * file answers the import it started (`created: false`); another file is a 409.
  */
 export async function startImport(
@@ -173,8 +173,12 @@ export async function startImport(
     blob.release();
   }
   readAtAcceptance.set(record.id, read);
-  ctx.background.push(`import ${record.id}`, () => runImport(ctx, record.id));
   return { record, created: true };
+}
+
+/** Queues the writing of an accepted import's job: the route does once its 202 has gone out. */
+export function queueImport(ctx: AppContext, importId: string): void {
+  ctx.background.push(`import ${importId}`, () => runImport(ctx, importId));
 }
 
 /** A stop reached an import between two batches; it stays unfinished and resumes at the next start. */
@@ -207,7 +211,7 @@ async function readAgain(ctx: AppContext, row: ImportsTable): Promise<ReadUpload
 /** Imports acknowledged before a restart but not finished: queued again, in the order they came. */
 export async function resumeImports(ctx: AppContext): Promise<number> {
   const rows = await unfinishedImports(ctx.db);
-  for (const row of rows) ctx.background.push(`import ${row.id}`, () => runImport(ctx, row.id));
+  for (const row of rows) queueImport(ctx, row.id);
   return rows.length;
 }
 
@@ -273,7 +277,7 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
   const { ids: testIds, created: testsCreated } = await ensureTestsByFullName(ctx.db, {
     projectId: row.project_id,
     fullNames,
-    actorId: row.created_by ?? '',
+    actorId: row.created_by,
     now,
   });
   const target: ImportTarget = {
@@ -311,6 +315,7 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
     counts.attachmentsMissing += outcome.problems.length;
     for (const problem of outcome.problems) files.get(problem.file)?.errors.push(problem.message);
     await progress(placed.length - todo.length + Math.min(i + BATCH_CASES, todo.length));
+    ctx.crashPoint('import-after-batch');
   }
   const summary: ImportSummary = {
     counts,

@@ -84,7 +84,7 @@ const displayName = (fullName: string) => (fullName.length > NAME_MAX ? `${fullN
  */
 export async function ensureTestsByFullName(
   executor: Executor,
-  input: { projectId: string; fullNames: readonly string[]; actorId: string; now: string },
+  input: { projectId: string; fullNames: readonly string[]; actorId: string | null; now: string },
 ): Promise<{ ids: Map<string, string>; created: number }> {
   const wanted = [...new Set(input.fullNames)];
   const known = await testsByFullName(executor, input.projectId, wanted);

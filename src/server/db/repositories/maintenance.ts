@@ -4,12 +4,19 @@ import type { Database, Executor } from '../types.ts';
 
 // Queries of storage maintenance: which blobs rows reference, and image rows no artifact uses.
 
-/** The SHA-256 of every blob some row references: artifact contents, images and their thumbnails, uploaded import sources. */
+/**
+ * The uploads of imports still to be written: kept until their job is (IMP-4), then left to garbage
+ * collection like any unreferenced blob.
+ */
+const unfinishedImportSources = (executor: Executor) =>
+  executor.selectFrom('imports').select('source_sha256').where('status', 'in', ['queued', 'processing']).distinct().execute();
+
+/** The SHA-256 of every blob some row references: artifact contents, images and their thumbnails, the uploads of unfinished imports. */
 export async function referencedBlobs(executor: Executor): Promise<Set<string>> {
   const [artifacts, images, imports] = await Promise.all([
     executor.selectFrom('artifacts').select('sha256').distinct().execute(),
     executor.selectFrom('images').select(['sha256', 'thumbnail_sha256']).execute(),
-    executor.selectFrom('imports').select('source_sha256').distinct().execute(),
+    unfinishedImportSources(executor),
   ]);
   const keys = new Set<string>();
   for (const a of artifacts) keys.add(a.sha256);
@@ -25,7 +32,13 @@ export async function referencedBlobs(executor: Executor): Promise<Set<string>> 
 export async function isBlobReferenced(executor: Executor, sha256: string): Promise<boolean> {
   const artifact = await executor.selectFrom('artifacts').select('id').where('sha256', '=', sha256).limit(1).executeTakeFirst();
   if (artifact) return true;
-  const source = await executor.selectFrom('imports').select('id').where('source_sha256', '=', sha256).limit(1).executeTakeFirst();
+  const source = await executor
+    .selectFrom('imports')
+    .select('id')
+    .where('source_sha256', '=', sha256)
+    .where('status', 'in', ['queued', 'processing'])
+    .limit(1)
+    .executeTakeFirst();
   if (source) return true;
   const image = await executor
     .selectFrom('images')

@@ -148,8 +148,9 @@ export async function runKeysWithPrefix(executor: Executor, projectId: string, p
     .selectFrom('test_runs')
     .select('idempotency_key')
     .where('project_id', '=', projectId)
-    .where('idempotency_key', '>=', prefix)
-    .where('idempotency_key', '<', `${prefix}\uffff`)
+    // LIKE, not a range: a range compares by the database's collation, which may weigh punctuation
+    // differently from the bytes. Callers' prefixes hold no % or _.
+    .where('idempotency_key', 'like', `${prefix}%`)
     .execute();
   return new Set(rows.map((row) => row.idempotency_key as string));
 }

@@ -9,6 +9,7 @@ import {
   type ImportOptionsInput,
   type ImportUpload,
   listImports,
+  queueImport,
   type SourceType,
   sniffType,
   startImport,
@@ -104,6 +105,9 @@ export function importRoutes(ctx: AppContext) {
           upload = { fileName: dispositionName(request) ?? DEFAULT_NAMES[type], bytes, type, options: request.query };
         }
         const { record, created } = await startImport(ctx, { projectId: request.projectId, actorId: request.principal.user.id, upload });
+        // The job is written after the 202 has gone out (or the client left): the answer never waits
+        // behind the first batch, and the import never starts before it was acknowledged.
+        if (created) reply.raw.once('close', () => queueImport(ctx, record.id));
         reply.code(created ? 202 : 200);
         reply.header(
           'location',
