@@ -16,7 +16,7 @@ const CASES = 100;
 const TESTS = SUITES * CASES;
 const STACK = Array.from({ length: 12 }, (_, i) => `    at com.example.Frame${i}.call(Frame${i}.java:${40 + i})`).join('\n');
 
-const escape = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('"', '&quot;');
+const xmlEscaped = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('"', '&quot;');
 
 /** The report, with names unique to this round so each import creates its tests anew, like the baseline. */
 function report(round: string): Buffer {
@@ -25,7 +25,7 @@ function report(round: string): Buffer {
     const cases: string[] = [];
     for (let c = 0; c < CASES; c++) {
       const failing = (s * CASES + c) % 10 === 0;
-      const failure = failing ? `<failure message="expected 200 but was 500" type="AssertionError">${escape(STACK)}</failure>` : '';
+      const failure = failing ? `<failure message="expected 200 but was 500" type="AssertionError">${xmlEscaped(STACK)}</failure>` : '';
       cases.push(
         `<testcase classname="com.example.r${round}.Suite${s}" name="case ${c}" time="0.${String(c).padStart(3, '0')}">${failure}<system-out>case ${c} of suite ${s} ran</system-out></testcase>`,
       );

@@ -9,8 +9,8 @@ import cliProgress from 'cli-progress';
 import pg from 'pg';
 import { ADMIN_EMAIL, Api, startAttest, stepsOf, tempDir } from './attest.ts';
 import { exportFigure } from './export.ts';
-import { importFigures } from './import.ts';
 import { peakRss, png, prepareReads, readFigures, type Settings, writeFigures } from './figures.ts';
+import { importFigures } from './import.ts';
 import { answers, freePort, hasCommand, median, onExit, PINNED, rssMb, sleep, startPinned } from './lib.ts';
 import { type Figure, judge, write } from './report.ts';
 

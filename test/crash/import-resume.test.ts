@@ -29,7 +29,9 @@ function report(): Buffer {
     (_, i) =>
       `<testcase classname="com.example.Resume" name="case ${i}" time="0.01">${i % 7 === 0 ? '<failure message="no">at X</failure>' : ''}</testcase>`,
   );
-  return Buffer.from(`<?xml version="1.0"?><testsuites name="resume"><testsuite name="com.example.Resume">${cases.join('')}</testsuite></testsuites>`);
+  return Buffer.from(
+    `<?xml version="1.0"?><testsuites name="resume"><testsuite name="com.example.Resume">${cases.join('')}</testsuite></testsuites>`,
+  );
 }
 
 for (const dialect of DIALECTS) {

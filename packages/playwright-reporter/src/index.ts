@@ -19,6 +19,7 @@ import {
   formatError,
   fullNameOf,
   runNameOf,
+  STEP_DEPTH_MAX,
   STEP_TITLE_MAX,
   stdioText,
   stepErrorOf,
@@ -97,9 +98,12 @@ export default class AttestReporter implements Reporter {
     const run = this.runs.get(result);
     if (!run || !this.queue || !this.http || !isReportedStep(step)) return;
     const parent = step.parent ? this.nodes.get(step.parent) : undefined;
+    // Attest nests steps at most STEP_DEPTH_MAX deep; a deeper one hangs beside its parent, as the import places it.
+    const under = parent && parent.depth >= STEP_DEPTH_MAX ? { key: parent.parentKey, depth: parent.depth - 1 } : parent;
     const node: StepNode = {
       key: `s${run.nextStep++}`,
-      ...(parent ? { parentKey: parent.key } : {}),
+      ...(under?.key ? { parentKey: under.key } : {}),
+      depth: (under?.depth ?? 0) + 1,
       title: clip(step.title || '(untitled step)', STEP_TITLE_MAX),
       startedAt: step.startTime.toISOString(),
       failed: false,

@@ -17,7 +17,10 @@ export interface Counts {
 /** A `test.step` of an attempt, as the reporter tracks it. */
 export interface StepNode {
   key: string;
+  /** The step it is posted under: its parent's, or (past STEP_DEPTH_MAX) the deepest ancestor allowed. */
   parentKey?: string;
+  /** Its depth as posted: 1 at the top, at most STEP_DEPTH_MAX. */
+  depth: number;
   title: string;
   startedAt: string;
   failed: boolean;

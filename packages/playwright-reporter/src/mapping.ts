@@ -15,6 +15,9 @@ export const TITLE_SEPARATOR = ' › ';
 /** Attest's limits: a run name, a step title, a text cell or step error (API `NAME_MAX`, `STEP_TITLE_MAX`, `TEXT_MAX`). */
 export const NAME_MAX = 256;
 export const STEP_TITLE_MAX = 1024;
+/** Attest's deepest step nesting (API `STEP_DEPTH_MAX`), and its longest test full name (`TEST_FULL_NAME_MAX`). */
+export const STEP_DEPTH_MAX = 10;
+export const FULL_NAME_MAX = 2000;
 export const TEXT_MAX = 64 * 1024;
 
 /**
@@ -53,7 +56,7 @@ export function stepStatusOf(hasError: boolean, resultStatus?: string): FinalSte
  */
 export function fullNameOf(titles: readonly string[], projectName: string, severalProjects: boolean): string {
   const path = titles.filter((title) => title !== '');
-  return (severalProjects && projectName ? [projectName, ...path] : path).join(TITLE_SEPARATOR);
+  return clip((severalProjects && projectName ? [projectName, ...path] : path).join(TITLE_SEPARATOR), FULL_NAME_MAX);
 }
 
 /** The run's name: the test's own title, with the attempt for a retry. */

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import type { Static } from 'typebox';
 import type { ImportOptions, ImportRecord } from '../../api/v1/imports.ts';
+import { TEST_FULL_NAME_MAX } from '../../api/v1/runs.ts';
 import { readArchive } from '../../import/archive.ts';
 import { looksLikeJUnit, parseJUnit } from '../../import/junit.ts';
 import { type ImportedReport, ImportInputError } from '../../import/model.ts';
@@ -273,6 +274,8 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
   placed.forEach((p, i) => {
     p.index = i;
   });
+  // A test is named by at most TEST_FULL_NAME_MAX characters, as a run created with `testName` is.
+  for (const p of placed) p.testCase.fullName = p.testCase.fullName.slice(0, TEST_FULL_NAME_MAX);
   const fullNames = placed.map((p) => p.testCase.fullName);
   const { ids: testIds, created: testsCreated } = await ensureTestsByFullName(ctx.db, {
     projectId: row.project_id,
