@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { unzipSync } from 'fflate';
+import yauzl from 'yauzl';
 import { ImportInputError } from './model.ts';
 
 /** What an uploaded archive may expand to (IMP-5): each is a configuration option of the server. */
@@ -26,50 +26,91 @@ function unsafeName(name: string): string | undefined {
   return undefined;
 }
 
+/** An entry's first check: its name, and whether its declared sizes make it a bomb. */
+function checkEntry(file: string, entry: yauzl.Entry, names: Set<string>): void {
+  const name = entry.fileName;
+  const why = unsafeName(name);
+  if (why) throw new ImportInputError(file, `entry "${name.slice(0, 200)}" ${why}`);
+  if (names.has(name)) throw new ImportInputError(file, `entry "${name.slice(0, 200)}" appears twice`);
+  names.add(name);
+  if (entry.isEncrypted()) throw new ImportInputError(file, `entry "${name.slice(0, 200)}" is encrypted`);
+  const ratio = entry.uncompressedSize / Math.max(entry.compressedSize, 1);
+  if (entry.uncompressedSize > RATIO_FLOOR_BYTES && ratio > MAX_RATIO) {
+    throw new ImportInputError(file, `entry "${name.slice(0, 200)}" would expand ${Math.round(ratio)} times (a decompression bomb)`);
+  }
+}
+
+/** What yauzl says of a broken archive or a lying entry, as the input error it is. */
+function archiveFault(file: string, error: unknown): ImportInputError {
+  if (error instanceof ImportInputError) return error;
+  const message = (error as Error).message ?? String(error);
+  if (/absolute path/.test(message)) return new ImportInputError(file, `has an entry with an absolute path (${message})`);
+  if (/relative path/.test(message)) return new ImportInputError(file, `has an entry that climbs out of the archive with .. (${message})`);
+  if (/too many bytes/.test(message))
+    return new ImportInputError(file, `has an entry that expands beyond the size it declares (${message})`);
+  return new ImportInputError(file, `is not a readable ZIP archive (${message})`);
+}
+
 /**
- * The files of a ZIP, by their path inside it, after checking every entry before anything is
+ * The files of a ZIP, by their path inside it. Every entry is checked before anything is
  * expanded: names are plain relative paths, the count and the declared sizes are within the
- * limits, and no entry is a bomb. An entry that expands beyond what it declared is cut at the
- * declared size (fflate writes into a buffer of that size), so memory stays bounded by checked
- * numbers even when the headers lie. A broken archive is an ImportInputError.
+ * limits, and no entry is a bomb. Expanding then runs through zlib's streams (off the event loop)
+ * and stops at an entry's declared size: yauzl refuses an entry that would give more, so a lying
+ * header costs no more than the checked numbers. A broken archive is an ImportInputError.
  */
-export function readArchive(file: string, bytes: Uint8Array, limits: ArchiveLimits): Map<string, Uint8Array> {
-  const entries: { name: string; size: number; originalSize: number }[] = [];
-  const open = (filter: (entry: { name: string; size: number; originalSize: number }) => boolean) => {
-    try {
-      return unzipSync(bytes, { filter });
-    } catch (error) {
-      throw new ImportInputError(file, `is not a readable ZIP archive (${(error as Error).message})`);
+export async function readArchive(file: string, bytes: Buffer, limits: ArchiveLimits): Promise<Map<string, Uint8Array>> {
+  let zip: yauzl.ZipFile;
+  try {
+    zip = await yauzl.fromBufferPromise(bytes, { validateEntrySizes: true, strictFileNames: false });
+  } catch (error) {
+    throw archiveFault(file, error);
+  }
+  try {
+    if (zip.entryCount === 0) throw new ImportInputError(file, 'is an empty ZIP archive');
+    if (zip.entryCount > limits.maxEntries) {
+      throw new ImportInputError(file, `holds ${zip.entryCount} entries; an import takes at most ${limits.maxEntries}`);
     }
-  };
-  open((entry) => {
-    entries.push(entry);
-    return false;
-  });
-  if (entries.length === 0) throw new ImportInputError(file, 'is an empty ZIP archive');
-  if (entries.length > limits.maxEntries) {
-    throw new ImportInputError(file, `holds ${entries.length} entries; an import takes at most ${limits.maxEntries}`);
+    const entries: yauzl.Entry[] = [];
+    const names = new Set<string>();
+    let expanded = 0;
+    for await (const entry of zip.eachEntry()) {
+      checkEntry(file, entry, names);
+      expanded += entry.uncompressedSize;
+      if (!entry.fileName.endsWith('/')) entries.push(entry);
+    }
+    if (expanded > limits.maxExpandedBytes) {
+      throw new ImportInputError(file, `expands to ${expanded} bytes; an import takes at most ${limits.maxExpandedBytes}`);
+    }
+    const files = new Map<string, Uint8Array>();
+    for (const entry of entries) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of await zip.openReadStreamPromise(entry)) chunks.push(chunk as Buffer);
+      files.set(entry.fileName, Buffer.concat(chunks));
+    }
+    return files;
+  } catch (error) {
+    throw archiveFault(file, error);
+  } finally {
+    zip.close();
   }
-  const names = new Set<string>();
-  let expanded = 0;
-  for (const entry of entries) {
-    const why = unsafeName(entry.name);
-    if (why) throw new ImportInputError(file, `entry "${entry.name.slice(0, 200)}" ${why}`);
-    if (names.has(entry.name)) throw new ImportInputError(file, `entry "${entry.name.slice(0, 200)}" appears twice`);
-    names.add(entry.name);
-    expanded += entry.originalSize;
-    if (entry.originalSize > RATIO_FLOOR_BYTES && entry.originalSize > MAX_RATIO * Math.max(entry.size, 1)) {
-      throw new ImportInputError(
-        file,
-        `entry "${entry.name.slice(0, 200)}" would expand ${Math.round(entry.originalSize / Math.max(entry.size, 1))} times (a decompression bomb)`,
-      );
+}
+
+/** An archive's files by their last path segment, built once: each lookup then compares only entries of that name. */
+export class ArchiveIndex {
+  private readonly byName = new Map<string, string[]>();
+
+  constructor(readonly files: ReadonlyMap<string, Uint8Array>) {
+    for (const entry of files.keys()) {
+      const name = entry.slice(entry.lastIndexOf('/') + 1);
+      const list = this.byName.get(name);
+      if (list) list.push(entry);
+      else this.byName.set(name, [entry]);
     }
   }
-  if (expanded > limits.maxExpandedBytes) {
-    throw new ImportInputError(file, `expands to ${expanded} bytes; an import takes at most ${limits.maxExpandedBytes}`);
+
+  entriesNamed(name: string): readonly string[] {
+    return this.byName.get(name) ?? [];
   }
-  const files = open((entry) => !entry.name.endsWith('/'));
-  return new Map(Object.entries(files));
 }
 
 /**
@@ -79,7 +120,8 @@ export function readArchive(file: string, bytes: Uint8Array, limits: ArchiveLimi
  * (`/builds/app/test-results/login-chromium/test-failed-1.png`), which only match by their tail.
  * Nothing outside the archive is ever read.
  */
-export function resolveAttachment(files: ReadonlyMap<string, Uint8Array>, reportPath: string, named: string): string | undefined {
+export function resolveAttachment(index: ArchiveIndex, reportPath: string, named: string): string | undefined {
+  const { files } = index;
   const wanted = named.replaceAll('\\', '/');
   if (!path.posix.isAbsolute(wanted) && !/^[a-zA-Z]:/.test(wanted)) {
     for (const candidate of [path.posix.join(path.posix.dirname(reportPath), wanted), path.posix.normalize(wanted)]) {
@@ -88,7 +130,8 @@ export function resolveAttachment(files: ReadonlyMap<string, Uint8Array>, report
   }
   const segments = wanted.split('/').filter((s) => s !== '' && s !== '.' && !/^[a-zA-Z]:$/.test(s));
   let best: { entry: string; shared: number; tied: boolean } | undefined;
-  for (const entry of files.keys()) {
+  // Only entries with the same file name can share a tail with it.
+  for (const entry of index.entriesNamed(segments[segments.length - 1] ?? '')) {
     const parts = entry.split('/');
     let shared = 0;
     while (
@@ -98,7 +141,6 @@ export function resolveAttachment(files: ReadonlyMap<string, Uint8Array>, report
     ) {
       shared++;
     }
-    if (shared === 0) continue;
     if (best === undefined || shared > best.shared) best = { entry, shared, tied: false };
     else if (shared === best.shared) best.tied = true;
   }

@@ -202,6 +202,62 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(await stored(), before);
     });
 
+    test('odd but readable input: bad times, NUL in names, a stray package.json; an entry lying about its size is refused', async () => {
+      // A Playwright report whose times are not times: imported, the run timed by the import.
+      const odd = {
+        config: {},
+        suites: [
+          {
+            title: 'odd.spec.ts',
+            specs: [
+              {
+                title: 'odd times',
+                tests: [{ projectName: '', results: [{ status: 'passed', retry: 0, startTime: 'yesterday', duration: 1e300, steps: [] }] }],
+              },
+            ],
+          },
+        ],
+      };
+      const accepted = await post(Buffer.from(JSON.stringify(odd)), 'application/json');
+      assert.equal(accepted.status, 202, accepted.text);
+      const record = await settled(String(accepted.json.id));
+      assert.equal(record.status, 'completed', record.error ?? '');
+      // A report shaped against the parser's expectations is the file's fault: 400, not 500.
+      const shaped = structuredClone(odd) as { suites: { specs: { tests: { results: Record<string, unknown>[] }[] }[] }[] };
+      (shaped.suites[0]?.specs[0]?.tests[0]?.results[0] as Record<string, unknown>).steps = [{ title: 's', error: { message: 5 } }];
+      (shaped.suites[0]?.specs[0]?.tests[0]?.results[0] as Record<string, unknown>).errors = [{ message: { toString: 1 } }];
+      assert.equal((await post(Buffer.from(JSON.stringify(shaped)), 'application/json')).status, 400);
+
+      // NUL in a test name (a raw byte in the XML): stored without it, on PostgreSQL too.
+      const nul = Buffer.from('<testsuite name="nul"><testcase classname="nul" name="a\u0000b"/></testsuite>');
+      const named = await settled(String((await post(nul, 'application/xml')).json.id));
+      assert.equal(named.status, 'completed', named.error ?? '');
+      const run = (await runsOf(named.jobId as string))[0];
+      assert.equal(run?.name, 'ab');
+
+      // Other JSON in a ZIP is an attachment, not a broken report.
+      const stray = Buffer.from(zipSync({ 'TEST-a.xml': junit(unique('s')), 'package.json': strToU8('{"name":"x","config":{"a":1}}') }));
+      assert.equal((await post(stray, 'application/zip')).status, 202);
+
+      // An entry declaring 1,000 bytes that expands to 8 MiB: refused, not expanded whole.
+      const liar = Buffer.from(zipSync({ 'report.xml': junit('liar'), 'big.bin': new Uint8Array(8 * 1024 * 1024) }, { level: 9 }));
+      const central = liar.indexOf(Buffer.from([0x50, 0x4b, 0x01, 0x02]), liar.indexOf(Buffer.from([0x50, 0x4b, 0x01, 0x02])) + 4);
+      const local = liar.readUInt32LE(central + 42);
+      liar.writeUInt32LE(1000, central + 24);
+      liar.writeUInt32LE(1000, local + 22);
+      const lying = await post(liar, 'application/zip');
+      assert.equal(lying.status, 400, lying.text);
+      assert.match(String(lying.json.detail), /beyond the size it declares/);
+
+      // No test case at all, and the same key with other options.
+      assert.equal((await post(Buffer.from('<testsuite name="empty"/>'), 'application/xml')).status, 400);
+      const key = unique('opt-');
+      const same = junit(unique('o'));
+      assert.equal((await post(same, 'application/xml', `?idempotencyKey=${key}&branch=a`)).status, 202);
+      assert.equal((await post(same, 'application/xml', `?idempotencyKey=${key}&branch=a`)).status, 200);
+      assert.equal((await post(same, 'application/xml', `?idempotencyKey=${key}&branch=b`)).status, 409);
+    });
+
     test('XML and ZIP bodies are refused (415) on every route but an import', async () => {
       const answer = await rawRequest(`${server.url}/api/v1/testmgmt/tests`, {
         method: 'POST',

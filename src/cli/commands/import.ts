@@ -110,7 +110,10 @@ export function importCommand(program: Command): void {
       .option('--branch <name>', 'run label: the source branch')
       .option('--build <name>', 'run label: the build under test')
       .option('--commit <sha>', 'run label: the commit under test')
-      .option('--idempotency-key <key>', 'retries and re-runs with this key answer the first import (default: the SHA-256 of the upload)')
+      .option(
+        '--idempotency-key <key>',
+        'retries and re-runs with this key answer the first import (default: the SHA-256 of the upload and options)',
+      )
       .option('--no-wait', 'return once the import is accepted, without waiting for its job')
       .option('--json', 'print the import as JSON on stdout; no progress bars'),
   ).action(async (target: string, options: ImportOptions) => {
@@ -120,21 +123,22 @@ export function importCommand(program: Command): void {
     try {
       const project = await client.call(v1.projects.getProject, { params: { projectId: options.project } });
       const file = packUpload(target, quiet);
-      const key = options.idempotencyKey ?? `sha256-${createHash('sha256').update(file.bytes).digest('hex').slice(0, 48)}`;
+      const fields = {
+        name: options.name,
+        format: options.format,
+        environment: options.environment,
+        branch: options.branch,
+        build: options.build,
+        commit: options.commit,
+      };
+      // The default key is the upload and its options: re-running the same command is the same import,
+      // and the same file with another --branch is a new one.
+      const key =
+        options.idempotencyKey ??
+        `sha256-${createHash('sha256').update(file.bytes).update(JSON.stringify(fields)).digest('hex').slice(0, 48)}`;
       const upload = quiet ? undefined : progressBar('uploading');
-      const accepted = (await client.importReport(
-        project.id,
-        file,
-        {
-          name: options.name,
-          format: options.format,
-          environment: options.environment,
-          branch: options.branch,
-          build: options.build,
-          commit: options.commit,
-          idempotencyKey: key,
-        },
-        (sent, total) => upload?.update(sent, total),
+      const accepted = (await client.importReport(project.id, file, { ...fields, idempotencyKey: key }, (sent, total) =>
+        upload?.update(sent, total),
       )) as ImportRecord;
       upload?.stop();
       record = options.wait ? await awaitImport(client, accepted, quiet) : accepted;

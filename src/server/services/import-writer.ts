@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { TEXT_MAX } from '../../api/common.ts';
-import { STEP_DEPTH_MAX, STEP_TITLE_MAX } from '../../api/v1/results.ts';
-import { resolveAttachment } from '../../import/archive.ts';
+import { RUN_RESULT_ITEMS_MAX, STEP_DEPTH_MAX, STEP_TITLE_MAX } from '../../api/v1/results.ts';
+import { ArchiveIndex, resolveAttachment } from '../../import/archive.ts';
 import type { ImportedAttachment, ImportedCase, ImportedCell, ImportedReport, ImportedStep } from '../../import/model.ts';
 import type { AppContext } from '../context.ts';
 import { insertArtifact, upsertImage } from '../db/repositories/artifacts.ts';
@@ -39,14 +39,29 @@ export interface BatchOutcome {
   steps: number;
   cells: number;
   attachments: number;
-  /** Per report file: attachments that could not be stored, and why. */
+  /** Per report file: what could not be stored (attachments, items past a run's limit), and why. */
   problems: { file: string; message: string }[];
+  /** Attachments among them. */
+  attachmentsMissing: number;
 }
 
 /** Text as a column holds it: no NUL (PostgreSQL refuses it), at most `max` characters. */
 function clean(text: string, max = TEXT_MAX): string {
   const plain = text.includes('\0') ? text.replaceAll('\0', '') : text;
   return plain.length > max ? `${plain.slice(0, max - 20)}… (truncated)` : plain;
+}
+
+/** A time a report gave, as stored (ISO 8601 in UTC), or undefined when it is none. */
+function storedTime(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const time = Date.parse(value);
+  return Number.isFinite(time) && Math.abs(time) < 8.64e15 ? new Date(time).toISOString() : undefined;
+}
+
+/** A duration as the results contract takes it: whole milliseconds, 0 to 2^31 − 1. */
+function storedDuration(value: number | undefined): number | undefined {
+  if (value === undefined || !Number.isFinite(value)) return undefined;
+  return Math.min(2_147_483_647, Math.max(0, Math.round(value)));
 }
 
 const LABEL_FIELDS = ['environment', 'branch', 'build', 'commit'] as const;
@@ -66,6 +81,13 @@ function labelsCell(testCase: ImportedCase): ImportedCell[] {
   return rest.length === 0 ? [] : [{ name: 'labels', text: rest.map(([name, value]) => `${name}: ${value}`).join('\n') }];
 }
 
+interface Sink {
+  steps: StepsTable[];
+  cells: TextCellsTable[];
+  attachments: PendingAttachment[];
+  problems: BatchOutcome['problems'];
+}
+
 interface PendingAttachment {
   attachment: ImportedAttachment;
   stepId: string | null;
@@ -74,18 +96,26 @@ interface PendingAttachment {
 }
 
 /** Rows of one case: the run, its steps depth first (each followed by its cells), then run-level cells. */
-function caseRows(
-  target: ImportTarget,
-  placed: PlacedCase,
-  sink: { steps: StepsTable[]; cells: TextCellsTable[]; attachments: PendingAttachment[] },
-): TestRunsTable {
+function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRunsTable {
   const { testCase, report } = placed;
   const runId = randomUUID();
   let position = 0;
-  const started = testCase.startedAt ?? report.startedAt ?? target.now;
-  const finished = new Date(Date.parse(started) + Math.max(0, Math.round(testCase.durationMs ?? 0))).toISOString();
+  const started = storedTime(testCase.startedAt) ?? storedTime(report.startedAt) ?? target.now;
+  const finishedAt = Date.parse(started) + (storedDuration(testCase.durationMs) ?? 0);
+  const finished = new Date(Math.min(finishedAt, 8.64e15)).toISOString();
+  // A run holds at most RUN_RESULT_ITEMS_MAX steps and cells, as through the results API; the rest is left out, and said.
+  let room = RUN_RESULT_ITEMS_MAX;
+  const take = (): boolean => {
+    room--;
+    if (room === -1) {
+      const message = `"${testCase.name}": more steps and cells than a run holds (${RUN_RESULT_ITEMS_MAX}); the rest left out`;
+      sink.problems.push({ file: report.file, message });
+    }
+    return room >= 0;
+  };
+  const byId = new Map<string, StepsTable>();
   const addCell = (cell: ImportedCell, stepId: string | null) => {
-    if (cell.text === '') return;
+    if (cell.text === '' || !take()) return;
     sink.cells.push({
       id: randomUUID(),
       run_id: runId,
@@ -99,9 +129,10 @@ function caseRows(
     });
   };
   const addStep = (step: ImportedStep, parent: StepsTable | undefined) => {
-    // Deeper than the results contract allows: kept, under the deepest step it may hang from.
-    const depth = Math.min((parent?.depth ?? 0) + 1, STEP_DEPTH_MAX);
-    const under = parent && parent.depth === STEP_DEPTH_MAX ? sink.steps.find((s) => s.id === parent.parent_id) : parent;
+    if (!take()) return;
+    // Deeper than the results contract allows: kept, beside its parent (under the deepest step it may hang from).
+    const under = parent && parent.depth >= STEP_DEPTH_MAX ? byId.get(parent.parent_id ?? '') : parent;
+    const depth = (under?.depth ?? 0) + 1;
     const row: StepsTable = {
       id: randomUUID(),
       run_id: runId,
@@ -111,12 +142,13 @@ function caseRows(
       position: position++,
       title: clean(step.title, STEP_TITLE_MAX) || '(untitled step)',
       status: step.status,
-      started_at: step.startedAt === undefined ? null : new Date(step.startedAt).toISOString(),
-      duration_ms: step.durationMs === undefined ? null : Math.max(0, Math.round(step.durationMs)),
+      started_at: storedTime(step.startedAt) ?? null,
+      duration_ms: storedDuration(step.durationMs) ?? null,
       error_message: step.error === undefined ? null : clean(step.error),
       created_at: target.now,
     };
     sink.steps.push(row);
+    byId.set(row.id, row);
     for (const cell of step.cells) addCell(cell, row.id);
     for (const attachment of step.attachments) sink.attachments.push({ attachment, stepId: row.id, runId, file: report.file });
     for (const child of step.steps) addStep(child, row);
@@ -151,12 +183,23 @@ function caseRows(
   };
 }
 
+/** Archive indexes by the files they index: built once per import, not once per batch. */
+const indexes = new WeakMap<ReadonlyMap<string, Uint8Array>, ArchiveIndex>();
+function indexOf(files: ReadonlyMap<string, Uint8Array>): ArchiveIndex {
+  let index = indexes.get(files);
+  if (!index) {
+    index = new ArchiveIndex(files);
+    indexes.set(files, index);
+  }
+  return index;
+}
+
 /** The bytes of an attachment: inline, or the archive file it names. */
 function attachmentBytes(files: ReadonlyMap<string, Uint8Array>, pending: PendingAttachment): Uint8Array | string {
   const { attachment } = pending;
   if (attachment.body) return attachment.body;
   if (attachment.path === undefined) return `attachment "${attachment.name}" has neither a path nor a body`;
-  const entry = resolveAttachment(files, pending.file, attachment.path);
+  const entry = resolveAttachment(indexOf(files), pending.file, attachment.path);
   const bytes = entry === undefined ? undefined : files.get(entry);
   return bytes ?? `attachment "${attachment.name}" names ${attachment.path}, which the upload does not hold`;
 }
@@ -189,9 +232,9 @@ export async function writeCases(
   batch: readonly PlacedCase[],
   files: ReadonlyMap<string, Uint8Array>,
 ): Promise<BatchOutcome> {
-  const sink = { steps: [] as StepsTable[], cells: [] as TextCellsTable[], attachments: [] as PendingAttachment[] };
+  const sink: Sink = { steps: [], cells: [], attachments: [], problems: [] };
   const runs = batch.map((placed) => caseRows(target, placed, sink));
-  const problems: BatchOutcome['problems'] = [];
+  const problems = sink.problems;
   const stored: StoredAttachment[] = [];
   const perRun = new Map<string, number>();
   try {
@@ -257,5 +300,11 @@ export async function writeCases(
   } finally {
     for (const { stored: file } of stored) file.release();
   }
-  return { steps: sink.steps.length, cells: sink.cells.length, attachments: stored.length, problems };
+  return {
+    steps: sink.steps.length,
+    cells: sink.cells.length,
+    attachments: stored.length,
+    problems,
+    attachmentsMissing: sink.attachments.length - stored.length,
+  };
 }

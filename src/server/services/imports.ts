@@ -1,16 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import type { Static } from 'typebox';
-import type { ImportOptions, ImportRecord } from '../../api/v1/imports.ts';
-import { TEST_FULL_NAME_MAX } from '../../api/v1/runs.ts';
-import { readArchive } from '../../import/archive.ts';
-import { looksLikeJUnit, parseJUnit } from '../../import/junit.ts';
-import { type ImportedReport, ImportInputError } from '../../import/model.ts';
-import { parsePlaywright } from '../../import/playwright.ts';
+import type { ImportRecord } from '../../api/v1/imports.ts';
 import type { AppContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import {
+  contentCountsOfJob,
   findImport,
   findImportByIdempotencyKey,
   insertImport,
@@ -23,6 +19,8 @@ import { runKeysWithPrefix } from '../db/repositories/runs.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { ImportsTable } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
+import { canonicalJson } from './fingerprint.ts';
+import { type ImportOptionsInput, type ImportUpload, type ReadUpload, readUpload } from './import-reading.ts';
 import { type ImportTarget, type PlacedCase, writeCases } from './import-writer.ts';
 import type { JobRequest } from './jobs.ts';
 import { ensureTestsByFullName } from './tests.ts';
@@ -31,91 +29,20 @@ import { ensureTestsByFullName } from './tests.ts';
 // is stored (IMP-5), kept as a blob with its import row (202), then written as a job of completed
 // runs in the background, a batch of cases per transaction, resumable after a restart (IMP-4).
 
-export type ImportOptionsInput = Static<typeof ImportOptions>;
 /** What `imports.summary` holds: the counts and files once done, and how far it got meanwhile. */
-type ImportSummary = Pick<Static<typeof ImportRecord>, 'counts' | 'files'> & { done: number; total: number };
-export type SourceType = ImportsTable['source_type'];
-
-/** Most runs one import may make: far above real suites, and a bound on one upload's work. */
-export const IMPORT_RUNS_MAX = 100_000;
+type ImportSummary = Pick<Static<typeof ImportRecord>, 'counts' | 'files'> & {
+  done: number;
+  total: number;
+  /** Noted as it goes, so a resumed import still counts what its first attempt did. */
+  testsCreated?: number;
+  attachmentsMissing?: number;
+};
 /** Cases written per transaction: short enough not to hold the writer long, large enough to be cheap. */
 const BATCH_CASES = 250;
 /** Errors kept per report file in the import's summary. */
 const FILE_ERRORS_MAX = 100;
 
-export interface ImportUpload {
-  fileName: string;
-  bytes: Buffer;
-  type: SourceType;
-  options: ImportOptionsInput;
-}
-
-/** The reports an upload holds, and the archive's files their attachments may name. */
-export interface ReadUpload {
-  reports: ImportedReport[];
-  files: Map<string, Uint8Array>;
-}
-
-/** The type of an upload from its first bytes, when its Content-Type did not say (a multipart file part). */
-export function sniffType(bytes: Uint8Array): SourceType {
-  if (bytes[0] === 0x50 && bytes[1] === 0x4b) return 'zip';
-  const start = Buffer.from(bytes.subarray(0, 64))
-    .toString('utf8')
-    .replace(/^\uFEFF/, '')
-    .trimStart();
-  return start.startsWith('{') || start.startsWith('[') ? 'json' : 'xml';
-}
-
-const isPlaywrightCandidate = (bytes: Uint8Array) => {
-  const head = Buffer.from(bytes.subarray(0, 4096)).toString('utf8');
-  return head.includes('"config"') || head.includes('"suites"');
-};
-
-function readReports(upload: Pick<ImportUpload, 'fileName' | 'bytes' | 'type' | 'options'>, limits: AppContext['config']): ReadUpload {
-  const format = upload.options.format ?? 'auto';
-  if (upload.type === 'xml') {
-    if (format === 'playwright') throw new ImportInputError(upload.fileName, 'is XML; a Playwright report is JSON');
-    return { reports: [parseJUnit(upload.fileName, upload.bytes)], files: new Map() };
-  }
-  if (upload.type === 'json') {
-    if (format === 'junit') throw new ImportInputError(upload.fileName, 'is JSON; JUnit reports are XML');
-    return { reports: [parsePlaywright(upload.fileName, upload.bytes)], files: new Map() };
-  }
-  const files = readArchive(upload.fileName, upload.bytes, {
-    maxEntries: limits.maxImportEntries,
-    maxExpandedBytes: limits.maxImportExpandedBytes,
-  });
-  const reports: ImportedReport[] = [];
-  for (const [name, bytes] of [...files].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    const lower = name.toLowerCase();
-    if (lower.endsWith('.xml') && format !== 'playwright' && looksLikeJUnit(bytes)) reports.push(parseJUnit(name, bytes));
-    else if (lower.endsWith('.json') && format !== 'junit' && isPlaywrightCandidate(bytes)) reports.push(parsePlaywright(name, bytes));
-  }
-  if (reports.length === 0) {
-    throw new ImportInputError(upload.fileName, 'holds no JUnit XML (*.xml) or Playwright JSON report (*.json)');
-  }
-  return { reports, files };
-}
-
-/** Reads and checks a whole upload; any fault is a 400 naming the file, before anything is stored (IMP-5). */
-export function readUpload(ctx: AppContext, upload: ImportUpload): ReadUpload {
-  let read: ReadUpload;
-  try {
-    read = readReports(upload, ctx.config);
-  } catch (error) {
-    if (error instanceof ImportInputError) throw new AppError('INVALID_INPUT', error.message);
-    throw error;
-  }
-  const runs = read.reports.reduce((sum, report) => sum + report.cases.length, 0);
-  if (runs > IMPORT_RUNS_MAX)
-    throw new AppError('INVALID_INPUT', `The upload holds ${runs} test cases; an import takes at most ${IMPORT_RUNS_MAX}.`);
-  return read;
-}
-
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
-
-/** Uploads read at acceptance, handed to the background writer so it need not read them again. */
-const readAtAcceptance = new Map<string, ReadUpload>();
 
 /**
  * Accepts an import: checks the whole upload, keeps its bytes as a blob and records the import
@@ -129,17 +56,25 @@ export async function startImport(
   const { projectId, upload } = input;
   const digest = sha256(upload.bytes);
   const key = upload.options.idempotencyKey;
+  // The same upload is the same file with the same options: a retry. Anything else reusing the key is a 409.
+  const sameUpload = (row: ImportsTable) =>
+    row.source_sha256 === digest && canonicalJson(JSON.parse(row.options)) === canonicalJson(upload.options);
   const replay = async () => {
     const earlier = key === undefined ? undefined : await findImportByIdempotencyKey(ctx.db, projectId, key);
-    if (earlier && earlier.source_sha256 !== digest) {
-      throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the project for another file.');
+    if (earlier && !sameUpload(earlier)) {
+      throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the project for another file or other options.');
     }
     return earlier;
   };
   const earlier = await replay();
-  if (earlier) return { record: earlier, created: false };
+  if (earlier?.status === 'failed') {
+    // A failed import gives its key up: sending the same upload again is how it is retried.
+    await updateImport(ctx.db, earlier.id, { idempotency_key: null });
+  } else if (earlier) {
+    return { record: earlier, created: false };
+  }
 
-  const read = readUpload(ctx, upload);
+  await readUpload(ctx, upload);
   const blob = await ctx.blobs.put(
     (async function* () {
       yield upload.bytes;
@@ -150,7 +85,7 @@ export async function startImport(
     project_id: projectId,
     job_id: null,
     status: 'queued',
-    file_name: upload.fileName.slice(0, 256),
+    file_name: upload.fileName.replaceAll('\0', '').slice(0, 256) || 'report',
     source_type: upload.type,
     source_sha256: blob.sha256,
     source_size: upload.bytes.length,
@@ -173,7 +108,6 @@ export async function startImport(
   } finally {
     blob.release();
   }
-  readAtAcceptance.set(record.id, read);
   return { record, created: true };
 }
 
@@ -187,12 +121,12 @@ class Interrupted extends Error {}
 
 /** Writes an accepted import's job; a failure marks the import failed with the reason. */
 export async function runImport(ctx: AppContext, importId: string): Promise<void> {
-  const read = readAtAcceptance.get(importId);
-  readAtAcceptance.delete(importId);
   const row = await findImport(ctx.db, importId);
   if (!row || row.status === 'completed' || row.status === 'failed') return;
   try {
-    await writeImport(ctx, row, read ?? (await readAgain(ctx, row)));
+    // Read again from the kept upload rather than held in memory since acceptance: a queue of large
+    // uploads would otherwise hold all of them expanded at once.
+    await writeImport(ctx, row, await readAgain(ctx, row));
   } catch (error) {
     if (error instanceof Interrupted) return;
     ctx.log.error({ err: error, importId }, 'an import failed');
@@ -201,7 +135,7 @@ export async function runImport(ctx: AppContext, importId: string): Promise<void
   }
 }
 
-/** An import resumed after a restart: its upload read again from the blob kept at acceptance. */
+/** An import's upload, read again from the blob kept at acceptance. */
 async function readAgain(ctx: AppContext, row: ImportsTable): Promise<ReadUpload> {
   const source = await ctx.blobs.get(row.source_sha256);
   if (!source) throw new AppError('UNAVAILABLE', 'The uploaded report is no longer stored; upload it again.');
@@ -274,8 +208,6 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
   placed.forEach((p, i) => {
     p.index = i;
   });
-  // A test is named by at most TEST_FULL_NAME_MAX characters, as a run created with `testName` is.
-  for (const p of placed) p.testCase.fullName = p.testCase.fullName.slice(0, TEST_FULL_NAME_MAX);
   const fullNames = placed.map((p) => p.testCase.fullName);
   const { ids: testIds, created: testsCreated } = await ensureTestsByFullName(ctx.db, {
     projectId: row.project_id,
@@ -292,34 +224,49 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
     labels: { environment: options.environment, branch: options.branch, build: options.build, commit: options.commit },
     testIds,
   };
+  const earlier = row.summary === null ? undefined : (JSON.parse(row.summary) as ImportSummary);
   const counts = emptyCounts();
   counts.reports = read.reports.length;
   counts.tests = testIds.size;
-  counts.testsCreated = testsCreated;
+  // A resumed import: the tests its first attempt created count, and the errors that attempt met.
+  counts.testsCreated = (earlier?.testsCreated ?? 0) + testsCreated;
   const files = new Map(
     read.reports.map((r) => [r.file, { file: r.file, format: r.format, runs: r.cases.length, errors: [...r.warnings] }]),
   );
+  for (const file of earlier?.files ?? []) {
+    const known = files.get(file.file);
+    if (known) known.errors = [...new Set([...known.errors, ...file.errors])];
+  }
+  let missing = earlier?.attachmentsMissing ?? 0;
   for (const p of placed) counts[p.testCase.verdict]++;
   counts.runs = placed.length;
 
   // A resumed import skips the cases whose runs committed before the restart.
   const done = await runKeysWithPrefix(ctx.db, row.project_id, `import:${row.id}:`);
   const todo = placed.filter((p) => !done.has(`import:${row.id}:${p.index}`));
-  const progress = (written: number) =>
-    updateImport(ctx.db, row.id, { summary: JSON.stringify({ counts: null, files: [], done: written, total: placed.length }) });
+  const progress = (written: number) => {
+    const partial: ImportSummary = {
+      counts: null,
+      files: [...files.values()],
+      done: written,
+      total: placed.length,
+      testsCreated: counts.testsCreated,
+      attachmentsMissing: missing,
+    };
+    return updateImport(ctx.db, row.id, { summary: JSON.stringify(partial) });
+  };
   await progress(placed.length - todo.length);
   for (let i = 0; i < todo.length; i += BATCH_CASES) {
     // Stopping: the batches written so far stay; the next start resumes after them.
     if (ctx.background.stopping) throw new Interrupted();
     const outcome = await writeCases(ctx, target, todo.slice(i, i + BATCH_CASES), read.files);
-    counts.steps += outcome.steps;
-    counts.cells += outcome.cells;
-    counts.attachments += outcome.attachments;
-    counts.attachmentsMissing += outcome.problems.length;
+    missing += outcome.attachmentsMissing;
     for (const problem of outcome.problems) files.get(problem.file)?.errors.push(problem.message);
     await progress(placed.length - todo.length + Math.min(i + BATCH_CASES, todo.length));
     ctx.crashPoint('import-after-batch');
   }
+  // What the job holds, counted from its rows: right also for an import resumed after a crash.
+  Object.assign(counts, await contentCountsOfJob(ctx.db, jobId), { attachmentsMissing: missing });
   const summary: ImportSummary = {
     counts,
     files: [...files.values()].map((f) => ({ ...f, errors: f.errors.slice(0, FILE_ERRORS_MAX) })),

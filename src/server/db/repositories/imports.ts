@@ -34,3 +34,20 @@ export async function listImports(executor: Executor, projectId: string, page: P
   const query = executor.selectFrom('imports').selectAll().where('project_id', '=', projectId);
   return keysetPage(query, { columns: ['created_at', 'id'], direction: 'desc' }, page);
 }
+
+/** What a job's runs hold: their steps, text cells and artifacts. */
+export async function contentCountsOfJob(
+  executor: Executor,
+  jobId: string,
+): Promise<{ steps: number; cells: number; attachments: number }> {
+  const count = async (table: 'steps' | 'text_cells' | 'artifacts') => {
+    const row = await executor
+      .selectFrom(table)
+      .innerJoin('test_runs', 'test_runs.id', `${table}.run_id`)
+      .select((eb) => eb.fn.countAll<string | number>().as('n'))
+      .where('test_runs.job_id', '=', jobId)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  };
+  return { steps: await count('steps'), cells: await count('text_cells'), attachments: await count('artifacts') };
+}

@@ -4,17 +4,9 @@ import * as api from '../../../api/v1/imports.ts';
 import type { AppContext } from '../../context.ts';
 import { AppError, invalid, notFound } from '../../errors.ts';
 import { presentImport } from '../../presenters/imports.ts';
-import {
-  getImport,
-  type ImportOptionsInput,
-  type ImportUpload,
-  listImports,
-  queueImport,
-  type SourceType,
-  sniffType,
-  startImport,
-} from '../../services/imports.ts';
-import { compileValidator } from '../../validation.ts';
+import { type ImportOptionsInput, type ImportUpload, type SourceType, sniffType } from '../../services/import-reading.ts';
+import { getImport, listImports, queueImport, startImport } from '../../services/imports.ts';
+import { compileValidator, rejectNulCharacters } from '../../validation.ts';
 import { pathProject as projectOfPath } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
 
@@ -104,6 +96,8 @@ export function importRoutes(ctx: AppContext) {
             throw invalid('/body', 'must be the report: XML, JSON or ZIP');
           upload = { fileName: dispositionName(request) ?? DEFAULT_NAMES[type], bytes, type, options: request.query };
         }
+        // PostgreSQL text holds no NUL: refused here for both databases, as JSON bodies are.
+        rejectNulCharacters(upload.options, request.isMultipart() ? '/body/options' : '/query');
         const { record, created } = await startImport(ctx, { projectId: request.projectId, actorId: request.principal.user.id, upload });
         // The job is written after the 202 has gone out (or the client left): the answer never waits
         // behind the first batch, and the import never starts before it was acknowledged.
