@@ -76,6 +76,9 @@ describe('attest import (sqlite)', () => {
     const single = await attest(['import', path.join(FIXTURES, 'surefire.xml'), '--project', project.key], env());
     assert.equal(single.code, 0, single.output);
     assert.match(single.stdout, /imported \d+ runs of \d+ tests \(\d+ new\) from 1 report as job [0-9a-f-]{36}/);
+    // Not a terminal: progress as plain lines for a CI log.
+    assert.match(single.stderr, /^uploading: \d+\/\d+ bytes$/m);
+    assert.match(single.stderr, /^importing: (\d+)\/\1 runs$/m);
 
     const bad = path.join(folder, 'bad.xml');
     fs.writeFileSync(bad, '<testsuite><testcase name="x"></testsuite>');

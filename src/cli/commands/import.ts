@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { zipSync } from 'fflate';
 import { type AttestClient, v1 } from '../../client/index.ts';
 import { CliError } from '../output.ts';
-import { progressBar } from '../progress.ts';
+import { progressOf } from '../progress.ts';
 import { explain, type RemoteOptions, remoteClient, remoteOptions } from '../remote.ts';
 
 interface ImportOptions extends RemoteOptions {
@@ -22,6 +22,7 @@ interface ImportOptions extends RemoteOptions {
 }
 
 type ImportRecord = Awaited<ReturnType<typeof readImport>>;
+type ProgressMode = 'bar' | 'lines' | 'none';
 
 /** Every file under a folder, by its path relative to it with / separators; hidden folders and node_modules are left out. */
 function filesUnder(root: string): string[] {
@@ -41,19 +42,19 @@ function filesUnder(root: string): string[] {
 }
 
 /** The upload: a file as it is, or a folder packed into a ZIP with its attachments (a bar while packing). */
-function packUpload(target: string, quiet: boolean): { name: string; bytes: Uint8Array } {
+function packUpload(target: string, mode: ProgressMode): { name: string; bytes: Uint8Array } {
   const stat = fs.statSync(target, { throwIfNoEntry: false });
   if (!stat) throw new CliError(`${target} does not exist`);
   if (stat.isFile()) return { name: path.basename(target), bytes: fs.readFileSync(target) };
   const names = filesUnder(target);
   if (names.length === 0) throw new CliError(`${target} holds no files`);
-  const bar = quiet ? undefined : progressBar('packing');
+  const bar = progressOf('packing', mode, ' files');
   const entries: Record<string, Uint8Array> = {};
   names.forEach((name, i) => {
     entries[name] = fs.readFileSync(path.join(target, name));
-    bar?.update(i + 1, names.length);
+    bar.update(i + 1, names.length);
   });
-  bar?.stop();
+  bar.stop();
   // Screenshots and videos are compressed already; level 6 still shrinks XML and JSON well. One
   // fixed time on every entry makes the ZIP depend on names and bytes only, so packing the same
   // folder again gives the same upload, and its SHA-256 the same default idempotency key.
@@ -64,18 +65,18 @@ const readImport = (client: AttestClient, projectId: string, importId: string) =
   client.call(v1.imports.getImport, { params: { projectId, importId } });
 
 /** Polls the import until it is finished, moving a bar over the runs written. */
-async function awaitImport(client: AttestClient, first: ImportRecord, quiet: boolean): Promise<ImportRecord> {
-  const bar = quiet ? undefined : progressBar('importing');
+async function awaitImport(client: AttestClient, first: ImportRecord, mode: ProgressMode): Promise<ImportRecord> {
+  const bar = progressOf('importing', mode, ' runs');
   let record = first;
   try {
     while (record.status === 'queued' || record.status === 'processing') {
-      if (record.progress.total !== null) bar?.update(record.progress.done, record.progress.total);
+      if (record.progress.total !== null) bar.update(record.progress.done, record.progress.total);
       await new Promise((resolve) => setTimeout(resolve, 250));
       record = await readImport(client, first.projectId, first.id);
     }
-    if (record.progress.total !== null) bar?.update(record.progress.done, record.progress.total);
+    if (record.progress.total !== null) bar.update(record.progress.done, record.progress.total);
   } finally {
-    bar?.stop();
+    bar.stop();
   }
   return record;
 }
@@ -118,11 +119,11 @@ export function importCommand(program: Command): void {
       .option('--json', 'print the import as JSON on stdout; no progress bars'),
   ).action(async (target: string, options: ImportOptions) => {
     const client = remoteClient(options);
-    const quiet = options.json === true || !process.stderr.isTTY;
+    const mode: ProgressMode = options.json ? 'none' : process.stderr.isTTY ? 'bar' : 'lines';
     let record: ImportRecord;
     try {
       const project = await client.call(v1.projects.getProject, { params: { projectId: options.project } });
-      const file = packUpload(target, quiet);
+      const file = packUpload(target, mode);
       const fields = {
         name: options.name,
         format: options.format,
@@ -136,12 +137,12 @@ export function importCommand(program: Command): void {
       const key =
         options.idempotencyKey ??
         `sha256-${createHash('sha256').update(file.bytes).update(JSON.stringify(fields)).digest('hex').slice(0, 48)}`;
-      const upload = quiet ? undefined : progressBar('uploading');
+      const upload = progressOf('uploading', mode, ' bytes');
       const accepted = (await client.importReport(project.id, file, { ...fields, idempotencyKey: key }, (sent, total) =>
-        upload?.update(sent, total),
+        upload.update(sent, total),
       )) as ImportRecord;
-      upload?.stop();
-      record = options.wait ? await awaitImport(client, accepted, quiet) : accepted;
+      upload.stop();
+      record = options.wait ? await awaitImport(client, accepted, mode) : accepted;
     } catch (error) {
       explain(error);
     }
