@@ -22,3 +22,8 @@ await build({
   banner: { js: "import { createRequire as __attestRequire } from 'node:module'; const require = __attestRequire(import.meta.url);" },
   logLevel: 'warning',
 });
+
+// The web interface (web/, Vite): hashed, immutable assets in dist/web, which the server serves at `/`.
+// Vite reports each file's gzip size; the login and run pages' budget is in docs/web.md.
+const { build: viteBuild } = await import('vite');
+await viteBuild({ configFile: 'web/vite.config.ts', logLevel: 'info' });

@@ -14,6 +14,7 @@ import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
 import { durableAnswersPlugin } from './plugins/durable-answers.ts';
 import { answerFrameworkError, clientErrorAnswerer, errorsPlugin } from './plugins/errors.ts';
 import { importsPlugin } from './plugins/imports.ts';
+import { webPlugin } from './plugins/web.ts';
 import { methodNotAllowedPlugin } from './plugins/method-not-allowed.ts';
 import { openRoutesPlugin } from './plugins/open-routes.ts';
 import { parsersPlugin } from './plugins/parsers.ts';
@@ -124,6 +125,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(methodNotAllowedPlugin, { versions: API_VERSIONS.map((v) => v.version) });
   await app.register(contractPlugin, { ctx });
   await app.register(openRoutesPlugin, { config });
+  await app.register(webPlugin);
 
   await app.register(recoveryPlugin, { ctx });
   await app.register(blobGcPlugin, { ctx });
