@@ -1,0 +1,70 @@
+import { useEffect } from 'preact/hooks';
+import { ErrorBoundary, LocationProvider, lazy, Route, Router, useLocation } from 'preact-iso';
+import { loginPath } from './data.ts';
+import { Layout } from './layout.tsx';
+import { LoginPage } from './pages/login.tsx';
+import { NotFoundPage } from './pages/not-found.tsx';
+import { currentSession } from './session.ts';
+
+// Every page but the login is its own chunk: the login page loads only what it needs.
+const ProjectsPage = lazy(() => import('./pages/projects.tsx').then((m) => m.ProjectsPage));
+const ProjectPage = lazy(() => import('./pages/project.tsx').then((m) => m.ProjectPage));
+const RunPage = lazy(() => import('./pages/run.tsx').then((m) => m.RunPage));
+const JobPage = lazy(() => import('./pages/job.tsx').then((m) => m.JobPage));
+const TestPage = lazy(() => import('./pages/test.tsx').then((m) => m.TestPage));
+const DevicesPage = lazy(() => import('./pages/devices.tsx').then((m) => m.DevicesPage));
+const UsersPage = lazy(() => import('./pages/admin-users.tsx').then((m) => m.UsersPage));
+const KeysPage = lazy(() => import('./pages/keys.tsx').then((m) => m.KeysPage));
+
+/** A page behind the login: without a session, the login page, with the place asked for. */
+function behindLogin<P extends object>(Component: (props: P) => unknown) {
+  return function Protected(props: P) {
+    const { url, route } = useLocation();
+    const session = currentSession();
+    useEffect(() => {
+      if (!session) route(loginPath(url), true);
+    }, [session, url, route]);
+    if (!session) return null;
+    const Inner = Component as (props: P) => preact.JSX.Element;
+    return (
+      <Layout>
+        <ErrorBoundary>
+          <Inner {...props} />
+        </ErrorBoundary>
+      </Layout>
+    );
+  };
+}
+
+// Wrapped once, so navigating keeps each page's component identity.
+const Pages = {
+  projects: behindLogin(ProjectsPage),
+  project: behindLogin(ProjectPage),
+  run: behindLogin(RunPage),
+  job: behindLogin(JobPage),
+  test: behindLogin(TestPage),
+  devices: behindLogin(DevicesPage),
+  users: behindLogin(UsersPage),
+  keys: behindLogin(KeysPage),
+  notFound: behindLogin(NotFoundPage),
+};
+
+export function App() {
+  return (
+    <LocationProvider>
+      <Router>
+        <Route path="/login" component={LoginPage} />
+        <Route path="/" component={Pages.projects} />
+        <Route path="/projects" component={Pages.projects} />
+        <Route path="/projects/:projectKey" component={Pages.project} />
+        <Route path="/runs/:testRunId" component={Pages.run} />
+        <Route path="/jobs/:jobId" component={Pages.job} />
+        <Route path="/tests/:testId" component={Pages.test} />
+        <Route path="/devices" component={Pages.devices} />
+        <Route path="/admin/users" component={Pages.users} />
+        <Route path="/keys" component={Pages.keys} />
+        <Route default component={Pages.notFound} />
+      </Router>
+    </LocationProvider>
+  );
+}

@@ -1,0 +1,38 @@
+import type { ComponentChildren } from 'preact';
+import { describeError } from './data.ts';
+
+/** A verdict or status as a coloured badge; the colour is never the only sign (the word is there). */
+export function Badge({ value }: { value: string | null | undefined }) {
+  const word = value ?? 'none';
+  return <span class={`badge badge-${word}`}>{word}</span>;
+}
+
+export function ErrorBox({ error }: { error: Error }) {
+  return (
+    <p class="error" role="alert">
+      {describeError(error)}
+    </p>
+  );
+}
+
+export function Loading() {
+  return (
+    <p class="muted" aria-live="polite">
+      Loading…
+    </p>
+  );
+}
+
+/** A page: its title (also the document's) and its content. */
+export function Page({ title, actions, children }: { title: string; actions?: ComponentChildren; children: ComponentChildren }) {
+  document.title = `${title} · Attest`;
+  return (
+    <section class="page">
+      <header class="page-header">
+        <h1>{title}</h1>
+        {actions ? <div class="page-actions">{actions}</div> : null}
+      </header>
+      {children}
+    </section>
+  );
+}

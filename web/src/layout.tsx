@@ -1,0 +1,73 @@
+import type { ComponentChildren } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
+import { v1 } from '../../src/client/index.ts';
+import { api, currentSession, endSession } from './session.ts';
+
+/** The frame of every page behind the login: the navigation, who is signed in, and the way out. */
+export function Layout({ children }: { children: ComponentChildren }) {
+  const { path, route } = useLocation();
+  const [me, setMe] = useState<{ email: string; name: string; role: string } | undefined>();
+  useEffect(() => {
+    api()
+      .call(v1.meta.getMe)
+      .then((who) => setMe({ email: who.email, name: who.name, role: who.role }))
+      .catch(() => setMe(undefined));
+  }, []);
+  const logout = async () => {
+    // The session key is revoked on the server too, not only forgotten here.
+    const keyId = currentSession()
+      ? await api()
+          .call(v1.meta.getMe)
+          .then((who) => who.key.id)
+          .catch(() => undefined)
+      : undefined;
+    if (keyId && me)
+      await api()
+        .call(v1.users.revokeApiKey, { params: { email: me.email, keyId } })
+        .catch(() => undefined);
+    endSession();
+    route('/login');
+  };
+  const link = (href: string, label: string) => (
+    <a
+      href={href}
+      class={path === href || path.startsWith(`${href}/`) ? 'active' : undefined}
+      aria-current={path === href ? 'page' : undefined}
+    >
+      {label}
+    </a>
+  );
+  const manages = me?.role === 'admin' || me?.role === 'manager';
+  return (
+    <div class="shell">
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="topbar">
+        <a class="brand" href="/">
+          Attest
+        </a>
+        <nav aria-label="Main">
+          {link('/projects', 'Projects')}
+          {link('/devices', 'Devices')}
+          {manages ? link('/admin/users', 'Users') : null}
+          {link('/keys', 'API keys')}
+        </nav>
+        <div class="who">
+          {me ? (
+            <span title={me.email}>
+              {me.name} <span class="muted">({me.role})</span>
+            </span>
+          ) : null}
+          <button type="button" class="link-button" onClick={logout}>
+            Log out
+          </button>
+        </div>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {children}
+      </main>
+    </div>
+  );
+}
