@@ -1,6 +1,9 @@
 import { Type } from 'typebox';
 import { Description, LABEL_MAX, LABELS_MAX, NAME_MAX, Name, Nullable, Page, PageQuery, TEXT_MAX, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
+import { DeviceId } from './devices.ts';
+import { RunStatus, Verdict } from './run-states.ts';
+import { RunLabel } from './runs.ts';
 
 /** Most steps one test definition holds, whether given as JSON or produced from Gherkin. */
 export const TEST_STEPS_MAX = 1000;
@@ -110,4 +113,65 @@ export const getTest = endpoint({
   access: { scope: 'project', role: 'viewer' },
   params: Type.Object({ testId: Uuid }, { additionalProperties: false }),
   responses: { 200: TestDefinition },
+});
+
+export const TestHistoryRun = Type.Object(
+  {
+    id: Uuid,
+    name: Type.String({ maxLength: NAME_MAX }),
+    status: RunStatus,
+    verdict: Nullable(Verdict),
+    createdAt: Timestamp,
+    startedAt: Nullable(Timestamp),
+    finishedAt: Nullable(Timestamp),
+    jobId: Nullable(Uuid),
+    branch: Nullable(RunLabel),
+    build: Nullable(RunLabel),
+    environment: Nullable(RunLabel),
+    deviceId: Nullable(DeviceId),
+    flaky: Type.Boolean({
+      description:
+        'The verdict flipped: this completed run passed or failed, and the next older completed run of the test that ' +
+        'passed or failed had the other verdict (broken and skipped runs are stepped over).',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const TestHistorySummary = Type.Object(
+  {
+    runs: Type.Integer({ minimum: 0, description: 'Runs in this answer.' }),
+    passed: Type.Integer({ minimum: 0 }),
+    failed: Type.Integer({ minimum: 0 }),
+    broken: Type.Integer({ minimum: 0 }),
+    skipped: Type.Integer({ minimum: 0 }),
+    flakyFlips: Type.Integer({ minimum: 0, description: 'Runs in this answer marked `flaky`.' }),
+  },
+  { additionalProperties: false },
+);
+
+export const TestHistory = Type.Object(
+  {
+    testId: Uuid,
+    runs: Type.Array(TestHistoryRun, { maxItems: 10_000, description: 'Newest first.' }),
+    summary: TestHistorySummary,
+  },
+  { additionalProperties: false },
+);
+
+export const getTestHistory = endpoint({
+  operationId: 'getTestHistory',
+  method: 'GET',
+  path: '/testmgmt/tests/{testId}/history',
+  summary: "A test's latest runs, newest first, with verdict flips marked and counted.",
+  description:
+    'The runs of the test in every state (queued and running ones have no verdict yet), ordered by creation time, ' +
+    'newest first; `limit` of them (the page size: there is no cursor, only the latest runs). A run is `flaky` ' +
+    'when it passed or failed and the next older completed run that passed or failed had the other verdict; the run ' +
+    'compared with may lie beyond the answer. The summary counts the runs in the answer by verdict, and the flaky marks.',
+  tag: 'Tests',
+  access: { scope: 'project', role: 'viewer' },
+  params: Type.Object({ testId: Uuid }, { additionalProperties: false }),
+  querystring: Type.Object({ limit: PageQuery.limit }, { additionalProperties: false }),
+  responses: { 200: TestHistory },
 });

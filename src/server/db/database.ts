@@ -7,6 +7,7 @@ import type { Config } from '../config.ts';
 import * as initial from './migrations/2026-11-22-0001-initial.ts';
 import * as idempotency from './migrations/2026-11-22-0002-idempotency.ts';
 import * as imports from './migrations/2026-11-25-0003-imports.ts';
+import * as testHistory from './migrations/2026-11-25-0004-test-history.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import type { Database, DB, Dialect } from './types.ts';
 import { fsyncDirectory, type SyncCounters, WalSync } from './wal-sync.ts';
@@ -16,6 +17,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-22-0001-initial': initial,
   '2026-11-22-0002-idempotency': idempotency,
   '2026-11-25-0003-imports': imports,
+  '2026-11-25-0004-test-history': testHistory,
 };
 
 export interface DatabaseHandle {

@@ -29,7 +29,7 @@ import {
 } from '../../api/v1/results.ts';
 import { RunStatus, Verdict } from '../../api/v1/run-states.ts';
 import { TestRun } from '../../api/v1/runs.ts';
-import { CreateTestBody, TestDefinition, TestStep } from '../../api/v1/tests.ts';
+import { CreateTestBody, TestDefinition, TestHistory, TestHistoryRun, TestHistorySummary, TestStep } from '../../api/v1/tests.ts';
 import { ApiKey, AuditEntry, CreateApiKeyBody, CreatedApiKey, CreateUserBody, User } from '../../api/v1/users.ts';
 
 /**
@@ -60,6 +60,9 @@ export const SCHEMA_NAMES: [TSchema, string][] = [
   [TestStep, 'TestStep'],
   [TestDefinition, 'Test'],
   [CreateTestBody, 'CreateTestRequest'],
+  [TestHistoryRun, 'TestHistoryRun'],
+  [TestHistorySummary, 'TestHistorySummary'],
+  [TestHistory, 'TestHistory'],
   [JobStatus, 'JobStatus'],
   [JobProgress, 'JobProgress'],
   [Job, 'Job'],

@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
-import type { TestDefinition, TestStep } from '../../api/v1/tests.ts';
-import type { TestsTable } from '../db/types.ts';
+import type { TestDefinition, TestHistory, TestStep } from '../../api/v1/tests.ts';
+import type { TestRunsTable, TestsTable } from '../db/types.ts';
 
 export function presentTest(row: TestsTable): Static<typeof TestDefinition> {
   return {
@@ -14,5 +14,31 @@ export function presentTest(row: TestsTable): Static<typeof TestDefinition> {
     source: row.source,
     createdAt: row.created_at,
     createdBy: row.created_by,
+  };
+}
+
+export function presentTestHistory(history: {
+  testId: string;
+  runs: { run: TestRunsTable; flaky: boolean }[];
+  summary: Static<typeof TestHistory>['summary'];
+}): Static<typeof TestHistory> {
+  return {
+    testId: history.testId,
+    runs: history.runs.map(({ run, flaky }) => ({
+      id: run.id,
+      name: run.name,
+      status: run.status,
+      verdict: run.verdict,
+      createdAt: run.created_at,
+      startedAt: run.started_at,
+      finishedAt: run.finished_at,
+      jobId: run.job_id,
+      branch: run.branch,
+      build: run.build,
+      environment: run.environment,
+      deviceId: run.device_id,
+      flaky,
+    })),
+    summary: history.summary,
   };
 }

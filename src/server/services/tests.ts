@@ -3,8 +3,9 @@ import { NAME_MAX } from '../../api/common.ts';
 import { CreateTestBody } from '../../api/v1/tests.ts';
 import type { AppContext } from '../context.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
+import { decisiveVerdictBefore, latestRunsOfTest } from '../db/repositories/runs.ts';
 import { findTest, insertTest, insertTestsByFullName, listTests as listTestRows, testsByFullName } from '../db/repositories/tests.ts';
-import type { Executor, TestsTable } from '../db/types.ts';
+import type { Executor, TestRunsTable, TestsTable } from '../db/types.ts';
 import { found, invalid } from '../errors.ts';
 import { compileValidator } from '../validation.ts';
 import { type FeatureDefinition, featureToTest } from './gherkin.ts';
@@ -69,6 +70,43 @@ export async function createTest(ctx: AppContext, projectId: string, test: NewTe
 }
 
 export const getTest = async (ctx: AppContext, testId: string): Promise<TestsTable> => found(await findTest(ctx.db, testId), 'The test');
+
+/** A test's latest runs, newest first, each with whether its verdict flipped, and their counts. */
+export interface TestHistory {
+  testId: string;
+  runs: { run: TestRunsTable; flaky: boolean }[];
+  summary: { runs: number; passed: number; failed: number; broken: number; skipped: number; flakyFlips: number };
+}
+
+const decisive = (run: TestRunsTable): 'passed' | 'failed' | undefined =>
+  run.status === 'completed' && (run.verdict === 'passed' || run.verdict === 'failed') ? run.verdict : undefined;
+
+/**
+ * The test's latest `limit` runs (SPEC-2.1). A run is flaky when it passed or failed and the next
+ * older completed run that passed or failed had the other verdict; broken and skipped runs say
+ * nothing about flakiness and are stepped over. The run compared with may be older than the
+ * window, so it is read once, below the window's oldest run.
+ */
+export async function getTestHistory(ctx: AppContext, testId: string, limit: number): Promise<TestHistory> {
+  found(await findTest(ctx.db, testId), 'The test');
+  const rows = await latestRunsOfTest(ctx.db, testId, limit);
+  const oldest = rows[rows.length - 1];
+  let older = oldest ? await decisiveVerdictBefore(ctx.db, testId, { createdAt: oldest.created_at, id: oldest.id }) : undefined;
+  const runs: TestHistory['runs'] = new Array(rows.length);
+  // Oldest to newest, carrying the verdict of the last decisive run seen.
+  for (let i = rows.length - 1; i >= 0; i--) {
+    const run = rows[i] as TestRunsTable;
+    const verdict = decisive(run);
+    runs[i] = { run, flaky: verdict !== undefined && older !== undefined && verdict !== older };
+    if (verdict !== undefined) older = verdict;
+  }
+  const summary = { runs: rows.length, passed: 0, failed: 0, broken: 0, skipped: 0, flakyFlips: 0 };
+  for (const { run, flaky } of runs) {
+    if (run.verdict) summary[run.verdict]++;
+    if (flaky) summary.flakyFlips++;
+  }
+  return { testId, runs, summary };
+}
 
 export const listTests = (ctx: AppContext, projectId: string, page: PageRequest): Promise<Page<TestsTable>> =>
   listTestRows(ctx.db, projectId, page);

@@ -154,3 +154,40 @@ export async function runKeysWithPrefix(executor: Executor, projectId: string, p
     .execute();
   return new Set(rows.map((row) => row.idempotency_key as string));
 }
+
+/** A test's latest `limit` runs, newest first (index test_runs_test). */
+export async function latestRunsOfTest(executor: Executor, testId: string, limit: number): Promise<TestRunsTable[]> {
+  return executor
+    .selectFrom('test_runs')
+    .selectAll()
+    .where('test_id', '=', testId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+/**
+ * The verdict of the test's newest completed run that passed or failed among those older than
+ * `before` (creation time, then id: the history's order), or undefined when there is none.
+ */
+export async function decisiveVerdictBefore(
+  executor: Executor,
+  testId: string,
+  before: { createdAt: string; id: string },
+): Promise<'passed' | 'failed' | undefined> {
+  const row = await executor
+    .selectFrom('test_runs')
+    .select('verdict')
+    .where('test_id', '=', testId)
+    .where('status', '=', 'completed')
+    .where('verdict', 'in', ['passed', 'failed'])
+    .where((eb) =>
+      eb.or([eb('created_at', '<', before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)])]),
+    )
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.verdict === 'passed' || row?.verdict === 'failed' ? row.verdict : undefined;
+}

@@ -33,6 +33,7 @@ export const IDS = {
   request: 'ab2f4b6c-8e1a-4cd3-b5f1-9a1c3e5d7fc6',
   import: 'bc3a5c7d-9f2b-4de4-86a2-0b2d4f6e8ad7',
   importJob: 'cd4b6d8e-0a3c-4ef5-97b3-1c3e5a7f9be8',
+  olderRun: 'de5c7e9f-1b4d-4fa6-a8c4-2d4f6b8a0cf9',
 } as const;
 
 export const DEVICE_ID = 'R58M123ABC';

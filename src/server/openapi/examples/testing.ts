@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import { cancelJob, createJob, getJob, type Job, listJobs } from '../../../api/v1/jobs.ts';
 import { appendResults, exportRun, getResults, type XrayExecution } from '../../../api/v1/results.ts';
 import { createRun, getRun, listRuns, updateRun } from '../../../api/v1/runs.ts';
-import { createTest, getTest, listTests } from '../../../api/v1/tests.ts';
+import { createTest, getTest, getTestHistory, listTests } from '../../../api/v1/tests.ts';
 import {
   CHECKOUT_FEATURE,
   CHECKOUT_TEST,
@@ -61,6 +61,46 @@ export const testingExamples = [
   }),
   examplesOf(listTests, { responses: { 200: { items: [CHECKOUT_TEST, LOGIN_TEST], nextCursor: null } } }),
   examplesOf(getTest, { responses: { 200: LOGIN_TEST } }),
+  examplesOf(getTestHistory, {
+    responses: {
+      200: {
+        testId: IDS.testLogin,
+        runs: [
+          {
+            id: RUN.id,
+            name: RUN.name,
+            status: RUN.status,
+            verdict: RUN.verdict,
+            createdAt: RUN.createdAt,
+            startedAt: RUN.startedAt,
+            finishedAt: RUN.finishedAt,
+            jobId: RUN.jobId,
+            branch: RUN.branch,
+            build: RUN.build,
+            environment: RUN.environment,
+            deviceId: RUN.deviceId,
+            flaky: true,
+          },
+          {
+            id: IDS.olderRun,
+            name: RUN.name,
+            status: 'completed',
+            verdict: 'failed',
+            createdAt: '2026-03-01T09:14:01.530Z',
+            startedAt: '2026-03-01T09:14:01.530Z',
+            finishedAt: '2026-03-01T09:14:12.004Z',
+            jobId: null,
+            branch: 'main',
+            build: '2026.3.1-rc.1',
+            environment: 'staging',
+            deviceId: DEVICE_ID,
+            flaky: false,
+          },
+        ],
+        summary: { runs: 2, passed: 1, failed: 1, broken: 0, skipped: 0, flakyFlips: 1 },
+      },
+    },
+  }),
   examplesOf(createJob, {
     request: { projectId: IDS.project, name: JOB.name, testIds: [IDS.testCheckout], deviceLabels: ['phone'], ...RUN_LABELS },
     responses: {

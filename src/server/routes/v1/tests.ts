@@ -2,8 +2,8 @@ import type { FastifyRequest } from 'fastify';
 import * as api from '../../../api/v1/tests.ts';
 import type { AppContext } from '../../context.ts';
 import { AppError, invalid } from '../../errors.ts';
-import { presentTest } from '../../presenters/tests.ts';
-import { createTest, getTest, listTests, testFromGherkin, testFromJsonBody } from '../../services/tests.ts';
+import { presentTest, presentTestHistory } from '../../presenters/tests.ts';
+import { createTest, getTest, getTestHistory, listTests, testFromGherkin, testFromJsonBody } from '../../services/tests.ts';
 import { namedProject, testOwner } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
 
@@ -49,6 +49,12 @@ export function testRoutes(ctx: AppContext) {
     route(api.getTest, {
       owner: (request) => testOwner(ctx, request),
       handler: async (request) => presentTest(await getTest(ctx, request.params.testId)),
+    }),
+
+    route(api.getTestHistory, {
+      owner: (request) => testOwner(ctx, request),
+      handler: async (request) =>
+        presentTestHistory(await getTestHistory(ctx, request.params.testId, pageOf(ctx.config, request.query).limit)),
     }),
   ];
 }
