@@ -1,0 +1,196 @@
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { Badge } from '../components.tsx';
+import { formatDuration } from '../format.ts';
+import { ArtifactGroup } from './artifacts.tsx';
+import { Cells } from './cells.tsx';
+import { type ArtifactDetails, type StepNode, type StepTree, visibleSteps } from './steps.ts';
+import { stepTooltip } from './timeline.tsx';
+
+/** Rows drawn at first, and added by each "show more": a 1,000-step run stays quick. */
+const ROWS_PER_PAGE = 200;
+/** Up to this many steps, the whole tree starts open; beyond it only the way to failures. */
+const OPEN_ALL_UP_TO = 300;
+
+type Mode = 'default' | 'all' | 'none';
+
+/**
+ * The steps as an indented list in results order, each with its status, duration, a bar placing
+ * it in the run's time, its error, text cells and evidence. Steps with children fold.
+ */
+export function StepList({
+  tree,
+  artifactsByStep,
+  selected,
+}: {
+  tree: StepTree;
+  artifactsByStep: Map<string, ArtifactDetails[]>;
+  selected: { id: string; seq: number } | undefined;
+}) {
+  const [mode, setMode] = useState<Mode>('default');
+  const [overrides, setOverrides] = useState<Map<string, boolean>>(new Map());
+  const [failuresOnly, setFailuresOnly] = useState(false);
+  const [limit, setLimit] = useState(ROWS_PER_PAGE);
+  const anyTrouble = tree.roots.some((n) => n.troubled);
+
+  const isExpanded = (node: StepNode): boolean => {
+    const own = overrides.get(node.step.id);
+    if (own !== undefined) return own;
+    if (mode === 'all') return true;
+    if (mode === 'none') return false;
+    return tree.all.length <= OPEN_ALL_UP_TO || node.troubled;
+  };
+
+  const rows = useMemo(() => {
+    const shown = visibleSteps(tree, isExpanded);
+    return failuresOnly ? shown.filter((n) => n.troubled) : shown;
+  }, [tree, mode, overrides, failuresOnly]);
+
+  const toggle = (node: StepNode) => {
+    setOverrides((old) => new Map(old).set(node.step.id, !isExpanded(node)));
+  };
+
+  // A step chosen elsewhere (the timeline): open the way to it, draw it, bring it into view.
+  useEffect(() => {
+    if (!selected) return;
+    const node = tree.byId.get(selected.id);
+    if (!node) return;
+    const open = new Map(overrides);
+    for (let up = node.parent; up; up = up.parent) open.set(up.step.id, true);
+    setOverrides(open);
+    if (failuresOnly && !node.troubled) setFailuresOnly(false);
+    const position = visibleSteps(tree, (n) => open.get(n.step.id) ?? isExpanded(n)).indexOf(node);
+    if (position >= limit) setLimit(Math.ceil((position + 1) / ROWS_PER_PAGE) * ROWS_PER_PAGE);
+    requestAnimationFrame(() => {
+      const row = document.getElementById(`step-${node.step.id}`);
+      row?.scrollIntoView({ block: 'center', behavior: 'smooth' });
+      row?.querySelector<HTMLElement>('.step-title')?.focus({ preventScroll: true });
+    });
+  }, [selected]);
+
+  if (tree.all.length === 0) return <p class="muted">No steps recorded.</p>;
+  const drawn = rows.slice(0, limit);
+  const span = tree.spanMs;
+  return (
+    <div class="step-list">
+      <div class="step-tools" role="toolbar" aria-label="Steps">
+        <button
+          type="button"
+          class="secondary"
+          onClick={() => {
+            setMode('all');
+            setOverrides(new Map());
+          }}
+        >
+          Expand all
+        </button>
+        <button
+          type="button"
+          class="secondary"
+          onClick={() => {
+            setMode('none');
+            setOverrides(new Map());
+          }}
+        >
+          Collapse all
+        </button>
+        <label class="inline-check">
+          <input
+            type="checkbox"
+            checked={failuresOnly}
+            disabled={!anyTrouble && !failuresOnly}
+            onChange={(e) => setFailuresOnly((e.currentTarget as HTMLInputElement).checked)}
+          />
+          Failures only
+        </label>
+        <span class="muted">
+          {tree.all.length} steps{rows.length !== tree.all.length ? `, ${rows.length} shown` : ''}
+        </span>
+      </div>
+      <div class="step-head" aria-hidden="true">
+        <span>Step</span>
+        <span>Duration</span>
+        <span>Time in run</span>
+      </div>
+      <ol class="steps">
+        {drawn.map((node) => (
+          <StepRow
+            key={node.step.id}
+            node={node}
+            span={span}
+            expanded={isExpanded(node)}
+            onToggle={toggle}
+            artifacts={artifactsByStep.get(node.step.id)}
+            highlighted={selected?.id === node.step.id}
+          />
+        ))}
+      </ol>
+      {rows.length > drawn.length ? (
+        <button type="button" class="secondary show-more" onClick={() => setLimit((n) => n + ROWS_PER_PAGE)}>
+          Show {Math.min(ROWS_PER_PAGE, rows.length - drawn.length)} more steps ({rows.length - drawn.length} not shown)
+        </button>
+      ) : null}
+    </div>
+  );
+}
+
+function StepRow({
+  node,
+  span,
+  expanded,
+  onToggle,
+  artifacts,
+  highlighted,
+}: {
+  node: StepNode;
+  span: number;
+  expanded: boolean;
+  onToggle: (node: StepNode) => void;
+  artifacts: ArtifactDetails[] | undefined;
+  highlighted: boolean;
+}) {
+  const { step } = node;
+  const left = (node.startMs / span) * 100;
+  const width = Math.max(0.4, ((node.endMs - node.startMs) / span) * 100);
+  const indent = { paddingLeft: `${node.depth * 1.4}rem` };
+  const hasDetails = step.error || step.cells.length > 0 || (artifacts && artifacts.length > 0);
+  return (
+    <li id={`step-${step.id}`} class={`step status-${step.status}${highlighted ? ' highlighted' : ''}`} data-depth={node.depth}>
+      <div class="step-line">
+        <div class="step-name" style={indent}>
+          {node.children.length > 0 ? (
+            <button
+              type="button"
+              class="step-toggle"
+              aria-expanded={expanded}
+              aria-label={`${expanded ? 'Collapse' : 'Expand'} ${step.title} (${node.descendants} steps inside)`}
+              onClick={() => onToggle(node)}
+            >
+              {expanded ? '▾' : '▸'}
+            </button>
+          ) : (
+            <span class="step-toggle-space" aria-hidden="true" />
+          )}
+          <Badge value={step.status} />
+          <span class="step-title" tabIndex={-1}>
+            {step.title}
+          </span>
+          {node.children.length > 0 && !expanded ? <span class="muted step-count">{node.descendants} inside</span> : null}
+        </div>
+        <span class="step-duration">{formatDuration(step.durationMs)}</span>
+        <span class="wf-track" title={stepTooltip(node)} aria-hidden="true">
+          <span
+            class={`wf-bar status-${step.status}${node.estimated ? ' estimated' : ''}`}
+            style={{ left: `${Math.min(left, 99.6)}%`, width: `${Math.min(width, 100 - Math.min(left, 99.6))}%` }}
+          />
+        </span>
+      </div>
+      {hasDetails ? (
+        <div class="step-details" style={{ marginLeft: `${node.depth * 1.4 + 1.9}rem` }}>
+          {step.error ? <pre class="step-error">{step.error}</pre> : null}
+          <Cells cells={step.cells} />
+          {artifacts ? <ArtifactGroup artifacts={artifacts} /> : null}
+        </div>
+      ) : null}
+    </li>
+  );
+}
