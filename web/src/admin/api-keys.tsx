@@ -1,0 +1,227 @@
+import { useState } from 'preact/hooks';
+import type { Static } from 'typebox';
+import type { CreatedApiKey } from '../../../src/api/v1/users.ts';
+import { v1 } from '../../../src/client/index.ts';
+import { Badge, ErrorBox, Loading } from '../components.tsx';
+import { useApi } from '../data.ts';
+import { formatTime } from '../format.ts';
+import { useAction } from './action.ts';
+
+type Created = Static<typeof CreatedApiKey>;
+
+/** The secret of a key just created: shown this once, with a Copy button. */
+function NewKeySecret({ created, onDone }: { created: Created; onDone: () => void }) {
+  const [copied, setCopied] = useState<'yes' | 'failed' | undefined>();
+  const copy = () =>
+    navigator.clipboard.writeText(created.key).then(
+      () => setCopied('yes'),
+      () => setCopied('failed'),
+    );
+  return (
+    <div class="secret-box" role="status">
+      <p>
+        <strong>Key “{created.name}” created.</strong> Copy the secret now: it will not be shown again, since only its digest is stored.
+      </p>
+      <div class="secret-row">
+        <code data-testid="new-key-secret">{created.key}</code>
+        <button type="button" onClick={copy}>
+          Copy
+        </button>
+        <button type="button" class="secondary" onClick={onDone}>
+          Done
+        </button>
+      </div>
+      {copied === 'yes' ? <p class="muted">Copied to the clipboard.</p> : null}
+      {copied === 'failed' ? <p class="muted">The browser refused the clipboard; select the key and copy it by hand.</p> : null}
+    </div>
+  );
+}
+
+/** An expiry date (the end of that day, in the browser's zone) as the API's time, or null for none. */
+const expiryOf = (date: string) => (date ? new Date(`${date}T23:59:59`).toISOString() : null);
+
+function CreateKeyForm({ email, onCreated }: { email: string; onCreated: (key: Created) => void }) {
+  const action = useAction();
+  const [name, setName] = useState('');
+  const [expires, setExpires] = useState('');
+  const [scope, setScope] = useState<'full' | 'read'>('full');
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const created = await action.run(
+      (client) =>
+        client.call(v1.users.createApiKey, {
+          params: { email },
+          body: { name: name.trim(), scope, expiresAt: expiryOf(expires) },
+        }),
+      (key) => `Created ${key.name}.`,
+    );
+    if (created) {
+      setName('');
+      setExpires('');
+      onCreated(created);
+    }
+  };
+  return (
+    <form class="inline-form" onSubmit={submit} aria-label="Create an API key">
+      <label>
+        Name
+        <input name="name" required maxLength={256} value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="CI on main" />
+      </label>
+      <label>
+        Expires (optional)
+        <input name="expiresAt" type="date" value={expires} onInput={(e) => setExpires(e.currentTarget.value)} />
+      </label>
+      <label>
+        Scope
+        <select name="scope" value={scope} onChange={(e) => setScope(e.currentTarget.value as 'full' | 'read')}>
+          <option value="full">full (your role)</option>
+          <option value="read">read (viewer)</option>
+        </select>
+      </label>
+      <button type="submit" disabled={action.busy || name.trim() === ''}>
+        Create key
+      </button>
+      {action.error ? <ErrorBox error={action.error} /> : null}
+    </form>
+  );
+}
+
+/** Revoking asks twice, in the page (no browser dialog). A refusal stays beside the key. */
+function RevokeButton({
+  email,
+  keyId,
+  name,
+  onRevoked,
+}: {
+  email: string;
+  keyId: string;
+  name: string;
+  onRevoked: (name: string) => void;
+}) {
+  const action = useAction();
+  const [asking, setAsking] = useState(false);
+  if (!asking) {
+    return (
+      <button type="button" class="secondary" onClick={() => setAsking(true)} aria-label={`Revoke ${name}`}>
+        Revoke
+      </button>
+    );
+  }
+  const revoke = async () => {
+    const done = await action.run(
+      (client) => client.call(v1.users.revokeApiKey, { params: { email, keyId } }).then(() => true),
+      () => `Revoked ${name}.`,
+    );
+    if (done) onRevoked(name);
+  };
+  return (
+    <span class="confirm">
+      <button type="button" class="danger" onClick={revoke} disabled={action.busy}>
+        Revoke {name}
+      </button>
+      <button type="button" class="secondary" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+      {action.error ? <ErrorBox error={action.error} /> : null}
+    </span>
+  );
+}
+
+/**
+ * A user's API keys: the list (without secrets), a form to create one whose secret is shown once,
+ * and revoking. `currentKeyId` is the key this page itself signed in with, which is not revoked here
+ * (logging out does that).
+ */
+export function ApiKeysPanel({ email, currentKeyId }: { email: string; currentKeyId?: string }) {
+  const [includeRevoked, setIncludeRevoked] = useState(false);
+  const [created, setCreated] = useState<Created | undefined>();
+  const [notice, setNotice] = useState<string | undefined>();
+  const keys = useApi(
+    (client) => client.call(v1.users.listApiKeys, { params: { email }, query: { limit: 200, includeRevoked } }),
+    [email, includeRevoked],
+  );
+  return (
+    <div class="api-keys">
+      {created ? <NewKeySecret created={created} onDone={() => setCreated(undefined)} /> : null}
+      <CreateKeyForm
+        email={email}
+        onCreated={(key) => {
+          setCreated(key);
+          setNotice(undefined);
+          keys.reload();
+        }}
+      />
+      {notice ? (
+        <p class="notice" role="status">
+          {notice}
+        </p>
+      ) : null}
+      <label class="checkbox">
+        <input type="checkbox" checked={includeRevoked} onChange={(e) => setIncludeRevoked(e.currentTarget.checked)} />
+        Show revoked keys
+      </label>
+      {keys.error ? <ErrorBox error={keys.error} /> : null}
+      {keys.data === undefined ? (
+        keys.error ? null : (
+          <Loading />
+        )
+      ) : keys.data.items.length === 0 ? (
+        <p class="muted">No API key.</p>
+      ) : (
+        <table class="list" aria-label={`API keys of ${email}`}>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Key</th>
+              <th scope="col">Kind</th>
+              <th scope="col">Created</th>
+              <th scope="col">Expires</th>
+              <th scope="col">Last used</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {keys.data.items.map((key) => (
+              <tr key={key.id}>
+                <td>
+                  {key.name}
+                  {key.id === currentKeyId ? <span class="muted"> (this session)</span> : null}
+                </td>
+                <td>
+                  <code>{key.hint}</code>
+                </td>
+                <td>
+                  {key.format}, {key.scope}
+                </td>
+                <td>{formatTime(key.createdAt)}</td>
+                <td>{key.expiresAt ? formatTime(key.expiresAt) : 'never'}</td>
+                <td>{formatTime(key.lastUsedAt)}</td>
+                <td>
+                  {key.revokedAt ? (
+                    <span title={formatTime(key.revokedAt)}>
+                      <Badge value="revoked" />
+                    </span>
+                  ) : key.id === currentKeyId ? (
+                    <span class="muted">log out to end it</span>
+                  ) : (
+                    <RevokeButton
+                      email={email}
+                      keyId={key.id}
+                      name={key.name}
+                      onRevoked={(name) => {
+                        setNotice(`Revoked ${name}: it stops working on its next request.`);
+                        keys.reload();
+                      }}
+                    />
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,242 @@
+import { useLocation } from 'preact-iso';
+import type { Static } from 'typebox';
+import type { TestHistory } from '../../../src/api/v1/tests.ts';
+import { type AttestClient, v1 } from '../../../src/client/index.ts';
+import { Badge, ErrorBox, Loading, Page } from '../components.tsx';
+import { useApi } from '../data.ts';
+import { between, formatDuration, formatTime } from '../format.ts';
+import '../admin/admin.css';
+import './test.css';
+
+type History = Static<typeof TestHistory>;
+type HistoryRun = History['runs'][number];
+
+const LIMITS = [20, 50, 100, 200];
+const DEFAULT_LIMIT = 50;
+
+/** What a square shows: the verdict of a completed run, else its state. */
+const outcomeOf = (run: HistoryRun) => (run.status === 'completed' ? (run.verdict ?? 'completed') : run.status);
+
+const unfinished = (history: History) => history.runs.some((run) => run.status === 'running' || run.status === 'queued');
+
+function describeRun(run: HistoryRun): string {
+  const labels = [run.branch && `branch ${run.branch}`, run.build && `build ${run.build}`, run.deviceId && `on ${run.deviceId}`];
+  const parts = [`${run.name}: ${outcomeOf(run)}`, formatTime(run.startedAt ?? run.createdAt), ...labels.filter(Boolean)];
+  if (run.flaky) parts.push('verdict flipped from the run before');
+  return parts.join(', ');
+}
+
+/** The history as squares, oldest on the left and newest on the right, each a link to its run. */
+function HistoryStrip({ history }: { history: History }) {
+  const oldestFirst = [...history.runs].reverse();
+  return (
+    <>
+      <ol class="history-strip" aria-label="Runs, oldest first (newest on the right)">
+        {oldestFirst.map((run) => (
+          <li key={run.id}>
+            <a
+              href={`/runs/${run.id}`}
+              class={`hsq-${outcomeOf(run)}${run.flaky ? ' flaky' : ''}`}
+              aria-label={describeRun(run)}
+              title={describeRun(run)}
+              data-testid="history-run"
+            >
+              <span class="visually-hidden">{outcomeOf(run)}</span>
+            </a>
+          </li>
+        ))}
+      </ol>
+      <ul class="history-legend" aria-hidden="true">
+        <li>Oldest left, newest right</li>
+        {(['passed', 'failed', 'broken', 'skipped', 'running'] as const).map((word) => (
+          <li key={word}>
+            <span class={`swatch hsq-${word}`} />
+            {word}
+          </li>
+        ))}
+        <li>
+          <span class="flake-mark">⚡</span> verdict flipped
+        </li>
+      </ul>
+    </>
+  );
+}
+
+function HistorySummary({ summary }: { summary: History['summary'] }) {
+  const item = (label: string, value: number) => (
+    <div>
+      <dt>{label}</dt>
+      <dd>{value}</dd>
+    </div>
+  );
+  const decided = summary.passed + summary.failed;
+  return (
+    <dl class="history-summary" aria-label="Summary of these runs">
+      {item('Runs', summary.runs)}
+      {item('Passed', summary.passed)}
+      {item('Failed', summary.failed)}
+      {item('Broken', summary.broken)}
+      {item('Skipped', summary.skipped)}
+      {item('Flaky flips', summary.flakyFlips)}
+      <div>
+        <dt>Pass rate</dt>
+        <dd>{decided === 0 ? '—' : `${Math.round((summary.passed / decided) * 100)} %`}</dd>
+      </div>
+    </dl>
+  );
+}
+
+function HistoryTable({ history }: { history: History }) {
+  return (
+    <table class="list" aria-label="Runs of this test, newest first">
+      <thead>
+        <tr>
+          <th scope="col">Run</th>
+          <th scope="col">Verdict</th>
+          <th scope="col">Branch</th>
+          <th scope="col">Build</th>
+          <th scope="col">Environment</th>
+          <th scope="col">Device</th>
+          <th scope="col">Started</th>
+          <th scope="col">Duration</th>
+        </tr>
+      </thead>
+      <tbody>
+        {history.runs.map((run) => (
+          <tr key={run.id}>
+            <td>
+              <a href={`/runs/${run.id}`}>{run.name}</a>
+              {run.jobId ? (
+                <>
+                  {' '}
+                  <a class="muted" href={`/jobs/${run.jobId}`}>
+                    (job)
+                  </a>
+                </>
+              ) : null}
+            </td>
+            <td>
+              <Badge value={outcomeOf(run)} />
+              {run.flaky ? (
+                <span class="flake-mark" title="The verdict flipped from the run before">
+                  {' '}
+                  ⚡ <span class="visually-hidden">flipped</span>
+                </span>
+              ) : null}
+            </td>
+            <td>{run.branch ?? ''}</td>
+            <td>{run.build ?? ''}</td>
+            <td>{run.environment ?? ''}</td>
+            <td>{run.deviceId ?? ''}</td>
+            <td>{formatTime(run.startedAt ?? run.createdAt)}</td>
+            <td>{formatDuration(between(run.startedAt, run.finishedAt))}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function HistorySection({ testId }: { testId: string }) {
+  const { query, path } = useLocation();
+  const asked = Number(query.limit);
+  const limit = LIMITS.includes(asked) ? asked : DEFAULT_LIMIT;
+  const history = useApi(
+    (client: AttestClient) => client.call(v1.tests.getTestHistory, { params: { testId }, query: { limit } }),
+    [testId, limit],
+    // Live while a run of the test is still going.
+    { refreshMs: 3000, refreshWhile: unfinished },
+  );
+  return (
+    <section class="panel" aria-labelledby="history-heading">
+      <h2 id="history-heading">History</h2>
+      <nav class="pager" aria-label="How many runs">
+        {LIMITS.map((n) =>
+          n === limit ? (
+            <span key={n} aria-current="true">
+              Last {n}
+            </span>
+          ) : (
+            <a key={n} href={n === DEFAULT_LIMIT ? path : `${path}?limit=${n}`}>
+              Last {n}
+            </a>
+          ),
+        )}
+      </nav>
+      {history.error ? <ErrorBox error={history.error} /> : null}
+      {history.data === undefined ? (
+        history.error ? null : (
+          <Loading />
+        )
+      ) : history.data.runs.length === 0 ? (
+        <p class="muted">This test has not run yet.</p>
+      ) : (
+        <>
+          <HistorySummary summary={history.data.summary} />
+          <HistoryStrip history={history.data} />
+          <HistoryTable history={history.data} />
+        </>
+      )}
+    </section>
+  );
+}
+
+/** A test: its definition (steps, tags, Gherkin source) and its latest runs with flaky flips marked. */
+export function TestPage({ testId }: { testId: string }) {
+  const test = useApi((client) => client.call(v1.tests.getTest, { params: { testId } }), [testId]);
+  if (test.error) {
+    return (
+      <Page title="Test">
+        <ErrorBox error={test.error} />
+      </Page>
+    );
+  }
+  if (test.data === undefined) {
+    return (
+      <Page title="Test">
+        <Loading />
+      </Page>
+    );
+  }
+  const t = test.data;
+  return (
+    <Page title={t.name} actions={<a href={`/projects/${t.projectId}`}>Project</a>}>
+      {t.tags.length > 0 ? (
+        <ul class="chips test-tags" aria-label="Tags">
+          {t.tags.map((tag) => (
+            <li key={tag} class="chip">
+              @{tag}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      {t.description ? <p>{t.description}</p> : null}
+      <HistorySection testId={testId} />
+      <section class="panel" aria-labelledby="steps-heading">
+        <h2 id="steps-heading">Steps</h2>
+        {t.steps.length === 0 ? (
+          <p class="muted">No steps: this test was named by a report or reporter, which sends its steps with each run.</p>
+        ) : (
+          <ol class="test-steps">
+            {t.steps.map((step, i) => (
+              // Steps have no ids; their place is their identity (a definition's steps never reorder on the page).
+              <li key={i}>
+                <div class="step-action">{step.action}</div>
+                {step.expected ? <div class="step-expected">{step.expected}</div> : null}
+              </li>
+            ))}
+          </ol>
+        )}
+      </section>
+      {t.source ? (
+        <section class="panel" aria-labelledby="source-heading">
+          <h2 id="source-heading">Gherkin source</h2>
+          <pre>{t.source}</pre>
+        </section>
+      ) : null}
+      <p class="muted">
+        Created {formatTime(t.createdAt)}, from {t.sourceFormat === 'gherkin' ? 'a Gherkin feature' : 'JSON'}.
+      </p>
+    </Page>
+  );
+}
