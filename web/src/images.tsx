@@ -25,6 +25,9 @@ interface Job {
   priority: number;
 }
 
+/** Shown until the bytes arrive: a transparent pixel, so the browser draws no broken-image sign. */
+const PLACEHOLDER = 'data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7';
+
 const cache = new Map<string, ImageEntry>();
 const waiting: Job[] = [];
 let active = 0;
@@ -211,7 +214,7 @@ export function ApiImage({
   return (
     <img
       ref={ref}
-      src={url}
+      src={url ?? PLACEHOLDER}
       alt={error ? `${alt} (could not be loaded)` : alt}
       class={`api-image api-image-${state}${className ? ` ${className}` : ''}`}
       data-state={state}

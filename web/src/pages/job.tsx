@@ -108,7 +108,7 @@ export function JobPage({ jobId }: { jobId: string }) {
         </div>
         <h2 class="progress-heading">Progress</h2>
         <ProgressBar progress={job.progress} />
-        <dl class="facts">
+        <dl class="facts job-facts">
           {labels.map((label) => (
             <div key={label}>
               <dt>{label[0]?.toUpperCase() + label.slice(1)}</dt>

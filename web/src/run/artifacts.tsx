@@ -120,7 +120,7 @@ export function VisualDiff({ artifact }: { artifact: ArtifactDetails }) {
         ))}
       </div>
       {baseline && actual ? (
-        <div class="diff-compare-wrap" ref={ref}>
+        <div class="diff-compare-wrap" ref={ref} style={{ maxWidth: `${Math.max(baseline.width, actual.width, 320)}px` }}>
           <div
             class="diff-compare"
             style={{ maxWidth: `${Math.max(baseline.width, actual.width)}px`, aspectRatio: `${baseline.width} / ${baseline.height}` }}

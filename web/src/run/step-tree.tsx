@@ -62,7 +62,7 @@ export function StepList({
     if (position >= limit) setLimit(Math.ceil((position + 1) / ROWS_PER_PAGE) * ROWS_PER_PAGE);
     requestAnimationFrame(() => {
       const row = document.getElementById(`step-${node.step.id}`);
-      row?.scrollIntoView({ block: 'center', behavior: 'smooth' });
+      row?.scrollIntoView({ block: 'center' });
       row?.querySelector<HTMLElement>('.step-title')?.focus({ preventScroll: true });
     });
   }, [selected]);

@@ -1,3 +1,4 @@
+import { useMemo } from 'preact/hooks';
 import { formatDuration } from '../format.ts';
 import { type StepNode, type StepTree, tickLabel, tickStep } from './steps.ts';
 
@@ -5,6 +6,9 @@ const LANE = 22;
 const AXIS = 22;
 /** Narrowest bar drawn, in percent of the width, so instant steps still show. */
 const MIN_WIDTH = 0.25;
+
+/** Drawing order: where narrow bars overlap, a failure is drawn last, on top, and never hidden. */
+const LAYER: Record<string, number> = { passed: 0, skipped: 1, running: 2, broken: 3, failed: 4 };
 
 const pct = (value: number) => `${Math.min(100, Math.max(0, value)).toFixed(3)}%`;
 
@@ -27,6 +31,7 @@ export function Timeline({ tree, running, onSelect }: { tree: StepTree; running:
   const counts = new Map<string, number>();
   for (const node of tree.all) counts.set(node.step.status, (counts.get(node.step.status) ?? 0) + 1);
   const summary = [...counts].map(([status, n]) => `${n} ${status}`).join(', ');
+  const drawn = useMemo(() => [...tree.all].sort((a, b) => (LAYER[a.step.status] ?? 0) - (LAYER[b.step.status] ?? 0)), [tree]);
   return (
     <figure class="timeline">
       <svg
@@ -51,7 +56,7 @@ export function Timeline({ tree, running, onSelect }: { tree: StepTree; running:
             </g>
           ))}
         </g>
-        {tree.all.map((node) => {
+        {drawn.map((node) => {
           const x = (node.startMs / tree.spanMs) * 100;
           const width = Math.max(MIN_WIDTH, ((node.endMs - node.startMs) / tree.spanMs) * 100);
           return (
