@@ -3,10 +3,16 @@ import { useMemo } from 'preact/hooks';
 import type { TextCell } from './steps.ts';
 
 // Markdown cells: no raw HTML, links made from bare URLs, links that open apart from the app and
-// tell the other site nothing. Images are off: the CSP allows only our own, and a remote one would
-// only be a broken picture and a console error.
+// tell the other site nothing. An image becomes a link to it: the CSP allows only our own images,
+// and a remote one would only be a broken picture and a console error.
 const markdown = new MarkdownIt({ html: false, linkify: true });
-markdown.disable('image');
+markdown.renderer.rules.image = (tokens, index) => {
+  const token = tokens[index];
+  const src = String(token?.attrGet('src') ?? '');
+  const alt = token?.content || src || 'image';
+  const html = markdown.utils.escapeHtml;
+  return `<a href="${html(src)}" rel="noopener noreferrer" target="_blank">${html(alt)}</a>`;
+};
 const defaultLinkOpen = markdown.renderer.rules.link_open;
 markdown.renderer.rules.link_open = (tokens, index, options, env, self) => {
   const token = tokens[index];
