@@ -37,8 +37,17 @@ function NewKeySecret({ created, onDone }: { created: Created; onDone: () => voi
   );
 }
 
-/** An expiry date (the end of that day, in the browser's zone) as the API's time, or null for none. */
-const expiryOf = (date: string) => (date ? new Date(`${date}T23:59:59`).toISOString() : null);
+/**
+ * An expiry date (the end of that day, in the browser's zone) as the API's time; without one the
+ * field is left out and the server picks its default lifetime (ATTEST_KEY_DEFAULT_DAYS).
+ */
+const expiryOf = (date: string) => (date ? { expiresAt: new Date(`${date}T23:59:59`).toISOString() } : {});
+
+/** Today in the browser's zone, as a date input's value. */
+function today(): string {
+  const now = new Date();
+  return `${now.getFullYear()}-${String(now.getMonth() + 1).padStart(2, '0')}-${String(now.getDate()).padStart(2, '0')}`;
+}
 
 function CreateKeyForm({ email, onCreated }: { email: string; onCreated: (key: Created) => void }) {
   const action = useAction();
@@ -51,7 +60,7 @@ function CreateKeyForm({ email, onCreated }: { email: string; onCreated: (key: C
       (client) =>
         client.call(v1.users.createApiKey, {
           params: { email },
-          body: { name: name.trim(), scope, expiresAt: expiryOf(expires) },
+          body: { name: name.trim(), scope, ...expiryOf(expires) },
         }),
       (key) => `Created ${key.name}.`,
     );
@@ -68,8 +77,8 @@ function CreateKeyForm({ email, onCreated }: { email: string; onCreated: (key: C
         <input name="name" required maxLength={256} value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="CI on main" />
       </label>
       <label>
-        Expires (optional)
-        <input name="expiresAt" type="date" value={expires} onInput={(e) => setExpires(e.currentTarget.value)} />
+        Expires (empty: the server's default)
+        <input name="expiresAt" type="date" min={today()} value={expires} onInput={(e) => setExpires(e.currentTarget.value)} />
       </label>
       <label>
         Scope

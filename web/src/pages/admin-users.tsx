@@ -111,16 +111,29 @@ function UserFilters({ query, path }: { query: Record<string, string>; path: str
 }
 
 /** One user, chosen from the list: their roles and their API keys. */
-function UserDetail({ email, onChanged }: { email: string; onChanged: () => void }) {
+function UserDetail({
+  email,
+  onChanged,
+  closeHref,
+  currentKeyId,
+}: {
+  email: string;
+  onChanged: () => void;
+  closeHref: string;
+  currentKeyId: string;
+}) {
   const user = useApi((client) => client.call(v1.users.getUser, { params: { email } }), [email]);
   if (user.error) return <ErrorBox error={user.error} />;
   if (user.data === undefined) return <Loading />;
   const u = user.data;
   return (
     <section class="panel" aria-labelledby="user-heading" data-testid="user-detail">
-      <h2 id="user-heading">
-        {u.name} <span class="muted">({u.email})</span>
-      </h2>
+      <div class="panel-header">
+        <h2 id="user-heading">
+          {u.name} <span class="muted">({u.email})</span>
+        </h2>
+        <a href={closeHref}>Close</a>
+      </div>
       <p class="muted">
         Created {formatTime(u.createdAt)}; {u.hasPassword ? 'can sign in to the web interface' : 'no password: API keys only'}.
       </p>
@@ -133,13 +146,13 @@ function UserDetail({ email, onChanged }: { email: string; onChanged: () => void
         }}
       />
       <h3>API keys</h3>
-      <ApiKeysPanel email={u.email} />
+      <ApiKeysPanel email={u.email} currentKeyId={currentKeyId} />
     </section>
   );
 }
 
 /** Every user (admins): filtered by e-mail and role, paged; one chosen with `?user=`. */
-function UsersSection() {
+function UsersSection({ currentKeyId }: { currentKeyId: string }) {
   const { query, path, route } = useLocation();
   const role = ROLES.includes(query.role as Role) ? (query.role as Role) : undefined;
   const users = useApi(
@@ -162,7 +175,14 @@ function UsersSection() {
           route(withQuery(path, query, { user: email }));
         }}
       />
-      {query.user ? <UserDetail email={query.user} onChanged={users.reload} /> : null}
+      {query.user ? (
+        <UserDetail
+          email={query.user}
+          onChanged={users.reload}
+          closeHref={withQuery(path, query, { user: undefined })}
+          currentKeyId={currentKeyId}
+        />
+      ) : null}
       <section class="panel" aria-labelledby="users-heading">
         <h2 id="users-heading">Users</h2>
         <UserFilters query={query} path={path} />
@@ -211,7 +231,7 @@ function UsersSection() {
 }
 
 /** The members of the projects the caller sees (managers and admins); one chosen with `?project=`. */
-function MembersSection() {
+function MembersSection({ heading }: { heading: string }) {
   const { query, path, route } = useLocation();
   const projects = useApi((client) => client.call(v1.projects.listProjects, { query: { limit: 200 } }), []);
   if (projects.error) return <ErrorBox error={projects.error} />;
@@ -220,14 +240,18 @@ function MembersSection() {
   const chosen = list.find((p) => p.id === query.project || p.key === query.project) ?? list[0];
   return (
     <section class="panel" aria-labelledby="members-heading">
-      <h2 id="members-heading">Project members</h2>
+      <h2 id="members-heading">{heading}</h2>
       {chosen === undefined ? (
         <p class="muted">No project you can manage.</p>
       ) : (
         <>
           <label>
             Project
-            <select value={chosen.id} onChange={(e) => route(withQuery(path, query, { project: e.currentTarget.value }))}>
+            <select
+              aria-label="Project"
+              value={chosen.id}
+              onChange={(e) => route(withQuery(path, query, { project: e.currentTarget.value }))}
+            >
               {list.map((project) => (
                 <option key={project.id} value={project.id}>
                   {project.key} · {project.name}
@@ -271,8 +295,8 @@ export function UsersPage() {
           <a href="/keys">API keys</a>.
         </p>
       )}
-      {role === 'admin' ? <UsersSection /> : null}
-      {atLeast(role, 'manager') ? <MembersSection /> : null}
+      {role === 'admin' ? <UsersSection currentKeyId={me.data.key.id} /> : null}
+      {atLeast(role, 'manager') ? <MembersSection heading={role === 'admin' ? 'Project members' : 'Members'} /> : null}
     </Page>
   );
 }
