@@ -98,6 +98,10 @@ function RunView({ data, refreshError }: { data: RunData; refreshError: Error | 
     }),
     [screenshots],
   );
+  // A run that went on long after its last step: the steps can fill the width instead.
+  const [fit, setFit] = useState(false);
+  const canFit = tree.stepsEndMs < tree.spanMs * 0.6;
+  const span = fit && canFit ? tree.stepsEndMs : tree.spanMs;
   const [selected, setSelected] = useState<{ id: string; seq: number } | undefined>();
   const select = (node: StepNode) => setSelected((old) => ({ id: node.step.id, seq: (old?.seq ?? 0) + 1 }));
 
@@ -176,7 +180,15 @@ function RunView({ data, refreshError }: { data: RunData; refreshError: Error | 
         <section class="panel" aria-labelledby="timeline-heading">
           <h2 id="timeline-heading">Timeline</h2>
           {tree.all.length > 0 ? (
-            <Timeline tree={tree} running={run.status === 'running'} onSelect={select} />
+            <>
+              {canFit ? (
+                <label class="inline-check timeline-fit">
+                  <input type="checkbox" checked={fit} onChange={(e) => setFit((e.currentTarget as HTMLInputElement).checked)} />
+                  Fit to the steps (they end at {formatDuration(Math.round(tree.stepsEndMs))} of {formatDuration(Math.round(tree.spanMs))})
+                </label>
+              ) : null}
+              <Timeline tree={tree} span={span} running={run.status === 'running' && !(fit && canFit)} onSelect={select} />
+            </>
           ) : (
             <p class="muted">No steps yet.</p>
           )}
@@ -191,7 +203,7 @@ function RunView({ data, refreshError }: { data: RunData; refreshError: Error | 
 
         <section class="panel" aria-labelledby="steps-heading">
           <h2 id="steps-heading">Steps</h2>
-          <StepList tree={tree} artifactsByStep={byStep} selected={selected} />
+          <StepList tree={tree} span={span} artifactsByStep={byStep} selected={selected} />
         </section>
 
         <section class="panel" aria-labelledby="evidence-heading">

@@ -19,10 +19,12 @@ type Mode = 'default' | 'all' | 'none';
  */
 export function StepList({
   tree,
+  span,
   artifactsByStep,
   selected,
 }: {
   tree: StepTree;
+  span: number;
   artifactsByStep: Map<string, ArtifactDetails[]>;
   selected: { id: string; seq: number } | undefined;
 }) {
@@ -69,7 +71,6 @@ export function StepList({
 
   if (tree.all.length === 0) return <p class="muted">No steps recorded.</p>;
   const drawn = rows.slice(0, limit);
-  const span = tree.spanMs;
   return (
     <div class="step-list">
       <div class="step-tools" role="toolbar" aria-label="Steps">

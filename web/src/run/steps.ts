@@ -32,6 +32,8 @@ export interface StepTree {
   byId: Map<string, StepNode>;
   /** The run's time span in milliseconds (at least 1). */
   spanMs: number;
+  /** Where the last step ends, in milliseconds from the start (at least 1). */
+  stepsEndMs: number;
   /** The run's start, epoch milliseconds. */
   originMs: number;
   maxDepth: number;
@@ -92,7 +94,7 @@ export function buildStepTree(run: TestRun, steps: ResultStep[], now = Date.now(
   const lastEnd = all.reduce((max, n) => Math.max(max, n.endMs), 0);
   const runEnd = finished !== undefined ? finished - originMs : run.status === 'running' ? now - originMs : 0;
   const spanMs = Math.max(1, lastEnd, runEnd);
-  return { roots, all, byId, spanMs, originMs, maxDepth };
+  return { roots, all, byId, spanMs, stepsEndMs: Math.max(1, lastEnd), originMs, maxDepth };
 }
 
 /** The steps shown, depth first, skipping the children of collapsed steps. */

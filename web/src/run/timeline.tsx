@@ -22,12 +22,23 @@ export function stepTooltip(node: StepNode): string {
  * The run at a glance: one lane per nesting depth, every step a bar from its start to its end,
  * coloured by status, its title written in it where it fits. A click shows the step in the tree.
  */
-export function Timeline({ tree, running, onSelect }: { tree: StepTree; running: boolean; onSelect: (node: StepNode) => void }) {
+export function Timeline({
+  tree,
+  span,
+  running,
+  onSelect,
+}: {
+  tree: StepTree;
+  /** The time the width stands for: the whole run, or up to the last step's end. */
+  span: number;
+  running: boolean;
+  onSelect: (node: StepNode) => void;
+}) {
   const lanes = tree.maxDepth + 1;
   const height = AXIS + lanes * LANE + 4;
-  const step = tickStep(tree.spanMs);
+  const step = tickStep(span);
   const ticks: number[] = [];
-  for (let t = 0; t <= tree.spanMs; t += step) ticks.push(t);
+  for (let t = 0; t <= span; t += step) ticks.push(t);
   const counts = new Map<string, number>();
   for (const node of tree.all) counts.set(node.step.status, (counts.get(node.step.status) ?? 0) + 1);
   const summary = [...counts].map(([status, n]) => `${n} ${status}`).join(', ');
@@ -39,17 +50,17 @@ export function Timeline({ tree, running, onSelect }: { tree: StepTree; running:
         width="100%"
         height={height}
         role="img"
-        aria-label={`Timeline of ${tree.all.length} steps over ${formatDuration(tree.spanMs)}: ${summary}`}
+        aria-label={`Timeline of ${tree.all.length} steps over ${formatDuration(Math.round(span))}: ${summary}`}
       >
         <g class="timeline-axis">
           {ticks.map((t) => (
             <g key={t}>
-              <line x1={pct((t / tree.spanMs) * 100)} x2={pct((t / tree.spanMs) * 100)} y1={AXIS - 4} y2={height} class="timeline-grid" />
+              <line x1={pct((t / span) * 100)} x2={pct((t / span) * 100)} y1={AXIS - 4} y2={height} class="timeline-grid" />
               <text
-                x={pct((t / tree.spanMs) * 100)}
+                x={pct((t / span) * 100)}
                 y={12}
                 class="timeline-tick"
-                text-anchor={t === 0 ? 'start' : t / tree.spanMs > 0.95 ? 'end' : 'middle'}
+                text-anchor={t === 0 ? 'start' : t / span > 0.95 ? 'end' : 'middle'}
               >
                 {tickLabel(t)}
               </text>
@@ -57,8 +68,9 @@ export function Timeline({ tree, running, onSelect }: { tree: StepTree; running:
           ))}
         </g>
         {drawn.map((node) => {
-          const x = (node.startMs / tree.spanMs) * 100;
-          const width = Math.max(MIN_WIDTH, ((node.endMs - node.startMs) / tree.spanMs) * 100);
+          // A step at the very end (or past a fitted width) still shows, at the right edge.
+          const x = Math.min(100 - MIN_WIDTH, (node.startMs / span) * 100);
+          const width = Math.max(MIN_WIDTH, ((node.endMs - node.startMs) / span) * 100);
           return (
             // biome-ignore lint/a11y/useKeyWithClickEvents: a shortcut for the eye; the step list below is the keyboard's way to every step
             <svg
