@@ -161,7 +161,11 @@ export class AttestClient {
       const body = new FormData();
       body.append('metadata', JSON.stringify(metadata));
       for (const file of files) {
-        body.append(file.field ?? 'file', new Blob([file.bytes as Uint8Array<ArrayBuffer>], { type: file.type ?? 'application/octet-stream' }), file.name);
+        body.append(
+          file.field ?? 'file',
+          new Blob([file.bytes as Uint8Array<ArrayBuffer>], { type: file.type ?? 'application/octet-stream' }),
+          file.name,
+        );
       }
       return body;
     };

@@ -7,6 +7,7 @@ import { OPENAPI_FILE, openApiFileText } from '../../scripts/generate-openapi.ts
 import { ROLES } from '../../src/api/endpoint.ts';
 import { v1Endpoints } from '../../src/api/v1/index.ts';
 import { loadConfig } from '../../src/server/config.ts';
+import { WEB_PATHS } from '../../src/server/plugins/web.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { type JsonSchema, operationsOf, schemaNodes } from '../helpers/schema-samples.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -16,6 +17,12 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 /** Routes outside the version root; anything else the server routes must be in the document. */
 const UNVERSIONED_ROUTES = ['GET /api', 'GET /health', 'GET /docs/api'];
+/**
+ * The web interface's pages and assets (UI-1), as the router prints them: its radix tree merges the
+ * page patterns' common prefixes (`/projects` and `/projects/*` print as `/projects*`), so they are
+ * matched by shape here and proven one by one with hasRoute.
+ */
+const WEB_ROUTE = /^(GET|HEAD) \/(|\*|login|devices|keys|(projects|admin|runs|jobs|tests|assets)[^ ]*)$/;
 
 /**
  * The router's table, read from `printRoutes`: one line per node, indented four columns per
@@ -281,8 +288,9 @@ for (const dialect of DIALECTS) {
       const versioned = new Set([...routed].filter((r) => r.split(' ')[1]?.startsWith('/api/v1/')));
       assert.deepEqual([...versioned].filter((r) => !documented.has(r)).sort(), [], 'routed but not documented');
       assert.deepEqual([...documented].filter((r) => !versioned.has(r)).sort(), [], 'documented but not routed');
-      const others = [...routed].filter((r) => !versioned.has(r)).sort();
+      const others = [...routed].filter((r) => !versioned.has(r) && !WEB_ROUTE.test(r)).sort();
       assert.deepEqual(others, [...UNVERSIONED_ROUTES].sort(), 'routes outside /api/v1 (no debug or introspection routes)');
+      for (const path of [...WEB_PATHS, '/assets/*']) assert.ok(server.app.hasRoute({ method: 'GET', url: path }), `hasRoute GET ${path}`);
       for (const route of documented) {
         const [method, url] = route.split(' ') as [string, string];
         assert.ok(server.app.hasRoute({ method: method as 'GET', url }), `hasRoute ${route}`);

@@ -37,7 +37,10 @@ describe('the web interface, as served', () => {
   test('assets are served as immutable files by their hashed names; an unknown one is a 404', async () => {
     const html = (await rawRequest(`${server.url}/`)).text;
     const assets = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1] as string);
-    assert.ok(assets.some((a) => a.endsWith('.js')), html);
+    assert.ok(
+      assets.some((a) => a.endsWith('.js')),
+      html,
+    );
     for (const asset of assets) {
       const answer = await rawRequest(`${server.url}${asset}`);
       assert.equal(answer.status, 200, asset);

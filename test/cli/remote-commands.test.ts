@@ -55,6 +55,20 @@ describe('attest login, keys, runs and projects (sqlite)', () => {
     assert.match(runs.stdout, /completed\s+passed\s+\S+\s+Smoke/);
   });
 
+  test('password sets the web sign-in password from stdin, and the login exchange then accepts it', async () => {
+    const env = { ATTEST_CONFIG_DIR: configDir(), ATTEST_URL: server.url, ATTEST_API_KEY: server.admin.key };
+    const set = await attestWithInput(['password'], env, 'a long enough web password\n');
+    assert.equal(set.code, 0, set.stderr);
+    assert.match(set.stdout, new RegExp(`password set for admin@example\\.test: sign in at ${server.url}/login`));
+    const session = await server
+      .client()
+      .call(v1.meta.login, { body: { email: 'admin@example.test', password: 'a long enough web password' } });
+    assert.ok(session.key);
+    const empty = await attestWithInput(['password'], env, '');
+    assert.notEqual(empty.code, 0);
+    assert.match(empty.stderr, /no password on stdin/);
+  });
+
   test('a wrong key is refused at login and nothing is stored', async () => {
     const dir = configDir();
     const wrong = await attest(['login', '--url', server.url, '--key', 'atk_wrong'], { ATTEST_CONFIG_DIR: dir });

@@ -235,9 +235,34 @@ function projectsCommand(program: Command): void {
     );
 }
 
+/**
+ * `attest password`: sets the password the web interface signs in with (yours, or with --user
+ * another user's, as an admin), read from stdin so it never sits in a shell history.
+ */
+function passwordCommand(program: Command): void {
+  remoteOptions(
+    program
+      .command('password')
+      .description('set the password you (or, as an admin, --user) sign in to the web interface with; read from stdin')
+      .option('--user <e-mail>', "another user's password (admins)"),
+  ).action(async (options: RemoteOptions & { user?: string }) => {
+    const client = remoteClient(options);
+    try {
+      const email = options.user ?? (await client.call(v1.meta.getMe)).email;
+      const password = await readStdin();
+      if (password === '') throw new CliError('no password on stdin: echo "…" | attest password, or type it and end with Ctrl-D');
+      await client.call(v1.users.setUserPassword, { params: { email }, body: { password } });
+      process.stdout.write(`password set for ${email}: sign in at ${client.url('').replace(/\/api\/v\d+$/, '')}/login\n`);
+    } catch (error) {
+      explain(error);
+    }
+  });
+}
+
 /** The commands that talk to a running instance over its API, as any client does. */
 export function remoteCommands(program: Command): void {
   loginCommand(program);
+  passwordCommand(program);
   keysCommand(program);
   runsCommand(program);
   projectsCommand(program);

@@ -44,7 +44,7 @@ function RunFilters({ query, path }: { query: Record<string, string>; path: stri
   const text = (name: (typeof RUN_FILTERS)[number], label: string, type = 'text') => (
     <label>
       {label}
-      <input name={name} type={type} value={query[name] ?? ''} />
+      <input name={name} type={type as 'text'} value={query[name] ?? ''} />
     </label>
   );
   return (
