@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { IdempotencyKey, LABEL_MAX, NAME_MAX, Name, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
+import { IdempotencyKey, LABEL_MAX, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { DeviceId } from './devices.ts';
 import { RunLabel, RunLabels } from './runs.ts';
@@ -127,4 +127,18 @@ export const cancelJob = endpoint({
   access: { scope: 'project', role: 'tester' },
   params: JobParams,
   responses: { 200: Job },
+});
+
+export const deleteJob = endpoint({
+  operationId: 'deleteJob',
+  method: 'DELETE',
+  path: '/testmgmt/jobs/{jobId}',
+  summary: 'Delete a job with all its runs (manager).',
+  description:
+    'The job and every run in it, with what they hold, go in one transaction; audited as `job.delete`. A job already ' +
+    'deleted, or never there, answers 404.',
+  tag: 'Jobs',
+  access: { scope: 'project', role: 'manager' },
+  params: JobParams,
+  responses: { 204: NoContent },
 });

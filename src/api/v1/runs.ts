@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { ClientKey, IdempotencyKey, NAME_MAX, Name, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
+import { ClientKey, IdempotencyKey, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { DeviceId } from './devices.ts';
 import { ResultItems } from './results.ts';
@@ -150,4 +150,19 @@ export const updateRun = endpoint({
     { additionalProperties: false },
   ),
   responses: { 200: TestRun },
+});
+
+export const deleteRun = endpoint({
+  operationId: 'deleteRun',
+  method: 'DELETE',
+  path: '/testmgmt/testruns/{testRunId}',
+  summary: 'Delete a run with its steps, cells and artifacts (manager).',
+  description:
+    'Everything the run holds goes in one transaction, and the deletion is audited (`run.delete`). The bytes of its ' +
+    'screenshots and files are freed by blob garbage collection once no other artifact shares them. A run already ' +
+    'deleted, or never there, answers 404: a repeated delete changes nothing.',
+  tag: 'Runs',
+  access: { scope: 'project', role: 'manager' },
+  params: RunParams,
+  responses: { 204: NoContent },
 });

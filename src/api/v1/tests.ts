@@ -1,5 +1,18 @@
 import { Type } from 'typebox';
-import { Description, LABEL_MAX, LABELS_MAX, NAME_MAX, Name, Nullable, Page, PageQuery, TEXT_MAX, Timestamp, Uuid } from '../common.ts';
+import {
+  Description,
+  LABEL_MAX,
+  LABELS_MAX,
+  NAME_MAX,
+  Name,
+  NoContent,
+  Nullable,
+  Page,
+  PageQuery,
+  TEXT_MAX,
+  Timestamp,
+  Uuid,
+} from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { DeviceId } from './devices.ts';
 import { RunStatus, Verdict } from './run-states.ts';
@@ -174,4 +187,23 @@ export const getTestHistory = endpoint({
   params: Type.Object({ testId: Uuid }, { additionalProperties: false }),
   querystring: Type.Object({ limit: PageQuery.limit }, { additionalProperties: false }),
   responses: { 200: TestHistory },
+});
+
+export const deleteTest = endpoint({
+  operationId: 'deleteTest',
+  method: 'DELETE',
+  path: '/testmgmt/tests/{testId}',
+  summary: 'Delete a test definition (manager); with cascade=true, its runs too.',
+  description:
+    'While runs of the test exist the answer is 409 `STATE_CONFLICT`, saying how many, unless `cascade=true` asks ' +
+    "for them (the test's history) to be deleted with it. Audited as `test.delete`. A test already deleted, or never " +
+    'there, answers 404.',
+  tag: 'Tests',
+  access: { scope: 'project', role: 'manager' },
+  params: Type.Object({ testId: Uuid }, { additionalProperties: false }),
+  querystring: Type.Object(
+    { cascade: Type.Optional(Type.Boolean({ description: "Delete the test's runs with it." })) },
+    { additionalProperties: false },
+  ),
+  responses: { 204: NoContent },
 });

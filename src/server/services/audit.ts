@@ -14,7 +14,10 @@ export type AuditAction =
   | 'apikey.revoke'
   | 'project.delete'
   | 'project.member.add'
-  | 'project.member.remove';
+  | 'project.member.remove'
+  | 'run.delete'
+  | 'job.delete'
+  | 'test.delete';
 
 /** Appends an audit entry inside the caller's transaction, so the change and its record commit together. */
 export async function audit(

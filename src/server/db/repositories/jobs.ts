@@ -36,3 +36,9 @@ export async function listJobs(executor: Executor, projectId: string, page: Page
 export async function findJobByIdempotencyKey(executor: Executor, projectId: string, key: string): Promise<JobsTable | undefined> {
   return executor.selectFrom('jobs').selectAll().where('project_id', '=', projectId).where('idempotency_key', '=', key).executeTakeFirst();
 }
+
+/** Deletes a job row (its runs are deleted first by the caller). False when there was none. */
+export async function deleteJobRow(executor: Executor, jobId: string): Promise<boolean> {
+  const result = await executor.deleteFrom('jobs').where('id', '=', jobId).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}

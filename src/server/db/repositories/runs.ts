@@ -191,3 +191,25 @@ export async function decisiveVerdictBefore(
     .executeTakeFirst();
   return row?.verdict === 'passed' || row?.verdict === 'failed' ? row.verdict : undefined;
 }
+
+/** Deletes a run; its steps, cells, result receipts and artifacts go with it (foreign keys cascade). False when there was none. */
+export async function deleteRunRow(executor: Executor, runId: string): Promise<boolean> {
+  const result = await executor.deleteFrom('test_runs').where('id', '=', runId).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/** Deletes every run of a job or of a test, with what they hold; answers how many. */
+export async function deleteRunsWhere(executor: Executor, column: 'job_id' | 'test_id', id: string): Promise<number> {
+  const result = await executor.deleteFrom('test_runs').where(column, '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** How many runs a test has. */
+export async function countRunsOfTest(executor: Executor, testId: string): Promise<number> {
+  const row = await executor
+    .selectFrom('test_runs')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .where('test_id', '=', testId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

@@ -74,3 +74,9 @@ export async function insertTestsByFullName(executor: Executor, tests: readonly 
       .execute();
   }
 }
+
+/** Deletes a test definition. False when there was none. */
+export async function deleteTestRow(executor: Executor, testId: string): Promise<boolean> {
+  const result = await executor.deleteFrom('tests').where('id', '=', testId).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}

@@ -1,6 +1,7 @@
 import * as api from '../../../api/v1/jobs.ts';
 import type { AppContext } from '../../context.ts';
 import { presentJob } from '../../presenters/jobs.ts';
+import { deleteJob } from '../../services/deletions.ts';
 import { cancelJob, createJob, getJob, listJobs } from '../../services/jobs.ts';
 import { jobOwner, namedProject } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
@@ -27,6 +28,14 @@ export function jobRoutes(ctx: AppContext) {
     route(api.getJob, {
       owner: (request) => jobOwner(ctx, request),
       handler: async (request) => presentJob(await getJob(ctx, request.params.jobId)),
+    }),
+
+    route(api.deleteJob, {
+      owner: (request) => jobOwner(ctx, request),
+      handler: async (request, reply) => {
+        await deleteJob(ctx, request.params.jobId, { userId: request.principal.user.id, requestId: request.id });
+        return reply.code(204).send();
+      },
     }),
 
     route(api.cancelJob, {

@@ -1,6 +1,7 @@
 import * as api from '../../../api/v1/runs.ts';
 import type { AppContext } from '../../context.ts';
 import { presentRun } from '../../presenters/runs.ts';
+import { deleteRun } from '../../services/deletions.ts';
 import { changeRunStatus, createRun, getRun, listRuns } from '../../services/runs.ts';
 import { namedProject, runOwner } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
@@ -28,6 +29,14 @@ export function runRoutes(ctx: AppContext) {
     route(api.getRun, {
       owner: (request) => runOwner(ctx, request),
       handler: async (request) => presentRun(await getRun(ctx, request.params.testRunId)),
+    }),
+
+    route(api.deleteRun, {
+      owner: (request) => runOwner(ctx, request),
+      handler: async (request, reply) => {
+        await deleteRun(ctx, request.params.testRunId, { userId: request.principal.user.id, requestId: request.id });
+        return reply.code(204).send();
+      },
     }),
 
     route(api.updateRun, {

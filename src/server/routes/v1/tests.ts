@@ -3,6 +3,7 @@ import * as api from '../../../api/v1/tests.ts';
 import type { AppContext } from '../../context.ts';
 import { AppError, invalid } from '../../errors.ts';
 import { presentTest, presentTestHistory } from '../../presenters/tests.ts';
+import { deleteTest } from '../../services/deletions.ts';
 import { createTest, getTest, getTestHistory, listTests, testFromGherkin, testFromJsonBody } from '../../services/tests.ts';
 import { namedProject, testOwner } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
@@ -49,6 +50,15 @@ export function testRoutes(ctx: AppContext) {
     route(api.getTest, {
       owner: (request) => testOwner(ctx, request),
       handler: async (request) => presentTest(await getTest(ctx, request.params.testId)),
+    }),
+
+    route(api.deleteTest, {
+      owner: (request) => testOwner(ctx, request),
+      handler: async (request, reply) => {
+        const actor = { userId: request.principal.user.id, requestId: request.id };
+        await deleteTest(ctx, request.params.testId, { cascade: request.query.cascade === true }, actor);
+        return reply.code(204).send();
+      },
     }),
 
     route(api.getTestHistory, {

@@ -1,0 +1,81 @@
+import type { AppContext } from '../context.ts';
+import { deleteJobRow, findJob } from '../db/repositories/jobs.ts';
+import { countRunsOfTest, deleteRunRow, deleteRunsWhere, findRun } from '../db/repositories/runs.ts';
+import { deleteTestRow, findTest } from '../db/repositories/tests.ts';
+import { inTransaction } from '../db/repositories/transaction.ts';
+import { AppError, found } from '../errors.ts';
+import { audit } from './audit.ts';
+import type { Actor } from './users.ts';
+
+// Deleting runs, jobs and tests (RET-1): one transaction each, audited. Rows that hang off a run
+// (steps, cells, result receipts, artifacts and their image links) go by cascade; the blobs they
+// referenced stay until garbage collection finds them unreferenced (DUR-8), so a delete never
+// races an upload of the same bytes. A second delete finds nothing: 404.
+
+/** Deletes a run and everything it holds. */
+export async function deleteRun(ctx: AppContext, runId: string, actor: Actor): Promise<void> {
+  await inTransaction(ctx.db, async (trx) => {
+    const run = found(await findRun(trx, runId), 'The test run');
+    await deleteRunRow(trx, run.id);
+    await audit(ctx, trx, {
+      actorUserId: actor.userId,
+      action: 'run.delete',
+      targetType: 'run',
+      targetId: run.id,
+      details: { projectId: run.project_id, name: run.name, status: run.status, verdict: run.verdict },
+      requestId: actor.requestId,
+    });
+  });
+  // A completed run's results may be kept ready to send: not any more.
+  ctx.frozenResults.invalidate();
+}
+
+/** Deletes a job with all its runs. Answers how many runs went. */
+export async function deleteJob(ctx: AppContext, jobId: string, actor: Actor): Promise<{ runs: number }> {
+  const runs = await inTransaction(ctx.db, async (trx) => {
+    const job = found(await findJob(trx, jobId), 'The job');
+    const deleted = await deleteRunsWhere(trx, 'job_id', job.id);
+    await deleteJobRow(trx, job.id);
+    await audit(ctx, trx, {
+      actorUserId: actor.userId,
+      action: 'job.delete',
+      targetType: 'job',
+      targetId: job.id,
+      details: { projectId: job.project_id, name: job.name, runs: deleted },
+      requestId: actor.requestId,
+    });
+    return deleted;
+  });
+  ctx.frozenResults.invalidate();
+  return { runs };
+}
+
+/**
+ * Deletes a test definition. While runs reference it the answer is 409, unless `cascade` asks for
+ * its runs (its history) to go too.
+ */
+export async function deleteTest(ctx: AppContext, testId: string, options: { cascade: boolean }, actor: Actor): Promise<{ runs: number }> {
+  const runs = await inTransaction(ctx.db, async (trx) => {
+    const test = found(await findTest(trx, testId), 'The test');
+    const referencing = await countRunsOfTest(trx, test.id);
+    if (referencing > 0 && !options.cascade) {
+      throw new AppError(
+        'STATE_CONFLICT',
+        `${referencing} run${referencing === 1 ? '' : 's'} of this test exist; delete them first, or pass cascade=true to delete them with it.`,
+      );
+    }
+    const deleted = referencing > 0 ? await deleteRunsWhere(trx, 'test_id', test.id) : 0;
+    await deleteTestRow(trx, test.id);
+    await audit(ctx, trx, {
+      actorUserId: actor.userId,
+      action: 'test.delete',
+      targetType: 'test',
+      targetId: test.id,
+      details: { projectId: test.project_id, name: test.name, runs: deleted },
+      requestId: actor.requestId,
+    });
+    return deleted;
+  });
+  if (runs > 0) ctx.frozenResults.invalidate();
+  return { runs };
+}
