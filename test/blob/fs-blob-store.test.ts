@@ -170,4 +170,87 @@ describe('FsBlobStore on disk', () => {
     assert.deepEqual(tmpFiles(), []);
     assert.deepEqual(await store.recover(), { removedTempFiles: 0 });
   });
+
+  /** Two contents whose digests share their first two bytes, so both land in one blobs/aa/bb. */
+  function samePrefixPair(): [string, string] {
+    const byPrefix = new Map<string, string>();
+    for (let i = 0; ; i++) {
+      const text = `shard ${i}`;
+      const prefix = sha256(Buffer.from(text)).slice(0, 4);
+      const other = byPrefix.get(prefix);
+      if (other !== undefined) return [other, text];
+      byPrefix.set(prefix, text);
+    }
+  }
+
+  test('a deletion removes the shard folders it empties, and only those (RET-3)', async () => {
+    const store = await ready();
+    const [a, b] = samePrefixPair();
+    const first = await store.put(chunks(a));
+    const second = await store.put(chunks(b));
+    first.release();
+    second.release();
+    const bb = path.dirname(store.blobPath(first.sha256));
+    assert.equal(await store.delete(first.sha256), true);
+    assert.ok(fs.existsSync(bb), 'the folder still holds the other blob');
+    assert.equal(await store.delete(second.sha256), true);
+    assert.ok(!fs.existsSync(bb) && !fs.existsSync(path.dirname(bb)), 'blobs/aa/bb and blobs/aa went');
+    assert.deepEqual(fs.readdirSync(path.join(root, 'blobs')), []);
+  });
+
+  test('an upload into a shard folder a deletion removed makes it again, durably (DUR-6)', async () => {
+    const calls: string[] = [];
+    const opened = new Map<number, string>();
+    const recording: BlobFs = {
+      ...nodeBlobFs,
+      open: async (file, flags, mode) => {
+        const fd = await nodeBlobFs.open(file, flags, mode);
+        opened.set(fd, path.relative(root, file));
+        return fd;
+      },
+      fsync: async (fd) => {
+        calls.push(`fsync ${opened.get(fd)}`);
+        await nodeBlobFs.fsync(fd);
+      },
+    };
+    const store = await ready({ fs: recording });
+    const bytes = 'comes and goes';
+    const stored = await store.put(chunks(bytes));
+    stored.release();
+    await store.delete(stored.sha256);
+    calls.length = 0;
+    const again = await store.put(chunks(bytes));
+    again.release();
+    const bb = path.join('blobs', again.sha256.slice(0, 2), again.sha256.slice(2, 4));
+    assert.deepEqual(
+      calls.map((c) => c.replace(/[0-9a-f-]{36}\.part$/, '<uuid>.part')),
+      ['fsync tmp/<uuid>.part', `fsync ${bb}`, `fsync ${path.dirname(bb)}`, 'fsync blobs'],
+      'the recreated folders are made durable again',
+    );
+    assert.equal(fs.readFileSync(store.blobPath(again.sha256), 'utf8'), bytes);
+  });
+
+  test('a shard folder removed between its mkdir and the rename is made again and the rename retried once', async () => {
+    let vanish = 0;
+    const racing: BlobFs = {
+      ...nodeBlobFs,
+      rename: async (from, to) => {
+        // Garbage collection emptied and removed the folder just now (it was empty: the mkdir made it).
+        if (vanish-- > 0) {
+          await fs.promises.rmdir(path.dirname(to));
+          await fs.promises.rmdir(path.dirname(path.dirname(to)));
+        }
+        await nodeBlobFs.rename(from, to);
+      },
+    };
+    const store = await ready({ fs: racing });
+    vanish = 1;
+    const stored = await store.put(chunks('raced'));
+    assert.equal(fs.readFileSync(store.blobPath(stored.sha256), 'utf8'), 'raced');
+    assert.deepEqual(tmpFiles(), []);
+    // Twice in a row: one retry only, then a clean failure, nothing left behind.
+    vanish = 2;
+    await assert.rejects(store.put(chunks('raced twice')), (error) => error instanceof BlobStorageError && error.reason === 'io');
+    assert.deepEqual(tmpFiles(), []);
+  });
 });

@@ -30,6 +30,8 @@ export interface BlobFs {
   unlink(file: string): Promise<void>;
   /** Creates one directory level; rejects with EEXIST when it is already there. */
   mkdir(dir: string): Promise<void>;
+  /** Removes an empty directory; rejects (ENOTEMPTY, EEXIST) when it holds anything, so it never removes a blob. */
+  rmdir(dir: string): Promise<void>;
   stat(file: string): Promise<fs.Stats>;
   readdir(dir: string): Promise<string[]>;
   utimes(file: string, atime: Date, mtime: Date): Promise<void>;
@@ -50,6 +52,7 @@ export const nodeBlobFs: BlobFs = {
   mkdir: async (dir) => {
     await fs.promises.mkdir(dir);
   },
+  rmdir: (dir) => fs.promises.rmdir(dir),
   stat: (file) => fs.promises.stat(file),
   readdir: (dir) => fs.promises.readdir(dir),
   utimes: (file, atime, mtime) => fs.promises.utimes(file, atime, mtime),
@@ -133,7 +136,6 @@ export class FsBlobStore implements BlobStore {
       const sha256 = hash.digest('hex');
       release = await this.holds.hold(sha256);
       const target = this.blobPath(sha256);
-      await this.ensureParentDirs(target);
       const existing = await this.statOrUndefined(target);
       if (existing?.size === size) {
         // Dedupe: the bytes are already stored. Touch the blob so garbage collection's grace
@@ -145,7 +147,7 @@ export class FsBlobStore implements BlobStore {
         return { sha256, size, created: false, release };
       }
       // Absent, or a damaged copy of a different length: the rename replaces it atomically.
-      await this.io('rename', () => this.fs.rename(tempFile, target));
+      await this.renameIntoShard(tempFile, target);
       this.onDurabilityStep('after-rename');
       await this.makeEntryDurable(target);
       this.onDurabilityStep('after-dir-fsync');
@@ -174,11 +176,12 @@ export class FsBlobStore implements BlobStore {
     return this.holds.delete(sha256, stillGarbage, async () => {
       try {
         await this.fs.unlink(file);
-        return true;
       } catch (error) {
         if (errnoOf(error) === 'ENOENT') return false;
         throw storageError('unlink', error);
       }
+      await this.removeEmptyShard(path.dirname(file));
+      return true;
     });
   }
 
@@ -237,18 +240,64 @@ export class FsBlobStore implements BlobStore {
   }
 
   /**
-   * Creates `blobs/aa` and `blobs/aa/bb` when missing. A directory this process has made durable
-   * exists (nothing removes blob directories), so it costs no mkdir calls again.
+   * Creates `blobs/aa` and `blobs/aa/bb` when missing. A folder this process has made durable
+   * costs no mkdir calls unless `force`d. Garbage collection removes shard folders it empties
+   * (removeEmptyShard, which drops their mark), so one may vanish at any moment between uploads:
+   * a folder made here loses its "durable" mark, so makeEntryDurable fsyncs its parent again
+   * (DUR-6), and a parent removed between the two mkdirs (ENOENT) is made once more.
    */
-  private async ensureParentDirs(target: string): Promise<void> {
+  private async ensureParentDirs(target: string, force = false): Promise<void> {
     const second = path.dirname(target);
-    if (this.durableDirs.has(second)) return;
-    for (const dir of [path.dirname(second), second]) {
+    if (!force && this.durableDirs.has(second)) return;
+    if (force) for (const dir of [second, path.dirname(second)]) this.durableDirs.delete(dir);
+    for (let attempt = 0; ; attempt++) {
       try {
-        await this.fs.mkdir(dir);
+        for (const dir of [path.dirname(second), second]) {
+          try {
+            await this.fs.mkdir(dir);
+            this.durableDirs.delete(dir);
+          } catch (error) {
+            if (errnoOf(error) !== 'EEXIST') throw error;
+          }
+        }
+        return;
       } catch (error) {
-        if (errnoOf(error) !== 'EEXIST') throw storageError('mkdir', error);
+        if (errnoOf(error) !== 'ENOENT' || attempt > 0) throw storageError('mkdir', error);
       }
+    }
+  }
+
+  /**
+   * Renames the finished temp file into its shard folder, made right before. Garbage collection
+   * may remove an empty shard folder between that mkdir and the rename (ENOENT): the folder is
+   * made again and the rename retried once. The folder cannot vanish after the rename, since
+   * rmdir fails on a folder that holds a blob.
+   */
+  private async renameIntoShard(tempFile: string, target: string): Promise<void> {
+    await this.ensureParentDirs(target);
+    try {
+      await this.fs.rename(tempFile, target);
+    } catch (error) {
+      if (errnoOf(error) !== 'ENOENT') throw storageError('rename', error);
+      await this.ensureParentDirs(target, true);
+      await this.io('rename', () => this.fs.rename(tempFile, target));
+    }
+  }
+
+  /**
+   * After a deletion: removes the blob's shard folder `aa/bb` and then `aa` if they are now empty.
+   * rmdir fails on a folder that is not empty, so a blob an upload renamed in meanwhile keeps its
+   * folder; an upload that finds its folder gone makes it again (renameIntoShard). The removal
+   * need not be durable: after a crash an empty folder costs one block, nothing more.
+   */
+  private async removeEmptyShard(second: string): Promise<void> {
+    for (const dir of [second, path.dirname(second)]) {
+      try {
+        await this.fs.rmdir(dir);
+      } catch {
+        return; // Not empty (or already gone): the folder stays, and so does its parent.
+      }
+      this.durableDirs.delete(dir);
     }
   }
 
