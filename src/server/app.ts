@@ -88,6 +88,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
 
   const database = await createDatabase(config, {
     onConnectionLost: (error) => app.log.warn({ err: error }, 'a PostgreSQL connection broke while idle; the pool opens a new one'),
+    log: app.log,
   }).catch((error: unknown) => {
     app.log.fatal({ err: error }, 'cannot open the database');
     throw error;

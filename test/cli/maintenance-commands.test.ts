@@ -94,6 +94,7 @@ describe('attest maintenance commands refuse what they cannot do, and say what t
       'deletedBytes',
       'dryRun',
       'keptFresh',
+      'reclaimed',
       'referenced',
       'scanned',
       'unusedImages',

@@ -15,7 +15,7 @@ export function gcCommand(program: Command): void {
       const { database, blobs } = await openInstance('or leave it to the server, which collects garbage every hour');
       try {
         const gc = await collectGarbage(
-          { db: database.db, blobs, clock: () => new Date() },
+          { db: database.db, blobs, clock: () => new Date(), database },
           { graceMs: options.graceMinutes * 60_000, dryRun: options.dryRun },
         );
         await database.durable();
@@ -23,7 +23,8 @@ export function gcCommand(program: Command): void {
           options.json,
           gc,
           `${gc.dryRun ? 'would delete' : 'deleted'} ${gc.deleted} blobs (${(gc.deletedBytes / MiB).toFixed(1)} MiB); ` +
-            `scanned ${gc.scanned}, referenced ${gc.referenced}, kept (younger than the grace period) ${gc.keptFresh}`,
+            `scanned ${gc.scanned}, referenced ${gc.referenced}, kept (younger than the grace period) ${gc.keptFresh}` +
+            (gc.reclaimed ? `; the database gave back ${(gc.reclaimed.freedBytes / MiB).toFixed(1)} MiB` : ''),
         );
       } finally {
         await database.close();

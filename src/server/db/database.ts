@@ -9,6 +9,7 @@ import * as idempotency from './migrations/2026-11-22-0002-idempotency.ts';
 import * as imports from './migrations/2026-11-25-0003-imports.ts';
 import * as testHistory from './migrations/2026-11-25-0004-test-history.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
+import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
 import type { Database, DB, Dialect } from './types.ts';
 import { fsyncDirectory, type SyncCounters, WalSync } from './wal-sync.ts';
 
@@ -44,6 +45,12 @@ export interface DatabaseHandle {
   ping(): Promise<void>;
   /** The full check behind `attest verify`: problems found (empty when sound). */
   integrityProblems(): Promise<string[]>;
+  /**
+   * Hands space freed by deletions back to the filesystem (RET-3): on SQLite an incremental vacuum
+   * and a truncating WAL checkpoint (sqlite-space.ts); on PostgreSQL nothing (autovacuum reuses the
+   * space; only VACUUM FULL or pg_repack returns it, docs/storage.md).
+   */
+  reclaimSpace(): Promise<ReclaimReport>;
   close(): Promise<void>;
 }
 
@@ -102,7 +109,7 @@ export function lockDataDir(dataDir: string): SQLite.Database {
   return lock;
 }
 
-function openSqlite(config: Config): { sqlite: SQLite.Database; lock: SQLite.Database } {
+function openSqlite(config: Config, log: SpaceLog): { sqlite: SQLite.Database; lock: SQLite.Database } {
   fs.mkdirSync(config.dataDir, { recursive: true });
   if (!config.allowNetworkFs) {
     let mountinfo = '';
@@ -121,19 +128,36 @@ function openSqlite(config: Config): { sqlite: SQLite.Database; lock: SQLite.Dat
   }
   const lock = lockDataDir(config.dataDir);
   const sqlite = new SQLite(path.join(config.dataDir, 'attest.db'));
-  sqlite.pragma('journal_mode = WAL');
-  // NORMAL in both settings: a commit does not sync the WAL on the event loop. With FULL, the
-  // handle's durable() syncs it, shared by concurrent commits, before anything is acknowledged (DUR-14).
-  sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma('foreign_keys = ON');
-  sqlite.pragma('busy_timeout = 5000');
-  const expected = { journal_mode: 'wal', synchronous: 1, foreign_keys: 1 };
-  for (const [pragma, value] of Object.entries(expected)) {
-    const actual = sqlite.pragma(pragma, { simple: true });
-    if (actual !== value) throw new StartupError(`SQLite refused PRAGMA ${pragma}=${value} (it reports ${actual})`);
+  try {
+    // Before journal_mode, which writes the first page of a new file: auto_vacuum only takes on a
+    // database without tables (an old NONE one is converted there, once; RET-3).
+    const convert = !sqlite.pragma('auto_vacuum', { simple: true }) && hasTables(sqlite);
+    if (!convert) enableIncrementalVacuum(sqlite, config.dataDir, log);
+    sqlite.pragma('journal_mode = WAL');
+    // NORMAL in both settings: a commit does not sync the WAL on the event loop. With FULL, the
+    // handle's durable() syncs it, shared by concurrent commits, before anything is acknowledged (DUR-14).
+    sqlite.pragma('synchronous = NORMAL');
+    sqlite.pragma('foreign_keys = ON');
+    sqlite.pragma('busy_timeout = 5000');
+    const expected = { journal_mode: 'wal', synchronous: 1, foreign_keys: 1 };
+    for (const [pragma, value] of Object.entries(expected)) {
+      const actual = sqlite.pragma(pragma, { simple: true });
+      if (actual !== value) throw new StartupError(`SQLite refused PRAGMA ${pragma}=${value} (it reports ${actual})`);
+    }
+    if (convert) enableIncrementalVacuum(sqlite, config.dataDir, log);
+  } catch (error) {
+    sqlite.close();
+    lock.close();
+    throw error;
   }
   return { sqlite, lock };
 }
+
+function hasTables(sqlite: SQLite.Database): boolean {
+  return sqlite.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").get() !== undefined;
+}
+
+const silentLog: SpaceLog = { info() {}, warn() {} };
 
 /** Parses int8 (counts, sizes) as numbers: they stay far below 2^53 here. */
 const pgTypes = {
@@ -164,7 +188,10 @@ async function checkPostgresDurability(db: DB, config: Config): Promise<void> {
  * `onConnectionLost` hears of PostgreSQL connections that broke while idle in the pool (a server
  * restart, an administrator terminating them): the pool drops them and opens new ones on demand.
  */
-export async function createDatabase(config: Config, options: { onConnectionLost?: (error: Error) => void } = {}): Promise<DatabaseHandle> {
+export async function createDatabase(
+  config: Config,
+  options: { onConnectionLost?: (error: Error) => void; log?: SpaceLog } = {},
+): Promise<DatabaseHandle> {
   const stats = { statements: 0, commits: 0, syncs: 0, syncedThrough: 0 };
   const log = () => {
     stats.statements++;
@@ -201,13 +228,16 @@ export async function createDatabase(config: Config, options: { onConnectionLost
         await sql`SELECT 1`.execute(db);
         return [];
       },
+      async reclaimSpace() {
+        return { freedPages: 0, freedBytes: 0, walTruncated: false };
+      },
       async close() {
         await db.destroy();
         lock.close();
       },
     };
   }
-  const { sqlite, lock } = openSqlite(config);
+  const { sqlite, lock } = openSqlite(config, options.log ?? silentLog);
   let walSync: WalSync | undefined;
   const onCommit = () => {
     stats.commits++;
@@ -245,6 +275,7 @@ export async function createDatabase(config: Config, options: { onConnectionLost
       for (const fk of foreignKeys) problems.push(`foreign key violation: ${fk.table} row ${fk.rowid} → ${fk.parent}`);
       return problems;
     },
+    reclaimSpace: () => reclaimSqliteSpace(db),
     async close() {
       try {
         await durable();

@@ -13,6 +13,29 @@ export interface GcReport {
   deleted: number;
   deletedBytes: number;
   dryRun: boolean;
+  /** What the database handed back to the filesystem afterwards (RET-3); absent on a dry run or without a database handle. */
+  reclaimed?: ReclaimReport;
+}
+
+/** What a database's reclaimSpace did (src/server/db/sqlite-space.ts); zeros on PostgreSQL. */
+export interface ReclaimReport {
+  freedPages: number;
+  freedBytes: number;
+  walTruncated: boolean;
+}
+
+/** The part of the database handle that gives space back (DatabaseHandle.reclaimSpace). */
+export interface SpaceReclaimer {
+  reclaimSpace(): Promise<ReclaimReport>;
+}
+
+/**
+ * Call after deleting rows (RET-3): SQLite returns the pages they freed to the filesystem
+ * (incremental vacuum, then a truncating WAL checkpoint); PostgreSQL's autovacuum needs nothing.
+ * Garbage collection ends with it; other deletions may call it too, off the request's critical path.
+ */
+export function reclaimSpace(deps: { database: SpaceReclaimer }): Promise<ReclaimReport> {
+  return deps.database.reclaimSpace();
 }
 
 /**
@@ -20,9 +43,11 @@ export interface GcReport {
  * Safe against concurrent uploads: an upload holds its blob from before it looks for stored bytes
  * until its row commits, and the store deletes only unheld blobs, asking once more (with uploads
  * of those bytes fenced off) whether a row references them and whether they are still old.
+ * Shard folders a deletion empties go with it, and given `database`, the space deleted rows freed
+ * is handed back to the filesystem at the end (RET-3).
  */
 export async function collectGarbage(
-  deps: { db: DB; blobs: BlobStore; clock: () => Date },
+  deps: { db: DB; blobs: BlobStore; clock: () => Date; database?: SpaceReclaimer },
   options: { graceMs: number; dryRun?: boolean; onProgress?: (report: GcReport) => void },
 ): Promise<GcReport> {
   const report: GcReport = {
@@ -74,6 +99,9 @@ export async function collectGarbage(
     }
     options.onProgress?.(report);
   }
+  // The rows deleted since the last run (images here, runs and projects by their owners) left free
+  // pages; the blobs' folders are already gone with them (FsBlobStore.delete).
+  if (!report.dryRun && deps.database) report.reclaimed = await reclaimSpace({ database: deps.database });
   return report;
 }
 
