@@ -9,6 +9,7 @@ import { importCommand } from './commands/import.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { remoteCommands } from './commands/remote-commands.ts';
 import { restoreCommand } from './commands/restore.ts';
+import { retentionCommand } from './commands/retention.ts';
 import { verifyCommand } from './commands/verify.ts';
 
 /** The `attest` command line: one command per file under ./commands; failures become exit codes here. */
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   migrateCommand(program);
   verifyCommand(program);
   gcCommand(program);
+  retentionCommand(program);
   backupCommand(program);
   restoreCommand(program);
   adminKeyCommand(program);

@@ -9,7 +9,6 @@ import { createDatabase } from './db/database.ts';
 import { FrozenAnswers } from './http/frozen-answers.ts';
 import { HotBlobs } from './http/hot-blobs.ts';
 import { ThumbnailRenderer } from './media/thumbnails.ts';
-import { blobGcPlugin } from './plugins/blob-gc.ts';
 import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
 import { durableAnswersPlugin } from './plugins/durable-answers.ts';
 import { answerFrameworkError, clientErrorAnswerer, errorsPlugin } from './plugins/errors.ts';
@@ -20,6 +19,7 @@ import { parsersPlugin } from './plugins/parsers.ts';
 import { rateLimitPlugin } from './plugins/rate-limit.ts';
 import { recoveryPlugin } from './plugins/recovery.ts';
 import { securityHeadersPlugin } from './plugins/security-headers.ts';
+import { upkeepPlugin } from './plugins/upkeep.ts';
 import { webPlugin } from './plugins/web.ts';
 import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from './security/credentials-cache.ts';
 import { FailureLimiter } from './security/failure-limiter.ts';
@@ -129,7 +129,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(webPlugin);
 
   await app.register(recoveryPlugin, { ctx });
-  await app.register(blobGcPlugin, { ctx });
+  await app.register(upkeepPlugin, { ctx });
   app.addHook('onReady', async () => {
     state = 'ready';
   });

@@ -75,6 +75,11 @@ export interface Config {
   maxImportBytes: number;
   maxImportExpandedBytes: number;
   maxImportEntries: number;
+  /** The instance's retention default (RET-2): days, days for failed runs, last runs per test (0: no such rule); sweep period (0: no sweep). */
+  retentionDays: number;
+  retentionFailedDays: number;
+  retentionLastRuns: number;
+  retentionIntervalMinutes: number;
   /** SQLite `synchronous` level; FULL survives power loss, NORMAL only process crashes. */
   sqliteSynchronous: 'FULL' | 'NORMAL';
   /** Start even when the data folder is on a network filesystem (unsafe for SQLite WAL). */
@@ -243,6 +248,10 @@ export function loadConfig(env: Env = process.env): Config {
     maxImportBytes: r.int('ATTEST_MAX_IMPORT_BYTES', 256 * MiB, 1024, 4096 * MiB),
     maxImportExpandedBytes: r.int('ATTEST_MAX_IMPORT_EXPANDED_BYTES', 1024 * MiB, 1024, 16_384 * MiB),
     maxImportEntries: r.int('ATTEST_MAX_IMPORT_ENTRIES', 20_000, 1, 1_000_000),
+    retentionDays: r.int('ATTEST_RETENTION_DAYS', 0, 0, 36_500),
+    retentionFailedDays: r.int('ATTEST_RETENTION_FAILED_DAYS', 0, 0, 36_500),
+    retentionLastRuns: r.int('ATTEST_RETENTION_LAST_RUNS', 0, 0, 100_000),
+    retentionIntervalMinutes: r.int('ATTEST_RETENTION_INTERVAL_MINUTES', 60, 0, 7 * 24 * 60),
     sqliteSynchronous: r.oneOf('ATTEST_SQLITE_SYNCHRONOUS', 'FULL', ['FULL', 'NORMAL'] as const),
     allowNetworkFs: r.bool('ATTEST_ALLOW_NETWORK_FS', false),
     allowUnsafePostgres: r.bool('ATTEST_ALLOW_UNSAFE_POSTGRES', false),

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { v1 } from '../../src/client/index.ts';
 import { attest as attestCommand } from '../helpers/cli.ts';
 import { createProject } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
@@ -60,6 +61,41 @@ const filesUnder = (dir: string) =>
   (fs.readdirSync(dir, { recursive: true }) as string[]).map((f) => path.join(dir, f)).filter((f) => fs.statSync(f).isFile());
 
 describe('attest maintenance commands refuse what they cannot do, and say what to do (sqlite)', () => {
+  test('retention --dry-run counts what a project policy expires and deletes nothing; retention then deletes it (RET-2)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-cli-'));
+    const dataDir = path.join(dir, 'data');
+    const server = await startTestServer('sqlite', { ATTEST_DATA_DIR: dataDir, ATTEST_RETENTION_INTERVAL_MINUTES: '0' });
+    const project = await createProject(server);
+    await server.admin.client.call(v1.projects.updateProject, { params: { projectId: project.id }, body: { retention: { days: 30 } } });
+    const finished = (days: number) =>
+      server.admin.client.call(v1.runs.createRun, {
+        body: {
+          projectId: project.id,
+          name: `${days} days old`,
+          verdict: 'passed',
+          startedAt: new Date(Date.now() - days * 86_400_000 - 1000).toISOString(),
+          finishedAt: new Date(Date.now() - days * 86_400_000).toISOString(),
+        },
+      });
+    await finished(60);
+    await finished(45);
+    await finished(5);
+    await server.close();
+
+    const dry = await attest(['retention', '--dry-run'], { ATTEST_DATA_DIR: dataDir });
+    assert.equal(dry.code, 0, dry.stdout);
+    assert.match(dry.stdout, new RegExp(`${project.key}: 2 runs would be deleted \\(project: days 30\\)`));
+    const again = await attest(['retention', '--dry-run', '--json'], { ATTEST_DATA_DIR: dataDir });
+    assert.equal(
+      (JSON.parse(again.stdout) as { projects: { key: string; expired: number }[] }).projects.find((p) => p.key === project.key)?.expired,
+      2,
+    );
+    const real = await attest(['retention'], { ATTEST_DATA_DIR: dataDir });
+    assert.match(real.stdout, /deleted 2 runs in all/);
+    const after = await attest(['retention', '--dry-run'], { ATTEST_DATA_DIR: dataDir });
+    assert.match(after.stdout, new RegExp(`${project.key}: 0 runs would be deleted`));
+  });
+
   test('verify, gc, backup and admin-key refuse a data folder that does not exist or holds no database, and create nothing', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-cli-'));
     const missing = path.join(dir, 'missing');

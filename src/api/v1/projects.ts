@@ -1,8 +1,33 @@
 import { Type } from 'typebox';
-import { Description, Email, NAME_MAX, Name, NoContent, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
+import { Description, Email, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 
 const ProjectKey = Type.String({ pattern: '^[A-Z][A-Z0-9]{1,15}$', maxLength: 16, description: 'Short upper-case key, e.g. WEB.' });
+
+/** Longest a retention period may be: 100 years, which is forever for test results. */
+const RETENTION_DAYS_MAX = 36_500;
+
+/**
+ * How long a project keeps its finished runs (RET-2). A run stays while any rule set keeps it: it
+ * finished within `days` (`failedDays` for failed and broken runs), or it is among the last
+ * `lastRunsPerTest` finished runs of its test. Runs marked `keep` are never expired.
+ */
+export const RetentionPolicy = Type.Object(
+  {
+    days: Type.Optional(Type.Integer({ minimum: 1, maximum: RETENTION_DAYS_MAX, description: 'Keep finished runs this many days.' })),
+    failedDays: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: RETENTION_DAYS_MAX,
+        description: 'Keep failed and broken runs this many days instead (longer, usually).',
+      }),
+    ),
+    lastRunsPerTest: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 100_000, description: 'Keep at least the last this many finished runs of each test.' }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 export const Project = Type.Object(
   {
@@ -12,6 +37,7 @@ export const Project = Type.Object(
     description: Description,
     createdAt: Timestamp,
     updatedAt: Timestamp,
+    retention: Nullable({ ...RetentionPolicy, description: "The project's own retention policy; null follows the instance's default." }),
   },
   { additionalProperties: false },
 );
@@ -94,12 +120,16 @@ export const updateProject = endpoint({
   operationId: 'updateProject',
   method: 'PATCH',
   path: '/projects/{projectId}',
-  summary: "Change a project's name or description (manager).",
+  summary: "Change a project's name, description or retention policy (manager).",
+  description:
+    '`retention` sets how long the project keeps its finished runs (an object; `null` returns to the instance default, ' +
+    '`ATTEST_RETENTION_*`). A background sweep deletes expired runs in small batches; `attest retention --dry-run` ' +
+    'shows what it would delete. Runs marked `keep` are never expired.',
   tag: 'Projects',
   access: { scope: 'project', role: 'manager' },
   params: ProjectParams,
   body: Type.Object(
-    { name: Type.Optional(Name), description: Type.Optional(Description) },
+    { name: Type.Optional(Name), description: Type.Optional(Description), retention: Type.Optional(Nullable(RetentionPolicy)) },
     { additionalProperties: false, minProperties: 1 },
   ),
   responses: { 200: Project },

@@ -38,6 +38,7 @@ export const TestRun = Type.Object(
     startedAt: Nullable(Timestamp),
     finishedAt: Nullable(Timestamp),
     idempotencyKey: Nullable({ ...ClientKey, description: 'The key the run was created with, if any.' }),
+    keep: Type.Boolean({ description: 'Never expired by retention (`PUT /testmgmt/testruns/{testRunId}/keep`).' }),
   },
   { additionalProperties: false },
 );
@@ -165,4 +166,18 @@ export const deleteRun = endpoint({
   access: { scope: 'project', role: 'manager' },
   params: RunParams,
   responses: { 204: NoContent },
+});
+
+export const keepRun = endpoint({
+  operationId: 'keepRun',
+  method: 'PUT',
+  path: '/testmgmt/testruns/{testRunId}/keep',
+  summary: 'Mark a finished run to keep (never expired by retention), or unmark it (tester).',
+  description:
+    'Only a completed or aborted run can be marked; a run still queued or running is a 409. Setting what is already set changes nothing.',
+  tag: 'Runs',
+  access: { scope: 'project', role: 'tester' },
+  params: RunParams,
+  body: Type.Object({ keep: Type.Boolean() }, { additionalProperties: false }),
+  responses: { 200: TestRun },
 });

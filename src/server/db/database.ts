@@ -8,6 +8,7 @@ import * as initial from './migrations/2026-11-22-0001-initial.ts';
 import * as idempotency from './migrations/2026-11-22-0002-idempotency.ts';
 import * as imports from './migrations/2026-11-25-0003-imports.ts';
 import * as testHistory from './migrations/2026-11-25-0004-test-history.ts';
+import * as retention from './migrations/2026-11-25-0005-retention.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
 import type { Database, DB, Dialect } from './types.ts';
@@ -19,6 +20,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-22-0002-idempotency': idempotency,
   '2026-11-25-0003-imports': imports,
   '2026-11-25-0004-test-history': testHistory,
+  '2026-11-25-0005-retention': retention,
 };
 
 export interface DatabaseHandle {

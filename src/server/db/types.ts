@@ -38,6 +38,8 @@ export interface ProjectsTable {
   created_at: string;
   updated_at: string;
   created_by: string | null;
+  /** JSON of the project's retention policy; null follows the instance default. */
+  retention: string | null;
 }
 
 export interface ProjectMembersTable {
@@ -135,6 +137,8 @@ export interface TestRunsTable {
   next_position: number;
   idempotency_key: string | null;
   idempotency_fingerprint: string | null;
+  /** 1: never expired by retention. */
+  keep: number;
 }
 
 export interface ResultPostsTable {

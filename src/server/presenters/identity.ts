@@ -33,7 +33,15 @@ export function presentApiKey(row: ApiKeysTable): Static<typeof ApiKey> {
 }
 
 export function presentProject(row: ProjectsTable): Static<typeof Project> {
-  return { id: row.id, key: row.key, name: row.name, description: row.description, createdAt: row.created_at, updatedAt: row.updated_at };
+  return {
+    id: row.id,
+    key: row.key,
+    name: row.name,
+    description: row.description,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    retention: row.retention === null ? null : JSON.parse(row.retention),
+  };
 }
 
 /** A member row; the e-mail goes out only when `showEmail` says the caller manages membership (ERR-4). */

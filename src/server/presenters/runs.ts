@@ -20,5 +20,6 @@ export function presentRun(row: TestRunsTable): Static<typeof TestRun> {
     startedAt: row.started_at,
     finishedAt: row.finished_at,
     idempotencyKey: row.idempotency_key,
+    keep: row.keep === 1,
   };
 }

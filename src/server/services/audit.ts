@@ -17,7 +17,8 @@ export type AuditAction =
   | 'project.member.remove'
   | 'run.delete'
   | 'job.delete'
-  | 'test.delete';
+  | 'test.delete'
+  | 'retention.sweep';
 
 /** Appends an audit entry inside the caller's transaction, so the change and its record commit together. */
 export async function audit(

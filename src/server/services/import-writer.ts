@@ -180,6 +180,7 @@ function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRun
     next_position: position,
     idempotency_key: `import:${target.importId}:${placed.index}`,
     idempotency_fingerprint: null,
+    keep: 0,
   };
 }
 

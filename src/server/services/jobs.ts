@@ -223,6 +223,7 @@ async function recordJob(ctx: AppContext, projectId: string, input: CreateJobInp
         next_position: 0,
         idempotency_key: null,
         idempotency_fingerprint: null,
+        keep: 0,
       })),
     );
     await insertRuns(trx, runs);

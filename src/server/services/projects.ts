@@ -49,6 +49,7 @@ export async function createProject(ctx: AppContext, input: CreateProjectInput, 
     created_at: now,
     updated_at: now,
     created_by: creatorId,
+    retention: null,
   };
   if (await findProjectIdByKey(ctx.db, row.key)) throw keyTaken(row.key);
   try {
@@ -69,7 +70,12 @@ export async function createProject(ctx: AppContext, input: CreateProjectInput, 
 
 /** Changes a project's name or description and returns it as stored. */
 export async function updateProject(ctx: AppContext, projectId: string, input: UpdateProjectInput): Promise<ProjectsTable> {
-  await updateProjectRow(ctx.db, projectId, { ...input, updated_at: ctx.clock().toISOString() });
+  const { retention, ...rest } = input;
+  await updateProjectRow(ctx.db, projectId, {
+    ...rest,
+    ...(retention === undefined ? {} : { retention: retention === null ? null : JSON.stringify(retention) }),
+    updated_at: ctx.clock().toISOString(),
+  });
   return getProject(ctx, projectId);
 }
 

@@ -127,6 +127,7 @@ async function recordRun(
     next_position: 0,
     idempotency_key: input.idempotencyKey ?? null,
     idempotency_fingerprint: fingerprint,
+    keep: 0,
   };
   if (input.verdict === undefined) {
     if (input.finishedAt !== undefined) throw invalid('/body/finishedAt', 'needs a verdict: only a finished run has a finish time');

@@ -51,6 +51,7 @@ export const PROJECT: Static<typeof Project> = {
   description: 'The customer-facing shop: browser and mobile web.',
   createdAt: '2026-01-12T08:30:00.000Z',
   updatedAt: '2026-02-03T14:05:11.000Z',
+  retention: { days: 30, failedDays: 90, lastRunsPerTest: 20 },
 };
 
 export const ADMIN: Static<typeof User> = {
@@ -160,6 +161,7 @@ export const RUN: Static<typeof TestRun> = {
   startedAt: '2026-03-02T09:14:02.118Z',
   finishedAt: '2026-03-02T09:14:09.730Z',
   idempotencyKey: 'ci-4512-login-R58M123ABC',
+  keep: false,
 };
 
 /** The same run while it is under way. */
@@ -180,6 +182,7 @@ export const JOB_RUN: Static<typeof TestRun> = {
   startedAt: '2026-03-02T09:13:05.006Z',
   finishedAt: null,
   idempotencyKey: null,
+  keep: false,
 };
 
 export const SCREENSHOT_IMAGE: Static<typeof ArtifactImage> = {

@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import { cancelJob, createJob, getJob, type Job, listJobs } from '../../../api/v1/jobs.ts';
 import { appendResults, exportRun, getResults, type XrayExecution } from '../../../api/v1/results.ts';
-import { createRun, getRun, listRuns, updateRun } from '../../../api/v1/runs.ts';
+import { createRun, getRun, keepRun, listRuns, updateRun } from '../../../api/v1/runs.ts';
 import { createTest, getTest, getTestHistory, listTests } from '../../../api/v1/tests.ts';
 import {
   CHECKOUT_FEATURE,
@@ -134,6 +134,7 @@ export const testingExamples = [
   examplesOf(listRuns, { responses: { 200: { items: [RUN, JOB_RUN], nextCursor: null } } }),
   examplesOf(getRun, { responses: { 200: RUN } }),
   examplesOf(updateRun, { request: { status: 'completed', verdict: 'passed' }, responses: { 200: RUN } }),
+  examplesOf(keepRun, { request: { keep: true }, responses: { 200: { ...RUN, keep: true } } }),
   examplesOf(appendResults, {
     request: {
       idempotencyKey: 'ci-4512-login-results-1',

@@ -2,6 +2,7 @@ import * as api from '../../../api/v1/runs.ts';
 import type { AppContext } from '../../context.ts';
 import { presentRun } from '../../presenters/runs.ts';
 import { deleteRun } from '../../services/deletions.ts';
+import { keepRun } from '../../services/retention.ts';
 import { changeRunStatus, createRun, getRun, listRuns } from '../../services/runs.ts';
 import { namedProject, runOwner } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
@@ -37,6 +38,11 @@ export function runRoutes(ctx: AppContext) {
         await deleteRun(ctx, request.params.testRunId, { userId: request.principal.user.id, requestId: request.id });
         return reply.code(204).send();
       },
+    }),
+
+    route(api.keepRun, {
+      owner: (request) => runOwner(ctx, request),
+      handler: async (request) => presentRun(await keepRun(ctx, request.params.testRunId, request.body.keep)),
     }),
 
     route(api.updateRun, {

@@ -1,0 +1,90 @@
+import type { Static } from 'typebox';
+import type { RetentionPolicy } from '../../api/v1/projects.ts';
+import type { AppContext } from '../context.ts';
+import { deleteRuns, expiredRuns, type Policy, projectsForRetention, setKeep, trySweepLock } from '../db/repositories/retention.ts';
+import { findRun } from '../db/repositories/runs.ts';
+import { inTransaction } from '../db/repositories/transaction.ts';
+import type { TestRunsTable } from '../db/types.ts';
+import { AppError, found } from '../errors.ts';
+import { audit } from './audit.ts';
+
+// Retention (RET-2): each project's policy, or the instance default, applied by a sweep that
+// deletes expired runs a small batch per transaction, so writers never wait long behind it.
+
+export type RetentionRules = Static<typeof RetentionPolicy>;
+
+/** Runs deleted per transaction. */
+const SWEEP_BATCH = 100;
+const DAY_MS = 86_400_000;
+
+export interface RetentionReport {
+  dryRun: boolean;
+  deleted: number;
+  projects: { key: string; rules: RetentionRules; source: 'project' | 'default'; expired: number }[];
+}
+
+/** The instance default from configuration: the rules whose variables are not 0. */
+export function defaultRules(config: AppContext['config']): RetentionRules {
+  return {
+    ...(config.retentionDays > 0 ? { days: config.retentionDays } : {}),
+    ...(config.retentionFailedDays > 0 ? { failedDays: config.retentionFailedDays } : {}),
+    ...(config.retentionLastRuns > 0 ? { lastRunsPerTest: config.retentionLastRuns } : {}),
+  };
+}
+
+function policyOf(rules: RetentionRules, now: number): Policy {
+  const before = (days: number | undefined) => (days === undefined ? undefined : new Date(now - days * DAY_MS).toISOString());
+  return { cutoff: before(rules.days), failedCutoff: before(rules.failedDays), lastRunsPerTest: rules.lastRunsPerTest };
+}
+
+/**
+ * Applies every project's retention: deletes the runs it expires (or, with `dryRun`, only counts
+ * them). On PostgreSQL each batch takes the sweep's advisory lock, so of several instances only one
+ * sweeps at a time; another that finds it taken stops and leaves the work to it.
+ */
+export async function sweepRetention(ctx: AppContext, options: { dryRun?: boolean } = {}): Promise<RetentionReport> {
+  const report: RetentionReport = { dryRun: options.dryRun === true, deleted: 0, projects: [] };
+  const now = ctx.clock().getTime();
+  const fallback = defaultRules(ctx.config);
+  for (const project of await projectsForRetention(ctx.db)) {
+    const rules = project.retention === null ? fallback : (JSON.parse(project.retention) as RetentionRules);
+    const policy = policyOf(rules, now);
+    const entry = { key: project.key, rules, source: project.retention === null ? ('default' as const) : ('project' as const), expired: 0 };
+    report.projects.push(entry);
+    if (options.dryRun) {
+      entry.expired = (await expiredRuns(ctx.db, project.id, policy, Number.MAX_SAFE_INTEGER)).length;
+      continue;
+    }
+    for (;;) {
+      const batch = await inTransaction(ctx.db, async (trx) => {
+        if (!(await trySweepLock(trx))) return undefined;
+        const ids = await expiredRuns(trx, project.id, policy, SWEEP_BATCH);
+        const deleted = await deleteRuns(trx, ids);
+        if (deleted > 0) {
+          await audit(ctx, trx, {
+            actorUserId: null,
+            action: 'retention.sweep',
+            targetType: 'project',
+            targetId: project.id,
+            details: { key: project.key, deleted, rules },
+          });
+        }
+        return deleted;
+      });
+      if (batch === undefined) return report; // Another instance is sweeping.
+      entry.expired += batch;
+      report.deleted += batch;
+      if (batch < SWEEP_BATCH) break;
+    }
+  }
+  // Completed runs' results may be kept ready to send: not those any more.
+  if (report.deleted > 0) ctx.frozenResults.invalidate();
+  return report;
+}
+
+/** Marks a run to keep (a run still going may be marked ahead: retention only ever expires finished runs), or unmarks it. */
+export async function keepRun(ctx: AppContext, runId: string, keep: boolean): Promise<TestRunsTable> {
+  const run = found(await findRun(ctx.db, runId), 'The test run');
+  if (!(await setKeep(ctx.db, run.id, keep))) throw new AppError('NOT_FOUND', 'The test run is not there any more.');
+  return { ...run, keep: keep ? 1 : 0 };
+}

@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { type ApiError, v1 } from '../../src/client/index.ts';
+import { sweepRetention } from '../../src/server/services/retention.ts';
+import { DIALECTS } from '../helpers/dialects.ts';
+import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+
+// RET-2: retention per project (or the instance default) expires finished runs by age (failed
+// ones by their own age) and beyond the last N runs of a test; runs marked keep, and runs not
+// finished, never go. A dry run counts and deletes nothing.
+
+const DAY = 86_400_000;
+const ago = (days: number) => new Date(Date.now() - days * DAY).toISOString();
+
+for (const dialect of DIALECTS) {
+  describe(`[${dialect}] retention (RET-2)`, () => {
+    let server: TestServer;
+    let manager: TestUser;
+
+    before(async () => {
+      // The instance default: a year, for projects without their own policy. No timed sweep: the test sweeps.
+      server = await startTestServer(dialect, { ATTEST_RETENTION_DAYS: '365', ATTEST_RETENTION_INTERVAL_MINUTES: '0' });
+      manager = await createUser(server, ['manager']);
+    });
+    after(() => server.close());
+
+    const project = async () => {
+      const created = await createProject(server, unique('Retention '));
+      await server.admin.client.call(v1.projects.addMember, { params: { projectId: created.id, email: manager.email } });
+      return created;
+    };
+    /** A run recorded finished `days` ago. */
+    const finished = async (projectId: string, days: number, verdict: 'passed' | 'failed', testName?: string) =>
+      manager.client.call(v1.runs.createRun, {
+        body: {
+          projectId,
+          name: unique('run-'),
+          verdict,
+          startedAt: ago(days + 0.01),
+          finishedAt: ago(days),
+          ...(testName ? { testName } : {}),
+        },
+      });
+    const alive = async (projectId: string) => {
+      const runs = await manager.client.call(v1.runs.listRuns, { query: { projectId, limit: 200 } });
+      return new Set(runs.items.map((run) => run.id));
+    };
+
+    test('by age: passed runs after `days`, failed ones after `failedDays`; kept and unfinished runs stay; a dry run deletes nothing', async () => {
+      const { id: projectId } = await project();
+      const updated = await manager.client.call(v1.projects.updateProject, {
+        params: { projectId },
+        body: { retention: { days: 30, failedDays: 90 } },
+      });
+      assert.deepEqual(updated.retention, { days: 30, failedDays: 90 });
+      const oldPassed = await finished(projectId, 40, 'passed');
+      const youngPassed = await finished(projectId, 10, 'passed');
+      const oldFailed = await finished(projectId, 40, 'failed');
+      const ancientFailed = await finished(projectId, 100, 'failed');
+      const kept = await finished(projectId, 40, 'passed');
+      const running = await manager.client.call(v1.runs.createRun, { body: { projectId, name: 'still running', startedAt: ago(200) } });
+      const marked = await manager.client.call(v1.runs.keepRun, { params: { testRunId: kept.id }, body: { keep: true } });
+      assert.equal(marked.keep, true);
+
+      const dry = await sweepRetention(server.app.attest, { dryRun: true });
+      assert.equal(dry.projects.find((p) => p.rules.days === 30)?.expired, 2);
+      assert.equal((await alive(projectId)).size, 6, 'a dry run deletes nothing');
+
+      await sweepRetention(server.app.attest);
+      assert.deepEqual(await alive(projectId), new Set([youngPassed.id, oldFailed.id, kept.id, running.id]));
+      for (const gone of [oldPassed, ancientFailed]) {
+        await assert.rejects(manager.client.call(v1.runs.getRun, { params: { testRunId: gone.id } }), (e: ApiError) => e.status === 404);
+      }
+      const audit = await server.admin.client.call(v1.users.listAuditLog, { query: { action: 'retention.sweep', targetId: projectId } });
+      assert.equal(audit.items.length, 1);
+    });
+
+    test('by count: the last N finished runs of each test stay, with age: either rule keeps a run', async () => {
+      const { id: projectId } = await project();
+      await manager.client.call(v1.projects.updateProject, { params: { projectId }, body: { retention: { lastRunsPerTest: 2 } } });
+      const login = [await finished(projectId, 50, 'passed', 'login'), await finished(projectId, 40, 'failed', 'login')];
+      const newest = [await finished(projectId, 30, 'passed', 'login'), await finished(projectId, 20, 'passed', 'login')];
+      const loose = await finished(projectId, 500, 'passed');
+      await sweepRetention(server.app.attest);
+      assert.deepEqual(await alive(projectId), new Set([...newest.map((r) => r.id), loose.id]), 'a run of no test is kept by no count');
+      void login;
+
+      await manager.client.call(v1.projects.updateProject, {
+        params: { projectId },
+        body: { retention: { days: 25, lastRunsPerTest: 1 } },
+      });
+      await sweepRetention(server.app.attest);
+      // The 30-day run is neither young enough nor the newest of its test; the 20-day one is both; the loose one is old.
+      assert.deepEqual(await alive(projectId), new Set([newest[1]?.id]));
+    });
+
+    test('without a policy a project follows the instance default; null returns to it; {} keeps everything', async () => {
+      const { id: projectId } = await project();
+      const old = await finished(projectId, 400, 'passed');
+      const young = await finished(projectId, 300, 'passed');
+      const custom = await manager.client.call(v1.projects.updateProject, { params: { projectId }, body: { retention: {} } });
+      assert.deepEqual(custom.retention, {});
+      await sweepRetention(server.app.attest);
+      assert.equal((await alive(projectId)).size, 2, 'an empty policy keeps everything');
+      const reset = await manager.client.call(v1.projects.updateProject, { params: { projectId }, body: { retention: null } });
+      assert.equal(reset.retention, null);
+      await sweepRetention(server.app.attest);
+      assert.deepEqual(await alive(projectId), new Set([young.id]), 'ATTEST_RETENTION_DAYS=365');
+      void old;
+    });
+
+    test('only a manager sets a policy; a bad one is a 400', async () => {
+      const { id: projectId } = await project();
+      const tester = await createUser(server, ['tester'], { projects: [projectId] });
+      await assert.rejects(
+        tester.client.call(v1.projects.updateProject, { params: { projectId }, body: { retention: { days: 7 } } }),
+        (e: ApiError) => e.status === 403,
+      );
+      await assert.rejects(
+        manager.client.call(v1.projects.updateProject, { params: { projectId }, body: { retention: { days: 0 } as never } }),
+        (e: ApiError) => e.status === 400,
+      );
+    });
+  });
+}
