@@ -13,8 +13,9 @@ import { audit } from './audit.ts';
 
 export type RetentionRules = Static<typeof RetentionPolicy>;
 
-/** Runs deleted per transaction. */
+/** Runs deleted per transaction, and found per query. */
 const SWEEP_BATCH = 100;
+const SWEEP_SELECT = 1000;
 const DAY_MS = 86_400_000;
 
 export interface RetentionReport {
@@ -55,29 +56,37 @@ export async function sweepRetention(ctx: AppContext, options: { dryRun?: boolea
       entry.expired = (await expiredRuns(ctx.db, project.id, policy, Number.MAX_SAFE_INTEGER)).length;
       continue;
     }
+    // The expired runs are found a thousand at a time (one ranking of the project's runs), then
+    // deleted a hundred per transaction; a run marked keep in between is skipped by the delete.
     for (;;) {
-      const batch = await inTransaction(ctx.db, async (trx) => {
-        if (!(await trySweepLock(trx))) return undefined;
-        const ids = await expiredRuns(trx, project.id, policy, SWEEP_BATCH);
-        const deleted = await deleteRuns(trx, ids);
-        if (deleted > 0) {
-          await audit(ctx, trx, {
-            actorUserId: null,
-            action: 'retention.sweep',
-            targetType: 'project',
-            targetId: project.id,
-            details: { key: project.key, deleted, rules },
-          });
-        }
-        return deleted;
-      });
-      if (batch === undefined) return report; // Another instance is sweeping.
-      entry.expired += batch;
-      report.deleted += batch;
-      if (batch < SWEEP_BATCH) break;
+      const expired = await expiredRuns(ctx.db, project.id, policy, SWEEP_SELECT);
+      for (let i = 0; i < expired.length; i += SWEEP_BATCH) {
+        const batch = await inTransaction(ctx.db, async (trx) => {
+          if (!(await trySweepLock(trx))) return undefined;
+          const deleted = await deleteRuns(trx, expired.slice(i, i + SWEEP_BATCH));
+          if (deleted > 0) {
+            await audit(ctx, trx, {
+              actorUserId: null,
+              action: 'retention.sweep',
+              targetType: 'project',
+              targetId: project.id,
+              details: { key: project.key, deleted, rules },
+            });
+          }
+          return deleted;
+        });
+        if (batch === undefined) return finish(ctx, report); // Another instance is sweeping.
+        entry.expired += batch;
+        report.deleted += batch;
+      }
+      if (expired.length < SWEEP_SELECT) break;
     }
   }
-  // Completed runs' results may be kept ready to send: not those any more.
+  return finish(ctx, report);
+}
+
+/** Completed runs' results may be kept ready to send: not those a sweep deleted. */
+function finish(ctx: AppContext, report: RetentionReport): RetentionReport {
   if (report.deleted > 0) ctx.frozenResults.invalidate();
   return report;
 }

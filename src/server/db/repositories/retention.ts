@@ -51,10 +51,13 @@ export async function expiredRuns(executor: Executor, projectId: string, policy:
   return rows.rows.map((row) => row.id);
 }
 
-/** Deletes these runs (with everything they hold, by cascade); answers how many went. */
+/**
+ * Deletes these runs (with everything they hold, by cascade) unless marked to keep meanwhile;
+ * answers how many went.
+ */
 export async function deleteRuns(executor: Executor, runIds: readonly string[]): Promise<number> {
   if (runIds.length === 0) return 0;
-  const result = await executor.deleteFrom('test_runs').where('id', 'in', runIds).executeTakeFirst();
+  const result = await executor.deleteFrom('test_runs').where('id', 'in', runIds).where('keep', '=', 0).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
 
