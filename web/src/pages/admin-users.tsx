@@ -11,16 +11,9 @@ import { ActionStatus } from '../admin/status.tsx';
 import { ErrorBox, Loading, Page } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatTime } from '../format.ts';
+import { withQuery } from '../url.ts';
 
 const PAGE_SIZE = 50;
-
-/** This page's address with some query fields changed: the filters and the chosen user live in the URL. */
-function withQuery(path: string, query: Record<string, string>, changes: Record<string, string | undefined>): string {
-  const next = new URLSearchParams();
-  for (const [name, value] of Object.entries({ ...query, ...changes })) if (value) next.set(name, value);
-  const text = next.toString();
-  return text ? `${path}?${text}` : path;
-}
 
 function CreateUserForm({ onCreated }: { onCreated: (email: string) => void }) {
   const action = useAction();

@@ -4,6 +4,7 @@ import '../admin/admin.css';
 import { Badge, ErrorBox, Loading, Page } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatTime } from '../format.ts';
+import { withQuery } from '../url.ts';
 
 const STATUSES = ['', 'available', 'busy', 'offline', 'maintenance'] as const;
 const PLATFORMS = ['', 'android', 'ios', 'web', 'desktop', 'other'] as const;
@@ -12,14 +13,6 @@ const PAGE_SIZE = 50;
 
 type Status = Exclude<(typeof STATUSES)[number], ''>;
 type Platform = Exclude<(typeof PLATFORMS)[number], ''>;
-
-/** This page's address with some query fields changed; filters live in the URL, so a filtered lab can be linked. */
-function withQuery(path: string, query: Record<string, string>, changes: Record<string, string | undefined>): string {
-  const next = new URLSearchParams();
-  for (const [name, value] of Object.entries({ ...query, ...changes })) if (value) next.set(name, value);
-  const text = next.toString();
-  return text ? `${path}?${text}` : path;
-}
 
 function DeviceFilters({ query, path }: { query: Record<string, string>; path: string }) {
   const { route } = useLocation();

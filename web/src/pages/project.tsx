@@ -3,19 +3,12 @@ import { v1 } from '../../../src/client/index.ts';
 import { Badge, ErrorBox, Loading, Page } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { between, formatDuration, formatTime } from '../format.ts';
+import { withQuery } from '../url.ts';
 
 const RUN_FILTERS = ['status', 'verdict', 'branch', 'build', 'environment', 'deviceId', 'from', 'to'] as const;
 const STATUSES = ['', 'queued', 'running', 'completed', 'aborted'];
 const VERDICTS = ['', 'passed', 'failed', 'broken', 'skipped'];
 const PAGE_SIZE = 50;
-
-/** The query of the page's own address without one field, plus others: filters live in the URL, so a filtered list can be linked. */
-function withQuery(path: string, query: Record<string, string>, changes: Record<string, string | undefined>): string {
-  const next = new URLSearchParams();
-  for (const [name, value] of Object.entries({ ...query, ...changes })) if (value) next.set(name, value);
-  const text = next.toString();
-  return text ? `${path}?${text}` : path;
-}
 
 /** A datetime-local value as an ISO time for the API (the browser's zone), or undefined. */
 const isoOf = (local: string | undefined) => (local ? new Date(local).toISOString() : undefined);
