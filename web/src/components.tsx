@@ -36,3 +36,21 @@ export function Page({ title, actions, children }: { title: string; actions?: Co
     </section>
   );
 }
+
+/** Whether a page is refreshing itself (something on it still runs), and a refresh that failed. */
+export function LiveStatus({ live, error }: { live: boolean; error: Error | undefined }) {
+  return (
+    <>
+      {live ? (
+        <span class="live" role="status">
+          <span class="live-dot" aria-hidden="true" /> Live, refreshing every 3 s
+        </span>
+      ) : null}
+      {error ? (
+        <span class="error" role="alert">
+          Refresh failed: {error.message}
+        </span>
+      ) : null}
+    </>
+  );
+}

@@ -6,6 +6,7 @@ import { Badge, ErrorBox, Loading } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatTime } from '../format.ts';
 import { useAction } from './action.ts';
+import { ConfirmAction } from './confirm.tsx';
 
 type Created = Static<typeof CreatedApiKey>;
 
@@ -107,32 +108,14 @@ function RevokeButton({
   name: string;
   onRevoked: (name: string) => void;
 }) {
-  const action = useAction();
-  const [asking, setAsking] = useState(false);
-  if (!asking) {
-    return (
-      <button type="button" class="secondary" onClick={() => setAsking(true)} aria-label={`Revoke ${name}`}>
-        Revoke
-      </button>
-    );
-  }
-  const revoke = async () => {
-    const done = await action.run(
-      (client) => client.call(v1.users.revokeApiKey, { params: { email, keyId } }).then(() => true),
-      () => `Revoked ${name}.`,
-    );
-    if (done) onRevoked(name);
-  };
   return (
-    <span class="confirm">
-      <button type="button" class="danger" onClick={revoke} disabled={action.busy}>
-        Revoke {name}
-      </button>
-      <button type="button" class="secondary" onClick={() => setAsking(false)}>
-        Cancel
-      </button>
-      {action.error ? <ErrorBox error={action.error} /> : null}
-    </span>
+    <ConfirmAction
+      verb="Revoke"
+      done={`Revoked ${name}.`}
+      what={name}
+      perform={(client) => client.call(v1.users.revokeApiKey, { params: { email, keyId } })}
+      onDone={() => onRevoked(name)}
+    />
   );
 }
 

@@ -4,35 +4,18 @@ import { ErrorBox, Loading } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatTime } from '../format.ts';
 import { useAction } from './action.ts';
+import { ConfirmAction } from './confirm.tsx';
 import { ActionStatus } from './status.tsx';
 
 function RemoveMember({ projectId, email, onRemoved }: { projectId: string; email: string; onRemoved: (email: string) => void }) {
-  const action = useAction();
-  const [asking, setAsking] = useState(false);
-  if (!asking) {
-    return (
-      <button type="button" class="secondary" onClick={() => setAsking(true)} aria-label={`Remove ${email}`}>
-        Remove
-      </button>
-    );
-  }
-  const remove = async () => {
-    const done = await action.run(
-      (client) => client.call(v1.projects.removeMember, { params: { projectId, email } }).then(() => true),
-      () => `Removed ${email}.`,
-    );
-    if (done) onRemoved(email);
-  };
   return (
-    <span class="confirm">
-      <button type="button" class="danger" onClick={remove} disabled={action.busy}>
-        Remove {email}
-      </button>
-      <button type="button" class="secondary" onClick={() => setAsking(false)}>
-        Cancel
-      </button>
-      {action.error ? <ErrorBox error={action.error} /> : null}
-    </span>
+    <ConfirmAction
+      verb="Remove"
+      done={`Removed ${email}.`}
+      what={email}
+      perform={(client) => client.call(v1.projects.removeMember, { params: { projectId, email } })}
+      onDone={() => onRemoved(email)}
+    />
   );
 }
 

@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
-import { Badge, ErrorBox, Loading, Page } from '../components.tsx';
+import { Badge, ErrorBox, LiveStatus, Loading, Page } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { between, formatDuration, formatTime } from '../format.ts';
 import type { TestRun } from '../run/steps.ts';
@@ -95,16 +95,7 @@ export function JobPage({ jobId }: { jobId: string }) {
       <div class="panel">
         <div class="run-badges">
           <Badge value={job.status} />
-          {live ? (
-            <span class="live" role="status">
-              <span class="live-dot" aria-hidden="true" /> Live, refreshing every 3 s
-            </span>
-          ) : null}
-          {error ? (
-            <span class="error" role="alert">
-              Refresh failed: {error.message}
-            </span>
-          ) : null}
+          <LiveStatus live={live} error={error} />
         </div>
         <h2 class="progress-heading">Progress</h2>
         <ProgressBar progress={job.progress} />

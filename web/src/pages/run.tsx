@@ -1,6 +1,6 @@
 import { useMemo, useState } from 'preact/hooks';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
-import { Badge, ErrorBox, Loading, Page } from '../components.tsx';
+import { Badge, ErrorBox, LiveStatus, Loading, Page } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { ArtifactGroup, type LightboxApi, LightboxContext, type LightboxItem, loadArtifacts, screenshotItems } from '../run/artifacts.tsx';
@@ -128,16 +128,7 @@ function RunView({ data, refreshError }: { data: RunData; refreshError: Error | 
           <div class="run-badges">
             <Badge value={run.verdict ?? run.status} />
             {run.verdict ? <Badge value={run.status} /> : null}
-            {live ? (
-              <span class="live" role="status">
-                <span class="live-dot" aria-hidden="true" /> Live, refreshing every 3 s
-              </span>
-            ) : null}
-            {refreshError ? (
-              <span class="error" role="alert">
-                Refresh failed: {refreshError.message}
-              </span>
-            ) : null}
+            <LiveStatus live={live} error={refreshError} />
           </div>
           <dl class="facts">
             <div>
