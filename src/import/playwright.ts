@@ -56,7 +56,11 @@ export function looksLikePlaywright(value: unknown): value is Json & { config: J
 }
 
 export function parsePlaywright(file: string, bytes: Uint8Array): ImportedReport {
-  const report = readJson(file, bytes);
+  return playwrightReportOf(file, readJson(file, bytes));
+}
+
+/** A report already parsed from JSON (an archive's file, parsed once to tell whether it is a report). */
+export function playwrightReportOf(file: string, report: unknown): ImportedReport {
   if (!looksLikePlaywright(report)) throw new ImportInputError(file, 'not a Playwright JSON report (no `config` and `suites`)');
   const config = report.config;
   const projects = Array.isArray(config.projects) ? config.projects : [];

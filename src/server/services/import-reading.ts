@@ -5,7 +5,7 @@ import { TEST_FULL_NAME_MAX } from '../../api/v1/runs.ts';
 import { readArchive } from '../../import/archive.ts';
 import { looksLikeJUnit, parseJUnit } from '../../import/junit.ts';
 import { type ImportedReport, ImportInputError } from '../../import/model.ts';
-import { looksLikePlaywright, parsePlaywright } from '../../import/playwright.ts';
+import { looksLikePlaywright, parsePlaywright, playwrightReportOf } from '../../import/playwright.ts';
 import type { AppContext } from '../context.ts';
 import type { ImportsTable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
@@ -58,26 +58,28 @@ function tagCount(bytes: Uint8Array): number {
  * Anything a parser throws is the file's fault: a report of a valid syntax but an odd shape can
  * trip a parser's assumptions (a number where a message was expected), and is still a 400.
  */
-function readReport(file: string, bytes: Uint8Array, kind: 'junit' | 'playwright'): ImportedReport {
+function readReport(file: string, bytes: Uint8Array, kind: 'junit' | 'playwright', parsed?: unknown): ImportedReport {
   if (bytes.length > REPORT_MAX_BYTES) {
     throw new ImportInputError(file, `is ${bytes.length} bytes; a report file may be at most ${REPORT_MAX_BYTES}`);
   }
   if (kind === 'junit' && tagCount(bytes) > XML_TAGS_MAX) throw new ImportInputError(file, `holds more than ${XML_TAGS_MAX} XML tags`);
   try {
-    return kind === 'junit' ? parseJUnit(file, bytes) : parsePlaywright(file, bytes);
+    if (kind === 'junit') return parseJUnit(file, bytes);
+    return parsed === undefined ? parsePlaywright(file, bytes) : playwrightReportOf(file, parsed);
   } catch (error) {
     if (error instanceof ImportInputError) throw error;
     throw new ImportInputError(file, `is not a report this import can read (${(error as Error).message ?? String(error)})`);
   }
 }
 
-/** Whether a JSON file of an archive is a Playwright report; any other JSON there is an attachment. */
-function isPlaywrightReport(bytes: Uint8Array): boolean {
-  if (bytes.length > REPORT_MAX_BYTES) return false;
+/** A JSON file of an archive, parsed once: the Playwright report it holds, or undefined for any other JSON (an attachment). */
+function playwrightIn(bytes: Uint8Array): unknown {
+  if (bytes.length > REPORT_MAX_BYTES) return undefined;
   try {
-    return looksLikePlaywright(sjson.parse(Buffer.from(bytes).toString('utf8'), { protoAction: 'remove', constructorAction: 'remove' }));
+    const value: unknown = sjson.parse(Buffer.from(bytes).toString('utf8'), { protoAction: 'error', constructorAction: 'error' });
+    return looksLikePlaywright(value) ? value : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -99,8 +101,10 @@ async function readReports(upload: ImportUpload, config: AppContext['config']): 
   for (const [name, bytes] of [...files].sort(([a], [b]) => (a < b ? -1 : 1))) {
     const lower = name.toLowerCase();
     if (lower.endsWith('.xml') && format !== 'playwright' && looksLikeJUnit(bytes)) reports.push(readReport(name, bytes, 'junit'));
-    else if (lower.endsWith('.json') && format !== 'junit' && isPlaywrightReport(bytes))
-      reports.push(readReport(name, bytes, 'playwright'));
+    else if (lower.endsWith('.json') && format !== 'junit') {
+      const report = playwrightIn(bytes);
+      if (report !== undefined) reports.push(readReport(name, bytes, 'playwright', report));
+    }
   }
   if (reports.length === 0) {
     throw new ImportInputError(upload.fileName, 'holds no JUnit XML (*.xml) or Playwright JSON report (*.json)');
