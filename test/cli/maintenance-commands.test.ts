@@ -132,6 +132,7 @@ describe('attest maintenance commands refuse what they cannot do, and say what t
       'keptFresh',
       'reclaimed',
       'referenced',
+      'removedFolders',
       'scanned',
       'unusedImages',
     ]);

@@ -5,7 +5,9 @@ import { MiB, report, wholeNumber } from '../output.ts';
 export function gcCommand(program: Command): void {
   program
     .command('gc')
-    .description('delete blobs no row references and older than the grace period (the server also does this periodically)')
+    .description(
+      'delete blobs no row references and older than the grace period, and empty blob folders (the server also does this periodically)',
+    )
     .option('--dry-run', 'only report what would be deleted')
     .option('--grace-minutes <minutes>', 'keep unreferenced blobs younger than this (a whole number, 0 or more)', wholeNumber(0), 60)
     .option('--json', 'print the report as JSON')
@@ -22,7 +24,8 @@ export function gcCommand(program: Command): void {
         report(
           options.json,
           gc,
-          `${gc.dryRun ? 'would delete' : 'deleted'} ${gc.deleted} blobs (${(gc.deletedBytes / MiB).toFixed(1)} MiB); ` +
+          `${gc.dryRun ? 'would delete' : 'deleted'} ${gc.deleted} blobs (${(gc.deletedBytes / MiB).toFixed(1)} MiB)` +
+            (gc.dryRun ? '; ' : ` and ${gc.removedFolders} empty folders; `) +
             `scanned ${gc.scanned}, referenced ${gc.referenced}, kept (younger than the grace period) ${gc.keptFresh}` +
             (gc.reclaimed ? `; the database gave back ${(gc.reclaimed.freedBytes / MiB).toFixed(1)} MiB` : ''),
         );

@@ -92,6 +92,16 @@ export interface BlobStore {
   list(): AsyncIterable<BlobEntry>;
 
   /**
+   * Garbage collection's last step (RET-3): removes the empty folders the store's layout leaves
+   * (shard folders that older versions, or a crash between a blob's deletion and its folder's,
+   * left behind) and answers how many folders the store removed since the previous call, counting
+   * those its deletions emptied. Never removes a blob, and safe beside concurrent puts: a put
+   * whose folder is being made or used is left alone, and a put finds its folder again if it went.
+   * A store without folders answers 0.
+   */
+  removeEmptyFolders(): Promise<number>;
+
+  /**
    * Start-up recovery (DUR-9): removes the uploads a previous process left unfinished. Call it
    * before serving, and only from the one process that owns the store.
    */

@@ -68,6 +68,9 @@ export interface FsBlobStoreOptions {
 
 const errnoOf = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code;
 
+/** The name of a shard folder level: `aa` in `blobs/aa/bb`. */
+const SHARD = /^[0-9a-f]{2}$/;
+
 /** ENOSPC and EDQUOT mean "no room"; anything else the filesystem throws is an I/O failure. */
 function storageError(operation: string, error: unknown): BlobStorageError {
   const code = errnoOf(error);
@@ -94,6 +97,13 @@ export class FsBlobStore implements BlobStore {
   /** Directories whose own entry this process has made durable (see makeEntryDurable). */
   private readonly durableDirs = new Set<string>();
   private readonly holds = new BlobHolds();
+  /**
+   * Shard folders (both levels) a put is making or renaming into right now, with how many puts:
+   * no removal touches them, so a put's retry after a vanished folder cannot lose it again.
+   */
+  private readonly placing = new Map<string, number>();
+  /** Folders deletions removed since the last removeEmptyFolders, which reports them. */
+  private removedByDeletions = 0;
 
   constructor(
     private readonly root: string,
@@ -187,9 +197,9 @@ export class FsBlobStore implements BlobStore {
 
   async *list(): AsyncIterable<BlobEntry> {
     for (const first of await this.readdirOrEmpty(this.blobsDir)) {
-      if (!/^[0-9a-f]{2}$/.test(first)) continue;
+      if (!SHARD.test(first)) continue;
       for (const second of await this.readdirOrEmpty(path.join(this.blobsDir, first))) {
-        if (!/^[0-9a-f]{2}$/.test(second)) continue;
+        if (!SHARD.test(second)) continue;
         for (const name of await this.readdirOrEmpty(path.join(this.blobsDir, first, second))) {
           if (!isBlobKey(name) || !name.startsWith(first + second)) continue;
           const stats = await this.statOrUndefined(path.join(this.blobsDir, first, second, name));
@@ -197,6 +207,26 @@ export class FsBlobStore implements BlobStore {
         }
       }
     }
+  }
+
+  /**
+   * Tries rmdir on every shard folder `aa/bb`, then on its `aa`: rmdir fails on a folder that holds
+   * anything, so no blob goes, and a folder a put is placing a blob in is skipped (see `placing`).
+   * A put that started before the rmdir and finds its folder gone makes it again (renameIntoShard).
+   * Anything in `blobs/` not named like a shard folder is left alone.
+   */
+  async removeEmptyFolders(): Promise<number> {
+    let removed = this.removedByDeletions;
+    this.removedByDeletions = 0;
+    for (const first of await this.readdirOrEmpty(this.blobsDir)) {
+      if (!SHARD.test(first)) continue;
+      const firstDir = path.join(this.blobsDir, first);
+      for (const second of await this.readdirOrEmpty(firstDir)) {
+        if (SHARD.test(second) && (await this.removeIfEmpty(path.join(firstDir, second)))) removed++;
+      }
+      if (await this.removeIfEmpty(firstDir)) removed++;
+    }
+    return removed;
   }
 
   async recover(): Promise<{ removedTempFiles: number }> {
@@ -242,7 +272,7 @@ export class FsBlobStore implements BlobStore {
   /**
    * Creates `blobs/aa` and `blobs/aa/bb` when missing. A folder this process has made durable
    * costs no mkdir calls unless `force`d. Garbage collection removes shard folders it empties
-   * (removeEmptyShard, which drops their mark), so one may vanish at any moment between uploads:
+   * (removeIfEmpty, which drops their mark), so one may vanish at any moment between uploads:
    * a folder made here loses its "durable" mark, so makeEntryDurable fsyncs its parent again
    * (DUR-6), and a parent removed between the two mkdirs (ENOENT) is made once more.
    */
@@ -268,19 +298,31 @@ export class FsBlobStore implements BlobStore {
   }
 
   /**
-   * Renames the finished temp file into its shard folder, made right before. Garbage collection
-   * may remove an empty shard folder between that mkdir and the rename (ENOENT): the folder is
-   * made again and the rename retried once. The folder cannot vanish after the rename, since
-   * rmdir fails on a folder that holds a blob.
+   * Renames the finished temp file into its shard folder, made right before. The folders are
+   * marked `placing` first, so no removal starts on them; one already under way may still remove
+   * the empty folder between that mkdir and the rename (ENOENT): the folder is made again and the
+   * rename retried once, and nothing can remove it a second time. The folder cannot vanish after
+   * the rename, since rmdir fails on a folder that holds a blob.
    */
   private async renameIntoShard(tempFile: string, target: string): Promise<void> {
-    await this.ensureParentDirs(target);
+    const folders = [path.dirname(target), path.dirname(path.dirname(target))];
+    for (const dir of folders) this.placing.set(dir, (this.placing.get(dir) ?? 0) + 1);
     try {
-      await this.fs.rename(tempFile, target);
-    } catch (error) {
-      if (errnoOf(error) !== 'ENOENT') throw storageError('rename', error);
-      await this.ensureParentDirs(target, true);
-      await this.io('rename', () => this.fs.rename(tempFile, target));
+      await this.ensureParentDirs(target);
+      try {
+        await this.fs.rename(tempFile, target);
+      } catch (error) {
+        // Only an rmdir already under way when this put marked its folders can have removed them.
+        if (errnoOf(error) !== 'ENOENT') throw storageError('rename', error);
+        await this.ensureParentDirs(target, true);
+        await this.io('rename', () => this.fs.rename(tempFile, target));
+      }
+    } finally {
+      for (const dir of folders) {
+        const left = (this.placing.get(dir) ?? 1) - 1;
+        if (left > 0) this.placing.set(dir, left);
+        else this.placing.delete(dir);
+      }
     }
   }
 
@@ -292,13 +334,25 @@ export class FsBlobStore implements BlobStore {
    */
   private async removeEmptyShard(second: string): Promise<void> {
     for (const dir of [second, path.dirname(second)]) {
-      try {
-        await this.fs.rmdir(dir);
-      } catch {
-        return; // Not empty (or already gone): the folder stays, and so does its parent.
-      }
-      this.durableDirs.delete(dir);
+      // Not empty, being placed into, already gone or refused: the folder stays, and so does its
+      // parent; the blob itself is deleted, and removeEmptyFolders tries the folder again later.
+      if (!(await this.removeIfEmpty(dir).catch(() => false))) return;
+      this.removedByDeletions++;
     }
+  }
+
+  /** rmdir of a shard folder no put is placing into; false when it is not empty or not there. */
+  private async removeIfEmpty(dir: string): Promise<boolean> {
+    if (this.placing.has(dir)) return false;
+    try {
+      await this.fs.rmdir(dir);
+    } catch (error) {
+      const code = errnoOf(error);
+      if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT' || code === 'ENOTDIR') return false;
+      throw storageError('rmdir', error);
+    }
+    this.durableDirs.delete(dir);
+    return true;
   }
 
   /**

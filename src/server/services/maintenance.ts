@@ -12,6 +12,11 @@ export interface GcReport {
   keptFresh: number;
   deleted: number;
   deletedBytes: number;
+  /**
+   * Empty blob folders removed (RET-3): those the deleted blobs emptied, and any others found
+   * (left by older versions or by a crash between a blob's deletion and its folder's); 0 on a dry run.
+   */
+  removedFolders: number;
   dryRun: boolean;
   /** What the database handed back to the filesystem afterwards (RET-3); absent on a dry run or without a database handle. */
   reclaimed?: ReclaimReport;
@@ -43,8 +48,8 @@ export function reclaimSpace(deps: { database: SpaceReclaimer }): Promise<Reclai
  * Safe against concurrent uploads: an upload holds its blob from before it looks for stored bytes
  * until its row commits, and the store deletes only unheld blobs, asking once more (with uploads
  * of those bytes fenced off) whether a row references them and whether they are still old.
- * Shard folders a deletion empties go with it, and given `database`, the space deleted rows freed
- * is handed back to the filesystem at the end (RET-3).
+ * After the scan every empty blob folder goes (BlobStore.removeEmptyFolders), and given
+ * `database`, the space deleted rows freed is handed back to the filesystem at the end (RET-3).
  */
 export async function collectGarbage(
   deps: { db: DB; blobs: BlobStore; clock: () => Date; database?: SpaceReclaimer },
@@ -57,6 +62,7 @@ export async function collectGarbage(
     keptFresh: 0,
     deleted: 0,
     deletedBytes: 0,
+    removedFolders: 0,
     dryRun: options.dryRun ?? false,
   };
   const cutoff = deps.clock().getTime() - options.graceMs;
@@ -99,9 +105,11 @@ export async function collectGarbage(
     }
     options.onProgress?.(report);
   }
-  // The rows deleted since the last run (images here, runs and projects by their owners) left free
-  // pages; the blobs' folders are already gone with them (FsBlobStore.delete).
-  if (!report.dryRun && deps.database) report.reclaimed = await reclaimSpace({ database: deps.database });
+  if (report.dryRun) return report;
+  // The folders the deletions emptied are gone already; this also takes the empty ones left before.
+  report.removedFolders = await deps.blobs.removeEmptyFolders();
+  // The rows deleted since the last run (images here, runs and projects by their owners) left free pages.
+  if (deps.database) report.reclaimed = await reclaimSpace({ database: deps.database });
   return report;
 }
 
