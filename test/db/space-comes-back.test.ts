@@ -8,6 +8,7 @@ import { v1 } from '../../src/client/index.ts';
 import { loadConfig } from '../../src/server/config.ts';
 import { createDatabase } from '../../src/server/db/database.ts';
 import { collectGarbage, reclaimSpace, verifyStorage } from '../../src/server/services/maintenance.ts';
+import { sweepRetention } from '../../src/server/services/retention.ts';
 import { tempDir } from '../helpers/data-folders.ts';
 import { createProject } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
@@ -18,6 +19,7 @@ import { upload } from '../helpers/uploads.ts';
 const RUNS = 40;
 const STEPS = 20;
 const SHOTS = 3;
+const DAY_MS = 86_400_000;
 
 /** Bytes allocated on disk (not the apparent size) by `target` and, for a folder, everything under it, folders included. */
 function allocated(target: string): number {
@@ -37,26 +39,40 @@ const kib = (bytes: number) => `${(bytes / 1024).toFixed(0)} KiB`;
 describe('[sqlite] space comes back (RET-3)', () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer('sqlite');
+    // No timed sweep or collection: the test runs them.
+    server = await startTestServer('sqlite', { ATTEST_RETENTION_INTERVAL_MINUTES: '0', ATTEST_GC_INTERVAL_MINUTES: '0' });
   });
   after(() => server.close());
 
-  test('after a project of 40 runs × 20 steps and 120 screenshots is deleted and collected, the blob folder and the database are back to their size', async () => {
-    const ctx = server.app.attest;
-    // The blob store's folders: blobs/aa/bb/<sha256>, and tmp/ for uploads in progress.
-    const blobFolders = ['blobs', 'tmp'].map((name) => path.join(server.dataDir, name));
-    const blobsSize = () => blobFolders.reduce((sum, folder) => sum + allocated(folder), 0);
+  // The blob store's folders: blobs/aa/bb/<sha256>, and tmp/ for uploads in progress.
+  const blobsSize = () => ['blobs', 'tmp'].reduce((sum, name) => sum + allocated(path.join(server.dataDir, name)), 0);
+  const databaseSize = () => {
     const dbFile = path.join(server.dataDir, 'attest.db');
-    const databaseSize = () => allocated(dbFile) + allocated(`${dbFile}-wal`);
-    const project = await createProject(server);
-    // Measured as collection leaves it: freed pages returned, the WAL checkpointed and truncated.
-    await reclaimSpace(ctx);
-    const blobsBefore = blobsSize();
-    const databaseBefore = databaseSize();
+    return allocated(dbFile) + allocated(`${dbFile}-wal`);
+  };
+  /** Blob folder and database as collection leaves them: freed pages returned, the WAL checkpointed and truncated. */
+  const measure = async () => {
+    await reclaimSpace(server.app.attest);
+    return { blobs: blobsSize(), database: databaseSize() };
+  };
+  /**
+   * Grace 0, by a clock a second past both the wall clock the blob files were written by and the
+   * server's clock the rows were (moved days ahead for retention).
+   */
+  const collect = () =>
+    collectGarbage({ ...server.app.attest, clock: () => new Date(Math.max(Date.now(), server.clock().getTime()) + 1000) }, { graceMs: 0 });
 
+  /**
+   * `count` completed runs of STEPS steps with two text cells each and SHOTS screenshots of their
+   * own random pixels (about 30 KB each), plus one screenshot all of them share (stored once).
+   */
+  async function fill(projectId: string, count: number, options: { jobId?: string; shared: Buffer }): Promise<string[]> {
     const client = server.admin.client;
-    for (let r = 0; r < RUNS; r++) {
-      const run = await startRun(client, project.id, `run-${r}`);
+    const ids: string[] = [];
+    for (let r = 0; r < count; r++) {
+      const run = await client.call(v1.runs.createRun, {
+        body: { projectId, name: `run-${r}`, ...(options.jobId ? { jobId: options.jobId } : {}) },
+      });
       const reply = await client.call(v1.results.appendResults, {
         params: { testRunId: run.id },
         body: {
@@ -72,61 +88,97 @@ describe('[sqlite] space comes back (RET-3)', () => {
           })),
         },
       });
-      for (let i = 0; i < SHOTS; i++) {
-        const png = await randomPng(100, 100); // Random pixels: about 30 KB, unlike any other.
+      const shots = [...(await Promise.all(Array.from({ length: SHOTS }, () => randomPng(100, 100)))), options.shared];
+      for (const [i, png] of shots.entries()) {
         const res = await upload(
           server.url,
           server.admin.key,
-          project.id,
+          projectId,
           { testRunId: run.id, stepId: reply.steps[i]?.id, kind: 'screenshot', name: `shot-${i}.png` },
           { file: { bytes: png, type: 'image/png' } },
         );
-        assert.equal(res.status, 201, JSON.stringify(res.body));
+        assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body));
       }
       await completeRun(client, run.id);
+      ids.push(run.id);
     }
-    // Checkpointed, so the rows are in attest.db itself (as SQLite's own checkpoints put them in time),
-    // not only in the write-ahead log that any truncating checkpoint would empty.
-    await reclaimSpace(ctx);
-    const blobsFull = blobsSize();
-    const databaseFull = databaseSize();
-    assert.ok(blobsFull > blobsBefore + RUNS * SHOTS * 30_000, `the screenshots were stored (${kib(blobsFull)})`);
+    return ids;
+  }
 
-    await client.call(v1.projects.deleteProject, { params: { projectId: project.id } });
-    // Grace 0, by a clock a second past the wall clock the blob files were written by.
-    const gc = await collectGarbage({ ...ctx, clock: () => new Date(Date.now() + 1000) }, { graceMs: 0 });
-    assert.ok(gc.deleted >= RUNS * SHOTS, `every screenshot's blob went (${gc.deleted})`);
-    assert.ok(gc.reclaimed && gc.reclaimed.freedPages > 0, 'the database returned pages');
-    assert.equal(gc.reclaimed?.walTruncated, true);
-
+  /** The collected space against its size before the runs were written; logs and checks the RET-3 bounds. */
+  async function assertBack(label: string, before: { blobs: number; database: number }, full: { blobs: number; database: number }) {
     const blobsAfter = blobsSize();
     const databaseAfter = databaseSize();
     const sizes = {
-      blobs: `${kib(blobsBefore)} → ${kib(blobsFull)} → ${kib(blobsAfter)}`,
-      database: `${kib(databaseBefore)} → ${kib(databaseFull)} → ${kib(databaseAfter)}`,
+      blobs: `${kib(before.blobs)} → ${kib(full.blobs)} → ${kib(blobsAfter)}`,
+      database: `${kib(before.database)} → ${kib(full.database)} → ${kib(databaseAfter)}`,
     };
-    console.log(`space (before → full → after): ${JSON.stringify(sizes)}`);
-    assert.ok(Math.abs(blobsAfter - blobsBefore) <= blobsBefore * 0.01, `blob folder back within 1%: ${sizes.blobs}`);
+    console.log(`space, ${label} (before → full → after): ${JSON.stringify(sizes)}`);
+    assert.ok(Math.abs(blobsAfter - before.blobs) <= before.blobs * 0.01, `blob folder back within 1%: ${sizes.blobs}`);
     assert.deepEqual(fs.readdirSync(path.join(server.dataDir, 'blobs')), [], 'no empty shard folder is left');
-    assert.ok(databaseAfter <= databaseBefore * 1.1, `database back within 10%: ${sizes.database}`);
+    assert.ok(databaseAfter <= before.database * 1.1, `database back within 10%: ${sizes.database}`);
+    const verify = await verifyStorage(server.app.attest);
+    assert.deepEqual([verify.integrity, verify.missingBlobs, verify.badBlobs, verify.orphanBlobs], [[], [], [], 0]);
+  }
 
-    const verify = await verifyStorage(ctx);
-    assert.deepEqual(verify.integrity, []);
-    assert.deepEqual(verify.missingBlobs, []);
-    assert.deepEqual(verify.badBlobs, []);
-    assert.equal(verify.orphanBlobs, 0);
+  test('after 40 runs × 20 steps and 160 screenshots are deleted by hand (runs, and a job with its runs) or expired by retention, and collected, the blob folder and the database are back to their size', async () => {
+    const ctx = server.app.attest;
+    const client = server.admin.client;
+    const project = await createProject(server);
+    const before = await measure();
+
+    const shared = await randomPng(100, 100);
+    const job = await client.call(v1.jobs.createJob, { body: { projectId: project.id, name: 'Nightly', testIds: [] } });
+    const byHand = await fill(project.id, 10, { shared });
+    await fill(project.id, 10, { jobId: job.id, shared });
+    await fill(project.id, RUNS - 20, { shared });
+    // Checkpointed, so the rows are in attest.db itself (as SQLite's own checkpoints put them in time),
+    // not only in the write-ahead log that any truncating checkpoint would empty.
+    const full = await measure();
+    assert.ok(full.blobs > before.blobs + RUNS * SHOTS * 30_000, `the screenshots were stored (${kib(full.blobs)})`);
+
+    // A quarter deleted one by one, a quarter with their job, the rest expired by the project's retention.
+    for (const id of byHand) await client.call(v1.runs.deleteRun, { params: { testRunId: id } });
+    await client.call(v1.jobs.deleteJob, { params: { jobId: job.id } });
+    await client.call(v1.projects.updateProject, { params: { projectId: project.id }, body: { retention: { days: 1 } } });
+    server.clock.advance(2 * DAY_MS);
+    const swept = await sweepRetention(ctx);
+    assert.equal(swept.deleted, RUNS - 20);
+    assert.deepEqual((await client.call(v1.runs.listRuns, { query: { projectId: project.id } })).items, []);
+
+    const gc = await collect();
+    // Each run's own screenshots and thumbnails, and the shared one once.
+    assert.ok(gc.deleted >= RUNS * SHOTS + 1, `every screenshot's blob went (${gc.deleted})`);
+    assert.ok(gc.removedFolders > 0, 'the emptied folders were counted');
+    assert.ok(gc.reclaimed && gc.reclaimed.freedPages > 0, 'the database returned pages');
+    assert.equal(gc.reclaimed?.walTruncated, true);
+    await assertBack('runs deleted and expired', before, full);
+
     // And the instance still works: a new screenshot lands in a shard folder made afresh.
-    const again = await createProject(server);
-    const run = await startRun(client, again.id);
+    const run = await startRun(client, project.id);
     const res = await upload(
       server.url,
       server.admin.key,
-      again.id,
+      project.id,
       { testRunId: run.id, kind: 'screenshot', name: 'again.png' },
       { file: { bytes: await randomPng(), type: 'image/png' } },
     );
     assert.equal(res.status, 201, JSON.stringify(res.body));
     assert.deepEqual((await verifyStorage(ctx)).missingBlobs, []);
+    await client.call(v1.runs.deleteRun, { params: { testRunId: run.id } });
+    await client.call(v1.projects.deleteProject, { params: { projectId: project.id } });
+    await collect();
+  });
+
+  test('after a project of 20 runs is deleted and collected, the blob folder and the database are back to their size', async () => {
+    const before = await measure();
+    const project = await createProject(server);
+    await fill(project.id, 20, { shared: await randomPng(100, 100) });
+    const full = await measure();
+    await server.admin.client.call(v1.projects.deleteProject, { params: { projectId: project.id } });
+    const gc = await collect();
+    assert.ok(gc.deleted >= 20 * SHOTS + 1, `every screenshot's blob went (${gc.deleted})`);
+    await assertBack('project deleted', before, full);
   });
 });
 
