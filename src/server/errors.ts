@@ -30,6 +30,7 @@ export const ERRORS = {
   INTERNAL: { status: 500, title: 'Internal error' },
   UNAVAILABLE: { status: 503, title: 'Service unavailable' },
   STORAGE_FULL: { status: 507, title: 'Storage is full' },
+  QUOTA_EXCEEDED: { status: 507, title: 'Project quota exceeded' },
 } as const;
 
 export type ErrorCode = keyof typeof ERRORS;

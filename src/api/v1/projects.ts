@@ -29,6 +29,29 @@ export const RetentionPolicy = Type.Object(
   { additionalProperties: false },
 );
 
+/** Largest quota that can be set: 1 PiB, far below 2^53 so byte counts stay exact in JSON. */
+const QUOTA_BYTES_MAX = 2 ** 50;
+
+const Count = (description: string) => Type.Integer({ minimum: 0, description });
+
+/**
+ * How much a project holds (RET-4), kept current as runs and artifacts come and go: reading it
+ * never scans the project.
+ */
+export const ProjectUsage = Type.Object(
+  {
+    runs: Count('Test runs the project holds.'),
+    artifacts: Count('Artifacts (screenshots, videos, logs, files, visual diffs) of those runs.'),
+    logicalBytes: Count('Sum of the artifact sizes, every upload counted, as a copy would take.'),
+    storedBytes: Count(
+      "Bytes of the distinct blobs the project's artifacts reference (identical uploads stored once). " +
+        'A blob that another project uses too is counted in each; derived thumbnails are not counted. The quota applies to this figure.',
+    ),
+    quotaBytes: Nullable(Count('Most stored bytes the project may take; null: no quota.')),
+  },
+  { additionalProperties: false },
+);
+
 export const Project = Type.Object(
   {
     id: Uuid,
@@ -38,6 +61,7 @@ export const Project = Type.Object(
     createdAt: Timestamp,
     updatedAt: Timestamp,
     retention: Nullable({ ...RetentionPolicy, description: "The project's own retention policy; null follows the instance's default." }),
+    usage: ProjectUsage,
   },
   { additionalProperties: false },
 );
@@ -120,19 +144,43 @@ export const updateProject = endpoint({
   operationId: 'updateProject',
   method: 'PATCH',
   path: '/projects/{projectId}',
-  summary: "Change a project's name, description or retention policy (manager).",
+  summary: "Change a project's name, description, retention policy (manager) or quota (admin).",
   description:
     '`retention` sets how long the project keeps its finished runs (an object; `null` returns to the instance default, ' +
     '`ATTEST_RETENTION_*`). A background sweep deletes expired runs in small batches; `attest retention --dry-run` ' +
-    'shows what it would delete. Runs marked `keep` are never expired.',
+    'shows what it would delete. Runs marked `keep` are never expired.\n\n' +
+    '`quotaBytes` caps the stored bytes of the project (`usage.storedBytes`; `null` removes the cap). Only an admin ' +
+    'sets it (403 for anyone else). An upload that would take the project past it is refused with 507 ' +
+    '`QUOTA_EXCEEDED` and stores nothing; a quota below the current usage refuses new bytes and deletes nothing.',
   tag: 'Projects',
   access: { scope: 'project', role: 'manager' },
   params: ProjectParams,
   body: Type.Object(
-    { name: Type.Optional(Name), description: Type.Optional(Description), retention: Type.Optional(Nullable(RetentionPolicy)) },
+    {
+      name: Type.Optional(Name),
+      description: Type.Optional(Description),
+      retention: Type.Optional(Nullable(RetentionPolicy)),
+      quotaBytes: Type.Optional(
+        Nullable(Type.Integer({ minimum: 0, maximum: QUOTA_BYTES_MAX, description: 'Most stored bytes; null: no quota (admin only).' })),
+      ),
+    },
     { additionalProperties: false, minProperties: 1 },
   ),
   responses: { 200: Project },
+});
+
+export const getProjectUsage = endpoint({
+  operationId: 'getProjectUsage',
+  method: 'GET',
+  path: '/projects/{projectId}/usage',
+  summary: 'How much the project holds: runs, artifacts, logical and stored bytes, and its quota.',
+  description:
+    'The same figures as `usage` in the project, read from counters the writes keep current (no scan). ' +
+    'Space freed by deletions and retention returns to the disk at the next garbage collection.',
+  tag: 'Projects',
+  access: { scope: 'project', role: 'viewer' },
+  params: ProjectParams,
+  responses: { 200: ProjectUsage },
 });
 
 export const deleteProject = endpoint({

@@ -9,6 +9,7 @@ import * as idempotency from './migrations/2026-11-22-0002-idempotency.ts';
 import * as imports from './migrations/2026-11-25-0003-imports.ts';
 import * as testHistory from './migrations/2026-11-25-0004-test-history.ts';
 import * as retention from './migrations/2026-11-25-0005-retention.ts';
+import * as usage from './migrations/2026-11-25-0006-usage.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
 import type { Database, DB, Dialect } from './types.ts';
@@ -21,6 +22,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-25-0003-imports': imports,
   '2026-11-25-0004-test-history': testHistory,
   '2026-11-25-0005-retention': retention,
+  '2026-11-25-0006-usage': usage,
 };
 
 export interface DatabaseHandle {

@@ -40,7 +40,33 @@ export interface ProjectsTable {
   created_by: string | null;
   /** JSON of the project's retention policy; null follows the instance default. */
   retention: string | null;
+  /** Most stored bytes the project's artifacts may take (RET-5); null: no quota. */
+  quota_bytes: number | null;
 }
+
+/** A project's storage counters (RET-4), kept by triggers (migration 0006) in the writing transaction. */
+export interface ProjectUsageTable {
+  project_id: string;
+  runs: number;
+  artifacts: number;
+  /** Sum of the project's artifact sizes, each upload counted. */
+  logical_bytes: number;
+  /** Sum of the sizes of the distinct blobs the project's artifacts reference. */
+  stored_bytes: number;
+}
+
+/** How many references a project holds to one blob; a row exists while there is at least one. */
+export interface ProjectBlobsTable {
+  project_id: string;
+  sha256: string;
+  size: number;
+  refs: number;
+}
+
+export type UsageCounters = Omit<ProjectUsageTable, 'project_id'>;
+
+/** A project as answers show it: its row and its counters. */
+export type ProjectWithUsage = ProjectsTable & { usage: UsageCounters };
 
 export interface ProjectMembersTable {
   project_id: string;
@@ -226,6 +252,8 @@ export interface Database {
   api_keys: ApiKeysTable;
   projects: ProjectsTable;
   project_members: ProjectMembersTable;
+  project_usage: ProjectUsageTable;
+  project_blobs: ProjectBlobsTable;
   devices: DevicesTable;
   device_labels: DeviceLabelsTable;
   tests: TestsTable;

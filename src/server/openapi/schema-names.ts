@@ -14,7 +14,7 @@ import { Device } from '../../api/v1/devices.ts';
 import { ImportOptions, ImportRecord, ImportStatus } from '../../api/v1/imports.ts';
 import { Job, JobProgress, JobStatus } from '../../api/v1/jobs.ts';
 import { getOpenApi, Health, LoginBody, LoginResult, Me, Readiness } from '../../api/v1/meta.ts';
-import { Member, Project } from '../../api/v1/projects.ts';
+import { Member, Project, ProjectUsage } from '../../api/v1/projects.ts';
 import {
   AppendResultsBody,
   AppendResultsReply,
@@ -55,6 +55,7 @@ export const SCHEMA_NAMES: [TSchema, string][] = [
   [CreateApiKeyBody, 'CreateApiKeyRequest'],
   [AuditEntry, 'AuditEntry'],
   [Project, 'Project'],
+  [ProjectUsage, 'ProjectUsage'],
   [Member, 'Member'],
   [Device, 'Device'],
   [TestStep, 'TestStep'],

@@ -1,9 +1,9 @@
 import type { Static } from 'typebox';
 import type { Me } from '../../api/v1/meta.ts';
-import type { Member, Project } from '../../api/v1/projects.ts';
+import type { Member, Project, ProjectUsage } from '../../api/v1/projects.ts';
 import type { ApiKey, AuditEntry, User } from '../../api/v1/users.ts';
 import type { Principal } from '../context.ts';
-import type { ApiKeysTable, AuditLogTable, ProjectMembersTable, ProjectsTable, UsersTable } from '../db/types.ts';
+import type { ApiKeysTable, AuditLogTable, ProjectMembersTable, ProjectWithUsage, UsersTable } from '../db/types.ts';
 import { parseRoles } from '../security/roles.ts';
 
 export function presentUser(row: UsersTable): Static<typeof User> {
@@ -32,7 +32,7 @@ export function presentApiKey(row: ApiKeysTable): Static<typeof ApiKey> {
   };
 }
 
-export function presentProject(row: ProjectsTable): Static<typeof Project> {
+export function presentProject(row: ProjectWithUsage): Static<typeof Project> {
   return {
     id: row.id,
     key: row.key,
@@ -41,6 +41,19 @@ export function presentProject(row: ProjectsTable): Static<typeof Project> {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     retention: row.retention === null ? null : JSON.parse(row.retention),
+    usage: presentUsage(row),
+  };
+}
+
+/** A project's counters and quota (RET-4, RET-5). */
+export function presentUsage(row: ProjectWithUsage): Static<typeof ProjectUsage> {
+  const { usage } = row;
+  return {
+    runs: Number(usage.runs),
+    artifacts: Number(usage.artifacts),
+    logicalBytes: Number(usage.logical_bytes),
+    storedBytes: Number(usage.stored_bytes),
+    quotaBytes: row.quota_bytes === null ? null : Number(row.quota_bytes),
   };
 }
 

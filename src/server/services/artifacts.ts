@@ -28,6 +28,7 @@ import { KEEP_FOR_DECODE_MAX_BYTES, KeptBytes } from '../media/kept-bytes.ts';
 import { type Inspected, UploadInspection } from '../media/upload-inspection.ts';
 import { compileValidator, isUuid, rejectNulCharacters } from '../validation.ts';
 import { digestParts, sameDigests, storedDigests } from './upload-digests.ts';
+import { assertQuotaLeft, assertWithinQuota } from './usage.ts';
 
 type Kind = ArtifactsTable['kind'];
 type ImageRole = ArtifactImagesTable['role'];
@@ -202,6 +203,7 @@ export async function ingestArtifact(
   // Cheap early refusals; both are checked again under the lock of the final transaction.
   assertRunTakesArtifacts(run.status);
   await assertRoomForArtifact(ctx, ctx.db, run.id);
+  await assertQuotaLeft(ctx.db, input.projectId);
 
   const expected = filePartsOf(metadata.kind);
   const stored: StoredFile[] = [];
@@ -245,6 +247,7 @@ export async function ingestArtifact(
         const locked = runInProject(await lockRun(trx, run.id), input.projectId);
         assertRunTakesArtifacts(locked.status);
         await assertRoomForArtifact(ctx, trx, run.id);
+        await assertWithinQuota(trx, input.projectId, stored);
         const links: ArtifactImagesTable[] = [];
         for (const file of stored) {
           if (!file.role) continue;

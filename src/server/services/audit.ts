@@ -13,6 +13,7 @@ export type AuditAction =
   | 'apikey.import'
   | 'apikey.revoke'
   | 'project.delete'
+  | 'project.quota'
   | 'project.member.add'
   | 'project.member.remove'
   | 'run.delete'

@@ -12,6 +12,7 @@ import type { ArtifactImagesTable, ArtifactsTable, StepsTable, TestRunsTable, Te
 import { AppError } from '../errors.ts';
 import { artifactType, sanitizeArtifactName } from '../media/file-names.ts';
 import { type StoredFile, storeFileBytes } from './artifacts.ts';
+import { fitsQuota } from './usage.ts';
 
 // Turns imported cases into rows (IMP-1, IMP-2): one completed run per case, its step tree,
 // cells and artifacts, written a batch of cases per transaction after their blobs are durable.
@@ -238,6 +239,7 @@ export async function writeCases(
   const problems = sink.problems;
   const stored: StoredAttachment[] = [];
   const perRun = new Map<string, number>();
+  let storedRows = 0;
   try {
     for (const pending of sink.attachments) {
       const bytes = attachmentBytes(files, pending);
@@ -266,6 +268,15 @@ export async function writeCases(
       await insertSteps(trx, sink.steps);
       await insertCells(trx, sink.cells);
       for (const { pending, stored: file } of stored) {
+        // Past the project's quota (RET-5) the attachment is left out, and said so; the run stays.
+        if (!(await fitsQuota(trx, target.projectId, [file]))) {
+          problems.push({
+            file: pending.file,
+            message: `attachment "${pending.attachment.name}" was left out: the project's quota is reached`,
+          });
+          continue;
+        }
+        storedRows++;
         const name = sanitizeArtifactName(pending.attachment.name) || 'attachment';
         const row: ArtifactsTable = {
           id: randomUUID(),
@@ -304,8 +315,8 @@ export async function writeCases(
   return {
     steps: sink.steps.length,
     cells: sink.cells.length,
-    attachments: stored.length,
+    attachments: storedRows,
     problems,
-    attachmentsMissing: sink.attachments.length - stored.length,
+    attachmentsMissing: sink.attachments.length - storedRows,
   };
 }

@@ -18,8 +18,9 @@ import {
   updateProject as updateProjectRow,
 } from '../db/repositories/projects.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
+import { setQuota, usageOfProjects } from '../db/repositories/usage.ts';
 import { findActiveUserByEmail } from '../db/repositories/users.ts';
-import type { ProjectsTable, VisibleProjects } from '../db/types.ts';
+import type { Executor, ProjectsTable, ProjectWithUsage, UsageCounters, VisibleProjects } from '../db/types.ts';
 import { AppError, found, notFound } from '../errors.ts';
 import { normaliseEmail } from '../security/api-key.ts';
 import { changingAccess } from '../security/credentials-cache.ts';
@@ -31,15 +32,33 @@ export type UpdateProjectInput = BodyOf<typeof updateProjectEndpoint>;
 
 const keyTaken = (key: string) => new AppError('ALREADY_EXISTS', `A project with key ${key} already exists.`);
 
-export const getProject = async (ctx: AppContext, projectId: string): Promise<ProjectsTable> =>
-  found(await findProject(ctx.db, projectId), 'The project');
+/** Projects with their storage counters (RET-4), read in one query for the lot. */
+async function withUsage(executor: Executor, projects: ProjectsTable[]): Promise<ProjectWithUsage[]> {
+  const usage = await usageOfProjects(
+    executor,
+    projects.map((project) => project.id),
+  );
+  return projects.map((project) => ({ ...project, usage: usage.get(project.id) as UsageCounters }));
+}
+
+export async function getProject(ctx: AppContext, projectId: string): Promise<ProjectWithUsage> {
+  const [project] = await withUsage(ctx.db, [found(await findProject(ctx.db, projectId), 'The project')]);
+  return project as ProjectWithUsage;
+}
 
 /** The projects the caller may see, by key; with `key` (any case), only the one with that key. */
-export const listProjects = (ctx: AppContext, visible: VisibleProjects, page: PageRequest, key?: string): Promise<Page<ProjectsTable>> =>
-  listProjectRows(ctx.db, visible, page, key?.toUpperCase());
+export async function listProjects(
+  ctx: AppContext,
+  visible: VisibleProjects,
+  page: PageRequest,
+  key?: string,
+): Promise<Page<ProjectWithUsage>> {
+  const rows = await listProjectRows(ctx.db, visible, page, key?.toUpperCase());
+  return { items: await withUsage(ctx.db, rows.items), nextCursor: rows.nextCursor };
+}
 
 /** Creates a project with its creator as the first member. */
-export async function createProject(ctx: AppContext, input: CreateProjectInput, creatorId: string): Promise<ProjectsTable> {
+export async function createProject(ctx: AppContext, input: CreateProjectInput, creatorId: string): Promise<ProjectWithUsage> {
   const now = ctx.clock().toISOString();
   const row: ProjectsTable = {
     id: randomUUID(),
@@ -50,6 +69,7 @@ export async function createProject(ctx: AppContext, input: CreateProjectInput, 
     updated_at: now,
     created_by: creatorId,
     retention: null,
+    quota_bytes: null,
   };
   if (await findProjectIdByKey(ctx.db, row.key)) throw keyTaken(row.key);
   try {
@@ -65,16 +85,39 @@ export async function createProject(ctx: AppContext, input: CreateProjectInput, 
     if (isUniqueViolation(error)) throw keyTaken(row.key);
     throw error;
   }
-  return row;
+  // A new project holds nothing yet (its counters row comes with it, by trigger).
+  return { ...row, usage: { runs: 0, artifacts: 0, logical_bytes: 0, stored_bytes: 0 } };
 }
 
-/** Changes a project's name or description and returns it as stored. */
-export async function updateProject(ctx: AppContext, projectId: string, input: UpdateProjectInput): Promise<ProjectsTable> {
-  const { retention, ...rest } = input;
-  await updateProjectRow(ctx.db, projectId, {
-    ...rest,
-    ...(retention === undefined ? {} : { retention: retention === null ? null : JSON.stringify(retention) }),
-    updated_at: ctx.clock().toISOString(),
+/**
+ * Changes a project's name, description, retention policy or quota and returns it as stored. The
+ * quota is an admin's: a manager may not raise the cap on their own project (403). A quota change
+ * is audited.
+ */
+export async function updateProject(
+  ctx: AppContext,
+  projectId: string,
+  input: UpdateProjectInput,
+  actor: Actor & { admin: boolean },
+): Promise<ProjectWithUsage> {
+  const { retention, quotaBytes, ...rest } = input;
+  if (quotaBytes !== undefined && !actor.admin) throw new AppError('FORBIDDEN', "Only an admin sets a project's quota.");
+  await inTransaction(ctx.db, async (trx) => {
+    await updateProjectRow(trx, projectId, {
+      ...rest,
+      ...(retention === undefined ? {} : { retention: retention === null ? null : JSON.stringify(retention) }),
+      updated_at: ctx.clock().toISOString(),
+    });
+    if (quotaBytes === undefined) return;
+    await setQuota(trx, projectId, quotaBytes);
+    await audit(ctx, trx, {
+      actorUserId: actor.userId,
+      action: 'project.quota',
+      targetType: 'project',
+      targetId: projectId,
+      details: { quotaBytes },
+      requestId: actor.requestId,
+    });
   });
   return getProject(ctx, projectId);
 }

@@ -4,6 +4,7 @@ import { Badge, ErrorBox, Loading, Page } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { withQuery } from '../url.ts';
+import { UsageSummary } from '../usage.tsx';
 
 const RUN_FILTERS = ['status', 'verdict', 'branch', 'build', 'environment', 'deviceId', 'from', 'to'] as const;
 const STATUSES = ['', 'queued', 'running', 'completed', 'aborted'];
@@ -183,9 +184,12 @@ export function ProjectPage({ projectKey }: { projectKey: string }) {
   const tab = query.tab === 'jobs' ? 'jobs' : 'runs';
   if (project.error) return <ErrorBox error={project.error} />;
   if (project.data === undefined) return <Loading />;
-  const { id, key, name } = project.data;
+  const { id, key, name, usage } = project.data;
   return (
     <Page title={`${key} · ${name}`}>
+      <p>
+        <UsageSummary usage={usage} />
+      </p>
       <nav class="tabs" aria-label="Project">
         <a href={path} aria-current={tab === 'runs' ? 'page' : undefined}>
           Runs

@@ -1,6 +1,7 @@
 import { v1 } from '../../../src/client/index.ts';
 import { ErrorBox, Loading, Page } from '../components.tsx';
 import { useApi } from '../data.ts';
+import { UsageSummary } from '../usage.tsx';
 
 /** The projects the signed-in user can see. */
 export function ProjectsPage() {
@@ -20,6 +21,7 @@ export function ProjectsPage() {
                 <span class="card-key">{project.key}</span>
                 <span class="card-title">{project.name}</span>
                 {project.description ? <span class="muted">{project.description}</span> : null}
+                <UsageSummary usage={project.usage} />
               </a>
             </li>
           ))}

@@ -4,6 +4,7 @@ import {
   createProject,
   deleteProject,
   getProject,
+  getProjectUsage,
   listMembers,
   listProjects,
   removeMember,
@@ -19,9 +20,17 @@ export const labExamples = [
   examplesOf(listProjects, { responses: { 200: { items: [PROJECT], nextCursor: null } } }),
   examplesOf(createProject, {
     request: { key: PROJECT.key, name: PROJECT.name, description: PROJECT.description },
-    responses: { 201: { ...PROJECT, updatedAt: PROJECT.createdAt } },
+    responses: {
+      201: {
+        ...PROJECT,
+        updatedAt: PROJECT.createdAt,
+        retention: null,
+        usage: { runs: 0, artifacts: 0, logicalBytes: 0, storedBytes: 0, quotaBytes: null },
+      },
+    },
   }),
   examplesOf(getProject, { responses: { 200: PROJECT } }),
+  examplesOf(getProjectUsage, { responses: { 200: PROJECT.usage } }),
   examplesOf(updateProject, {
     request: { description: PROJECT.description },
     responses: { 200: PROJECT },

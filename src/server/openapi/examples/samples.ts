@@ -52,6 +52,8 @@ export const PROJECT: Static<typeof Project> = {
   createdAt: '2026-01-12T08:30:00.000Z',
   updatedAt: '2026-02-03T14:05:11.000Z',
   retention: { days: 30, failedDays: 90, lastRunsPerTest: 20 },
+  // 1,240 screenshots and logs of 318 runs; identical screenshots stored once.
+  usage: { runs: 318, artifacts: 1240, logicalBytes: 61_440_000, storedBytes: 38_912_000, quotaBytes: 10_737_418_240 },
 };
 
 export const ADMIN: Static<typeof User> = {

@@ -1,6 +1,6 @@
 import * as api from '../../../api/v1/projects.ts';
 import type { AppContext } from '../../context.ts';
-import { presentMember, presentProject } from '../../presenters/identity.ts';
+import { presentMember, presentProject, presentUsage } from '../../presenters/identity.ts';
 import { roleAtLeast } from '../../security/roles.ts';
 import {
   addMember,
@@ -37,9 +37,17 @@ export function projectRoutes(ctx: AppContext) {
 
     route(api.getProject, { owner: ownProject, handler: async (request) => presentProject(await getProject(ctx, request.projectId)) }),
 
+    route(api.getProjectUsage, {
+      owner: ownProject,
+      handler: async (request) => presentUsage(await getProject(ctx, request.projectId)),
+    }),
+
     route(api.updateProject, {
       owner: ownProject,
-      handler: async (request) => presentProject(await updateProject(ctx, request.projectId, request.body)),
+      handler: async (request) => {
+        const actor = { userId: request.principal.user.id, requestId: request.id, admin: request.principal.role === 'admin' };
+        return presentProject(await updateProject(ctx, request.projectId, request.body, actor));
+      },
     }),
 
     route(api.deleteProject, {
