@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 // Key formats (SPEC-1.3, AUTH-1..AUTH-4, AUTH-10):
@@ -61,13 +61,14 @@ export function classifyToken(token: string): TokenShape {
   return LEGACY_KEY_PATTERN.test(token) ? 'legacy' : 'invalid';
 }
 
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
+/** Hex SHA-256 of a UTF-8 text; the one-shot `hash` builds no Hash object (it ran on every request). */
+function sha256(text: string): string {
+  return hash('sha256', text, 'hex');
 }
 
 /** The stored digest of a key. Legacy UUIDs are compared case-insensitively, so they are normalised first. */
 export function keyDigest(token: string, shape: TokenShape): string {
-  return sha256(shape === 'legacy' ? `legacy:${token.toLowerCase()}` : token).toString('hex');
+  return sha256(shape === 'legacy' ? `legacy:${token.toLowerCase()}` : token);
 }
 
 export function normaliseEmail(email: string): string {
@@ -75,7 +76,7 @@ export function normaliseEmail(email: string): string {
 }
 
 export function emailDigest(email: string): string {
-  return sha256(`email:${normaliseEmail(email)}`).toString('hex');
+  return sha256(`email:${normaliseEmail(email)}`);
 }
 
 /** A digest no e-mail produces, compared against when no key matched so both paths do the same work. */

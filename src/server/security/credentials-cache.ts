@@ -7,14 +7,15 @@
  *
  * A lookup takes a `ticket()` before it reads the database and stores its answer with it; an
  * answer read while a change was committing carries an older ticket and is not kept. Expiry is
- * checked on every hit by the caller, since time passes without any write.
+ * checked on every hit, since time passes without any write: each entry keeps its key's expiry
+ * as a number, so a hit compares two numbers rather than formatting the time.
  */
 /** Keys kept at once: far more than the keys in active use on one instance. */
 export const CREDENTIALS_CACHE_ENTRIES = 10_000;
 
 export class CredentialsCache<Principal> {
   #generation = 0;
-  readonly #entries = new Map<string, Principal>();
+  readonly #entries = new Map<string, { principal: Principal; expiresAtMs: number }>();
 
   constructor(private readonly capacity: number) {}
 
@@ -23,18 +24,23 @@ export class CredentialsCache<Principal> {
     return this.#generation;
   }
 
-  get(key: string): Principal | undefined {
-    return this.#entries.get(key);
+  /** The principal kept for `key`, unless its key has expired by `nowMs`. */
+  get(key: string, nowMs: number): Principal | undefined {
+    const entry = this.#entries.get(key);
+    return entry !== undefined && nowMs < entry.expiresAtMs ? entry.principal : undefined;
   }
 
-  /** Keeps `principal` unless access changed since `ticket` was taken; the oldest entry makes room. */
-  store(key: string, principal: Principal, ticket: number): void {
+  /**
+   * Keeps `principal` until `expiresAtMs` (Infinity: a key without expiry), unless access changed
+   * since `ticket` was taken; the oldest entry makes room.
+   */
+  store(key: string, principal: Principal, ticket: number, expiresAtMs: number): void {
     if (ticket !== this.#generation || this.capacity === 0) return;
     if (this.#entries.size >= this.capacity) {
       const oldest = this.#entries.keys().next().value;
       if (oldest !== undefined) this.#entries.delete(oldest);
     }
-    this.#entries.set(key, principal);
+    this.#entries.set(key, { principal, expiresAtMs });
   }
 
   /** Access may have changed: forget everything, and refuse answers read before now. */

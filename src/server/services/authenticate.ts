@@ -46,7 +46,8 @@ export async function authenticate(ctx: AppContext, token: string | undefined, u
     shape === 'legacy'
       ? digestsMatch(emailDigest(userHeader ?? ''), usable ? row.email_digest : null) && userHeader !== undefined
       : digestsMatch(digest, usable ? row.key_digest : null);
-  const now = ctx.clock().toISOString();
+  const clock = ctx.clock();
+  const now = clock.toISOString();
   if (!usable || !confirmed || row.revoked_at !== null || row.deleted_at !== null || (row.expires_at !== null && row.expires_at <= now)) {
     throw unauthenticated();
   }
@@ -54,14 +55,14 @@ export async function authenticate(ctx: AppContext, token: string | undefined, u
   const roles = parseRoles(row.roles);
   const userRole = highestRole(roles);
   const projects: Principal['projects'] = userRole === 'admin' ? 'all' : new Set(await projectIdsOfUser(ctx.db, row.userId));
-  recordKeyUse(ctx, row.keyId);
+  recordKeyUse(ctx, row.keyId, clock);
   const principal: Principal = Object.freeze({
     user: Object.freeze({ id: row.userId, email: row.email, name: row.name, roles }),
     role: row.scope === 'read' ? 'viewer' : userRole,
     key: Object.freeze({ id: row.keyId, format: row.format, scope: row.scope, expiresAt: row.expires_at }),
     projects,
   });
-  ctx.credentials.store(cacheKey, principal, ticket);
+  ctx.credentials.store(cacheKey, principal, ticket, row.expires_at === null ? Number.POSITIVE_INFINITY : Date.parse(row.expires_at));
   return principal;
 }
 
@@ -71,9 +72,9 @@ const credentialsKey = (digest: string, shape: ReturnType<typeof classifyToken>,
 
 /** The cached principal for this entry, unless it expired meanwhile; its use is recorded. */
 function usableCached(ctx: AppContext, cacheKey: string): Principal | undefined {
-  const cached = ctx.credentials.get(cacheKey);
-  if (!cached || (cached.key.expiresAt !== null && cached.key.expiresAt <= ctx.clock().toISOString())) return undefined;
-  recordKeyUse(ctx, cached.key.id);
+  const now = ctx.clock();
+  const cached = ctx.credentials.get(cacheKey, now.getTime());
+  if (cached) recordKeyUse(ctx, cached.key.id, now);
   return cached;
 }
 
@@ -93,8 +94,7 @@ export function knownPrincipal(ctx: AppContext, token: string | undefined, userH
 const LAST_USED_INTERVAL_MS = 60_000;
 
 /** Updates `last_used_at` at most once a minute per key, off the request's critical path. */
-function recordKeyUse(ctx: AppContext, keyId: string): void {
-  const now = ctx.clock();
+function recordKeyUse(ctx: AppContext, keyId: string, now: Date): void {
   const last = ctx.lastUsedWrites.get(keyId);
   if (last !== undefined && now.getTime() - last < LAST_USED_INTERVAL_MS) return;
   ctx.lastUsedWrites.set(keyId, now.getTime());
