@@ -1,13 +1,15 @@
 import { chunk, IN_LIST_SIZE } from '../chunks.ts';
+import { compiledOnce } from '../compiled-once.ts';
 import { keysetPage, type Page, type PageRequest } from '../pagination.ts';
 import type { DeviceLabelsTable, DevicesTable, Executor } from '../types.ts';
 
 // Queries of devices and their labels. `devices.labels` keeps the list as given (for reading);
 // `device_labels` holds one row per label (for matching). Writers keep the two in step.
 
-export async function findDevice(executor: Executor, deviceId: string): Promise<DevicesTable | undefined> {
-  return executor.selectFrom('devices').selectAll().where('id', '=', deviceId).executeTakeFirst();
-}
+/** One device by id; compiled once (`GET /device/devices/{id}` runs it on every request). */
+export const findDevice: (executor: Executor, deviceId: string) => Promise<DevicesTable | undefined> = compiledOnce(
+  (executor, deviceId: string) => executor.selectFrom('devices').selectAll().where('id', '=', deviceId),
+);
 
 /** The device's id when it is registered. */
 export async function findDeviceId(executor: Executor, deviceId: string): Promise<string | undefined> {
