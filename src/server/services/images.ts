@@ -1,7 +1,7 @@
 import { buffer } from 'node:stream/consumers';
 import type { BlobDownload, BlobInfo } from '../blob/blob-store.ts';
 import type { AppContext } from '../context.ts';
-import { findImage, setImageThumbnail } from '../db/repositories/artifacts.ts';
+import { setImageThumbnail } from '../db/repositories/artifacts.ts';
 import type { ImagesTable } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
 import { THUMBNAIL_TYPE } from '../media/thumbnails.ts';
@@ -30,12 +30,13 @@ async function thumbnailOf(ctx: AppContext, image: ImagesTable): Promise<BlobInf
 }
 
 /**
- * What `GET /images/{imageId}` sends: the image, or its thumbnail. A thumbnail that cannot be made
+ * What `GET /images/{imageId}` sends for the image row the access check read (none: 404): the
+ * image, or its thumbnail. A thumbnail that cannot be made
  * degrades to the original, marked and not cached, rather than failing the request; a full
  * thumbnail queue is the one 503.
  */
-export async function imageDownload(ctx: AppContext, imageId: string, options: { thumbnail: boolean }): Promise<BlobDownload> {
-  const image = found(await findImage(ctx.db, imageId), 'The image');
+export async function imageDownload(ctx: AppContext, row: ImagesTable | undefined, options: { thumbnail: boolean }): Promise<BlobDownload> {
+  const image = found(row, 'The image');
   // Named after the image, so a saved copy (`curl -OJ`) is `<imageId>.png` rather than the last path segment.
   const original: BlobDownload = {
     sha256: image.sha256,
@@ -56,7 +57,7 @@ export async function imageDownload(ctx: AppContext, imageId: string, options: {
     };
   } catch (error) {
     if (error instanceof AppError && error.code === 'UNAVAILABLE') throw error;
-    ctx.log.warn({ err: error, imageId }, 'thumbnail could not be made; sending the original');
+    ctx.log.warn({ err: error, imageId: image.id }, 'thumbnail could not be made; sending the original');
     return { ...original, caching: 'no-store', headers: { 'x-attest-thumbnail': 'unavailable' } };
   }
 }

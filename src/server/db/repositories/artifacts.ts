@@ -1,4 +1,5 @@
 import { chunk, IN_LIST_SIZE } from '../chunks.ts';
+import { compiledOnce } from '../compiled-once.ts';
 import { dialectOf } from '../dialect.ts';
 import { keysetPage, type Page, type PageRequest } from '../pagination.ts';
 import type { ArtifactImageRow, ArtifactImagesTable, ArtifactsTable, Executor, ImagesTable, VisibleProjects } from '../types.ts';
@@ -87,23 +88,35 @@ export async function deleteArtifactRow(executor: Executor, id: string): Promise
 }
 
 /**
- * A project the caller can see that holds an artifact using this image, or undefined. Images are
- * shared by content, so one image can be in several projects; any visible one makes it visible.
+ * An image with a project the caller can see that holds an artifact using it, in one query: the
+ * access check and the download read the same row. Images are shared by content, so one image can
+ * be in several projects; any visible one makes it visible. Undefined when the image does not exist
+ * or no visible project uses it.
  */
-export async function visibleProjectOfImage(executor: Executor, imageId: string, projects: VisibleProjects): Promise<string | undefined> {
-  if (projects !== 'all' && projects.size === 0) return undefined;
-  let query = executor
-    .selectFrom('artifact_images as ai')
-    .innerJoin('artifacts as a', 'a.id', 'ai.artifact_id')
-    .select('a.project_id')
-    .where('ai.image_id', '=', imageId);
-  if (projects !== 'all') query = query.where('a.project_id', 'in', [...projects]);
-  return (await query.limit(1).executeTakeFirst())?.project_id;
+export async function findVisibleImage(
+  executor: Executor,
+  imageId: string,
+  projects: VisibleProjects,
+): Promise<(ImagesTable & { project_id: string }) | undefined> {
+  if (projects === 'all') return findUsedImage(executor, imageId);
+  if (projects.size === 0) return undefined;
+  return visibleImageQuery(executor, imageId)
+    .where('a.project_id', 'in', [...projects])
+    .limit(1)
+    .executeTakeFirst();
 }
 
-export async function findImage(executor: Executor, id: string): Promise<ImagesTable | undefined> {
-  return executor.selectFrom('images').selectAll().where('id', '=', id).executeTakeFirst();
-}
+const visibleImageQuery = (executor: Executor, imageId: string) =>
+  executor
+    .selectFrom('images as i')
+    .innerJoin('artifact_images as ai', 'ai.image_id', 'i.id')
+    .innerJoin('artifacts as a', 'a.id', 'ai.artifact_id')
+    .selectAll('i')
+    .select('a.project_id')
+    .where('i.id', '=', imageId);
+
+/** For callers who see every project (admins): compiled once, as every image request runs it. */
+const findUsedImage = compiledOnce((executor, imageId: string) => visibleImageQuery(executor, imageId).limit(1));
 
 export async function setImageThumbnail(executor: Executor, imageId: string, thumbnailSha256: string): Promise<void> {
   await executor.updateTable('images').set({ thumbnail_sha256: thumbnailSha256 }).where('id', '=', imageId).execute();

@@ -1,21 +1,28 @@
+import type { FastifyRequest } from 'fastify';
 import * as api from '../../../api/v1/images.ts';
 import type { AppContext } from '../../context.ts';
-import { visibleProjectOfImage } from '../../db/repositories/artifacts.ts';
+import { findVisibleImage } from '../../db/repositories/artifacts.ts';
+import type { ImagesTable } from '../../db/types.ts';
 import { sendBlob } from '../../http/blob-download.ts';
 import { imageDownload } from '../../services/images.ts';
 import { route, uuidPathParam } from '../route.ts';
 
 export function imageRoutes(ctx: AppContext) {
+  /** The image row the owner check read, for the handler of the same request: one query, not two. */
+  const checked = new WeakMap<FastifyRequest, ImagesTable>();
   return [
     route(api.getImage, {
       // Images are shared by content across projects: the owner is any project the caller can
       // see that uses the image; when there is none the image answers 404 like an unknown id.
       owner: async (request) => {
         const id = uuidPathParam(request, 'imageId');
-        return request.principal ? visibleProjectOfImage(ctx.db, id, request.principal.projects) : undefined;
+        const image = request.principal ? await findVisibleImage(ctx.db, id, request.principal.projects) : undefined;
+        if (!image) return undefined;
+        checked.set(request, image);
+        return image.project_id;
       },
       handler: async (request, reply) => {
-        const download = await imageDownload(ctx, request.params.imageId, { thumbnail: request.query.thumbnail === true });
+        const download = await imageDownload(ctx, checked.get(request), { thumbnail: request.query.thumbnail === true });
         return sendBlob(ctx, request, reply, download);
       },
     }),
