@@ -76,6 +76,8 @@ export async function sweepRetention(ctx: AppContext, options: { dryRun?: boolea
           return deleted;
         });
         if (batch === undefined) return finish(ctx, report); // Another instance is sweeping.
+        // Results kept ready to send (PERF-2) answer their run's owner check too: not once it is gone.
+        if (batch > 0) ctx.frozenResults.invalidate();
         entry.expired += batch;
         report.deleted += batch;
       }
