@@ -15,6 +15,8 @@ export interface Settings {
   seconds: number;
   repetitions: number;
   step: (label: string) => void;
+  /** Whether figure `id` (F1…F8) is measured in this run (`--only`); every figure by default. */
+  wants: (id: string) => boolean;
 }
 
 /** A PNG of about `kb` kilobytes: random pixels, so the encoder cannot shrink them. */
@@ -137,22 +139,36 @@ export async function readFigures(attest: Attest, set: ReadSet, dialect: 'sqlite
   const legacy = { 'service.api-token': set.legacyKey, 'service.user': ADMIN_EMAIL };
   const deviceUrl = `${attest.url}/api/v1/device/devices/${set.deviceId}`;
   const f1Threshold = dialect === 'sqlite' ? 0.5 : 0.3;
-  const f2Threshold = 0.6;
 
-  settings.step(`F1 device read (${dialect})`);
+  // F1's baseline is also the 304's (F3), so it serves until the end.
   const device = await answerOf(deviceUrl, std);
-  const bareDevice = await bareServer(device.body, device.headers);
-  const f1 = await interleaved(settings, { url: deviceUrl, headers: std, pid: attest.pid }, { url: bareDevice.url, pid: bareDevice.pid });
-  figures.push(readFigure('F1', 'device read, standard key', dialect, f1Threshold, 'bare node:http', f1));
-  const f1legacy = await interleaved(
-    settings,
-    { url: deviceUrl, headers: legacy, pid: attest.pid },
-    { url: bareDevice.url, pid: bareDevice.pid },
-  );
-  figures.push(readFigure('F1', 'device read, old-format key', dialect, f1Threshold, 'bare node:http', f1legacy));
-  const bareDeviceRps = median(f1.b);
-  await bareDevice.stop();
+  const bareDevice = settings.wants('F1') || settings.wants('F3') ? await bareServer(device.body, device.headers) : undefined;
+  if (bareDevice && settings.wants('F1')) {
+    settings.step(`F1 device read (${dialect})`);
+    const f1 = await interleaved(settings, { url: deviceUrl, headers: std, pid: attest.pid }, { url: bareDevice.url, pid: bareDevice.pid });
+    figures.push(readFigure('F1', 'device read, standard key', dialect, f1Threshold, 'bare node:http', f1));
+    const f1legacy = await interleaved(
+      settings,
+      { url: deviceUrl, headers: legacy, pid: attest.pid },
+      { url: bareDevice.url, pid: bareDevice.pid },
+    );
+    figures.push(readFigure('F1', 'device read, old-format key', dialect, f1Threshold, 'bare node:http', f1legacy));
+  }
+  try {
+    if (settings.wants('F2')) figures.push(...(await resultsFigures(attest, set, dialect, settings)));
+    if (dialect === 'sqlite' && settings.wants('F3') && bareDevice)
+      figures.push(...(await imageFigures(attest, set, settings, bareDevice)));
+  } finally {
+    await bareDevice?.stop();
+  }
+  return figures;
+}
 
+/** F2: a completed run's results, identity and gzip, against node:http sending the same bytes. */
+async function resultsFigures(attest: Attest, set: ReadSet, dialect: 'sqlite' | 'postgres', settings: Settings): Promise<Figure[]> {
+  const figures: Figure[] = [];
+  const std = { 'service.api-token': attest.key };
+  const f2Threshold = 0.6;
   settings.step(`F2 completed run results (${dialect})`);
   const resultsUrl = `${attest.url}/api/v1/testmgmt/testruns/${set.runId}/results`;
   const results = await answerOf(resultsUrl, std);
@@ -194,8 +210,14 @@ export async function readFigures(attest: Attest, set: ReadSet, dialect: 'sqlite
     ),
   );
   await bareZipped.stop();
-  if (dialect === 'postgres') return figures;
+  return figures;
+}
 
+/** F3: a hot image against nginx and a streaming node:http; its 304 against F1's bare server, interleaved. */
+async function imageFigures(attest: Attest, set: ReadSet, settings: Settings, bareDevice: Started & { url: string }): Promise<Figure[]> {
+  const figures: Figure[] = [];
+  const std = { 'service.api-token': attest.key };
+  const dialect = 'sqlite';
   settings.step('F3 image');
   const imageUrl = `${attest.url}/api/v1/images/${set.imageId}`;
   const image = await answerOf(imageUrl, std);
@@ -240,22 +262,12 @@ http { access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000;
   const etag = image.headers.etag;
   if (etag) {
     const conditional = { ...std, 'if-none-match': etag };
-    const samples: number[] = [];
-    for (let i = 0; i < settings.repetitions; i++)
-      samples.push((await wrk(imageUrl, { headers: conditional, seconds: settings.seconds })).rps);
-    figures.push(
-      judge({
-        id: 'F3',
-        title: 'image 304 (If-None-Match)',
-        dialect,
-        unit: 'req/s',
-        attest: median(samples),
-        baseline: bareDeviceRps,
-        baselineName: "F1's bare node:http",
-        minRatio: 0.6,
-        samples: { attest: samples },
-      }),
+    const f3304 = await interleaved(
+      settings,
+      { url: imageUrl, headers: conditional, pid: attest.pid },
+      { url: bareDevice.url, pid: bareDevice.pid },
     );
+    figures.push(readFigure('F3', 'image 304 (If-None-Match)', dialect, 0.6, "F1's bare node:http", f3304));
   }
   return figures;
 }

@@ -12,10 +12,15 @@ import { exportFigure } from './export.ts';
 import { peakRss, png, prepareReads, readFigures, type Settings, writeFigures } from './figures.ts';
 import { importFigures } from './import.ts';
 import { answers, freePort, hasCommand, median, onExit, PINNED, rssMb, sleep, startPinned } from './lib.ts';
-import { type Figure, judge, write } from './report.ts';
+import { type Figure, judge, markdown, write } from './report.ts';
 
 const quick = process.argv.includes('--quick');
-const updateDocs = !process.argv.includes('--no-docs');
+// `--only F1,F3`: just those figures, printed and not written (a partial table would replace the full one).
+const onlyAt = process.argv.findIndex((arg) => arg === '--only' || arg.startsWith('--only='));
+const onlyList = onlyAt < 0 ? undefined : (process.argv[onlyAt]?.split('=')[1] ?? process.argv[onlyAt + 1] ?? '');
+const only = onlyList === undefined ? undefined : new Set(onlyList.toUpperCase().split(','));
+const wants = (id: string) => only === undefined || only.has(id);
+const updateDocs = !process.argv.includes('--no-docs') && only === undefined;
 if (!hasCommand('wrk')) {
   console.error('npm run bench needs wrk (and nginx for the image baseline): apt-get install -y wrk nginx-light');
   process.exit(1);
@@ -26,7 +31,12 @@ const bar = new cliProgress.SingleBar(
   cliProgress.Presets.shades_classic,
 );
 bar.start(STEPS, 0, { step: 'build' });
-const settings: Settings = { seconds: quick ? 2 : 5, repetitions: quick ? 1 : 3, step: (label) => bar.increment({ step: label }) };
+const settings: Settings = {
+  seconds: quick ? 2 : 5,
+  repetitions: quick ? 1 : 3,
+  step: (label) => bar.increment({ step: label }),
+  wants,
+};
 const figures: Figure[] = [];
 const temps: string[] = [];
 const temp = (prefix: string) => {
@@ -49,78 +59,27 @@ const sampler = setInterval(() => {
 }, 100);
 figures.push(...(await readFigures(sqlite, reads, 'sqlite', settings)));
 clearInterval(sampler);
-figures.push(...(await writeFigures(sqlite, settings)));
+if (wants('F4')) figures.push(...(await writeFigures(sqlite, settings)));
 
 settings.step('F5 100 runs × 20 steps × 20 cells × 2 screenshots');
-figures.push(...(await runWorkload(sqlite)));
+if (wants('F5')) figures.push(...(await runWorkload(sqlite)));
 
 settings.step('F7 export of a 300-screenshot run');
-figures.push(await exportFigure(sqlite, settings));
+if (wants('F7')) figures.push(await exportFigure(sqlite, settings));
 
 settings.step('F8 import of a 5,000-test JUnit file');
-figures.push(...(await importFigures(sqlite, settings)));
+if (wants('F8')) figures.push(...(await importFigures(sqlite, settings)));
 
 settings.step('F6 200 MB upload');
-const api = new Api(sqlite.url, sqlite.key);
-const project = await api.project();
-const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: 'large upload' });
-const large = Buffer.alloc(200 * 1024 * 1024, 7);
-await sleep(1000);
-const before = rssMb(sqlite.pid);
-const peak = await peakRss(sqlite.pid, () =>
-  api.upload(project.id, { testRunId: run.id, kind: 'video', name: 'screen.mp4' }, large, 'video/mp4'),
-);
-figures.push(
-  judge({
-    id: 'F6',
-    title: 'RSS growth during a 200 MB upload',
-    dialect: 'sqlite',
-    unit: 'MB',
-    attest: peak - before,
-    maxValue: 64,
-    samples: { attest: [peak - before] },
-  }),
-);
-figures.push(
-  judge({
-    id: 'F6',
-    title: 'RSS under read load (peak)',
-    dialect: 'sqlite',
-    unit: 'MB',
-    attest: underLoad,
-    samples: { attest: [underLoad] },
-  }),
-);
+if (wants('F6')) await largeUpload();
 await sqlite.stop();
 
 settings.step('F6 start-up with 10,000 runs');
-figures.push(...(await startupFigures()));
+if (wants('F6')) figures.push(...(await startupFigures()));
 
 // PostgreSQL, when one answers: the read figures only.
 settings.step('PostgreSQL');
-const postgresUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const admin = new pg.Client({ connectionString: postgresUrl });
-const reachable = await admin.connect().then(
-  () => true,
-  () => false,
-);
-if (reachable) {
-  const name = `attest_bench_${process.pid}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  try {
-    const url = new URL(postgresUrl);
-    url.pathname = `/${name}`;
-    const postgres = await startAttest({ dataDir: temp('attest-bench-pg-'), databaseUrl: url.toString() });
-    figures.push(...(await readFigures(postgres, await prepareReads(postgres), 'postgres', settings)));
-    await postgres.stop();
-  } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
-  }
-} else {
-  bar.stop();
-  console.error(`PostgreSQL at ${postgresUrl} does not answer: its figures are left out.`);
-}
+if (wants('F1') || wants('F2')) await postgresFigures();
 bar.stop();
 
 const machine = {
@@ -137,9 +96,73 @@ const machine = {
   pinning: PINNED ? 'server and baselines on CPU 0, wrk and clients on CPU 1 (taskset)' : 'not pinned (no taskset or one core)',
   settings: 'npm start defaults, ATTEST_LOG_LEVEL=warn, ATTEST_RATE_LIMIT_PER_MINUTE=10000000 (installed, never reached)',
 };
-write(figures, machine, { updateDocs });
-console.log(fs.readFileSync('bench/results/latest.md', 'utf8'));
+if (only) {
+  console.log(markdown(figures, machine));
+} else {
+  write(figures, machine, { updateDocs });
+  console.log(fs.readFileSync('bench/results/latest.md', 'utf8'));
+}
 process.exit(0);
+
+/** F6: RSS growth during a 200 MB upload, and the peak RSS seen under the read load. */
+async function largeUpload(): Promise<void> {
+  const api = new Api(sqlite.url, sqlite.key);
+  const project = await api.project();
+  const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: 'large upload' });
+  const large = Buffer.alloc(200 * 1024 * 1024, 7);
+  await sleep(1000);
+  const before = rssMb(sqlite.pid);
+  const peak = await peakRss(sqlite.pid, () =>
+    api.upload(project.id, { testRunId: run.id, kind: 'video', name: 'screen.mp4' }, large, 'video/mp4'),
+  );
+  figures.push(
+    judge({
+      id: 'F6',
+      title: 'RSS growth during a 200 MB upload',
+      dialect: 'sqlite',
+      unit: 'MB',
+      attest: peak - before,
+      maxValue: 64,
+      samples: { attest: [peak - before] },
+    }),
+  );
+  figures.push(
+    judge({
+      id: 'F6',
+      title: 'RSS under read load (peak)',
+      dialect: 'sqlite',
+      unit: 'MB',
+      attest: underLoad,
+      samples: { attest: [underLoad] },
+    }),
+  );
+}
+
+/** The read figures on PostgreSQL, when one answers, in a database made for the run. */
+async function postgresFigures(): Promise<void> {
+  const postgresUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const admin = new pg.Client({ connectionString: postgresUrl });
+  const reachable = await admin.connect().then(
+    () => true,
+    () => false,
+  );
+  if (reachable) {
+    const name = `attest_bench_${process.pid}`;
+    await admin.query(`CREATE DATABASE ${name}`);
+    try {
+      const url = new URL(postgresUrl);
+      url.pathname = `/${name}`;
+      const postgres = await startAttest({ dataDir: temp('attest-bench-pg-'), databaseUrl: url.toString() });
+      figures.push(...(await readFigures(postgres, await prepareReads(postgres), 'postgres', settings)));
+      await postgres.stop();
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    }
+  } else {
+    console.error(`PostgreSQL at ${postgresUrl} does not answer: its figures are left out.`);
+  }
+}
 
 /** F5: the same 100 runs sent to Attest and to the minimal durable server, at 1 and 4 clients. */
 async function runWorkload(attest: Awaited<ReturnType<typeof startAttest>>): Promise<Figure[]> {
