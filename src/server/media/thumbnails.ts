@@ -1,5 +1,6 @@
 import type { default as Sharp } from 'sharp';
 import { AppError } from '../errors.ts';
+import { pngDecodes } from './png-check.ts';
 
 // Decoding is where image bombs hurt (FILE-3): no cache of decoded images between requests, one
 // libvips thread per image, a bounded number of decodes at once, and a pixel limit and timeout on
@@ -56,6 +57,13 @@ class WorkGate {
 
 /** The side an upload's check decodes to: small, so the decode streams through and holds little. */
 const CHECK_SIDE = 64;
+/**
+ * Inflated PNG data the check without libvips holds at most: in a decode slot, a 1920×1080 RGBA
+ * screenshot (larger ones stream through libvips instead); outside one, what inflates on the
+ * event loop in well under a millisecond.
+ */
+const PNG_CHECK_MAX_BYTES = 8 * 1024 * 1024;
+const PNG_CHECK_OUTSIDE_GATE_MAX_BYTES = 512 * 1024;
 
 /**
  * Decodes images, for thumbnails and for the check of every uploaded image: at most `ATTEST_THUMBNAIL_CONCURRENCY` decodes at once and
@@ -84,11 +92,15 @@ export class ThumbnailRenderer {
    * Decodes an uploaded image (read by `load` once a decode slot is free) whole, in the same gate
    * and with the same pixel limit and timeout as a thumbnail, so an image is acknowledged only
    * once it is known to decode (FILE-3): a truncated or damaged one is a 422 `UNPROCESSABLE`.
-   * Like a thumbnail, it decodes an animation's first frame.
+   * Like a thumbnail, it decodes an animation's first frame. A PNG whose structure and image data
+   * check out (png-check.ts) needs no libvips decode; a small one, already in memory (`kept`),
+   * not even a slot, since its check costs less than waiting for one.
    */
-  checkDecodes(load: () => Promise<Buffer>): Promise<void> {
+  async checkDecodes(load: () => Promise<Buffer>, kept?: Buffer): Promise<void> {
+    if (kept && (await pngDecodes(kept, PNG_CHECK_OUTSIDE_GATE_MAX_BYTES))) return;
     return this.gate.run(async () => {
       const bytes = await load();
+      if (await pngDecodes(bytes, PNG_CHECK_MAX_BYTES)) return;
       const sharp = await loadSharp();
       try {
         await sharp(bytes, { limitInputPixels: this.config.maxImagePixels, failOn: 'error', sequentialRead: true })

@@ -314,7 +314,10 @@ async function storeFile(
     const blob = await ctx.blobs.put(kept ? kept.keep(inspection.pass(stream)) : inspection.pass(stream));
     try {
       // Decoded (from memory when kept) before anything is acknowledged; if not, released unreferenced for GC.
-      if (image) await ctx.thumbnails.checkDecodes(async () => kept?.bytes() ?? readBlob(ctx, blob.sha256));
+      if (image) {
+        const bytes = kept?.bytes();
+        await ctx.thumbnails.checkDecodes(async () => bytes ?? readBlob(ctx, blob.sha256), bytes);
+      }
     } catch (error) {
       blob.release();
       throw error;
