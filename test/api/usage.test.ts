@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { strToU8, zipSync } from 'fflate';
+import { sql } from 'kysely';
 import { type ApiError, v1 } from '../../src/client/index.ts';
 import * as usageMigration from '../../src/server/db/migrations/2026-11-25-0006-usage.ts';
 import { recountUsage } from '../../src/server/db/repositories/usage.ts';
+import { verifyStorage } from '../../src/server/services/maintenance.ts';
 import { sweepRetention } from '../../src/server/services/retention.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
@@ -237,6 +239,19 @@ for (const dialect of DIALECTS) {
       assert.equal(now.storedBytes, 0);
       await server.admin.client.call(v1.projects.updateProject, { params: { projectId }, body: { quotaBytes: null } });
       await assertCountersTrue();
+    });
+
+    test('attest verify reports counters that disagree with the rows', async () => {
+      const ctx = server.app.attest;
+      assert.deepEqual((await verifyStorage(ctx, { hashContents: false })).usageMismatches, []);
+      const honest = await usage();
+      await sql`UPDATE project_usage SET runs = runs + 7 WHERE project_id = ${projectId}`.execute(ctx.db);
+      const report = await verifyStorage(ctx, { hashContents: false });
+      assert.equal(report.usageMismatches.length, 1);
+      assert.equal(report.usageMismatches[0]?.projectId, projectId);
+      assert.equal(Number(report.usageMismatches[0]?.counted.runs), honest.runs + 7);
+      assert.equal(report.usageMismatches[0]?.recounted.runs, honest.runs);
+      await sql`UPDATE project_usage SET runs = runs - 7 WHERE project_id = ${projectId}`.execute(ctx.db);
     });
 
     test('the migration counts what was there before it: down and up again give the same counters', async () => {

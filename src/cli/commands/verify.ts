@@ -1,11 +1,19 @@
 import type { Command } from 'commander';
+import type { UsageMismatch } from '../../server/db/repositories/usage.ts';
 import { progressBar } from '../progress.ts';
+
+/** Each project whose counters differ from the recount, with both. */
+const usageLines = (mismatches: UsageMismatch[]) =>
+  mismatches.map((m) => `project ${m.projectId} counts ${JSON.stringify(m.counted)}, its rows ${JSON.stringify(m.recounted)}`).join('; ');
 
 /** `attest verify`: the durability invariants, checked offline (exit 1 when one does not hold). */
 export function verifyCommand(program: Command): void {
   program
     .command('verify')
-    .description('check the durability invariants: database integrity, every referenced blob present with its size and SHA-256')
+    .description(
+      'check the durability invariants: database integrity, every referenced blob present with its size and SHA-256, ' +
+        "every project's usage counters equal to a recount",
+    )
     .option('--json', 'print the report as JSON')
     .option('--no-hash', 'check sizes only, without re-hashing blob contents')
     .action(async (options: { json?: boolean; hash: boolean }) => {
@@ -19,13 +27,18 @@ export function verifyCommand(program: Command): void {
           { hashContents: options.hash, onProgress: (d, t) => bar?.update(d, t) },
         );
         bar?.stop();
-        const sound = report.integrity.length === 0 && report.missingBlobs.length === 0 && report.badBlobs.length === 0;
+        const sound =
+          report.integrity.length === 0 &&
+          report.missingBlobs.length === 0 &&
+          report.badBlobs.length === 0 &&
+          report.usageMismatches.length === 0;
         if (options.json) process.stdout.write(`${JSON.stringify({ ...report, sound })}\n`);
         else {
           process.stdout.write(
             `database: ${report.integrity.length === 0 ? 'ok' : report.integrity.join('; ')}\n` +
               `artifacts: ${report.artifactsChecked}; missing blobs: ${report.missingBlobs.length}; damaged blobs: ${report.badBlobs.length}; ` +
-              `orphan blobs: ${report.orphanBlobs} (removed by gc after the grace period)\n`,
+              `orphan blobs: ${report.orphanBlobs} (removed by gc after the grace period)\n` +
+              `usage counters: ${report.usageMismatches.length === 0 ? 'ok' : usageLines(report.usageMismatches)}\n`,
           );
         }
         if (!sound) process.exitCode = 1;

@@ -36,7 +36,7 @@ export const upkeepPlugin = fp(
   async (app: FastifyInstance, { ctx }: { ctx: AppContext }) => {
     every(app, ctx, ctx.config.gcIntervalMinutes, 'blob garbage collection', async () => {
       const report = await collectGarbage(ctx, { graceMs: ctx.config.gcGraceMinutes * 60_000 });
-      if (report.deleted > 0) ctx.log.info({ gc: report }, 'blob garbage collection');
+      if (report.deleted > 0 || report.removedFolders > 0) ctx.log.info({ gc: report }, 'blob garbage collection');
     });
     every(app, ctx, ctx.config.retentionIntervalMinutes, 'retention sweep', async () => {
       const report = await sweepRetention(ctx);

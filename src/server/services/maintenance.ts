@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { BlobStore } from '../blob/blob-store.ts';
 import { deleteImageIfUnused, expectedBlobs, isBlobReferenced, referencedBlobs, unusedImageIds } from '../db/repositories/maintenance.ts';
+import { recountUsage, type UsageMismatch } from '../db/repositories/usage.ts';
 import type { DB } from '../db/types.ts';
 
 export interface GcReport {
@@ -123,6 +124,8 @@ export interface VerifyReport {
   badBlobs: string[];
   /** Stored blobs no row references (allowed; garbage collection removes them after the grace period). */
   orphanBlobs: number;
+  /** Projects whose usage counters (RET-4) differ from a recount of their rows; empty when true. */
+  usageMismatches: UsageMismatch[];
 }
 
 async function sha256Of(blobs: BlobStore, key: string): Promise<string | undefined> {
@@ -135,7 +138,8 @@ async function sha256Of(blobs: BlobStore, key: string): Promise<string | undefin
 
 /**
  * Checks the storage invariants of docs/requirements.md: every referenced blob exists with the size
- * and SHA-256 its rows record (I1), the database is sound (I3); orphans are counted (I5).
+ * and SHA-256 its rows record (I1), the database is sound (I3); orphans are counted (I5); every
+ * project's usage counters equal a recount of its rows (RET-4).
  */
 export async function verifyStorage(
   deps: { db: DB; blobs: BlobStore; database: { integrityProblems(): Promise<string[]> } },
@@ -147,6 +151,7 @@ export async function verifyStorage(
     missingBlobs: [],
     badBlobs: [],
     orphanBlobs: 0,
+    usageMismatches: await recountUsage(deps.db),
   };
   const { artifacts, blobs: expected } = await expectedBlobs(deps.db);
   report.artifactsChecked = artifacts;
