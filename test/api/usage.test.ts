@@ -49,6 +49,20 @@ for (const dialect of DIALECTS) {
       tester.client.upload(projectId, { testRunId: runId, kind: 'screenshot', name: 'shot.png' }, [
         { name: 'shot.png', bytes, type: 'image/png' },
       ]);
+    /** Imports a ZIP of one failing JUnit case with `png` as its screenshot; answers the import's id. */
+    async function importWithScreenshot(png: Uint8Array): Promise<string> {
+      const suite = unique('s');
+      const xml = `<testsuite name="${suite}"><testcase classname="${suite}" name="fails"><failure message="no"/>
+        <system-out>[[ATTACHMENT|shots/x.png]]</system-out></testcase></testsuite>`;
+      const zip = Buffer.from(zipSync({ 'TEST-s.xml': strToU8(xml), 'shots/x.png': png }));
+      const posted = await rawRequest(`${server.url}/api/v1/projects/${projectId}/imports`, {
+        method: 'POST',
+        headers: { ...jsonHeaders(tester.key), 'content-type': 'application/zip', 'content-length': zip.length },
+        body: zip,
+      });
+      assert.equal(posted.status, 202, posted.text);
+      return String(posted.json.id);
+    }
     const finish = (runId: string) =>
       tester.client.call(v1.runs.updateRun, { params: { testRunId: runId }, body: { status: 'completed', verdict: 'passed' } });
 
@@ -123,15 +137,7 @@ for (const dialect of DIALECTS) {
 
       // An import with a screenshot in its ZIP.
       const png = await randomPng(24, 24);
-      const xml = `<testsuite name="s"><testcase classname="s" name="fails"><failure message="no"/>
-        <system-out>[[ATTACHMENT|shots/x.png]]</system-out></testcase></testsuite>`;
-      const zip = Buffer.from(zipSync({ 'TEST-s.xml': strToU8(xml), 'shots/x.png': png }));
-      const posted = await rawRequest(`${server.url}/api/v1/projects/${projectId}/imports`, {
-        method: 'POST',
-        headers: { ...jsonHeaders(tester.key), 'content-type': 'application/zip', 'content-length': zip.length },
-        body: zip,
-      });
-      assert.equal(posted.status, 202, posted.text);
+      await importWithScreenshot(png);
       await waitFor(async () => (await usage()).artifacts === 1, { message: 'the import wrote its screenshot' });
       assert.equal((await usage()).storedBytes, png.length);
       await assertCountersTrue();
@@ -213,17 +219,7 @@ for (const dialect of DIALECTS) {
 
     test('an import past the quota keeps its runs and leaves the attachments out, saying so', async () => {
       await server.admin.client.call(v1.projects.updateProject, { params: { projectId }, body: { quotaBytes: 0 } });
-      const png = await randomPng(24, 24);
-      const xml = `<testsuite name="q"><testcase classname="q" name="fails"><failure message="no"/>
-        <system-out>[[ATTACHMENT|shots/q.png]]</system-out></testcase></testsuite>`;
-      const zip = Buffer.from(zipSync({ 'TEST-q.xml': strToU8(xml), 'shots/q.png': png }));
-      const posted = await rawRequest(`${server.url}/api/v1/projects/${projectId}/imports`, {
-        method: 'POST',
-        headers: { ...jsonHeaders(tester.key), 'content-type': 'application/zip', 'content-length': zip.length },
-        body: zip,
-      });
-      assert.equal(posted.status, 202, posted.text);
-      const importId = String(posted.json.id);
+      const importId = await importWithScreenshot(await randomPng(24, 24));
       const record = await waitFor(
         async () => {
           const current = await tester.client.call(v1.imports.getImport, { params: { projectId, importId } });
