@@ -8,7 +8,6 @@ import { type AppContext, nowIso } from '../context.ts';
 import { isForeignKeyViolation, isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import {
-  countArtifactsOfRun,
   deleteArtifactRow,
   findArtifact,
   findArtifactByIdempotencyKey,
@@ -16,12 +15,12 @@ import {
   imagesOfArtifacts,
   insertArtifact,
   listArtifactsOfRun,
-  upsertImage,
+  storeImage,
 } from '../db/repositories/artifacts.ts';
 import { findStepOfRun } from '../db/repositories/results.ts';
-import { findRun, lockRun } from '../db/repositories/runs.ts';
+import { findRun, runWithArtifactCount } from '../db/repositories/runs.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
-import type { ArtifactImageRow, ArtifactImagesTable, ArtifactsTable, Executor, TestRunsTable, VisibleProjects } from '../db/types.ts';
+import type { ArtifactImageRow, ArtifactImagesTable, ArtifactsTable, TestRunsTable, VisibleProjects } from '../db/types.ts';
 import { AppError, found, invalid, notFound } from '../errors.ts';
 import { artifactType, sanitizeArtifactName } from '../media/file-names.ts';
 import { KEEP_FOR_DECODE_MAX_BYTES, KeptBytes } from '../media/kept-bytes.ts';
@@ -41,7 +40,7 @@ export interface ArtifactWithImages {
 }
 
 /** The run an upload or a listing names, if it belongs to that project; any other is as unknown as a missing one. */
-function runInProject(run: TestRunsTable | undefined, projectId: string): TestRunsTable {
+function runInProject<R extends TestRunsTable>(run: R | undefined, projectId: string): R {
   return found(run?.project_id === projectId ? run : undefined, 'The test run');
 }
 
@@ -59,8 +58,8 @@ function assertRunTakesArtifacts(status: string): void {
   if (status !== 'running') throw new AppError('STATE_CONFLICT', `The run is ${status}; artifacts are attached once it is running.`);
 }
 /** A run holds at most ATTEST_MAX_ARTIFACTS_PER_RUN artifacts, so its listing always fits one answer. */
-async function assertRoomForArtifact(ctx: AppContext, executor: Executor, runId: string): Promise<void> {
-  if ((await countArtifactsOfRun(executor, runId)) >= ctx.config.maxArtifactsPerRun) {
+function assertRoomForArtifact(ctx: AppContext, artifactCount: number): void {
+  if (artifactCount >= ctx.config.maxArtifactsPerRun) {
     throw new AppError('TOO_MANY_ARTIFACTS', `A run holds at most ${ctx.config.maxArtifactsPerRun} artifacts.`);
   }
 }
@@ -166,7 +165,7 @@ export async function ingestArtifact(
   const name = sanitizeArtifactName(metadata.name);
   if (name === '') throw invalid('/body/metadata/name', 'is empty once control characters and slashes are removed');
 
-  const run = runInProject(await findRun(ctx.db, metadata.testRunId.toLowerCase()), input.projectId);
+  const run = runInProject(await runWithArtifactCount(ctx.db, metadata.testRunId.toLowerCase()), input.projectId);
   let stepId: string | null = null;
   if (metadata.stepId !== undefined || metadata.stepKey !== undefined) {
     const step = metadata.stepId !== undefined ? { id: metadata.stepId.toLowerCase() } : { key: metadata.stepKey as string };
@@ -202,7 +201,7 @@ export async function ingestArtifact(
   }
   // Cheap early refusals; both are checked again under the lock of the final transaction.
   assertRunTakesArtifacts(run.status);
-  await assertRoomForArtifact(ctx, ctx.db, run.id);
+  assertRoomForArtifact(ctx, run.artifact_count);
   await assertQuotaLeft(ctx.db, input.projectId);
 
   const expected = filePartsOf(metadata.kind);
@@ -224,6 +223,7 @@ export async function ingestArtifact(
     // The artifact's own content: its file, or a visual diff's diff image.
     const content = stored.find((s) => s.part === 'file' || s.part === 'diff') as StoredFile;
     const now = nowIso(ctx);
+    const images: ArtifactImageRow[] = [];
     const row: ArtifactsTable = {
       id: randomUUID(),
       project_id: input.projectId,
@@ -244,14 +244,14 @@ export async function ingestArtifact(
         // Every blob is durable by now (put resolved); the rows that reference them commit together.
         // The run stays locked until they do, so a concurrent completion or another upload's count
         // check waits for this one.
-        const locked = runInProject(await lockRun(trx, run.id), input.projectId);
+        const locked = runInProject(await runWithArtifactCount(trx, run.id, true), input.projectId);
         assertRunTakesArtifacts(locked.status);
-        await assertRoomForArtifact(ctx, trx, run.id);
+        assertRoomForArtifact(ctx, locked.artifact_count);
         await assertWithinQuota(trx, input.projectId, stored);
         const links: ArtifactImagesTable[] = [];
         for (const file of stored) {
           if (!file.role) continue;
-          const imageId = await upsertImage(trx, {
+          const image = await storeImage(trx, {
             id: randomUUID(),
             sha256: file.sha256,
             content_type: file.contentType,
@@ -261,7 +261,9 @@ export async function ingestArtifact(
             thumbnail_sha256: null,
             created_at: now,
           });
-          links.push({ artifact_id: row.id, image_id: imageId, role: file.role, position: links.length });
+          // The stored row (an earlier upload's, for known bytes) is what the answer shows: no read-back after the commit.
+          images.push({ ...image, artifact_id: row.id, role: file.role, position: links.length });
+          links.push({ artifact_id: row.id, image_id: image.id, role: file.role, position: links.length });
         }
         await insertArtifact(trx, row, links);
         ctx.crashPoint('before-commit');
@@ -276,9 +278,8 @@ export async function ingestArtifact(
       if (isForeignKeyViolation(error)) throw notFound('The test run or step');
       throw error;
     }
-    const artifact = await detailsOf(ctx, row);
     ctx.crashPoint('after-commit-before-response');
-    return { created: true, artifact };
+    return { created: true, artifact: { row, images } };
   } finally {
     // Each blob is held from its put until its row has committed, or never will: garbage
     // collection may judge it from now on.

@@ -10,21 +10,23 @@ export async function findArtifactByIdempotencyKey(executor: Executor, runId: st
   return executor.selectFrom('artifacts').selectAll().where('run_id', '=', runId).where('idempotency_key', '=', key).executeTakeFirst();
 }
 
-export async function countArtifactsOfRun(executor: Executor, runId: string): Promise<number> {
-  const row = await executor
-    .selectFrom('artifacts')
-    .select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('run_id', '=', runId)
-    .executeTakeFirst();
-  return Number(row?.n ?? 0);
-}
-
 export async function findArtifact(executor: Executor, id: string): Promise<ArtifactsTable | undefined> {
   return executor.selectFrom('artifacts').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 /** Inserts an image row unless one with the same bytes exists; either way answers the stored row's id. */
 export async function upsertImage(executor: Executor, image: ImagesTable): Promise<string> {
+  return (await storeImage(executor, image)).id;
+}
+
+/** Inserts an image row unless one with the same bytes exists; either way answers the stored row. */
+export async function storeImage(executor: Executor, image: ImagesTable): Promise<ImagesTable> {
+  if (dialectOf(executor) === 'sqlite') {
+    // SQLite runs one write transaction at a time (and this process is the only writer, DUR-3):
+    // nothing inserts or deletes the row between the read and the insert. One statement either way.
+    const stored = await executor.selectFrom('images').selectAll().where('sha256', '=', image.sha256).executeTakeFirst();
+    return stored ?? executor.insertInto('images').values(image).returningAll().executeTakeFirstOrThrow();
+  }
   // PostgreSQL: garbage collection may be deleting an unused image row with these bytes right now.
   // The key-share lock waits for that delete and finds no row if it committed (then insert again),
   // and keeps a later delete off the row until this transaction has linked it.
@@ -34,10 +36,8 @@ export async function upsertImage(executor: Executor, image: ImagesTable): Promi
       .values(image)
       .onConflict((oc) => oc.column('sha256').doNothing())
       .execute();
-    let query = executor.selectFrom('images').select('id').where('sha256', '=', image.sha256);
-    if (dialectOf(executor) === 'postgres') query = query.forKeyShare();
-    const stored = await query.executeTakeFirst();
-    if (stored) return stored.id;
+    const stored = await executor.selectFrom('images').selectAll().where('sha256', '=', image.sha256).forKeyShare().executeTakeFirst();
+    if (stored) return stored;
   }
   throw new Error(`the image row for ${image.sha256} keeps disappearing`);
 }

@@ -25,6 +25,30 @@ export async function lockRun(trx: Executor, runId: string): Promise<TestRunsTab
   return (dialectOf(trx) === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
 }
 
+/**
+ * A run with how many artifacts it holds, in one query: what an upload checks. With `lock`, the
+ * run row is locked as by lockRun until the transaction ends (the count is of this moment).
+ */
+export async function runWithArtifactCount(
+  executor: Executor,
+  runId: string,
+  lock = false,
+): Promise<(TestRunsTable & { artifact_count: number }) | undefined> {
+  const query = executor
+    .selectFrom('test_runs')
+    .selectAll('test_runs')
+    .select((eb) =>
+      eb
+        .selectFrom('artifacts')
+        .select(eb.fn.countAll<number | string>().as('n'))
+        .whereRef('artifacts.run_id', '=', 'test_runs.id')
+        .as('artifact_count'),
+    )
+    .where('test_runs.id', '=', runId);
+  const row = await (lock && dialectOf(executor) === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
+  return row && { ...row, artifact_count: Number(row.artifact_count ?? 0) };
+}
+
 export async function findRunByIdempotencyKey(executor: Executor, projectId: string, key: string): Promise<TestRunsTable | undefined> {
   return executor
     .selectFrom('test_runs')
