@@ -237,6 +237,31 @@ for (const dialect of DIALECTS) {
       await assertCountersTrue();
     });
 
+    test('deleting a project with runs, shared screenshots and a visual diff leaves no counters behind', async () => {
+      const doomed = (await createProject(server, 'Doomed')).id;
+      const same = await randomPng(20, 20);
+      for (let i = 0; i < 3; i++) {
+        const run = await server.admin.client.call(v1.runs.createRun, { body: { projectId: doomed, name: unique('run-') } });
+        await server.admin.client.call(v1.results.appendResults, {
+          params: { testRunId: run.id },
+          body: { steps: [{ key: 'a', title: 'Open', status: 'passed' }] },
+        });
+        await server.admin.client.upload(doomed, { testRunId: run.id, stepKey: 'a', kind: 'screenshot', name: 's.png' }, [
+          { name: 's.png', bytes: same, type: 'image/png' },
+        ]);
+        await server.admin.client.upload(doomed, { testRunId: run.id, kind: 'visual-diff', name: 'home' }, [
+          { field: 'baseline', name: 'b.png', bytes: same, type: 'image/png' },
+          { field: 'actual', name: 'a.png', bytes: await randomPng(20, 20), type: 'image/png' },
+          { field: 'diff', name: 'd.png', bytes: await randomPng(20, 20), type: 'image/png' },
+        ]);
+      }
+      await server.admin.client.call(v1.projects.deleteProject, { params: { projectId: doomed } });
+      const db = server.app.attest.db;
+      assert.deepEqual(await db.selectFrom('project_usage').selectAll().where('project_id', '=', doomed).execute(), []);
+      assert.deepEqual(await db.selectFrom('project_blobs').selectAll().where('project_id', '=', doomed).execute(), []);
+      await assertCountersTrue();
+    });
+
     test('attest verify reports counters that disagree with the rows', async () => {
       const ctx = server.app.attest;
       assert.deepEqual((await verifyStorage(ctx, { hashContents: false })).usageMismatches, []);

@@ -9,7 +9,10 @@ import { type Kysely, PostgresAdapter, sql } from 'kysely';
 // how many references the project has to each blob.
 //
 // Lock order on PostgreSQL: every trigger updates the project's `project_usage` row first, so
-// writers of one project queue on that row and never deadlock on `project_blobs` rows.
+// writers of one project queue on that row and never deadlock on `project_blobs` rows. When a whole
+// project is deleted, its cascade already took the project row away: the delete triggers then keep
+// no books (the counters go with the project), since touching its counters row would fail its
+// foreign key.
 
 // biome-ignore lint/suspicious/noExplicitAny: a frozen migration must not depend on today's table types
 export async function up(db: Kysely<any>): Promise<void> {
@@ -121,7 +124,7 @@ async function postgresTriggers(db: Kysely<any>): Promise<void> {
      BEGIN
        IF TG_OP = 'INSERT' THEN
          UPDATE project_usage SET runs = runs + 1 WHERE project_id = NEW.project_id;
-       ELSE
+       ELSIF EXISTS (SELECT 1 FROM projects p WHERE p.id = OLD.project_id) THEN
          UPDATE project_usage SET runs = runs - 1 WHERE project_id = OLD.project_id;
        END IF;
        RETURN NULL;
@@ -164,6 +167,9 @@ async function postgresTriggers(db: Kysely<any>): Promise<void> {
      DECLARE
        freed bigint;
      BEGIN
+       IF NOT EXISTS (SELECT 1 FROM projects p WHERE p.id = OLD.project_id) THEN
+         RETURN OLD;
+       END IF;
        UPDATE project_usage SET artifacts = artifacts - 1, logical_bytes = logical_bytes - OLD.size WHERE project_id = OLD.project_id;
        UPDATE project_blobs b SET refs = b.refs - (CASE WHEN b.sha256 = OLD.sha256 THEN 1 ELSE 0 END)
            - (SELECT count(*) FROM artifact_images ai JOIN images i ON i.id = ai.image_id
