@@ -124,6 +124,105 @@ describe('FsBlobStore on disk', () => {
     );
   });
 
+  /** A store whose open, write, fsync, unlink and rename calls are recorded, paths relative to the root. */
+  async function recordingStore() {
+    const calls: string[] = [];
+    const opened = new Map<number, string>();
+    const rel = (file: string) => path.relative(root, file).replace(/[0-9a-f-]{36}\.part$/, '<uuid>.part');
+    const recording: BlobFs = {
+      ...nodeBlobFs,
+      open: async (file, flags, mode) => {
+        const fd = await nodeBlobFs.open(file, flags, mode);
+        opened.set(fd, rel(file));
+        calls.push(`open ${rel(file)}`);
+        return fd;
+      },
+      write: async (fd, buffer, offset, length) => {
+        calls.push(`write ${opened.get(fd)}`);
+        return nodeBlobFs.write(fd, buffer, offset, length);
+      },
+      fsync: async (fd) => {
+        calls.push(`fsync ${opened.get(fd)}`);
+        await nodeBlobFs.fsync(fd);
+      },
+      unlink: async (file) => {
+        calls.push(`unlink ${rel(file)}`);
+        await nodeBlobFs.unlink(file);
+      },
+      rename: async (from, to) => {
+        calls.push(`rename ${rel(from)} -> ${rel(to)}`);
+        await nodeBlobFs.rename(from, to);
+      },
+    };
+    const store = await ready({ fs: recording });
+    calls.length = 0; // start-up recovery's own fsync
+    return { store, calls };
+  }
+
+  test('a small blob is written with one write; stored again it costs no temp file, and no fsync once its entry is durable', async () => {
+    const { store, calls } = await recordingStore();
+    const bytes = randomBytes(100_000);
+    const first = await store.put(chunks(bytes.subarray(0, 30_000), bytes.subarray(30_000, 60_000), bytes.subarray(60_000)));
+    first.release();
+    assert.equal(calls.filter((c) => c === 'write tmp/<uuid>.part').length, 1, calls.join('\n'));
+    calls.length = 0;
+    const again = await store.put(chunks(bytes));
+    again.release();
+    assert.equal(again.created, false);
+    assert.deepEqual(calls, [], 'no open, write, fsync or unlink: the blob is there and its entry durable');
+    assert.deepEqual(tmpFiles(), []);
+    assert.deepEqual(fs.readFileSync(store.blobPath(again.sha256)), bytes);
+  });
+
+  test('stored again after a deletion, the same bytes go through every durable step again (DUR-6)', async () => {
+    const { store, calls } = await recordingStore();
+    const first = await store.put(chunks('deleted, then back'));
+    first.release();
+    assert.equal(await store.delete(first.sha256), true);
+    calls.length = 0;
+    const again = await store.put(chunks('deleted, then back'));
+    again.release();
+    assert.equal(again.created, true);
+    const bb = path.join('blobs', again.sha256.slice(0, 2), again.sha256.slice(2, 4));
+    assert.deepEqual(
+      calls.filter((c) => !c.startsWith('open ') && !c.startsWith('write ')),
+      [
+        'fsync tmp/<uuid>.part',
+        `rename tmp/<uuid>.part -> ${bb}/${again.sha256}`,
+        `fsync ${bb}`,
+        `fsync ${path.dirname(bb)}`,
+        'fsync blobs',
+      ],
+    );
+  });
+
+  test("bytes found on disk but not made durable by this store (a previous process's) get their folder fsynced", async () => {
+    const earlier = await ready();
+    const stored = await earlier.put(chunks('left by a previous process'));
+    stored.release();
+    const { store, calls } = await recordingStore();
+    const again = await store.put(chunks('left by a previous process'));
+    again.release();
+    assert.equal(again.created, false);
+    const bb = path.join('blobs', again.sha256.slice(0, 2), again.sha256.slice(2, 4));
+    assert.deepEqual(
+      calls.filter((c) => c.startsWith('fsync ')),
+      [`fsync ${bb}`, `fsync ${path.dirname(bb)}`, 'fsync blobs'],
+    );
+    assert.ok(!calls.some((c) => c.includes('.part')), 'no temp file for known bytes');
+  });
+
+  test('a blob larger than the in-memory bound streams through its temp file and stores whole', async () => {
+    const { store, calls } = await recordingStore();
+    const bytes = randomBytes(1_500_000);
+    const parts = Array.from({ length: 15 }, (_, i) => bytes.subarray(i * 100_000, (i + 1) * 100_000));
+    const info = await store.put(chunks(...parts));
+    info.release();
+    assert.ok(calls.filter((c) => c === 'write tmp/<uuid>.part').length > 1, 'written as it streamed');
+    assert.deepEqual(fs.readFileSync(store.blobPath(info.sha256)), bytes);
+    assert.deepEqual(tmpFiles(), []);
+  });
+
   test('no key maps to a path outside the folder', async () => {
     const store = await ready();
     assert.throws(() => store.blobPath(`${'a'.repeat(63)}/`), /not a blob key/);

@@ -2,62 +2,18 @@ import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { promisify } from 'node:util';
+import { type BlobFs, errnoOf, nodeBlobFs, storageError } from './blob-fs.ts';
 import {
   type BlobDurabilityStep,
   type BlobEntry,
   BlobHolds,
-  BlobStorageError,
   type BlobStore,
   type ByteRange,
   isBlobKey,
   type StoredBlob,
 } from './blob-store.ts';
 
-/**
- * The filesystem calls the store makes, as one replaceable object: tests inject EIO or ENOSPC at
- * any step (DUR-7) and record the order of writes, renames and fsyncs, the groundwork of the power-loss
- * simulation DUR-13c (not built yet).
- * File descriptors rather than FileHandles, so a fake needs no class of its own.
- */
-export interface BlobFs {
-  open(file: string, flags: string, mode?: number): Promise<number>;
-  /** Writes part of `buffer` at the current position; resolves with the bytes written (maybe fewer). */
-  write(fd: number, buffer: Uint8Array, offset: number, length: number): Promise<number>;
-  fsync(fd: number): Promise<void>;
-  close(fd: number): Promise<void>;
-  rename(from: string, to: string): Promise<void>;
-  unlink(file: string): Promise<void>;
-  /** Creates one directory level; rejects with EEXIST when it is already there. */
-  mkdir(dir: string): Promise<void>;
-  /** Removes an empty directory; rejects (ENOTEMPTY, EEXIST) when it holds anything, so it never removes a blob. */
-  rmdir(dir: string): Promise<void>;
-  stat(file: string): Promise<fs.Stats>;
-  readdir(dir: string): Promise<string[]>;
-  utimes(file: string, atime: Date, mtime: Date): Promise<void>;
-  createReadStream(file: string, options: { start?: number; end?: number }): Readable;
-}
-
-/** The real filesystem. */
-export const nodeBlobFs: BlobFs = {
-  open: promisify(fs.open) as BlobFs['open'],
-  write: (fd, buffer, offset, length) =>
-    new Promise((resolve, reject) =>
-      fs.write(fd, buffer, offset, length, null, (error, written) => (error ? reject(error) : resolve(written))),
-    ),
-  fsync: promisify(fs.fsync),
-  close: promisify(fs.close),
-  rename: promisify(fs.rename),
-  unlink: promisify(fs.unlink),
-  mkdir: async (dir) => {
-    await fs.promises.mkdir(dir);
-  },
-  rmdir: (dir) => fs.promises.rmdir(dir),
-  stat: (file) => fs.promises.stat(file),
-  readdir: (dir) => fs.promises.readdir(dir),
-  utimes: (file, atime, mtime) => fs.promises.utimes(file, atime, mtime),
-  createReadStream: (file, options) => fs.createReadStream(file, options),
-};
+export { type BlobFs, nodeBlobFs } from './blob-fs.ts';
 
 export interface FsBlobStoreOptions {
   /** Filesystem calls; defaults to the real filesystem. */
@@ -66,17 +22,13 @@ export interface FsBlobStoreOptions {
   onDurabilityStep?: (step: BlobDurabilityStep) => void;
 }
 
-const errnoOf = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code;
+/** Blobs up to this size are hashed in memory before a temp file is written (see put). */
+const SMALL_BLOB_MAX_BYTES = 512 * 1024;
+/** How many digests the store remembers as durable (about 100 bytes each). */
+const DURABLE_BLOBS_KEPT = 16_384;
 
 /** The name of a shard folder level: `aa` in `blobs/aa/bb`. */
 const SHARD = /^[0-9a-f]{2}$/;
-
-/** ENOSPC and EDQUOT mean "no room"; anything else the filesystem throws is an I/O failure. */
-function storageError(operation: string, error: unknown): BlobStorageError {
-  const code = errnoOf(error);
-  const full = code === 'ENOSPC' || code === 'EDQUOT';
-  return new BlobStorageError(full ? 'full' : 'io', `blob store: ${operation} failed (${code ?? 'unknown error'})`, { cause: error });
-}
 
 /**
  * Content-addressed blobs in a local folder:
@@ -86,7 +38,8 @@ function storageError(operation: string, error: unknown): BlobStorageError {
  *
  * `put` follows DUR-6: write the temp file while hashing, fsync it, rename it into
  * place, fsync the directory (and its parents when they were just created). Only then may the
- * caller commit the row that references the blob.
+ * caller commit the row that references the blob. A small blob is hashed before its temp file is
+ * written, so bytes already stored are not written again.
  */
 export class FsBlobStore implements BlobStore {
   readonly location: string;
@@ -96,6 +49,11 @@ export class FsBlobStore implements BlobStore {
   private readonly onDurabilityStep: (step: BlobDurabilityStep) => void;
   /** Directories whose own entry this process has made durable (see makeEntryDurable). */
   private readonly durableDirs = new Set<string>();
+  /**
+   * Blobs whose directory entry this process has made durable, the most recent DURABLE_BLOBS_KEPT:
+   * stored again, they need no directory fsync. A deletion through this store drops the mark first.
+   */
+  private readonly durableBlobs = new Set<string>();
   private readonly holds = new BlobHolds();
   /**
    * Shard folders (both levels) a put is making or renaming into right now, with how many puts:
@@ -127,39 +85,53 @@ export class FsBlobStore implements BlobStore {
     let fd: number | undefined;
     let release: (() => void) | undefined;
     try {
-      fd = await this.io('open', () => this.fs.open(tempFile, 'wx', 0o600));
       const hash = createHash('sha256');
       let size = 0;
+      // A blob that ends within SMALL_BLOB_MAX_BYTES is hashed in memory before anything is written:
+      // bytes already stored then cost no temp file at all, and new ones a single write.
+      let small: Uint8Array[] | undefined = [];
       for await (const chunk of source) {
         hash.update(chunk);
         size += chunk.byteLength;
+        if (small && size <= SMALL_BLOB_MAX_BYTES) {
+          small.push(chunk);
+          continue;
+        }
+        if (fd === undefined) fd = await this.io('open', () => this.fs.open(tempFile, 'wx', 0o600));
+        for (const held of small ?? []) await this.writeAll(fd, held);
+        small = undefined;
         await this.writeAll(fd, chunk);
+      }
+      const sha256 = hash.digest('hex');
+      const target = this.blobPath(sha256);
+      if (small) {
+        release = await this.holds.hold(sha256);
+        if (await this.isStored(target, size)) {
+          await this.reuse(target, sha256);
+          return { sha256, size, created: false, release };
+        }
+        fd = await this.io('open', () => this.fs.open(tempFile, 'wx', 0o600));
+        await this.writeAll(fd, Buffer.concat(small, size));
       }
       // A failed fsync is final: Linux may drop the dirty pages after reporting the error once,
       // so a second fsync could "succeed" without the data (PG-FSYNC). The temp file goes.
       await this.io('fsync', () => this.fs.fsync(fd as number));
-      const closing = fd;
+      const closing = fd as number;
       fd = undefined;
       await this.io('close', () => this.fs.close(closing));
       this.onDurabilityStep('after-fsync-file');
 
-      const sha256 = hash.digest('hex');
-      release = await this.holds.hold(sha256);
-      const target = this.blobPath(sha256);
-      const existing = await this.statOrUndefined(target);
-      if (existing?.size === size) {
-        // Dedupe: the bytes are already stored. Touch the blob so garbage collection's grace
-        // period counts from now: the row about to reference it is not committed yet.
+      release ??= await this.holds.hold(sha256);
+      if (!small && (await this.isStored(target, size))) {
         await this.fs.unlink(tempFile).catch(() => {});
-        const now = new Date();
-        await this.io('utimes', () => this.fs.utimes(target, now, now));
-        await this.makeEntryDurable(target);
+        await this.reuse(target, sha256);
         return { sha256, size, created: false, release };
       }
       // Absent, or a damaged copy of a different length: the rename replaces it atomically.
       await this.renameIntoShard(tempFile, target);
       this.onDurabilityStep('after-rename');
       await this.makeEntryDurable(target);
+      this.markDurable(sha256);
       this.onDurabilityStep('after-dir-fsync');
       return { sha256, size, created: true, release };
     } catch (error) {
@@ -168,6 +140,30 @@ export class FsBlobStore implements BlobStore {
       await this.fs.unlink(tempFile).catch(() => {});
       throw error;
     }
+  }
+
+  /** Whether the blob is stored with this size; a copy of another length is damaged and gets replaced. */
+  private async isStored(target: string, size: number): Promise<boolean> {
+    return (await this.statOrUndefined(target))?.size === size;
+  }
+
+  /**
+   * Dedupe: the bytes are already stored. The blob is touched so garbage collection's grace period
+   * counts from now (the row about to reference it is not committed yet), and its directory entry
+   * made durable unless this process already did so (a concurrent put may have renamed it without
+   * having fsynced its folder yet, and a crashed process may have left it in the page cache only).
+   */
+  private async reuse(target: string, sha256: string): Promise<void> {
+    const now = new Date();
+    await this.io('utimes', () => this.fs.utimes(target, now, now));
+    if (this.durableBlobs.has(sha256)) return;
+    await this.makeEntryDurable(target);
+    this.markDurable(sha256);
+  }
+
+  private markDurable(sha256: string): void {
+    if (this.durableBlobs.size >= DURABLE_BLOBS_KEPT) this.durableBlobs.delete(this.durableBlobs.values().next().value as string);
+    this.durableBlobs.add(sha256);
   }
 
   async get(sha256: string, range?: ByteRange): Promise<Readable | undefined> {
@@ -184,6 +180,7 @@ export class FsBlobStore implements BlobStore {
   delete(sha256: string, stillGarbage: () => Promise<boolean> = async () => true): Promise<boolean> {
     const file = this.blobPath(sha256);
     return this.holds.delete(sha256, stillGarbage, async () => {
+      this.durableBlobs.delete(sha256);
       try {
         await this.fs.unlink(file);
       } catch (error) {
