@@ -1,4 +1,5 @@
 import { chunk, IN_LIST_SIZE, insertRows } from '../chunks.ts';
+import { compiledOnce } from '../compiled-once.ts';
 import { dialectOf } from '../dialect.ts';
 import type { Executor, ResultPostsTable, StepsTable, TextCellsTable } from '../types.ts';
 
@@ -14,6 +15,11 @@ export async function findSteps(
   column: 'client_key' | 'id',
   values: readonly string[],
 ): Promise<StoredStep[]> {
+  if (values.length === 1) {
+    // A post of one step (the common streaming case) names one key: at most one row, by a unique index.
+    const row = await (column === 'id' ? stepById : stepByKey)(executor, runId, values[0] as string);
+    return row ? [row] : [];
+  }
   const found: StoredStep[] = [];
   for (const part of chunk(values, IN_LIST_SIZE)) {
     found.push(
@@ -27,6 +33,14 @@ export async function findSteps(
   }
   return found;
 }
+
+// Compiled once per dialect: a one-step post runs one of them.
+const stepByKey = compiledOnce((executor, runId: string, key: string) =>
+  executor.selectFrom('steps').select(['id', 'client_key', 'status', 'depth']).where('run_id', '=', runId).where('client_key', '=', key),
+);
+const stepById = compiledOnce((executor, runId: string, id: string) =>
+  executor.selectFrom('steps').select(['id', 'client_key', 'status', 'depth']).where('run_id', '=', runId).where('id', '=', id),
+);
 
 /** A step of the run, named by id or by its client key. */
 export async function findStepOfRun(

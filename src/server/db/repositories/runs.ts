@@ -1,4 +1,5 @@
 import { chunk, IN_LIST_SIZE, insertRows } from '../chunks.ts';
+import { compiledOnce } from '../compiled-once.ts';
 import { dialectOf } from '../dialect.ts';
 import { keysetPage, type Page, type PageRequest } from '../pagination.ts';
 import type { Executor, TestRunsTable } from '../types.ts';
@@ -11,8 +12,13 @@ export async function findRun(executor: Executor, runId: string): Promise<TestRu
 
 /** The project a run belongs to, for the access check. */
 export async function projectOfRun(executor: Executor, runId: string): Promise<string | undefined> {
-  return (await executor.selectFrom('test_runs').select('project_id').where('id', '=', runId).executeTakeFirst())?.project_id;
+  return (await projectOfRunOnce(executor, runId))?.project_id;
 }
+
+// Compiled once per dialect: every request on a run's path (results posts, run changes) checks its owner.
+const projectOfRunOnce = compiledOnce((executor, runId: string) =>
+  executor.selectFrom('test_runs').select('project_id').where('id', '=', runId),
+);
 
 /**
  * The one way to lock a run row for the rest of a transaction. The lock serialises writes to one
@@ -21,9 +27,14 @@ export async function projectOfRun(executor: Executor, runId: string): Promise<s
  * transactions already run one at a time.
  */
 export async function lockRun(trx: Executor, runId: string): Promise<TestRunsTable | undefined> {
-  const query = trx.selectFrom('test_runs').selectAll().where('id', '=', runId);
-  return (dialectOf(trx) === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
+  return lockRunOnce(trx, runId);
 }
+
+// Compiled once per dialect (every results post and run change runs it; FOR UPDATE on PostgreSQL).
+const lockRunOnce = compiledOnce((trx, runId: string) => {
+  const query = trx.selectFrom('test_runs').selectAll().where('id', '=', runId);
+  return dialectOf(trx) === 'postgres' ? query.forUpdate() : query;
+});
 
 /**
  * A run with how many artifacts it holds, in one query: what an upload checks. With `lock`, the
@@ -88,8 +99,17 @@ export async function updateRunIfStatus(
 
 /** Hands out the run's next `count` result positions: the counter moves to `nextPosition`. */
 export async function setNextPosition(executor: Executor, runId: string, nextPosition: number): Promise<void> {
-  await executor.updateTable('test_runs').set({ next_position: nextPosition }).where('id', '=', runId).execute();
+  // compiledOnce types its values as the text placeholders it compiles with; the position is bound as the number it is.
+  await setNextPositionOnce(executor, nextPosition as unknown as string, runId);
 }
+
+// Compiled once per dialect: every results post runs it.
+const setNextPositionOnce = compiledOnce((executor, nextPosition: string, runId: string) =>
+  executor
+    .updateTable('test_runs')
+    .set({ next_position: nextPosition as unknown as number })
+    .where('id', '=', runId),
+);
 
 /** Aborts a job's runs that are still queued; runs a runner already took keep going. */
 export async function abortQueuedRunsOfJob(executor: Executor, jobId: string, now: string): Promise<void> {
