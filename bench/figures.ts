@@ -334,9 +334,10 @@ export async function writeFigures(attest: Attest, settings: Settings): Promise<
   settings.step('F4 35 KB uploads, 4 clients');
   const uploads: number[] = [];
   const disk: number[] = [];
-  const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: 'uploads' });
   const images = await Promise.all(Array.from({ length: 64 }, () => png(35)));
   for (let i = 0; i < settings.repetitions; i++) {
+    // A run of its own per sample: a run holds at most 10,000 artifacts (ATTEST_MAX_ARTIFACTS_PER_RUN).
+    const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: `uploads ${i}` });
     uploads.push(
       await closedLoop(4, settings.seconds, (client, n) =>
         api.upload(
