@@ -72,9 +72,11 @@ for (const dialect of DIALECTS) {
         const ctx = server.app.attest;
         const project = await createProject(server);
         const run = await startRun(server.admin.client, project.id);
-        // A few byte sequences are uploaded again and again while their earlier artifacts are
-        // deleted: each becomes an orphan that GC may judge just as an upload of the same bytes
-        // finds it. The rest are new bytes, unreferenced until their row commits.
+        // A few byte sequences are uploaded again and again while all their artifacts are deleted
+        // now and then: each becomes an orphan that GC may judge just as an upload of the same
+        // bytes finds it. The rest are new bytes, unreferenced until their row commits; some of
+        // those are deleted at once, so GC always has true garbage to delete (the test is not
+        // vacuous however fast uploads re-reference the pool's bytes).
         const pool = await Promise.all(Array.from({ length: 4 }, () => randomPng(24, 24)));
         const acknowledged = new Map<string, string>(); // artifact id → sha256
         let gcRuns = 0;
@@ -104,10 +106,13 @@ for (const dialect of DIALECTS) {
             assert.equal(res.status, 201, JSON.stringify(res.body));
             uploads++;
             acknowledged.set(String(res.body.id), sha256(bytes));
-            if (i % 2 === 1) {
-              // Delete an earlier artifact of the pool's bytes, leaving them to GC.
-              const [victim] = [...acknowledged].find(([, sha]) => pool.some((p) => sha256(p) === sha)) ?? [];
-              if (victim) {
+            if (i % 2 === 1 || i % 6 === 0) {
+              // Delete every artifact of one of the pool's byte sequences, leaving its blob to GC
+              // while the other clients keep uploading the same bytes; and now and then the new
+              // bytes just uploaded, whose blob then is garbage for good.
+              const target = i % 6 === 0 ? sha256(bytes) : sha256(pool[(n + i) % pool.length] as Buffer);
+              const victims = [...acknowledged].filter(([, sha]) => sha === target).map(([id]) => id);
+              for (const victim of victims) {
                 acknowledged.delete(victim);
                 const gone = await fetch(`${server.url}/api/v1/artifact/artifacts/${victim}`, {
                   method: 'DELETE',
