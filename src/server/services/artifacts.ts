@@ -202,7 +202,8 @@ export async function ingestArtifact(
   // Cheap early refusals; both are checked again under the lock of the final transaction.
   assertRunTakesArtifacts(run.status);
   assertRoomForArtifact(ctx, run.artifact_count);
-  await assertQuotaLeft(ctx.db, input.projectId);
+  // Only a project with a quota pays for its check (RET-5).
+  if (run.quota_bytes !== null) await assertQuotaLeft(ctx.db, input.projectId);
 
   const expected = filePartsOf(metadata.kind);
   const stored: StoredFile[] = [];
@@ -247,7 +248,7 @@ export async function ingestArtifact(
         const locked = runInProject(await runWithArtifactCount(trx, run.id, true), input.projectId);
         assertRunTakesArtifacts(locked.status);
         assertRoomForArtifact(ctx, locked.artifact_count);
-        await assertWithinQuota(trx, input.projectId, stored);
+        if (locked.quota_bytes !== null) await assertWithinQuota(trx, input.projectId, stored);
         const links: ArtifactImagesTable[] = [];
         for (const file of stored) {
           if (!file.role) continue;

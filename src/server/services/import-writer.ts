@@ -12,7 +12,7 @@ import type { ArtifactImagesTable, ArtifactsTable, StepsTable, TestRunsTable, Te
 import { AppError } from '../errors.ts';
 import { artifactType, sanitizeArtifactName } from '../media/file-names.ts';
 import { type StoredFile, storeFileBytes } from './artifacts.ts';
-import { fitsQuota } from './usage.ts';
+import { fitsQuota, hasQuota } from './usage.ts';
 
 // Turns imported cases into rows (IMP-1, IMP-2): one completed run per case, its step tree,
 // cells and artifacts, written a batch of cases per transaction after their blobs are durable.
@@ -267,9 +267,11 @@ export async function writeCases(
       await insertRuns(trx, runs);
       await insertSteps(trx, sink.steps);
       await insertCells(trx, sink.cells);
+      // Past the project's quota (RET-5) an attachment is left out, and said so; the run stays.
+      // A project without a quota costs one lookup per batch, not one per attachment.
+      const capped = stored.length > 0 && (await hasQuota(trx, target.projectId));
       for (const { pending, stored: file } of stored) {
-        // Past the project's quota (RET-5) the attachment is left out, and said so; the run stays.
-        if (!(await fitsQuota(trx, target.projectId, [file]))) {
+        if (capped && !(await fitsQuota(trx, target.projectId, [file]))) {
           problems.push({
             file: pending.file,
             message: `attachment "${pending.attachment.name}" was left out: the project's quota is reached`,

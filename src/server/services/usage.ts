@@ -1,4 +1,4 @@
-import { bytesNewToProject, lockQuota } from '../db/repositories/usage.ts';
+import { bytesNewToProject, lockQuota, quotaOf } from '../db/repositories/usage.ts';
 import type { Executor } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 
@@ -34,6 +34,11 @@ export async function assertWithinQuota(
   if (adding > 0 && quota.stored + adding > quota.quota) {
     throw quotaExceeded(`The project's quota is ${quota.quota} bytes; it stores ${quota.stored} and this upload would add ${adding}.`);
   }
+}
+
+/** Whether the project has a quota at all (most have none, and then no upload needs a check). */
+export async function hasQuota(executor: Executor, projectId: string): Promise<boolean> {
+  return (await quotaOf(executor, projectId)) !== null;
 }
 
 /** The same judgement as `assertWithinQuota`, as a yes or no (imports leave out what does not fit). */

@@ -37,14 +37,15 @@ const lockRunOnce = compiledOnce((trx, runId: string) => {
 });
 
 /**
- * A run with how many artifacts it holds, in one query: what an upload checks. With `lock`, the
- * run row is locked as by lockRun until the transaction ends (the count is of this moment).
+ * A run with how many artifacts it holds and its project's quota, in one query: what an upload
+ * checks. With `lock`, the run row is locked as by lockRun until the transaction ends (the count
+ * is of this moment).
  */
 export async function runWithArtifactCount(
   executor: Executor,
   runId: string,
   lock = false,
-): Promise<(TestRunsTable & { artifact_count: number }) | undefined> {
+): Promise<(TestRunsTable & { artifact_count: number; quota_bytes: number | null }) | undefined> {
   const query = executor
     .selectFrom('test_runs')
     .selectAll('test_runs')
@@ -55,9 +56,10 @@ export async function runWithArtifactCount(
         .whereRef('artifacts.run_id', '=', 'test_runs.id')
         .as('artifact_count'),
     )
+    .select((eb) => eb.selectFrom('projects').select('quota_bytes').whereRef('projects.id', '=', 'test_runs.project_id').as('quota_bytes'))
     .where('test_runs.id', '=', runId);
   const row = await (lock && dialectOf(executor) === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
-  return row && { ...row, artifact_count: Number(row.artifact_count ?? 0) };
+  return row && { ...row, artifact_count: Number(row.artifact_count ?? 0), quota_bytes: row.quota_bytes ?? null };
 }
 
 export async function findRunByIdempotencyKey(executor: Executor, projectId: string, key: string): Promise<TestRunsTable | undefined> {

@@ -19,18 +19,24 @@ export async function usageOfProjects(executor: Executor, projectIds: readonly s
   return usage;
 }
 
+/** The project's quota in stored bytes; null when it has none. */
+export async function quotaOf(executor: Executor, projectId: string): Promise<number | null> {
+  const project = await executor.selectFrom('projects').select('quota_bytes').where('id', '=', projectId).executeTakeFirst();
+  return project?.quota_bytes === null || project?.quota_bytes === undefined ? null : Number(project.quota_bytes);
+}
+
 /**
  * The project's stored bytes and quota, its counters row locked on PostgreSQL until the transaction
  * ends: the triggers of the artifacts this transaction inserts take the same lock, so two uploads
  * cannot both squeeze under the quota. Undefined when the project has no quota.
  */
 export async function lockQuota(executor: Executor, projectId: string): Promise<{ quota: number; stored: number } | undefined> {
-  const project = await executor.selectFrom('projects').select('quota_bytes').where('id', '=', projectId).executeTakeFirst();
-  if (project?.quota_bytes === null || project?.quota_bytes === undefined) return undefined;
+  const quota = await quotaOf(executor, projectId);
+  if (quota === null) return undefined;
   let query = executor.selectFrom('project_usage').select('stored_bytes').where('project_id', '=', projectId);
   if (dialectOf(executor) === 'postgres' && executor.isTransaction) query = query.forUpdate();
   const usage = await query.executeTakeFirst();
-  return { quota: Number(project.quota_bytes), stored: Number(usage?.stored_bytes ?? 0) };
+  return { quota, stored: Number(usage?.stored_bytes ?? 0) };
 }
 
 /** The bytes these blobs would add to the project's stored bytes: those it does not reference yet, each once. */
