@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { type Generated, Kysely, SqliteDialect, sql } from 'kysely';
-import { CachingSqliteDialect, StatementCache } from '../../src/server/db/sqlite-driver.ts';
+import { CachingSqliteDialect, inlineLimit, StatementCache } from '../../src/server/db/sqlite-driver.ts';
 import { tempDir } from '../helpers/data-folders.ts';
 
 interface Db {
@@ -125,6 +125,52 @@ describe('[sqlite] the statement-caching driver', () => {
     } finally {
       await close();
     }
+  });
+
+  test('a bound LIMIT runs inlined, and every limit and offset answers as Kysely’s own driver does', async () => {
+    const { ours, theirs, close } = open();
+    try {
+      // Both connections read the same file.
+      await ours
+        .insertInto('items')
+        .values(Array.from({ length: 12 }, (_, i) => ({ name: `n${String(i).padStart(2, '0')}`, size: i })))
+        .execute();
+      const page = (db: Kysely<Db>, limit: number | bigint, offset?: number) => {
+        const query = db.selectFrom('items').select(['name', 'size']).orderBy('name').limit(limit);
+        return (offset === undefined ? query : query.offset(offset)).execute();
+      };
+      for (const [limit, offset] of [[0], [1], [5], [5, 3], [100, 10], [3n], [2, 11]] as [number | bigint, number?][]) {
+        assert.deepEqual(await page(ours, limit, offset), await page(theirs, limit, offset), `limit ${limit} offset ${offset}`);
+      }
+      // A subquery's LIMIT stays bound: only a LIMIT that ends the statement is inlined.
+      const nested = (db: Kysely<Db>) =>
+        db
+          .selectFrom('items')
+          .select('name')
+          .where('id', 'in', db.selectFrom('items').select('id').orderBy('id').limit(2))
+          .orderBy('name')
+          .execute();
+      assert.deepEqual(await nested(ours), await nested(theirs));
+    } finally {
+      await close();
+    }
+  });
+
+  test('inlineLimit writes in only a non-negative whole limit that ends the statement', () => {
+    assert.deepEqual(inlineLimit('select * from t where a = ? limit ?', ['x', 1]), {
+      sql: 'select * from t where a = ? limit 1',
+      parameters: ['x'],
+    });
+    assert.deepEqual(inlineLimit('select * from t limit ? offset ?', [50, 100]), {
+      sql: 'select * from t limit 50 offset ?',
+      parameters: [100],
+    });
+    assert.deepEqual(inlineLimit('select * from t limit ?', [7n]), { sql: 'select * from t limit 7', parameters: [] });
+    for (const odd of [1.5, -1, '1; drop table t', null, Number.MAX_SAFE_INTEGER + 2]) {
+      assert.deepEqual(inlineLimit('select * from t limit ?', [odd]), { sql: 'select * from t limit ?', parameters: [odd] });
+    }
+    const untouched = ['select * from (select * from t limit ?) where a = ?', 'select * from t'];
+    for (const text of untouched) assert.equal(inlineLimit(text, [1, 2]).sql, text);
   });
 
   test('concurrent transactions take the one connection in turn', async () => {

@@ -55,6 +55,27 @@ export class StatementCache {
   }
 }
 
+/**
+ * A statement whose LIMIT is a bound parameter costs SQLite several microseconds more on every run
+ * than the same statement with the number written in (measured: a one-row primary-key read 3.8 µs
+ * against 9.9 µs, the image read's three-table join 4.7 µs against 20 µs; OFFSET ? costs nothing).
+ * Kysely binds every `.limit(n)`, so a query whose text ends in `limit ?` (or `limit ? offset ?`)
+ * runs with the limit inlined when it is a non-negative safe integer; anything else runs as sent.
+ * Each distinct limit is its own cached statement: page sizes are few.
+ */
+export function inlineLimit(sql: string, parameters: readonly unknown[]): { sql: string; parameters: readonly unknown[] } {
+  const withOffset = sql.endsWith(' limit ? offset ?');
+  if (!withOffset && !sql.endsWith(' limit ?')) return { sql, parameters };
+  const at = parameters.length - (withOffset ? 2 : 1);
+  const limit = parameters[at];
+  const n = typeof limit === 'bigint' ? limit : typeof limit === 'number' && Number.isSafeInteger(limit) ? BigInt(limit) : undefined;
+  if (n === undefined || n < 0n) return { sql, parameters };
+  const head = sql.slice(0, sql.length - (withOffset ? ' limit ? offset ?'.length : ' limit ?'.length));
+  const rest = parameters.slice(0, at);
+  if (withOffset) rest.push(parameters[at + 1]);
+  return { sql: `${head} limit ${n}${withOffset ? ' offset ?' : ''}`, parameters: rest };
+}
+
 class CachingSqliteConnection implements DatabaseConnection {
   constructor(
     private readonly database: SQLite.Database,
@@ -63,14 +84,14 @@ class CachingSqliteConnection implements DatabaseConnection {
   ) {}
 
   executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
-    const statement = this.statements.get(compiledQuery.sql);
-    const parameters = compiledQuery.parameters as unknown[];
+    const { sql, parameters } = inlineLimit(compiledQuery.sql, compiledQuery.parameters);
+    const statement = this.statements.get(sql);
     const wasInTransaction = this.database.inTransaction;
     let result: QueryResult<R>;
     if (statement.reader) {
-      result = { rows: statement.all(parameters) as R[] };
+      result = { rows: statement.all(parameters as unknown[]) as R[] };
     } else {
-      const { changes, lastInsertRowid } = statement.run(parameters);
+      const { changes, lastInsertRowid } = statement.run(parameters as unknown[]);
       result = {
         numAffectedRows: changes !== undefined && changes !== null ? BigInt(changes) : undefined,
         insertId: lastInsertRowid !== undefined && lastInsertRowid !== null ? BigInt(lastInsertRowid) : undefined,
