@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
-import { type Generated, Kysely, SqliteDialect, sql } from 'kysely';
-import { CachingSqliteDialect, inlineLimit, StatementCache } from '../../src/server/db/sqlite-driver.ts';
+import { type Generated, Kysely, SqliteDialect, sql, type Transaction } from 'kysely';
+import { CachingSqliteDialect, EACH_ROW, type EachRowQuery, inlineLimit, StatementCache } from '../../src/server/db/sqlite-driver.ts';
 import { tempDir } from '../helpers/data-folders.ts';
 
 interface Db {
@@ -171,6 +171,46 @@ describe('[sqlite] the statement-caching driver', () => {
     }
     const untouched = ['select * from (select * from t limit ?) where a = ?', 'select * from t'];
     for (const text of untouched) assert.equal(inlineLimit(text, [1, 2]).sql, text);
+  });
+
+  test('rows inserted one prepared statement at a time (EACH_ROW) land as one multi-row insert would, in or out of a transaction', async () => {
+    const { ours, theirs, commits, close } = open();
+    try {
+      const rows = (prefix: string, n: number) =>
+        Array.from({ length: n }, (_, i) => ({ name: `${prefix}${String(i).padStart(5, '0')}`, size: i % 3 === 0 ? null : i }));
+      const sqlOf = (rows: { name: string; size: number | null }[]) =>
+        ours
+          .insertInto('items')
+          .values(rows[0] as never)
+          .compile();
+      const eachRow = (executor: Kysely<Db> | Transaction<Db>, batch: { name: string; size: number | null }[]) =>
+        executor.executeQuery({ ...sqlOf(batch), [EACH_ROW]: batch.map((row) => [row.name, row.size]) } as EachRowQuery);
+
+      const before = commits();
+      const result = await eachRow(ours, rows('a', 5000));
+      assert.equal(result.numAffectedRows, 5000n);
+      assert.equal(commits(), before + 1, 'outside a transaction the rows commit together, once');
+      await theirs.insertInto('items').values(rows('b', 5000)).execute();
+      const read = async (prefix: string) =>
+        (await ours.selectFrom('items').select(['name', 'size']).where('name', 'like', `${prefix}%`).orderBy('name').execute()).map(
+          (row) => [row.name.slice(1), row.size],
+        );
+      assert.deepEqual(await read('a'), await read('b'));
+
+      // Inside a transaction they are part of it: a rollback leaves none, and a failing row fails the whole.
+      await assert.rejects(
+        ours.transaction().execute(async (trx) => {
+          await eachRow(trx, rows('c', 100));
+          throw new Error('abort');
+        }),
+        /abort/,
+      );
+      await assert.rejects(eachRow(ours, [...rows('d', 10), { name: 'a00000', size: 1 }]), /UNIQUE/);
+      assert.equal((await ours.selectFrom('items').select('name').where('name', 'like', 'c%').execute()).length, 0);
+      assert.equal((await ours.selectFrom('items').select('name').where('name', 'like', 'd%').execute()).length, 0);
+    } finally {
+      await close();
+    }
   });
 
   test('concurrent transactions take the one connection in turn', async () => {

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { crc32, deflateSync } from 'node:zlib';
 import fc from 'fast-check';
 import sharp from 'sharp';
 import { pngDecodes } from '../../src/server/media/png-check.ts';
+import { ThumbnailRenderer } from '../../src/server/media/thumbnails.ts';
 
 const LIMIT = 8 * 1024 * 1024;
 
@@ -164,5 +165,44 @@ describe('pngDecodes: the upload decode check without libvips (FILE-3)', () => {
       ),
       { numRuns: 300, seed: 8 },
     );
+  });
+});
+
+describe('the upload decode check remembers bytes that decoded', () => {
+  const renderer = () => new ThumbnailRenderer({ thumbnailConcurrency: 1, thumbnailQueue: 4, maxImagePixels: 10_000_000 });
+  const digest = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+
+  test('bytes that decoded are not read or decoded again; other bytes are', async () => {
+    const checks = renderer();
+    const image = await sharp(randomBytes(40 * 40 * 3), { raw: { width: 40, height: 40, channels: 3 } })
+      .png()
+      .toBuffer();
+    const other = await sharp(randomBytes(30 * 30 * 3), { raw: { width: 30, height: 30, channels: 3 } })
+      .jpeg()
+      .toBuffer();
+    let loads = 0;
+    const load = (bytes: Buffer) => async () => {
+      loads++;
+      return bytes;
+    };
+    await checks.checkDecodes(load(image), undefined, digest(image));
+    await checks.checkDecodes(load(image), undefined, digest(image));
+    assert.equal(loads, 1, 'the second check of the same bytes reads nothing');
+    await checks.checkDecodes(load(other), undefined, digest(other));
+    assert.equal(loads, 2);
+  });
+
+  test('bytes that failed are refused every time: only a pass is remembered', async () => {
+    const checks = renderer();
+    const image = await sharp(randomBytes(40 * 40 * 3), { raw: { width: 40, height: 40, channels: 3 } })
+      .png()
+      .toBuffer();
+    const truncated = image.subarray(0, image.length - 40);
+    for (let i = 0; i < 2; i++) {
+      await assert.rejects(
+        checks.checkDecodes(async () => truncated, truncated, digest(truncated)),
+        (error: { code?: string }) => error.code === 'UNPROCESSABLE',
+      );
+    }
   });
 });

@@ -76,6 +76,15 @@ export function inlineLimit(sql: string, parameters: readonly unknown[]): { sql:
   return { sql: `${head} limit ${n}${withOffset ? ' offset ?' : ''}`, parameters: rest };
 }
 
+/**
+ * Marks a compiled single-row INSERT that is to run once for each row of values in one go
+ * (`insertRows` on SQLite): one statement prepared once, run in a loop, instead of Kysely building
+ * and SQLite preparing a statement of thousands of value groups. Within a transaction the rows
+ * join it; outside one they commit together.
+ */
+export const EACH_ROW = Symbol('attest.sqlite.eachRow');
+export type EachRowQuery = CompiledQuery & { [EACH_ROW]: readonly (readonly unknown[])[] };
+
 class CachingSqliteConnection implements DatabaseConnection {
   constructor(
     private readonly database: SQLite.Database,
@@ -84,11 +93,17 @@ class CachingSqliteConnection implements DatabaseConnection {
   ) {}
 
   executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    const eachRow = (compiledQuery as Partial<EachRowQuery>)[EACH_ROW];
+    if (eachRow) return Promise.resolve(this.runEachRow(compiledQuery.sql, eachRow));
     const { sql, parameters } = inlineLimit(compiledQuery.sql, compiledQuery.parameters);
     const statement = this.statements.get(sql);
     const wasInTransaction = this.database.inTransaction;
     let result: QueryResult<R>;
-    if (statement.reader) {
+    if (statement.reader && sql.endsWith(' limit 1')) {
+      // At most one row: `get` builds no result array.
+      const row = statement.get(parameters as unknown[]) as R | undefined;
+      result = { rows: row === undefined ? [] : [row] };
+    } else if (statement.reader) {
       result = { rows: statement.all(parameters as unknown[]) as R[] };
     } else {
       const { changes, lastInsertRowid } = statement.run(parameters as unknown[]);
@@ -104,6 +119,21 @@ class CachingSqliteConnection implements DatabaseConnection {
     // is a reader that writes).
     if (!this.database.inTransaction && (wasInTransaction || !statement.readonly)) this.onCommit();
     return Promise.resolve(result);
+  }
+
+  private runEachRow<R>(sql: string, rows: readonly (readonly unknown[])[]): QueryResult<R> {
+    const statement = this.statements.get(sql);
+    let changes = 0;
+    const runAll = () => {
+      for (const values of rows) changes += statement.run(values as unknown[]).changes;
+    };
+    if (this.database.inTransaction) {
+      runAll();
+    } else {
+      this.database.transaction(runAll)();
+      this.onCommit();
+    }
+    return { numAffectedRows: BigInt(changes), rows: [] };
   }
 
   async *streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {

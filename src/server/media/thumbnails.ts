@@ -64,6 +64,8 @@ const CHECK_SIDE = 64;
  */
 const PNG_CHECK_MAX_BYTES = 8 * 1024 * 1024;
 const PNG_CHECK_OUTSIDE_GATE_MAX_BYTES = 512 * 1024;
+/** Digests of images that decoded, remembered so their bytes are not decoded again (about 1 MB). */
+const DECODED_DIGESTS_KEPT = 10_000;
 
 /**
  * Decodes images, for thumbnails and for the check of every uploaded image: at most `ATTEST_THUMBNAIL_CONCURRENCY` decodes at once and
@@ -73,6 +75,8 @@ const PNG_CHECK_OUTSIDE_GATE_MAX_BYTES = 512 * 1024;
 export class ThumbnailRenderer {
   private readonly gate: WorkGate;
   private readonly inFlight = new Map<string, Promise<unknown>>();
+  /** SHA-256 digests of images that passed the decode check, oldest first out. */
+  private readonly decoded = new Set<string>();
 
   constructor(private readonly config: { thumbnailConcurrency: number; thumbnailQueue: number; maxImagePixels: number }) {
     this.gate = new WorkGate(config.thumbnailConcurrency, config.thumbnailQueue);
@@ -94,9 +98,19 @@ export class ThumbnailRenderer {
    * once it is known to decode (FILE-3): a truncated or damaged one is a 422 `UNPROCESSABLE`.
    * Like a thumbnail, it decodes an animation's first frame. A PNG whose structure and image data
    * check out (png-check.ts) needs no libvips decode; a small one, already in memory (`kept`),
-   * not even a slot, since its check costs less than waiting for one.
+   * not even a slot, since its check costs less than waiting for one. Bytes whose digest passed
+   * the check before are not decoded again: identical bytes decode identically (a suite's
+   * screenshots of an unchanged screen are byte for byte the same).
    */
-  async checkDecodes(load: () => Promise<Buffer>, kept?: Buffer): Promise<void> {
+  async checkDecodes(load: () => Promise<Buffer>, kept?: Buffer, sha256?: string): Promise<void> {
+    if (sha256 !== undefined && this.decoded.has(sha256)) return;
+    await this.decodeCheck(load, kept);
+    if (sha256 === undefined) return;
+    if (this.decoded.size >= DECODED_DIGESTS_KEPT) this.decoded.delete(this.decoded.values().next().value as string);
+    this.decoded.add(sha256);
+  }
+
+  private async decodeCheck(load: () => Promise<Buffer>, kept?: Buffer): Promise<void> {
     if (kept && (await pngDecodes(kept, PNG_CHECK_OUTSIDE_GATE_MAX_BYTES))) return;
     return this.gate.run(async () => {
       const bytes = await load();

@@ -318,7 +318,7 @@ async function storeFile(
       // Decoded (from memory when kept) before anything is acknowledged; if not, released unreferenced for GC.
       if (image) {
         const bytes = kept?.bytes();
-        await ctx.thumbnails.checkDecodes(async () => bytes ?? readBlob(ctx, blob.sha256), bytes);
+        await ctx.thumbnails.checkDecodes(async () => bytes ?? readBlob(ctx, blob.sha256), bytes, blob.sha256);
       }
     } catch (error) {
       blob.release();

@@ -141,9 +141,12 @@ export async function appendResults(
       if (cell.stepKey !== undefined) namedKeys.add(cell.stepKey);
       if (cell.stepId !== undefined) namedIds.add(cell.stepId);
     }
-    const byKey = await storedSteps(trx, runId, 'client_key', namedKeys);
-    const byId = await storedSteps(trx, runId, 'id', namedIds);
-    const storedCells = await storedCellIds(trx, runId, new Set(cellKeys.keys()));
+    // Every stored step and cell took a position from the run's counter: at 0 the run holds none,
+    // so a run's first post (a reporter's bulk post) looks nothing up.
+    const empty = Number(run.next_position) === 0;
+    const byKey = empty ? new Map<string, StoredStep>() : await storedSteps(trx, runId, 'client_key', namedKeys);
+    const byId = empty ? new Map<string, StoredStep>() : await storedSteps(trx, runId, 'id', namedIds);
+    const storedCells = empty ? new Map<string, string>() : await storedCellIds(trx, runId, new Set(cellKeys.keys()));
 
     let position = run.next_position;
     const newSteps: StepsTable[] = [];

@@ -8,7 +8,7 @@ import type { DeviceLabelsTable, DevicesTable, Executor } from '../types.ts';
 
 /** One device by id; compiled once (`GET /device/devices/{id}` runs it on every request). */
 export const findDevice: (executor: Executor, deviceId: string) => Promise<DevicesTable | undefined> = compiledOnce(
-  (executor, deviceId: string) => executor.selectFrom('devices').selectAll().where('id', '=', deviceId),
+  (executor, deviceId: string) => executor.selectFrom('devices').selectAll().where('id', '=', deviceId).limit(1),
 );
 
 /** The device's id when it is registered. */
