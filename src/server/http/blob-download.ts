@@ -11,15 +11,22 @@ const SANDBOX_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
 
 export const isRasterImage = (type: string): boolean => (RASTER_TYPES as readonly string[]).includes(type);
 
+/** Each byte as RFC 8187 writes it: an `attr-char` as itself, any other byte percent-encoded. */
+const EXT_VALUE_BYTES = Array.from({ length: 256 }, (_, byte) => {
+  const c = String.fromCharCode(byte);
+  return /[A-Za-z0-9!#$&+\-.^_`|~]/.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+});
+
 /** RFC 8187 `ext-value` encoding: every byte outside `attr-char` is percent-encoded, so no quote, CR or LF survives. */
 export function encodeRfc8187(value: string): string {
-  return Array.from(Buffer.from(value, 'utf8'))
-    .map((byte) => {
-      const c = String.fromCharCode(byte);
-      return /[A-Za-z0-9!#$&+\-.^_`|~]/.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-    })
-    .join('');
+  let encoded = '';
+  for (const byte of Buffer.from(value, 'utf8')) encoded += EXT_VALUE_BYTES[byte];
+  return encoded;
 }
+
+/** Headers already built, by type and name: a hot image's name is normalised and encoded once, not per request. */
+const DISPOSITIONS_KEPT = 1000;
+const dispositions = new Map<string, string>();
 
 /**
  * `inline` for raster images only, `attachment` for everything else (text and HTML included). The
@@ -27,6 +34,17 @@ export function encodeRfc8187(value: string): string {
  * exact name in `filename*=`. An inline image's name always ends in its type's extension.
  */
 export function contentDisposition(download: Pick<BlobDownload, 'contentType' | 'fileName'>): string {
+  const key = `${download.contentType}\n${download.fileName ?? ''}`;
+  let value = dispositions.get(key);
+  if (value === undefined) {
+    value = buildContentDisposition(download);
+    if (dispositions.size >= DISPOSITIONS_KEPT) dispositions.delete(dispositions.keys().next().value as string);
+    dispositions.set(key, value);
+  }
+  return value;
+}
+
+function buildContentDisposition(download: Pick<BlobDownload, 'contentType' | 'fileName'>): string {
   const inline = isRasterImage(download.contentType);
   if (!download.fileName) return inline ? 'inline' : 'attachment';
   const name = inline ? imageFileName(download.fileName, download.contentType) : download.fileName;
