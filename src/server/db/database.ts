@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { BACKSTOP_CHECKPOINT_PAGES, WalCheckpointer } from './checkpointer.ts';
 import * as initial from './migrations/2026-11-22-0001-initial.ts';
 import * as idempotency from './migrations/2026-11-22-0002-idempotency.ts';
 import * as imports from './migrations/2026-11-25-0003-imports.ts';
@@ -55,6 +56,8 @@ export interface DatabaseHandle {
    * space; only VACUUM FULL or pg_repack returns it, docs/storage.md).
    */
   reclaimSpace(): Promise<ReclaimReport>;
+  /** SQLite: the worker that checkpoints the WAL beside the server (tests read its count). */
+  checkpointer?: WalCheckpointer;
   close(): Promise<void>;
 }
 
@@ -143,6 +146,8 @@ function openSqlite(config: Config, log: SpaceLog): { sqlite: SQLite.Database; l
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
+    // Checkpoints run beside the server (checkpointer.ts); this connection's own only as a backstop.
+    sqlite.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
     const expected = { journal_mode: 'wal', synchronous: 1, foreign_keys: 1 };
     for (const [pragma, value] of Object.entries(expected)) {
       const actual = sqlite.pragma(pragma, { simple: true });
@@ -162,6 +167,8 @@ function hasTables(sqlite: SQLite.Database): boolean {
 }
 
 const silentLog: SpaceLog = { info() {}, warn() {} };
+/** SQLite's own automatic checkpoint interval, in WAL pages: back in force if the checkpoint worker fails. */
+const DEFAULT_CHECKPOINT_PAGES = 1000;
 
 /** Parses int8 (counts, sizes) as numbers: they stay far below 2^53 here. */
 const pgTypes = {
@@ -256,6 +263,14 @@ export async function createDatabase(
     throw error;
   }
   const durable = () => walSync?.durable() ?? Promise.resolve();
+  const checkpointer = new WalCheckpointer(
+    path.join(config.dataDir, 'attest.db'),
+    () => stats.commits,
+    (error) => {
+      options.log?.warn({ err: error }, 'WAL checkpoints run on the serving connection again: the checkpoint worker failed');
+      sqlite.pragma(`wal_autocheckpoint = ${DEFAULT_CHECKPOINT_PAGES}`);
+    },
+  );
   const selectOne = sqlite.prepare('SELECT 1');
   return {
     db,
@@ -280,10 +295,13 @@ export async function createDatabase(
       return problems;
     },
     reclaimSpace: () => reclaimSqliteSpace(db),
+    checkpointer,
     async close() {
       try {
         await durable();
       } finally {
+        // The worker's connection closes first, so the serving one, the last, removes the WAL.
+        await checkpointer.close();
         await db.destroy();
         walSync?.close();
         lock.close();
