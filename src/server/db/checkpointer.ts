@@ -44,6 +44,7 @@ export class WalCheckpointer {
   private inFlight = false;
   private seenCommits = 0;
   private failed = false;
+  private closed = false;
   /** Checkpoints the worker completed (tests read it). */
   completed = 0;
 
@@ -59,7 +60,7 @@ export class WalCheckpointer {
 
   /** Asks for a checkpoint now if commits came in since the last one (tests, and the timer). */
   tick(): void {
-    if (this.failed || this.inFlight) return;
+    if (this.closed || this.failed || this.inFlight) return;
     const commits = this.commits();
     if (commits === this.seenCommits) return;
     this.seenCommits = commits;
@@ -74,6 +75,7 @@ export class WalCheckpointer {
 
   /** Stops the timer and the worker; call before the serving connection closes. */
   async close(): Promise<void> {
+    this.closed = true;
     clearInterval(this.timer);
     this.timer = undefined;
     const worker = this.worker;
