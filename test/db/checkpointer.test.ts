@@ -73,13 +73,8 @@ describe('[sqlite] WAL checkpoints beside the server (checkpointer.ts)', () => {
       checkpointer.tick();
       await checkpointer.idle();
       assert.equal(checkpointer.completed, completed + 1);
-      await handle.close();
-      // Closed, it starts nothing again.
-      checkpointer.tick();
-      await checkpointer.idle();
-      assert.equal(checkpointer.completed, completed + 1);
     } finally {
-      await handle.close().catch(() => {});
+      await handle.close();
     }
   });
 });
