@@ -268,7 +268,7 @@ export async function createDatabase(
     () => stats.commits,
     (error) => {
       options.log?.warn({ err: error }, 'WAL checkpoints run on the serving connection again: the checkpoint worker failed');
-      sqlite.pragma(`wal_autocheckpoint = ${DEFAULT_CHECKPOINT_PAGES}`);
+      if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${DEFAULT_CHECKPOINT_PAGES}`);
     },
   );
   const selectOne = sqlite.prepare('SELECT 1');
