@@ -5,8 +5,10 @@ import { describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/server/config.ts';
+import { WalCheckpointer } from '../../src/server/db/checkpointer.ts';
 import { createDatabase } from '../../src/server/db/database.ts';
 import { tempDir } from '../helpers/data-folders.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 /**
  * The WAL's frame count and how many of its frames are already copied into the database file,
@@ -76,5 +78,26 @@ describe('[sqlite] WAL checkpoints beside the server (checkpointer.ts)', () => {
     } finally {
       await handle.close();
     }
+  });
+
+  test('a worker that fails is reported once and not asked again, and closing after it does not wait for it', async () => {
+    let commits = 0;
+    const failures: Error[] = [];
+    const checkpointer = new WalCheckpointer(
+      path.join(tempDir(), 'missing.db'),
+      () => commits,
+      (error) => failures.push(error),
+    );
+    commits++;
+    checkpointer.tick();
+    await waitFor(() => failures.length === 1);
+    assert.ok(failures[0] instanceof Error);
+    assert.match(failures[0].message, /missing\.db|unable to open|does not exist/i);
+    commits++;
+    checkpointer.tick();
+    await checkpointer.idle();
+    assert.equal(failures.length, 1);
+    assert.equal(checkpointer.completed, 0);
+    await checkpointer.close();
   });
 });

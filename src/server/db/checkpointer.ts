@@ -13,18 +13,19 @@ const CHECKPOINT_EVERY_MS = 500;
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
-const db = new Database(workerData.file, { fileMustExist: true });
+let db;
 parentPort.on('message', (message) => {
   if (message === 'close') {
-    db.close();
+    if (db) db.close();
     parentPort.close();
     return;
   }
   try {
+    db ??= new Database(workerData.file, { fileMustExist: true });
     const [result] = db.pragma('wal_checkpoint(PASSIVE)');
     parentPort.postMessage({ ok: true, frames: result.checkpointed });
   } catch (error) {
-    parentPort.postMessage({ ok: false, error: String(error && error.message || error) });
+    parentPort.postMessage({ ok: false, error: String((error && error.message) || error) });
   }
 });
 `;
@@ -102,7 +103,15 @@ export class WalCheckpointer {
       if (message.ok) this.completed++;
       else this.fail(new Error(`a WAL checkpoint failed: ${message.error}`));
     });
-    worker.on('error', (error) => this.fail(error));
+    // What a worker throws arrives cloned, not always as an Error (a SqliteError comes as a plain object).
+    worker.on('error', (error: unknown) =>
+      this.fail(error instanceof Error ? error : new Error(String((error as { message?: unknown } | null)?.message ?? error))),
+    );
+    worker.on('exit', () => {
+      // Ended by close(), or by a failure: close() then has nothing to wait for.
+      if (this.worker === worker) this.worker = undefined;
+      this.inFlight = false;
+    });
     this.worker = worker;
     return worker;
   }
