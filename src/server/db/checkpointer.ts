@@ -103,7 +103,7 @@ export class WalCheckpointer {
       if (message.ok) this.completed++;
       else this.fail(new Error(`a WAL checkpoint failed: ${message.error}`));
     });
-    // What a worker throws arrives cloned, not always as an Error (a SqliteError comes as a plain object).
+    // What a worker throws arrives cloned, and not always as an Error.
     worker.on('error', (error: unknown) =>
       this.fail(error instanceof Error ? error : new Error(String((error as { message?: unknown } | null)?.message ?? error))),
     );
