@@ -20,14 +20,20 @@ function walIndex(dir: string): { frames: number; backfilled: number } {
   return { frames: shm.readUInt32LE(16), backfilled: shm.readUInt32LE(96) };
 }
 
+/** A fresh SQLite data folder, opened, with its checkpointer idle (start-up's own commits checkpointed or not asked for). */
+async function openFresh() {
+  const dir = tempDir();
+  const handle = await createDatabase(loadConfig({ ATTEST_DATA_DIR: dir }));
+  const checkpointer = handle.checkpointer;
+  assert.ok(checkpointer);
+  await checkpointer.idle();
+  return { dir, handle, checkpointer };
+}
+
 describe('[sqlite] WAL checkpoints beside the server (checkpointer.ts)', () => {
   test('commits past 1,000 WAL pages checkpoint nothing themselves; the worker copies every frame into the file', async () => {
-    const dir = tempDir();
-    const handle = await createDatabase(loadConfig({ ATTEST_DATA_DIR: dir }));
+    const { dir, handle, checkpointer } = await openFresh();
     try {
-      const checkpointer = handle.checkpointer;
-      assert.ok(checkpointer);
-      await checkpointer.idle();
       await sql`CREATE TABLE scratch (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`.execute(handle.db);
       // About 8 MB in 40 commits: twice SQLite's own automatic checkpoint interval.
       for (let i = 0; i < 40; i++) {
@@ -61,12 +67,8 @@ describe('[sqlite] WAL checkpoints beside the server (checkpointer.ts)', () => {
   });
 
   test('a checkpoint is asked for only when something was committed since the last one', async () => {
-    const dir = tempDir();
-    const handle = await createDatabase(loadConfig({ ATTEST_DATA_DIR: dir }));
+    const { handle, checkpointer } = await openFresh();
     try {
-      const checkpointer = handle.checkpointer;
-      assert.ok(checkpointer);
-      await checkpointer.idle();
       const completed = checkpointer.completed;
       checkpointer.tick();
       await checkpointer.idle();

@@ -22,8 +22,8 @@ parentPort.on('message', (message) => {
   }
   try {
     db ??= new Database(workerData.file, { fileMustExist: true });
-    const [result] = db.pragma('wal_checkpoint(PASSIVE)');
-    parentPort.postMessage({ ok: true, frames: result.checkpointed });
+    db.pragma('wal_checkpoint(PASSIVE)');
+    parentPort.postMessage({ ok: true });
   } catch (error) {
     parentPort.postMessage({ ok: false, error: String((error && error.message) || error) });
   }
@@ -42,7 +42,8 @@ parentPort.on('message', (message) => {
 export class WalCheckpointer {
   private worker: Worker | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private inFlight = false;
+  /** The checkpoint asked for and not yet answered; settles when the worker answers, fails or ends. */
+  private inFlight: { done: Promise<void>; settle: () => void } | undefined;
   private seenCommits = 0;
   private failed = false;
   private closed = false;
@@ -65,13 +66,22 @@ export class WalCheckpointer {
     const commits = this.commits();
     if (commits === this.seenCommits) return;
     this.seenCommits = commits;
-    this.inFlight = true;
+    let settle!: () => void;
+    const done = new Promise<void>((resolve) => {
+      settle = resolve;
+    });
+    this.inFlight = { done, settle };
     this.start().postMessage('checkpoint');
   }
 
   /** Resolves once no checkpoint is in flight. */
   async idle(): Promise<void> {
-    while (this.inFlight) await new Promise((resolve) => setTimeout(resolve, 5));
+    await this.inFlight?.done;
+  }
+
+  private settle(): void {
+    this.inFlight?.settle();
+    this.inFlight = undefined;
   }
 
   /** Stops the timer and the worker; call before the serving connection closes. */
@@ -99,7 +109,7 @@ export class WalCheckpointer {
     });
     worker.unref();
     worker.on('message', (message: { ok: boolean; error?: string }) => {
-      this.inFlight = false;
+      this.settle();
       if (message.ok) this.completed++;
       else this.fail(new Error(`a WAL checkpoint failed: ${message.error}`));
     });
@@ -110,7 +120,7 @@ export class WalCheckpointer {
     worker.on('exit', () => {
       // Ended by close(), or by a failure: close() then has nothing to wait for.
       if (this.worker === worker) this.worker = undefined;
-      this.inFlight = false;
+      this.settle();
     });
     this.worker = worker;
     return worker;
@@ -118,7 +128,7 @@ export class WalCheckpointer {
 
   /** The serving connection's own checkpoints (the backstop) carry on; the worker is not asked again. */
   private fail(error: Error): void {
-    this.inFlight = false;
+    this.settle();
     if (this.failed) return;
     this.failed = true;
     this.onFailure(error);

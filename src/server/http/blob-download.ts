@@ -4,6 +4,7 @@ import type { BlobDownload, BlobStore, ByteRange } from '../blob/blob-store.ts';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { asciiFileName, imageFileName } from '../media/file-names.ts';
+import { ByteLru } from './byte-lru.ts';
 import { matchesEtag } from './etag.ts';
 
 /** The policy raw.githubusercontent.com sends: nothing loads, nothing runs, even if a browser renders it as HTML. */
@@ -26,7 +27,7 @@ export function encodeRfc8187(value: string): string {
 
 /** Headers already built, by type and name: a hot image's name is normalised and encoded once, not per request. */
 const DISPOSITIONS_KEPT = 1000;
-const dispositions = new Map<string, string>();
+const dispositions = new ByteLru<string>(DISPOSITIONS_KEPT, () => 1);
 
 /**
  * `inline` for raster images only, `attachment` for everything else (text and HTML included). The
@@ -38,7 +39,6 @@ export function contentDisposition(download: Pick<BlobDownload, 'contentType' | 
   let value = dispositions.get(key);
   if (value === undefined) {
     value = buildContentDisposition(download);
-    if (dispositions.size >= DISPOSITIONS_KEPT) dispositions.delete(dispositions.keys().next().value as string);
     dispositions.set(key, value);
   }
   return value;
