@@ -8,6 +8,7 @@ import { crashTrigger } from './crash-points.ts';
 import { createDatabase } from './db/database.ts';
 import { FrozenAnswers } from './http/frozen-answers.ts';
 import { HotBlobs } from './http/hot-blobs.ts';
+import { DEVICE_ANSWERS_BYTES, KeptAnswers } from './http/kept-answers.ts';
 import { ThumbnailRenderer } from './media/thumbnails.ts';
 import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
 import { durableAnswersPlugin } from './plugins/durable-answers.ts';
@@ -109,6 +110,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     authFailures: new FailureLimiter(config.authFailuresPerMinute),
     credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),
+    deviceAnswers: new KeptAnswers(DEVICE_ANSWERS_BYTES),
     hotBlobs: new HotBlobs(config.imageCacheBytes),
     thumbnails: new ThumbnailRenderer(config),
     background: new BackgroundTasks((name, error) => app.log.error({ err: error }, `${name} failed`)),

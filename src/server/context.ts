@@ -8,6 +8,7 @@ import type { DatabaseHandle } from './db/database.ts';
 import type { DB, Dialect } from './db/types.ts';
 import type { FrozenAnswers } from './http/frozen-answers.ts';
 import type { HotBlobs } from './http/hot-blobs.ts';
+import type { KeptAnswers } from './http/kept-answers.ts';
 import type { ThumbnailRenderer } from './media/thumbnails.ts';
 import type { CredentialsCache } from './security/credentials-cache.ts';
 import type { FailureLimiter } from './security/failure-limiter.ts';
@@ -34,6 +35,8 @@ export interface AppContext {
   credentials: CredentialsCache<Principal>;
   /** Completed runs' results as bytes (PERF-2). */
   frozenResults: FrozenAnswers;
+  /** Serialised device answers, each until a write to its device (PERF-5). */
+  deviceAnswers: KeptAnswers;
   /** Bytes of often-read images (PERF-3). */
   hotBlobs: HotBlobs;
   /** The bounded thumbnail decoder (FILE-3). */

@@ -16,6 +16,7 @@ import {
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { DevicesTable } from '../db/types.ts';
 import { AppError, found, notFound } from '../errors.ts';
+import { writingKept } from '../http/kept-answers.ts';
 
 export type RegisterDeviceInput = BodyOf<typeof registerDeviceEndpoint>;
 export type UpdateDeviceInput = BodyOf<typeof updateDeviceEndpoint>;
@@ -57,28 +58,34 @@ export async function registerDevice(ctx: AppContext, input: RegisterDeviceInput
   return row;
 }
 
-/** Applies the fields given and returns the device as stored; labels given replace the old ones. */
+/**
+ * Applies the fields given and returns the device as stored; labels given replace the old ones.
+ * Updates and deletions forget the device's kept answer once they are done (PERF-5).
+ */
 export async function updateDevice(ctx: AppContext, deviceId: string, input: UpdateDeviceInput): Promise<DevicesTable> {
-  return inTransaction(ctx.db, async (trx) => {
-    const current = found(await findDevice(trx, deviceId), 'The device');
-    const changes: Partial<DevicesTable> = { updated_at: ctx.clock().toISOString() };
-    if (input.name !== undefined) changes.name = input.name;
-    if (input.platform !== undefined) changes.platform = input.platform;
-    if (input.osVersion !== undefined) changes.os_version = input.osVersion;
-    if (input.model !== undefined) changes.model = input.model;
-    if (input.manufacturer !== undefined) changes.manufacturer = input.manufacturer;
-    if (input.status !== undefined) changes.status = input.status;
-    if (input.lastSeenAt !== undefined) changes.last_seen_at = input.lastSeenAt === null ? null : new Date(input.lastSeenAt).toISOString();
-    if (input.labels !== undefined) {
-      changes.labels = JSON.stringify(input.labels);
-      await replaceDeviceLabels(trx, current.id, input.labels);
-    }
-    await updateDeviceRow(trx, current.id, changes);
-    return { ...current, ...changes };
-  });
+  return writingKept(ctx.deviceAnswers, deviceId, () =>
+    inTransaction(ctx.db, async (trx) => {
+      const current = found(await findDevice(trx, deviceId), 'The device');
+      const changes: Partial<DevicesTable> = { updated_at: ctx.clock().toISOString() };
+      if (input.name !== undefined) changes.name = input.name;
+      if (input.platform !== undefined) changes.platform = input.platform;
+      if (input.osVersion !== undefined) changes.os_version = input.osVersion;
+      if (input.model !== undefined) changes.model = input.model;
+      if (input.manufacturer !== undefined) changes.manufacturer = input.manufacturer;
+      if (input.status !== undefined) changes.status = input.status;
+      if (input.lastSeenAt !== undefined)
+        changes.last_seen_at = input.lastSeenAt === null ? null : new Date(input.lastSeenAt).toISOString();
+      if (input.labels !== undefined) {
+        changes.labels = JSON.stringify(input.labels);
+        await replaceDeviceLabels(trx, current.id, input.labels);
+      }
+      await updateDeviceRow(trx, current.id, changes);
+      return { ...current, ...changes };
+    }),
+  );
 }
 
 /** Removes a device from the lab; runs keep their history. */
 export async function deleteDevice(ctx: AppContext, deviceId: string): Promise<void> {
-  if (!(await deleteDeviceRow(ctx.db, deviceId))) throw notFound('The device');
+  if (!(await writingKept(ctx.deviceAnswers, deviceId, () => deleteDeviceRow(ctx.db, deviceId)))) throw notFound('The device');
 }
