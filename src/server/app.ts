@@ -9,6 +9,7 @@ import { createDatabase } from './db/database.ts';
 import { FrozenAnswers } from './http/frozen-answers.ts';
 import { HotBlobs } from './http/hot-blobs.ts';
 import { DEVICE_ANSWERS_BYTES, KeptAnswers } from './http/kept-answers.ts';
+import { redactUrl, requestLogger } from './http/request-logger.ts';
 import { ThumbnailRenderer } from './media/thumbnails.ts';
 import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
 import { durableAnswersPlugin } from './plugins/durable-answers.ts';
@@ -35,17 +36,6 @@ export interface BuildOptions {
   clock?: () => Date;
   /** A pino destination stream for logs (tests capture them); defaults to stdout. */
   logStream?: NodeJS.WritableStream;
-}
-
-const SENSITIVE_QUERY = /key|token|secret|password|user/i;
-
-/** Request URL for logs: query values of credential-looking parameters are masked (AUTH-9). */
-function redactUrl(url: string): string {
-  const q = url.indexOf('?');
-  if (q < 0) return url;
-  const params = new URLSearchParams(url.slice(q + 1));
-  for (const name of [...params.keys()]) if (SENSITIVE_QUERY.test(name)) params.set(name, '[redacted]');
-  return `${url.slice(0, q)}?${params.toString()}`;
 }
 
 /** Builds the production application: every Fastify option here, every concern a named plugin. */
@@ -77,6 +67,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(config.requestTimeoutMs / 2))),
     },
     genReqId: () => randomUUID(),
+    childLoggerFactory: requestLogger,
     requestIdHeader: false,
     trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
     bodyLimit: config.bodyLimit,

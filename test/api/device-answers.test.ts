@@ -18,6 +18,7 @@ for (const dialect of DIALECTS) {
 
     const url = (id: string) => `${server.url}/api/v1/device/devices/${encodeURIComponent(id)}`;
     const read = (id: string, key = server.admin.key) => fetch(url(id), { headers: { 'service.api-token': key } });
+    const device = async (id: string) => (await (await read(id)).json()) as { name: string; platform: string; labels: string[] };
 
     async function registered(name = 'Pixel 8') {
       const id = unique('R58M-');
@@ -42,13 +43,13 @@ for (const dialect of DIALECTS) {
 
     test('an update is in the very next answer, labels included', async () => {
       const id = await registered();
-      assert.equal((await (await read(id)).json()).name, 'Pixel 8');
+      assert.equal((await device(id)).name, 'Pixel 8');
       for (const bench of [2, 3]) {
         const name = `Pixel 8 (bench ${bench})`;
         await server.admin.client.call(v1.devices.updateDevice, { params: { deviceId: id }, body: { name, labels: [`bench-${bench}`] } });
-        const device = await (await read(id)).json();
-        assert.equal(device.name, name);
-        assert.deepEqual(device.labels, [`bench-${bench}`]);
+        const updated = await device(id);
+        assert.equal(updated.name, name);
+        assert.deepEqual(updated.labels, [`bench-${bench}`]);
       }
     });
 
@@ -60,7 +61,7 @@ for (const dialect of DIALECTS) {
       assert.equal(gone.status, 404);
       assert.doesNotMatch(await gone.text(), /Old phone/);
       await server.admin.client.call(v1.devices.registerDevice, { body: { id, name: 'New phone', platform: 'ios' } });
-      const fresh = await (await read(id)).json();
+      const fresh = await device(id);
       assert.equal(fresh.name, 'New phone');
       assert.equal(fresh.platform, 'ios');
     });

@@ -39,15 +39,3 @@ export class KeptAnswers {
     return this.#kept.size;
   }
 }
-
-/**
- * Runs a write to the resource kept under `key` and forgets that key after it, whether it committed
- * or failed (a rollback only costs a miss), so the very next request reads what is stored.
- */
-export async function writingKept<T>(answers: KeptAnswers, key: string, write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } finally {
-    answers.forget(key);
-  }
-}

@@ -16,7 +16,6 @@ import {
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { DevicesTable } from '../db/types.ts';
 import { AppError, found, notFound } from '../errors.ts';
-import { writingKept } from '../http/kept-answers.ts';
 
 export type RegisterDeviceInput = BodyOf<typeof registerDeviceEndpoint>;
 export type UpdateDeviceInput = BodyOf<typeof updateDeviceEndpoint>;
@@ -63,7 +62,7 @@ export async function registerDevice(ctx: AppContext, input: RegisterDeviceInput
  * Updates and deletions forget the device's kept answer once they are done (PERF-5).
  */
 export async function updateDevice(ctx: AppContext, deviceId: string, input: UpdateDeviceInput): Promise<DevicesTable> {
-  return writingKept(ctx.deviceAnswers, deviceId, () =>
+  return writingDevice(ctx, deviceId, () =>
     inTransaction(ctx.db, async (trx) => {
       const current = found(await findDevice(trx, deviceId), 'The device');
       const changes: Partial<DevicesTable> = { updated_at: ctx.clock().toISOString() };
@@ -85,7 +84,19 @@ export async function updateDevice(ctx: AppContext, deviceId: string, input: Upd
   );
 }
 
+/**
+ * Runs a write to one device and forgets the device's kept answer after it (PERF-5), whether it
+ * committed or failed (a rollback only costs a miss), so the very next request reads what is stored.
+ */
+async function writingDevice<T>(ctx: AppContext, deviceId: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } finally {
+    ctx.deviceAnswers.forget(deviceId);
+  }
+}
+
 /** Removes a device from the lab; runs keep their history. */
 export async function deleteDevice(ctx: AppContext, deviceId: string): Promise<void> {
-  if (!(await writingKept(ctx.deviceAnswers, deviceId, () => deleteDeviceRow(ctx.db, deviceId)))) throw notFound('The device');
+  if (!(await writingDevice(ctx, deviceId, () => deleteDeviceRow(ctx.db, deviceId)))) throw notFound('The device');
 }
