@@ -1,27 +1,41 @@
-import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';
+import { AppError } from '../errors.ts';
+import { RequestBudget } from '../security/request-budget.ts';
 
 /**
  * Requests per minute per API key (per address before a key is known), checked after
  * authentication so a key's budget is its own. Open routes are exempt, except the login exchange.
- * The default and its reasoning: docs/configuration.md, "Why 60,000 requests a minute per key".
+ * Every counted answer says where the budget stands (`X-RateLimit-Limit`, `-Remaining`, `-Reset`
+ * in seconds); one over it is 429 `RATE_LIMITED` with `Retry-After`. The default and its
+ * reasoning: docs/configuration.md, "Why 60,000 requests a minute per key".
+ *
+ * One synchronous hook and a map lookup: it runs on every request, and the general-purpose plugin
+ * it replaces (@fastify/rate-limit, with awaits at each step) cost about a fifth of a cached read.
  */
 export const rateLimitPlugin = fp(
   async (app: FastifyInstance, { config }: { config: Config }) => {
     // Disabled means not installed: no per-request counting, no headers.
     if (config.rateLimitPerMinute === 0) return;
-    await app.register(rateLimit, {
-      global: true,
-      hook: 'preValidation',
-      max: config.rateLimitPerMinute,
-      timeWindow: 60_000,
-      keyGenerator: (request) => (request.principal ? `key:${request.principal.key.id}` : `ip:${request.ip}`),
-      allowList: (request) => request.routeOptions.config.route?.endpoint.access.scope === 'public' && !request.url.includes('/auth/'),
-      errorResponseBuilder: (_request, context) =>
-        Object.assign(new Error('rate limited'), { statusCode: 429, retryAfter: Math.ceil(context.ttl / 1000) }),
-      addHeaders: { 'x-ratelimit-limit': true, 'x-ratelimit-remaining': true, 'x-ratelimit-reset': true, 'retry-after': true },
+    const budget = new RequestBudget(config.rateLimitPerMinute, 60_000);
+    const limit = String(config.rateLimitPerMinute);
+    app.addHook('preValidation', (request, reply, done) => {
+      if (request.routeOptions.config.route?.endpoint.access.scope === 'public' && !request.url.includes('/auth/')) {
+        done();
+        return;
+      }
+      const subject = request.principal ? `key:${request.principal.key.id}` : `ip:${request.ip}`;
+      const spent = budget.spend(subject, Date.now());
+      const reset = String(spent.resetSeconds);
+      reply.header('x-ratelimit-limit', limit);
+      reply.header('x-ratelimit-remaining', String(spent.remaining));
+      reply.header('x-ratelimit-reset', reset);
+      if (!spent.exceeded) {
+        done();
+        return;
+      }
+      done(new AppError('RATE_LIMITED', 'Too many requests; retry after the time in Retry-After.', { headers: { 'retry-after': reset } }));
     });
   },
   { name: 'attest-rate-limit' },
