@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { generateKey } from '../src/server/security/api-key.ts';
+import { multipart, send } from './http-client.ts';
 import { answers, freePort, type Started, startPinned } from './lib.ts';
 
 // The real server, started as users start it (`node dist/server/main.js`), and a small API client.
@@ -65,33 +66,33 @@ export class Api {
   ) {}
 
   async call<T = Record<string, unknown>>(method: string, route: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
-    const response = await fetch(`${this.url}/api/v1${route}`, {
+    const answer = await send(
+      `${this.url}/api/v1${route}`,
       method,
-      headers: {
+      {
         'service.api-token': this.key,
         accept: 'application/json',
         ...(body ? { 'content-type': 'application/json' } : {}),
         ...headers,
       },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${text.slice(0, 300)}`);
+      body === undefined ? undefined : JSON.stringify(body),
+    );
+    const text = answer.body.toString('utf8');
+    if (answer.status >= 300) throw new Error(`${method} ${route}: ${answer.status} ${text.slice(0, 300)}`);
     return (text ? JSON.parse(text) : {}) as T;
   }
 
   /** A multipart artifact upload, as a reporter sends it. */
   async upload(projectId: string, metadata: Record<string, unknown>, bytes: Uint8Array, type: string): Promise<Record<string, unknown>> {
-    const form = new FormData();
-    form.append('metadata', JSON.stringify(metadata));
-    form.append('file', new Blob([bytes], { type }), String(metadata.name));
-    const response = await fetch(`${this.url}/api/v1/projects/${projectId}/artifact`, {
-      method: 'POST',
-      headers: { 'service.api-token': this.key, accept: 'application/json' },
-      body: form,
-    });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`upload: ${response.status} ${text.slice(0, 300)}`);
+    const form = multipart({ metadata: JSON.stringify(metadata) }, { field: 'file', name: String(metadata.name), type, bytes });
+    const answer = await send(
+      `${this.url}/api/v1/projects/${projectId}/artifact`,
+      'POST',
+      { 'service.api-token': this.key, accept: 'application/json', 'content-type': form.type },
+      form.body,
+    );
+    const text = answer.body.toString('utf8');
+    if (answer.status >= 300) throw new Error(`upload: ${answer.status} ${text.slice(0, 300)}`);
     return JSON.parse(text) as Record<string, unknown>;
   }
 

@@ -42,6 +42,14 @@ export const PINNED = hasCommand('taskset') && os.cpus().length >= 2;
 export const SERVER_CPU = '0';
 export const LOAD_CPU = '1';
 
+/**
+ * The benchmark's own process (its Node clients and in-process baselines) on the load core, with
+ * every thread it has; the servers it starts are pinned to CPU 0 by `pinned`.
+ */
+export function pinSelf(): void {
+  if (PINNED) execFileSync('taskset', ['-a', '-p', '-c', LOAD_CPU, String(process.pid)], { stdio: 'ignore' });
+}
+
 export function pinned(cpu: string, command: string, args: string[]): [string, string[]] {
   return PINNED ? ['taskset', ['-c', cpu, command, ...args]] : [command, args];
 }

@@ -10,8 +10,9 @@ import pg from 'pg';
 import { ADMIN_EMAIL, Api, startAttest, stepsOf, tempDir } from './attest.ts';
 import { exportFigure } from './export.ts';
 import { peakRss, png, prepareReads, readFigures, type Settings, writeFigures } from './figures.ts';
+import { send } from './http-client.ts';
 import { importFigures } from './import.ts';
-import { answers, freePort, hasCommand, median, onExit, PINNED, rssMb, sleep, startPinned } from './lib.ts';
+import { answers, freePort, hasCommand, median, onExit, PINNED, pinSelf, rssMb, sleep, startPinned } from './lib.ts';
 import { type Figure, judge, markdown, write } from './report.ts';
 
 const quick = process.argv.includes('--quick');
@@ -25,6 +26,7 @@ if (!hasCommand('wrk')) {
   console.error('npm run bench needs wrk (and nginx for the image baseline): apt-get install -y wrk nginx-light');
   process.exit(1);
 }
+pinSelf();
 const STEPS = 13;
 const bar = new cliProgress.SingleBar(
   { format: 'bench [{bar}] {value}/{total} {step}', hideCursor: true },
@@ -93,7 +95,9 @@ const machine = {
   mode: quick
     ? `--quick (1 × ${settings.seconds} s per sample)`
     : `${settings.repetitions} × ${settings.seconds} s per sample, A/B interleaved`,
-  pinning: PINNED ? 'server and baselines on CPU 0, wrk and clients on CPU 1 (taskset)' : 'not pinned (no taskset or one core)',
+  pinning: PINNED
+    ? 'servers (Attest and the baseline servers) on CPU 0; wrk, the Node clients and the in-process baselines on CPU 1 (taskset)'
+    : 'not pinned (no taskset or one core)',
   settings: 'npm start defaults, ATTEST_LOG_LEVEL=warn, ATTEST_RATE_LIMIT_PER_MINUTE=10000000 (installed, never reached)',
 };
 if (only) {
@@ -201,14 +205,17 @@ async function runWorkload(attest: Awaited<ReturnType<typeof startAttest>>): Pro
   const minimalRuns = (clients: number) =>
     timed(clients, async (i) => {
       const body = oneRun(i);
-      const created = (await (
-        await fetch(`http://127.0.0.1:${port}/runs`, {
-          method: 'POST',
-          body: JSON.stringify({ name: body.name, steps: body.steps.map((s) => ({ ...s, cells: s.cells ?? [] })) }),
-        })
-      ).json()) as { id: string };
-      for (const shot of shots)
-        await (await fetch(`http://127.0.0.1:${port}/files/${created.id}`, { method: 'POST', body: shot })).arrayBuffer();
+      const created = JSON.parse(
+        (
+          await send(
+            `http://127.0.0.1:${port}/runs`,
+            'POST',
+            {},
+            JSON.stringify({ name: body.name, steps: body.steps.map((s) => ({ ...s, cells: s.cells ?? [] })) }),
+          )
+        ).body.toString('utf8'),
+      ) as { id: string };
+      for (const shot of shots) await send(`http://127.0.0.1:${port}/files/${created.id}`, 'POST', {}, shot);
     });
   const figures: Figure[] = [];
   for (const clients of [1, 4]) {
