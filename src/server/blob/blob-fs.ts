@@ -23,7 +23,6 @@ export interface BlobFs {
   rmdir(dir: string): Promise<void>;
   stat(file: string): Promise<fs.Stats>;
   readdir(dir: string): Promise<string[]>;
-  utimes(file: string, atime: Date, mtime: Date): Promise<void>;
   createReadStream(file: string, options: { start?: number; end?: number }): Readable;
 }
 
@@ -44,7 +43,6 @@ export const nodeBlobFs: BlobFs = {
   rmdir: (dir) => fs.promises.rmdir(dir),
   stat: (file) => fs.promises.stat(file),
   readdir: (dir) => fs.promises.readdir(dir),
-  utimes: (file, atime, mtime) => fs.promises.utimes(file, atime, mtime),
   createReadStream: (file, options) => fs.createReadStream(file, options),
 };
 

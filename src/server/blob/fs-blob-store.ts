@@ -106,7 +106,8 @@ export class FsBlobStore implements BlobStore {
       const target = this.blobPath(sha256);
       if (small) {
         release = await this.holds.hold(sha256);
-        if (await this.isStored(target, size)) {
+        // A blob this process made durable and has not deleted since is there, whole: no stat.
+        if (this.durableBlobs.has(sha256) || (await this.isStored(target, size))) {
           await this.reuse(target, sha256);
           return { sha256, size, created: false, release };
         }
@@ -148,14 +149,13 @@ export class FsBlobStore implements BlobStore {
   }
 
   /**
-   * Dedupe: the bytes are already stored. The blob is touched so garbage collection's grace period
-   * counts from now (the row about to reference it is not committed yet), and its directory entry
-   * made durable unless this process already did so (a concurrent put may have renamed it without
-   * having fsynced its folder yet, and a crashed process may have left it in the page cache only).
+   * Dedupe: the bytes are already stored. Its directory entry is made durable unless this process
+   * already did so (a concurrent put may have renamed it without having fsynced its folder yet, and
+   * a crashed process may have left it in the page cache only). The blob is not touched: garbage
+   * collection skips every digest an upload holds until its row commits (`BlobHolds`, DUR-10), so
+   * an old orphan found again needs no fresh modification time to survive.
    */
   private async reuse(target: string, sha256: string): Promise<void> {
-    const now = new Date();
-    await this.io('utimes', () => this.fs.utimes(target, now, now));
     if (this.durableBlobs.has(sha256)) return;
     await this.makeEntryDurable(target);
     this.markDurable(sha256);
