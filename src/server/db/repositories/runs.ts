@@ -46,21 +46,32 @@ export async function runWithArtifactCount(
   runId: string,
   lock = false,
 ): Promise<(TestRunsTable & { artifact_count: number; quota_bytes: number | null }) | undefined> {
-  const query = executor
-    .selectFrom('test_runs')
-    .selectAll('test_runs')
-    .select((eb) =>
-      eb
-        .selectFrom('artifacts')
-        .select(eb.fn.countAll<number | string>().as('n'))
-        .whereRef('artifacts.run_id', '=', 'test_runs.id')
-        .as('artifact_count'),
-    )
-    .select((eb) => eb.selectFrom('projects').select('quota_bytes').whereRef('projects.id', '=', 'test_runs.project_id').as('quota_bytes'))
-    .where('test_runs.id', '=', runId);
-  const row = await (lock && dialectOf(executor) === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
+  const row = await (lock ? lockedRunWithArtifactCount : runWithArtifactCountOnce)(executor, runId);
   return row && { ...row, artifact_count: Number(row.artifact_count ?? 0), quota_bytes: row.quota_bytes ?? null };
 }
+
+// Compiled once per dialect, locked and not: every upload runs both, and building the two
+// subqueries cost more CPU than running the query.
+const runWithArtifactCountQuery = (locked: boolean) =>
+  compiledOnce((executor, runId: string) => {
+    const query = executor
+      .selectFrom('test_runs')
+      .selectAll('test_runs')
+      .select((eb) =>
+        eb
+          .selectFrom('artifacts')
+          .select(eb.fn.countAll<number | string>().as('n'))
+          .whereRef('artifacts.run_id', '=', 'test_runs.id')
+          .as('artifact_count'),
+      )
+      .select((eb) =>
+        eb.selectFrom('projects').select('quota_bytes').whereRef('projects.id', '=', 'test_runs.project_id').as('quota_bytes'),
+      )
+      .where('test_runs.id', '=', runId);
+    return locked && dialectOf(executor) === 'postgres' ? query.forUpdate() : query;
+  });
+const runWithArtifactCountOnce = runWithArtifactCountQuery(false);
+const lockedRunWithArtifactCount = runWithArtifactCountQuery(true);
 
 export async function findRunByIdempotencyKey(executor: Executor, projectId: string, key: string): Promise<TestRunsTable | undefined> {
   return executor
