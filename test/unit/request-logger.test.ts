@@ -40,7 +40,7 @@ test('lines below the level make no child; the first line written carries every 
   const [first, second] = pino.lines;
   assert.equal(first?.msg, 'a write could not be made durable');
   assert.deepEqual([first?.reqId, first?.keyId, first?.userId], ['r-1', 'k-1', 'u-1']);
-  assert.equal((first?.err as { message: string }).message, 'disk');
+  assert.equal((first?.err as { message: string } | undefined)?.message, 'disk');
   assert.deepEqual([second?.reqId, second?.keyId, second?.extra], ['r-1', 'k-1', true]);
 });
 
