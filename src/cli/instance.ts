@@ -8,7 +8,7 @@ import type { AppContext } from '../server/context.ts';
 import { createDatabase, DataFolderBusyError } from '../server/db/database.ts';
 import { FrozenAnswers } from '../server/http/frozen-answers.ts';
 import { HotBlobs } from '../server/http/hot-blobs.ts';
-import { KeptAnswers } from '../server/http/kept-answers.ts';
+import { KeptAnswers, textBytes } from '../server/http/kept-answers.ts';
 import { ThumbnailRenderer } from '../server/media/thumbnails.ts';
 import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from '../server/security/credentials-cache.ts';
 import { FailureLimiter } from '../server/security/failure-limiter.ts';
@@ -76,7 +76,7 @@ export function commandContext(instance: Awaited<ReturnType<typeof openInstance>
     authFailures: new FailureLimiter(config.authFailuresPerMinute),
     credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),
-    deviceAnswers: new KeptAnswers(0),
+    deviceAnswers: new KeptAnswers(0, textBytes),
     hotBlobs: new HotBlobs(config.imageCacheBytes),
     thumbnails: new ThumbnailRenderer(config),
     background: new BackgroundTasks(() => undefined),

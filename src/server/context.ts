@@ -36,7 +36,7 @@ export interface AppContext {
   /** Completed runs' results as bytes (PERF-2). */
   frozenResults: FrozenAnswers;
   /** Serialised device answers, each until a write to its device (PERF-5). */
-  deviceAnswers: KeptAnswers;
+  deviceAnswers: KeptAnswers<string>;
   /** Bytes of often-read images (PERF-3). */
   hotBlobs: HotBlobs;
   /** The bounded thumbnail decoder (FILE-3). */

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { KeptAnswers } from '../../src/server/http/kept-answers.ts';
+import { KeptAnswers, textBytes } from '../../src/server/http/kept-answers.ts';
 
-// The device answers' cache (PERF-5): a write forgets its key, and an answer read across a write
-// (its ticket taken before) is never kept, whichever key the write touched.
+// The ticketed cache behind the device answers (PERF-5) and completed results (PERF-2): a write
+// forgets its key, and an answer read across a write (its ticket taken before) is never kept,
+// whichever key the write touched.
 
 test('an answer read before a write is refused; one read after it is kept', () => {
-  const answers = new KeptAnswers(1024);
+  const answers = new KeptAnswers(1024, textBytes);
   const before = answers.ticket();
   answers.forget('other-device');
   answers.store('d1', '{"name":"old"}', before);
@@ -16,7 +17,7 @@ test('an answer read before a write is refused; one read after it is kept', () =
 });
 
 test('forgetting a key drops it and refuses every answer read before', () => {
-  const answers = new KeptAnswers(1024);
+  const answers = new KeptAnswers(1024, textBytes);
   answers.store('d1', 'a', answers.ticket());
   answers.store('d2', 'b', answers.ticket());
   const ticket = answers.ticket();
@@ -27,13 +28,23 @@ test('forgetting a key drops it and refuses every answer read before', () => {
   assert.equal(answers.get('d1'), undefined);
 });
 
+test('forgetAll drops every key and refuses every answer read before', () => {
+  const answers = new KeptAnswers(1024, textBytes);
+  answers.store('d1', 'a', answers.ticket());
+  const ticket = answers.ticket();
+  answers.forgetAll();
+  assert.deepEqual(answers.size, { entries: 0, bytes: 0 });
+  answers.store('d2', 'stale', ticket);
+  assert.equal(answers.get('d2'), undefined);
+});
+
 test('bounded by the bytes of the text kept; 0 keeps nothing', () => {
-  const answers = new KeptAnswers(30);
+  const answers = new KeptAnswers(30, textBytes);
   answers.store('a', 'x'.repeat(10), answers.ticket());
   answers.store('b', 'y'.repeat(10), answers.ticket());
   assert.deepEqual(answers.size, { entries: 1, bytes: 20 });
   assert.equal(answers.get('a'), undefined, 'the oldest made room');
-  const none = new KeptAnswers(0);
+  const none = new KeptAnswers(0, textBytes);
   none.store('a', 'x', none.ticket());
   assert.equal(none.get('a'), undefined);
 });

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ByteLru } from './byte-lru.ts';
 import { matchesEtag } from './etag.ts';
+import { KeptAnswers } from './kept-answers.ts';
 
 // Answers that can no longer change (a completed run's results, PERF-2), kept as bytes: built and
 // serialised once, compressed once per encoding on first demand, and sent with a strong ETag.
@@ -28,17 +28,16 @@ interface Frozen {
 }
 
 export class FrozenAnswers {
-  readonly #kept: ByteLru<Frozen>;
-  #generation = 0;
+  readonly #kept: KeptAnswers<Frozen>;
 
   /** `capacity` in bytes over all bodies kept; 0 keeps nothing. */
   constructor(capacity: number) {
-    this.#kept = new ByteLru(capacity, (frozen) => frozen.bytes);
+    this.#kept = new KeptAnswers(capacity, (frozen) => frozen.bytes);
   }
 
   /** Taken before the answer is read; `store` refuses an answer read across an `invalidate`. */
   ticket(): number {
-    return this.#generation;
+    return this.#kept.ticket();
   }
 
   get(key: string): Frozen | undefined {
@@ -54,7 +53,7 @@ export class FrozenAnswers {
       bodies: new Map([['identity', Promise.resolve(identity)]]),
       bytes: identity.length,
     };
-    if (ticket === this.#generation) this.#kept.set(key, frozen);
+    this.#kept.store(key, frozen, ticket);
     return frozen;
   }
 
@@ -78,8 +77,7 @@ export class FrozenAnswers {
 
   /** Something kept may have changed: forget everything, and refuse answers read before now. */
   invalidate(): void {
-    this.#generation++;
-    this.#kept.clear();
+    this.#kept.forgetAll();
   }
 
   get size(): { entries: number; bytes: number } {

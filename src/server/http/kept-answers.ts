@@ -1,18 +1,22 @@
 import { ByteLru } from './byte-lru.ts';
 
-// Serialised answers of resources that change only through this process's own writes (a device,
-// PERF-5): kept by key until a write to that key, so a read sends text built once and runs no query.
+// Answers kept in memory until a write may have changed them: a byte-bounded LRU with a
+// generation, so an answer read while a write was under way is never kept. Behind the device
+// answers (PERF-5) and the completed runs' results (PERF-2, `frozen-answers.ts`).
 
 /** Room for the device answers: about 4,000 devices of 500 bytes; a lab rarely has more. */
 export const DEVICE_ANSWERS_BYTES = 4 * 1024 * 1024;
 
-export class KeptAnswers {
-  readonly #kept: ByteLru<string>;
+/** The size of a kept JSON text: UTF-16 code units × 2. */
+export const textBytes = (text: string) => 2 * text.length;
+
+export class KeptAnswers<V> {
+  readonly #kept: ByteLru<V>;
   #generation = 0;
 
-  /** `capacity` in bytes (UTF-16 code units × 2); 0 keeps nothing. */
-  constructor(capacity: number) {
-    this.#kept = new ByteLru(capacity, (text) => 2 * text.length);
+  /** `capacity` in bytes as `sizeOf` counts them; 0 keeps nothing. */
+  constructor(capacity: number, sizeOf: (value: V) => number) {
+    this.#kept = new ByteLru(capacity, sizeOf);
   }
 
   /** Taken before the answer is read; `store` refuses an answer read across a `forget`. */
@@ -20,19 +24,30 @@ export class KeptAnswers {
     return this.#generation;
   }
 
-  get(key: string): string | undefined {
+  get(key: string): V | undefined {
     return this.#kept.get(key);
   }
 
-  /** Keeps `text`, unless a write happened since `ticket` was taken. */
-  store(key: string, text: string, ticket: number): void {
-    if (ticket === this.#generation) this.#kept.set(key, text);
+  /** Keeps `value`, unless a write happened since `ticket` was taken. */
+  store(key: string, value: V, ticket: number): void {
+    if (ticket === this.#generation) this.#kept.set(key, value);
+  }
+
+  /** `value`, kept under `key`, now holds `bytes` more (a compressed form added). */
+  grew(key: string, value: V, bytes: number): void {
+    this.#kept.grew(key, value, bytes);
   }
 
   /** `key` was written (or may have been): drop it, and refuse every answer read before now. */
   forget(key: string): void {
     this.#generation++;
     this.#kept.delete(key);
+  }
+
+  /** Anything kept may have changed: drop everything, and refuse every answer read before now. */
+  forgetAll(): void {
+    this.#generation++;
+    this.#kept.clear();
   }
 
   get size(): { entries: number; bytes: number } {
