@@ -814,6 +814,7 @@ for (const dialect of DIALECTS) {
     let server: TestServer;
     let projectId: string;
     let tester: TestUser;
+    let manager: TestUser;
     before(async () => {
       server = await startTestServer(dialect, {
         ATTEST_MAX_ARTIFACT_BYTES: String(1 * MiB),
@@ -824,6 +825,7 @@ for (const dialect of DIALECTS) {
       });
       projectId = (await createProject(server)).id;
       tester = await createUser(server, ['tester'], { projects: [projectId] });
+      manager = await createUser(server, ['manager'], { projects: [projectId] });
     });
     after(() => server.close());
 
@@ -915,6 +917,34 @@ for (const dialect of DIALECTS) {
       const fourth = await upload(server.url, tester.key, projectId, log(runId), { file: { bytes: Buffer.from('one too many') } });
       assert.equal(fourth.status, 409);
       assert.equal(fourth.body.code, 'TOO_MANY_ARTIFACTS');
+
+      // The run's count (a counter on its row, migration 0007) goes down with a deletion: room for one again.
+      const listing = await tester.client.call(v1.artifacts.listArtifacts, { params: { projectId }, query: { testRunId: runId } });
+      await manager.client.call(v1.artifacts.deleteArtifact, { params: { artifactId: listing.items[0]?.id as string } });
+      assert.equal(
+        (await upload(server.url, tester.key, projectId, log(runId), { file: { bytes: Buffer.from('fits again') } })).status,
+        201,
+      );
+      assert.equal(
+        (await upload(server.url, tester.key, projectId, log(runId), { file: { bytes: Buffer.from('full again') } })).status,
+        409,
+      );
+    });
+
+    test('concurrent uploads to a run near its limit: exactly those that fit are stored', async () => {
+      const runId = (await startRun(tester.client, projectId)).id;
+      const statuses = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          upload(server.url, tester.key, projectId, log(runId), { file: { bytes: Buffer.from(`racer ${i}`) } }).then((r) => r.status),
+        ),
+      );
+      assert.deepEqual(statuses.filter((s) => s === 201).length, 3, String(statuses));
+      assert.ok(
+        statuses.every((s) => s === 201 || s === 409),
+        String(statuses),
+      );
+      const listing = await tester.client.call(v1.artifacts.listArtifacts, { params: { projectId }, query: { testRunId: runId } });
+      assert.equal(listing.items.length, 3);
     });
 
     test('a metadata part over 64 KiB is a 413', async () => {

@@ -4,7 +4,8 @@ import { strToU8, zipSync } from 'fflate';
 import { sql } from 'kysely';
 import { type ApiError, v1 } from '../../src/client/index.ts';
 import * as usageMigration from '../../src/server/db/migrations/2026-11-25-0006-usage.ts';
-import { recountUsage } from '../../src/server/db/repositories/usage.ts';
+import * as runCountMigration from '../../src/server/db/migrations/2026-11-26-0007-run-artifact-count.ts';
+import { recountRunArtifacts, recountUsage } from '../../src/server/db/repositories/usage.ts';
 import { verifyStorage } from '../../src/server/services/maintenance.ts';
 import { sweepRetention } from '../../src/server/services/retention.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
@@ -16,7 +17,8 @@ import { waitFor } from '../helpers/wait.ts';
 
 // RET-4: per-project counters of runs, artifacts, logical and stored bytes, kept by the writes
 // themselves (every path: uploads, imports, run/job/test deletion, retention) and equal to a full
-// recount after each. RET-5: an admin's quota on stored bytes; uploads past it get 507 and store nothing.
+// recount after each, as is each run's artifact count (migration 0007). RET-5: an admin's quota on
+// stored bytes; uploads past it get 507 and store nothing.
 
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] storage accounting and quota (RET-4, RET-5)`, () => {
@@ -39,8 +41,11 @@ for (const dialect of DIALECTS) {
         () => 200,
         (e: ApiError) => e.status,
       );
-    /** The counters agree with a recount of every row, for every project. */
-    const assertCountersTrue = async () => assert.deepEqual(await recountUsage(server.app.attest.db), []);
+    /** The counters agree with a recount of every row, for every project and every run (its artifact count). */
+    const assertCountersTrue = async () => {
+      assert.deepEqual(await recountUsage(server.app.attest.db), []);
+      assert.deepEqual(await recountRunArtifacts(server.app.attest.db), []);
+    };
 
     async function startRun(options: { testName?: string; jobId?: string } = {}) {
       return tester.client.call(v1.runs.createRun, { body: { projectId, name: unique('run-'), ...options } });
@@ -273,6 +278,58 @@ for (const dialect of DIALECTS) {
       assert.equal(Number(report.usageMismatches[0]?.counted.runs), honest.runs + 7);
       assert.equal(report.usageMismatches[0]?.recounted.runs, honest.runs);
       await sql`UPDATE project_usage SET runs = runs - 7 WHERE project_id = ${projectId}`.execute(ctx.db);
+    });
+
+    test("deleting one artifact takes it off its run's count and the project's counters", async () => {
+      const run = await startRun();
+      const kept = await shot(run.id, await randomPng(14, 14));
+      const doomed = await shot(run.id, await randomPng(14, 14));
+      const before = await usage();
+      const count = async () =>
+        Number(
+          (await server.app.attest.db.selectFrom('test_runs').select('artifact_count').where('id', '=', run.id).executeTakeFirstOrThrow())
+            .artifact_count,
+        );
+      assert.equal(await count(), 2);
+      await manager.client.call(v1.artifacts.deleteArtifact, { params: { artifactId: String(doomed.id) } });
+      assert.equal(await count(), 1);
+      assert.equal((await usage()).artifacts, before.artifacts - 1);
+      await assertCountersTrue();
+      await manager.client.call(v1.artifacts.deleteArtifact, { params: { artifactId: String(kept.id) } });
+      assert.equal(await count(), 0);
+      await assertCountersTrue();
+      await manager.client.call(v1.runs.deleteRun, { params: { testRunId: run.id } });
+    });
+
+    test('attest verify reports a run whose artifact count disagrees with its artifacts', async () => {
+      const ctx = server.app.attest;
+      const run = await startRun();
+      await shot(run.id, await randomPng(10, 10));
+      assert.deepEqual((await verifyStorage(ctx, { hashContents: false })).runCountMismatches, []);
+      await sql`UPDATE test_runs SET artifact_count = artifact_count + 5 WHERE id = ${run.id}`.execute(ctx.db);
+      const report = await verifyStorage(ctx, { hashContents: false });
+      assert.deepEqual(report.runCountMismatches, [{ runId: run.id, counted: 6, recounted: 1 }]);
+      await sql`UPDATE test_runs SET artifact_count = artifact_count - 5 WHERE id = ${run.id}`.execute(ctx.db);
+      await manager.client.call(v1.runs.deleteRun, { params: { testRunId: run.id } });
+    });
+
+    test("migration 0007 counts each run's artifacts already there; its triggers come back with it", async () => {
+      const run = await startRun();
+      await shot(run.id, await randomPng(12, 12));
+      await shot(run.id, await randomPng(12, 12));
+      const db = server.app.attest.db;
+      await runCountMigration.down(db);
+      await runCountMigration.up(db);
+      await assertCountersTrue();
+      const count = async () =>
+        Number(
+          (await db.selectFrom('test_runs').select('artifact_count').where('id', '=', run.id).executeTakeFirstOrThrow()).artifact_count,
+        );
+      assert.equal(await count(), 2);
+      await shot(run.id, await randomPng(12, 12));
+      assert.equal(await count(), 3);
+      await assertCountersTrue();
+      await manager.client.call(v1.runs.deleteRun, { params: { testRunId: run.id } });
     });
 
     test('the migration counts what was there before it: down and up again give the same counters', async () => {

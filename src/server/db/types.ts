@@ -165,6 +165,8 @@ export interface TestRunsTable {
   idempotency_fingerprint: string | null;
   /** 1: never expired by retention. */
   keep: number;
+  /** Artifacts the run holds, kept by triggers (migration 0007). */
+  artifact_count: number;
 }
 
 export interface ResultPostsTable {

@@ -182,6 +182,8 @@ function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRun
     idempotency_key: `import:${target.importId}:${placed.index}`,
     idempotency_fingerprint: null,
     keep: 0,
+    // Kept by the artifacts triggers (migration 0007).
+    artifact_count: 0,
   };
 }
 

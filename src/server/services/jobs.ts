@@ -224,6 +224,8 @@ async function recordJob(ctx: AppContext, projectId: string, input: CreateJobInp
         idempotency_key: null,
         idempotency_fingerprint: null,
         keep: 0,
+        // Kept by the artifacts triggers (migration 0007).
+        artifact_count: 0,
       })),
     );
     await insertRuns(trx, runs);

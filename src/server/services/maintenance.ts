@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { BlobStore } from '../blob/blob-store.ts';
 import { deleteImageIfUnused, expectedBlobs, isBlobReferenced, referencedBlobs, unusedImageIds } from '../db/repositories/maintenance.ts';
-import { recountUsage, type UsageMismatch } from '../db/repositories/usage.ts';
+import { type RunCountMismatch, recountRunArtifacts, recountUsage, type UsageMismatch } from '../db/repositories/usage.ts';
 import type { DB } from '../db/types.ts';
 
 export interface GcReport {
@@ -126,6 +126,8 @@ export interface VerifyReport {
   orphanBlobs: number;
   /** Projects whose usage counters (RET-4) differ from a recount of their rows; empty when true. */
   usageMismatches: UsageMismatch[];
+  /** Runs whose artifact counter (migration 0007) differs from a recount of their artifacts; empty when true. */
+  runCountMismatches: RunCountMismatch[];
 }
 
 async function sha256Of(blobs: BlobStore, key: string): Promise<string | undefined> {
@@ -139,7 +141,8 @@ async function sha256Of(blobs: BlobStore, key: string): Promise<string | undefin
 /**
  * Checks the storage invariants of docs/requirements.md: every referenced blob exists with the size
  * and SHA-256 its rows record (I1), the database is sound (I3); orphans are counted (I5); every
- * project's usage counters equal a recount of its rows (RET-4).
+ * project's usage counters equal a recount of its rows (RET-4), and every run's artifact counter a
+ * recount of its artifacts.
  */
 export async function verifyStorage(
   deps: { db: DB; blobs: BlobStore; database: { integrityProblems(): Promise<string[]> } },
@@ -152,6 +155,7 @@ export async function verifyStorage(
     badBlobs: [],
     orphanBlobs: 0,
     usageMismatches: await recountUsage(deps.db),
+    runCountMismatches: await recountRunArtifacts(deps.db),
   };
   const { artifacts, blobs: expected } = await expectedBlobs(deps.db);
   report.artifactsChecked = artifacts;

@@ -128,6 +128,8 @@ async function recordRun(
     idempotency_key: input.idempotencyKey ?? null,
     idempotency_fingerprint: fingerprint,
     keep: 0,
+    // Kept by the artifacts triggers (migration 0007).
+    artifact_count: 0,
   };
   if (input.verdict === undefined) {
     if (input.finishedAt !== undefined) throw invalid('/body/finishedAt', 'needs a verdict: only a finished run has a finish time');

@@ -37,41 +37,33 @@ const lockRunOnce = compiledOnce((trx, runId: string) => {
 });
 
 /**
- * A run with how many artifacts it holds and its project's quota, in one query: what an upload
- * checks. With `lock`, the run row is locked as by lockRun until the transaction ends (the count
- * is of this moment).
+ * A run, with how many artifacts it holds (a counter on its row, migration 0007) and its project's
+ * quota, in one query: what an upload checks. With `lock`, the run row is locked as by lockRun
+ * until the transaction ends (the count is of this moment).
  */
 export async function runWithArtifactCount(
   executor: Executor,
   runId: string,
   lock = false,
-): Promise<(TestRunsTable & { artifact_count: number; quota_bytes: number | null }) | undefined> {
-  const row = await (lock ? lockedRunWithArtifactCount : runWithArtifactCountOnce)(executor, runId);
-  return row && { ...row, artifact_count: Number(row.artifact_count ?? 0), quota_bytes: row.quota_bytes ?? null };
+): Promise<(TestRunsTable & { quota_bytes: number | null }) | undefined> {
+  const row = await (lock ? lockedRunWithQuota : runWithQuota)(executor, runId);
+  return row && { ...row, artifact_count: Number(row.artifact_count), quota_bytes: row.quota_bytes ?? null };
 }
 
-// Compiled once per dialect, locked and not: every upload runs both, and building the two
-// subqueries cost more CPU than running the query.
-const runWithArtifactCountQuery = (locked: boolean) =>
+// Compiled once per dialect, locked and not: every upload runs both.
+const runWithQuotaQuery = (locked: boolean) =>
   compiledOnce((executor, runId: string) => {
     const query = executor
       .selectFrom('test_runs')
       .selectAll('test_runs')
-      .select((eb) =>
-        eb
-          .selectFrom('artifacts')
-          .select(eb.fn.countAll<number | string>().as('n'))
-          .whereRef('artifacts.run_id', '=', 'test_runs.id')
-          .as('artifact_count'),
-      )
       .select((eb) =>
         eb.selectFrom('projects').select('quota_bytes').whereRef('projects.id', '=', 'test_runs.project_id').as('quota_bytes'),
       )
       .where('test_runs.id', '=', runId);
     return locked && dialectOf(executor) === 'postgres' ? query.forUpdate() : query;
   });
-const runWithArtifactCountOnce = runWithArtifactCountQuery(false);
-const lockedRunWithArtifactCount = runWithArtifactCountQuery(true);
+const runWithQuota = runWithQuotaQuery(false);
+const lockedRunWithQuota = runWithQuotaQuery(true);
 
 export async function findRunByIdempotencyKey(executor: Executor, projectId: string, key: string): Promise<TestRunsTable | undefined> {
   return executor

@@ -109,3 +109,20 @@ export async function recountUsage(executor: Executor): Promise<UsageMismatch[]>
   }
   return mismatches;
 }
+
+/** A run whose artifact counter (migration 0007) differs from a recount of its artifacts, for `attest verify`. */
+export interface RunCountMismatch {
+  runId: string;
+  counted: number;
+  recounted: number;
+}
+
+/** Recounts every run's artifacts (a full scan) and answers where the run's counter differs. */
+export async function recountRunArtifacts(executor: Executor): Promise<RunCountMismatch[]> {
+  const { rows } = await sql<{ id: string; counted: number | string; recounted: number | string }>`
+    SELECT r.id, r.artifact_count AS counted, (SELECT count(*) FROM artifacts a WHERE a.run_id = r.id) AS recounted
+    FROM test_runs r`.execute(executor);
+  return rows
+    .filter((row) => Number(row.counted) !== Number(row.recounted))
+    .map((row) => ({ runId: row.id, counted: Number(row.counted), recounted: Number(row.recounted) }));
+}
