@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
-import { type Generated, Kysely, SqliteDialect, sql, type Transaction } from 'kysely';
+import { type Generated, Kysely, Migrator, SqliteDialect, sql, type Transaction } from 'kysely';
 import { CachingSqliteDialect, EACH_ROW, type EachRowQuery, inlineLimit, StatementCache } from '../../src/server/db/sqlite-driver.ts';
 import { tempDir } from '../helpers/data-folders.ts';
 
@@ -230,6 +230,40 @@ describe('[sqlite] the statement-caching driver', () => {
       );
       // Serialised: each saw the rows of the ones before it, so the names are n0 … n19 without a clash.
       assert.equal((await ours.selectFrom('items').select('name').execute()).length, 20);
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('[sqlite] migrations through the driver', () => {
+  test('pending migrations apply in one transaction: one that fails leaves the schema and the data as they were', async () => {
+    const { ours, close } = open();
+    // biome-ignore lint/suspicious/noExplicitAny: migrations run on a schema-less handle
+    const migrator = (migrations: Record<string, { up(db: Kysely<any>): Promise<void> }>) =>
+      new Migrator({ db: ours, provider: { getMigrations: async () => migrations } });
+    try {
+      await ours.insertInto('items').values({ name: 'kept', size: 1 }).execute();
+      // A table rebuild that dies between its DROP and its RENAME, as a crash would.
+      const rebuild = {
+        up: async (db: Kysely<unknown>) => {
+          await sql`CREATE TABLE items_new (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, size INTEGER)`.execute(db);
+          await sql`INSERT INTO items_new SELECT * FROM items`.execute(db);
+          await sql`DROP TABLE items`.execute(db);
+          throw new Error('died before the rename');
+        },
+      };
+      const first = { up: async (db: Kysely<unknown>) => void (await sql`CREATE TABLE first (x INTEGER)`.execute(db)) };
+      const { error } = await migrator({ '0001': first, '0002': rebuild }).migrateToLatest();
+      assert.match(String(error), /died before the rename/);
+      const tables = await sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`.execute(ours);
+      assert.deepEqual(
+        tables.rows.map((row) => row.name).filter((name) => !name.startsWith('kysely_')),
+        ['items'],
+      );
+      assert.deepEqual(await ours.selectFrom('items').select(['name', 'size']).execute(), [{ name: 'kept', size: 1 }]);
+      const recorded = await sql<{ n: number }>`SELECT count(*) AS n FROM kysely_migration`.execute(ours);
+      assert.equal(Number(recorded.rows[0]?.n), 0, 'neither migration is recorded');
     } finally {
       await close();
     }

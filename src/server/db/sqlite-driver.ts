@@ -2,9 +2,11 @@ import type SQLite from 'better-sqlite3';
 import {
   CompiledQuery,
   type DatabaseConnection,
+  type DialectAdapter,
   type Driver,
   type QueryResult,
   SelectQueryNode,
+  SqliteAdapter,
   SqliteDialect,
   type TransactionSettings,
 } from 'kysely';
@@ -206,7 +208,19 @@ class CachingSqliteDriver implements Driver {
 
 const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
-/** SqliteDialect with the statement-caching driver; the compiler, adapter and introspector stay Kysely's. */
+/**
+ * Kysely's SQLite adapter, except that it says SQLite's DDL is transactional, which it is: the
+ * Migrator then applies all pending migrations and records them in one transaction. Without it a
+ * crash inside a migration (one that rebuilds a table between its DROP and its RENAME) would leave
+ * the schema half changed, the data gone, or a migration that cannot run again.
+ */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
+/** SqliteDialect with the statement-caching driver and transactional migrations; the compiler and introspector stay Kysely's. */
 export class CachingSqliteDialect extends SqliteDialect {
   constructor(private readonly options: CachingSqliteOptions) {
     super({ database: options.database });
@@ -214,5 +228,9 @@ export class CachingSqliteDialect extends SqliteDialect {
 
   override createDriver(): Driver {
     return new CachingSqliteDriver(this.options);
+  }
+
+  override createAdapter(): DialectAdapter {
+    return new TransactionalDdlSqliteAdapter();
   }
 }
