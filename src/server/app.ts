@@ -11,6 +11,7 @@ import { HotBlobs } from './http/hot-blobs.ts';
 import { DEVICE_ANSWERS_BYTES, KeptAnswers, textBytes } from './http/kept-answers.ts';
 import { redactUrl, requestLogger } from './http/request-logger.ts';
 import { ThumbnailRenderer } from './media/thumbnails.ts';
+import { compressionPlugin } from './plugins/compression.ts';
 import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
 import { durableAnswersPlugin } from './plugins/durable-answers.ts';
 import { answerFrameworkError, clientErrorAnswerer, errorsPlugin } from './plugins/errors.ts';
@@ -115,6 +116,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(securityHeadersPlugin, { config });
   await app.register(rateLimitPlugin, { config });
   await app.register(errorsPlugin);
+  await app.register(compressionPlugin);
   await app.register(durableAnswersPlugin, { ctx });
   await app.register(methodNotAllowedPlugin, { versions: API_VERSIONS.map((v) => v.version) });
   await app.register(contractPlugin, { ctx });

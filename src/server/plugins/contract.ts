@@ -6,6 +6,7 @@ import type { AppContext } from '../context.ts';
 import type { RouteImpl } from '../routes/route.ts';
 import { v1Routes } from '../routes/v1/index.ts';
 import { accessHooks } from './access.ts';
+import { mayBeLarge } from './compression.ts';
 
 /** An API version: its contract entries and their implementations, registered under `/api/<version>`. */
 export interface ApiVersion {
@@ -57,6 +58,8 @@ export const contractPlugin = fp(
             ...(bodyIsJson ? { body: endpoint.body } : {}),
             response,
           },
+          // Stored content goes out as stored, and small answers need no hook (compression.ts).
+          ...(endpoint.binary || !Object.values(response).some(mayBeLarge) ? { compress: false as const } : {}),
           onRequest: checkAccess,
           preValidation: checkOwner,
           handler: (request, reply) => impl.handler(request as never, reply),
