@@ -47,7 +47,9 @@ export function mayBeLarge(schema: unknown): boolean {
  * answers stay small (`mayBeLarge`) and for stored content: the download routes (artifact content,
  * images, run exports) send the stored bytes, with their Content-Length, ETag and byte ranges.
  * An answer already encoded (a completed run's kept results, PERF-2) is left as it is. Request
- * bodies are never decompressed: a body's size limit is the size of what arrives.
+ * bodies are never decompressed: a body's size limit is the size of what arrives. Compressing
+ * answers that hold secrets next to attacker-chosen text (BREACH) needs the victim's browser to
+ * send its credentials on the attacker's requests; Attest's keys travel in headers, never cookies.
  * Registered before any route: it attaches its hook to each route as the route is added.
  */
 export const compressionPlugin = fp(
