@@ -16,10 +16,10 @@ const JSON_TYPES = /^application\/(?:[\w.+-]+\+)?json(?:;|$)/;
 const SMALL_ARRAY = 100;
 
 /**
- * Whether an answer of this schema can reach the threshold: it holds an array that may have more
- * than a hundred entries (a page, a run's steps, a batch) or an object of any shape. Answers that cannot (one device, one
- * run, a receipt of one thing) get no compression hook: on the device read that hook alone cost
- * about 4% of the throughput, for answers that never reach the threshold.
+ * Whether an answer of this schema may reach the threshold: it holds an array that may have more
+ * than a hundred entries (a page, a run's steps, a batch) or an object of any shape. The others (one
+ * device, one run, a receipt of one thing) stay far below it and get no compression hook: on the
+ * device read that hook alone cost about 4% of the throughput.
  */
 export function mayBeLarge(schema: unknown): boolean {
   if (schema === null || typeof schema !== 'object') return false;
