@@ -4,6 +4,7 @@ import { v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createUser, unique } from '../helpers/factories.ts';
 import { databaseSettled, startTestServer, type TestServer } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // PERF-5: a device's answer is serialised once and kept until a write to that device; every
 // request still passes the access hooks, and every write is seen by the very next request.
@@ -31,6 +32,19 @@ for (const dialect of DIALECTS) {
       const first = await read(id);
       const firstText = await first.text();
       assert.equal(first.status, 200);
+      // The admin key's first use of this server is recorded in the background; on a busy
+      // PostgreSQL that write can outlast databaseSettled's quiet window, so it is awaited first.
+      const db = server.app.attest.db;
+      await waitFor(async () => {
+        const unrecorded = await db
+          .selectFrom('api_keys')
+          .innerJoin('users', 'users.id', 'api_keys.user_id')
+          .select('api_keys.id')
+          .where('users.email', '=', server.admin.email)
+          .where('api_keys.last_used_at', 'is', null)
+          .execute();
+        return unrecorded.length === 0;
+      });
       await databaseSettled(server);
       const before = server.app.attest.database.stats.statements;
       const again = await read(id);
