@@ -77,6 +77,7 @@ export function commandContext(instance: Awaited<ReturnType<typeof openInstance>
     credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),
     deviceAnswers: new KeptAnswers(0, textBytes),
+    imageUses: new KeptAnswers(0, () => 0),
     hotBlobs: new HotBlobs(config.imageCacheBytes),
     thumbnails: new ThumbnailRenderer(config),
     background: new BackgroundTasks(() => undefined),

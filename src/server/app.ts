@@ -27,6 +27,7 @@ import { webPlugin } from './plugins/web.ts';
 import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from './security/credentials-cache.ts';
 import { FailureLimiter } from './security/failure-limiter.ts';
 import { bootstrapAdmin } from './services/bootstrap.ts';
+import { IMAGE_USES_BYTES, imageUsesBytes } from './services/images.ts';
 import { createValidatorCompiler, lazySerializers } from './validation.ts';
 
 export { API_VERSIONS, type ApiVersion } from './plugins/contract.ts';
@@ -103,6 +104,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),
     deviceAnswers: new KeptAnswers(DEVICE_ANSWERS_BYTES, textBytes),
+    imageUses: new KeptAnswers(IMAGE_USES_BYTES, imageUsesBytes),
     hotBlobs: new HotBlobs(config.imageCacheBytes),
     thumbnails: new ThumbnailRenderer(config),
     background: new BackgroundTasks((name, error) => app.log.error({ err: error }, `${name} failed`)),

@@ -5,13 +5,19 @@ import type { BlobStore } from './blob/blob-store.ts';
 import type { Config } from './config.ts';
 import type { CrashPoint } from './crash-points.ts';
 import type { DatabaseHandle } from './db/database.ts';
-import type { DB, Dialect } from './db/types.ts';
+import type { DB, Dialect, ImagesTable } from './db/types.ts';
 import type { FrozenAnswers } from './http/frozen-answers.ts';
 import type { HotBlobs } from './http/hot-blobs.ts';
 import type { KeptAnswers } from './http/kept-answers.ts';
 import type { ThumbnailRenderer } from './media/thumbnails.ts';
 import type { CredentialsCache } from './security/credentials-cache.ts';
 import type { FailureLimiter } from './security/failure-limiter.ts';
+
+/** An image and the projects known to use it: a positive fact learned from the database (PERF-6). */
+export interface ImageUses {
+  image: ImagesTable;
+  projects: ReadonlySet<string>;
+}
 
 /** Explicit dependencies handed to services and routes; tests build it with their own clock. */
 export interface AppContext {
@@ -37,6 +43,8 @@ export interface AppContext {
   frozenResults: FrozenAnswers;
   /** Serialised device answers, each until a write to its device (PERF-5). */
   deviceAnswers: KeptAnswers<string>;
+  /** Images with the projects known to use them, until a deletion (PERF-6). */
+  imageUses: KeptAnswers<ImageUses>;
   /** Bytes of often-read images (PERF-3). */
   hotBlobs: HotBlobs;
   /** The bounded thumbnail decoder (FILE-3). */

@@ -9,7 +9,7 @@ import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser } from '../helpers/factories.ts';
 import { randomGif, randomPng } from '../helpers/png.ts';
 import { startRun } from '../helpers/records.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { databaseSettled, startTestServer, type TestServer } from '../helpers/server.ts';
 import { upload } from '../helpers/uploads.ts';
 
 interface Raw {
@@ -191,6 +191,66 @@ for (const dialect of DIALECTS) {
       assert.equal(theirs, mine);
       assert.equal((await get(mine, outsider.key)).status, 200);
       assert.equal((await get(mine, viewer.key)).status, 200);
+    });
+
+    describe('who may see an image, kept in memory (PERF-6)', () => {
+      const etagOf = async (imageId: string, key: string) => String((await get(imageId, key)).headers.etag);
+      const statements = () => server.app.attest.database.stats.statements;
+
+      test('a caller of a project known to use the image is answered, 200 and 304, without a query', async () => {
+        const imageId = await screenshot(await randomPng());
+        const etag = await etagOf(imageId, viewer.key);
+        await databaseSettled(server);
+        const before = statements();
+        assert.equal((await get(imageId, viewer.key, { 'if-none-match': etag })).status, 304);
+        assert.equal((await get(imageId, tester.key)).status, 200);
+        assert.equal(statements() - before, 0, 'a kept use answered the access check');
+        // Someone else's project is not among the known uses: still 404, as before.
+        assert.equal((await get(imageId, outsider.key)).status, 404);
+        assert.equal((await get(imageId, outsider.key, { 'if-none-match': etag })).status, 404);
+      });
+
+      test('the same bytes uploaded into another project are visible there on the very next request', async () => {
+        const png = await randomPng();
+        const imageId = await screenshot(png);
+        await etagOf(imageId, viewer.key); // known: used by the first project
+        assert.equal((await get(imageId, outsider.key)).status, 404);
+        const theirRun = (await startRun(outsider.client, otherProjectId)).id;
+        assert.equal(await screenshot(png, otherProjectId, outsider, theirRun), imageId);
+        assert.equal((await get(imageId, outsider.key)).status, 200);
+        assert.equal((await get(imageId, viewer.key)).status, 200);
+      });
+
+      test('deleting the artifact, the run or the project that used it answers 404 on the very next request', async () => {
+        const manager = await createUser(server, ['manager'], { projects: [projectId] });
+        const uploaded = await upload(
+          server.url,
+          tester.key,
+          projectId,
+          { testRunId: runId, kind: 'screenshot', name: 's.png' },
+          { file: { bytes: await randomPng() } },
+        );
+        const byArtifact = (uploaded.body.images as { id: string }[])[0]?.id as string;
+        const artifactId = String(uploaded.body.id);
+        const etag = await etagOf(byArtifact, viewer.key);
+        await manager.client.call(v1.artifacts.deleteArtifact, { params: { artifactId } });
+        assert.equal((await get(byArtifact, viewer.key)).status, 404);
+        assert.equal((await get(byArtifact, viewer.key, { 'if-none-match': etag })).status, 404);
+
+        const run = (await startRun(tester.client, projectId)).id;
+        const byRun = await screenshot(await randomPng(), projectId, tester, run);
+        await etagOf(byRun, viewer.key);
+        await manager.client.call(v1.runs.deleteRun, { params: { testRunId: run } });
+        assert.equal((await get(byRun, viewer.key)).status, 404);
+
+        // An admin sees every project: only forgetting the use hides an image of a deleted project.
+        const doomed = (await createProject(server)).id;
+        const doomedRun = (await startRun(server.admin.client, doomed)).id;
+        const byProject = await screenshot(await randomPng(), doomed, { ...tester, key: server.admin.key }, doomedRun);
+        assert.equal((await get(byProject, server.admin.key)).status, 200);
+        await server.admin.client.call(v1.projects.deleteProject, { params: { projectId: doomed } });
+        assert.equal((await get(byProject, server.admin.key)).status, 404);
+      });
     });
 
     test('a thumbnail is a WebP within 320 px, made once and stored as its own blob', async () => {

@@ -2,7 +2,8 @@ import { ByteLru } from './byte-lru.ts';
 
 // Answers kept in memory until a write may have changed them: a byte-bounded LRU with a
 // generation, so an answer read while a write was under way is never kept. Behind the device
-// answers (PERF-5) and the completed runs' results (PERF-2, `frozen-answers.ts`).
+// answers (PERF-5), the completed runs' results (PERF-2, `frozen-answers.ts`) and the projects known
+// to use each image (PERF-6, `services/images.ts`).
 
 /** Room for the device answers: about 4,000 devices of 500 bytes; a lab rarely has more. */
 export const DEVICE_ANSWERS_BYTES = 4 * 1024 * 1024;

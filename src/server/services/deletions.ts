@@ -12,6 +12,16 @@ import type { Actor } from './users.ts';
 // referenced stay until garbage collection finds them unreferenced (DUR-8), so a delete never
 // races an upload of the same bytes. A second delete finds nothing: 404.
 
+/**
+ * Runs, artifacts or a project were deleted: the answers kept in memory that may show them go, the
+ * completed runs' results (PERF-2) and the projects known to use each image (PERF-6). Called once
+ * the deletion has committed (or failed: a miss is all it costs), before it is acknowledged.
+ */
+export function forgetKeptContent(ctx: AppContext): void {
+  ctx.frozenResults.invalidate();
+  ctx.imageUses.forgetAll();
+}
+
 /** Deletes a run and everything it holds. */
 export async function deleteRun(ctx: AppContext, runId: string, actor: Actor): Promise<void> {
   await inTransaction(ctx.db, async (trx) => {
@@ -26,8 +36,8 @@ export async function deleteRun(ctx: AppContext, runId: string, actor: Actor): P
       requestId: actor.requestId,
     });
   });
-  // A completed run's results may be kept ready to send: not any more.
-  ctx.frozenResults.invalidate();
+  // A completed run's results, or its images' uses, may be kept: not any more.
+  forgetKeptContent(ctx);
 }
 
 /** Deletes a job with all its runs. Answers how many runs went. */
@@ -46,7 +56,7 @@ export async function deleteJob(ctx: AppContext, jobId: string, actor: Actor): P
     });
     return deleted;
   });
-  ctx.frozenResults.invalidate();
+  forgetKeptContent(ctx);
   return { runs };
 }
 
@@ -76,6 +86,6 @@ export async function deleteTest(ctx: AppContext, testId: string, options: { cas
     });
     return deleted;
   });
-  if (runs > 0) ctx.frozenResults.invalidate();
+  if (runs > 0) forgetKeptContent(ctx);
   return { runs };
 }

@@ -1,8 +1,8 @@
 import { buffer } from 'node:stream/consumers';
 import type { BlobDownload, BlobInfo } from '../blob/blob-store.ts';
-import type { AppContext } from '../context.ts';
-import { setImageThumbnail } from '../db/repositories/artifacts.ts';
-import type { ImagesTable } from '../db/types.ts';
+import type { AppContext, ImageUses } from '../context.ts';
+import { findVisibleImage, setImageThumbnail } from '../db/repositories/artifacts.ts';
+import type { ImagesTable, VisibleProjects } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
 import { THUMBNAIL_TYPE } from '../media/thumbnails.ts';
 
@@ -24,9 +24,50 @@ async function thumbnailOf(ctx: AppContext, image: ImagesTable): Promise<BlobInf
       await setImageThumbnail(ctx.db, image.id, blob.sha256);
     } finally {
       blob.release();
+      // The kept row (PERF-6) does not name the thumbnail yet.
+      ctx.imageUses.forget(image.id);
     }
     return { sha256: blob.sha256, size: blob.size };
   });
+}
+
+/** Room for the image uses kept (PERF-6): about 4,000 images seen by a few projects each. */
+export const IMAGE_USES_BYTES = 2 * 1024 * 1024;
+
+/** About what an entry holds: the image row, and an id per project. */
+export const imageUsesBytes = (uses: ImageUses) => 600 + 80 * uses.projects.size;
+
+/** A project among `uses` that the caller can see; undefined when none is. */
+function visibleUse(uses: ReadonlySet<string>, visible: VisibleProjects): string | undefined {
+  for (const project of uses) if (visible === 'all' || visible.has(project)) return project;
+  return undefined;
+}
+
+/**
+ * The image with a project the caller can see that uses it, or undefined (404): the access check
+ * of `GET /images/{imageId}` (PERF-6). An image is shared by content, so the projects using it only
+ * grow with uploads and shrink with deletions. What the database answered is kept as a fact
+ * ("project P uses this image"); a caller who sees one of the known projects is answered without a
+ * query. Anyone else asks the database, and what it finds is added, so an upload into a new project
+ * is seen by the very next request without forgetting anything. A "no" is never kept. Every
+ * deletion of runs, artifacts or projects forgets everything (`forgetKeptContent`), and a read
+ * that overlapped one is not kept.
+ */
+export async function visibleImage(
+  ctx: AppContext,
+  imageId: string,
+  visible: VisibleProjects,
+): Promise<(ImagesTable & { project_id: string }) | undefined> {
+  const ticket = ctx.imageUses.ticket();
+  const known = ctx.imageUses.get(imageId);
+  const project = known && visibleUse(known.projects, visible);
+  if (known && project !== undefined) return { ...known.image, project_id: project };
+  const found = await findVisibleImage(ctx.db, imageId, visible);
+  if (found) {
+    const { project_id, ...image } = found;
+    ctx.imageUses.store(imageId, { image, projects: new Set([...(known?.projects ?? []), project_id]) }, ticket);
+  }
+  return found;
 }
 
 /**

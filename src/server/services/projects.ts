@@ -25,6 +25,7 @@ import { AppError, found, notFound } from '../errors.ts';
 import { normaliseEmail } from '../security/api-key.ts';
 import { changingAccess } from '../security/credentials-cache.ts';
 import { audit } from './audit.ts';
+import { forgetKeptContent } from './deletions.ts';
 import { type Actor, requireActiveUser } from './users.ts';
 
 export type CreateProjectInput = BodyOf<typeof createProjectEndpoint>;
@@ -131,8 +132,6 @@ export async function deleteProject(ctx: AppContext, projectId: string, actor: A
     inTransaction(ctx.db, async (trx) => {
       const project = found(await findProject(trx, projectId), 'The project');
       await deleteProjectRow(trx, project.id);
-      // Its runs' kept results go too (they were unreachable already: the owner check answers 404).
-      ctx.frozenResults.invalidate();
       await audit(ctx, trx, {
         actorUserId: actor.userId,
         action: 'project.delete',
@@ -143,6 +142,9 @@ export async function deleteProject(ctx: AppContext, projectId: string, actor: A
       });
     }),
   );
+  // Its runs' kept results and its images' uses go too (an admin sees every project, so the owner
+  // check alone would not hide an image only this project used).
+  forgetKeptContent(ctx);
 }
 
 /** A project's active members, by name. */

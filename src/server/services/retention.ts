@@ -7,6 +7,7 @@ import { inTransaction } from '../db/repositories/transaction.ts';
 import type { TestRunsTable } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
 import { audit } from './audit.ts';
+import { forgetKeptContent } from './deletions.ts';
 
 // Retention (RET-2): each project's policy, or the instance default, applied by a sweep that
 // deletes expired runs a small batch per transaction, so writers never wait long behind it.
@@ -76,8 +77,9 @@ export async function sweepRetention(ctx: AppContext, options: { dryRun?: boolea
           return deleted;
         });
         if (batch === undefined) return finish(ctx, report); // Another instance is sweeping.
-        // Results kept ready to send (PERF-2) answer their run's owner check too: not once it is gone.
-        if (batch > 0) ctx.frozenResults.invalidate();
+        // Results kept ready to send (PERF-2) answer their run's owner check too: not once it is
+        // gone; nor may its images' uses (PERF-6) outlive it.
+        if (batch > 0) forgetKeptContent(ctx);
         entry.expired += batch;
         report.deleted += batch;
       }
@@ -87,9 +89,9 @@ export async function sweepRetention(ctx: AppContext, options: { dryRun?: boolea
   return finish(ctx, report);
 }
 
-/** Completed runs' results may be kept ready to send: not those a sweep deleted. */
+/** Completed runs' results and images' uses may be kept: not those a sweep deleted. */
 function finish(ctx: AppContext, report: RetentionReport): RetentionReport {
-  if (report.deleted > 0) ctx.frozenResults.invalidate();
+  if (report.deleted > 0) forgetKeptContent(ctx);
   return report;
 }
 

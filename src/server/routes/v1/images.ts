@@ -1,10 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import * as api from '../../../api/v1/images.ts';
 import type { AppContext } from '../../context.ts';
-import { findVisibleImage } from '../../db/repositories/artifacts.ts';
 import type { ImagesTable } from '../../db/types.ts';
 import { sendBlob } from '../../http/blob-download.ts';
-import { imageDownload } from '../../services/images.ts';
+import { imageDownload, visibleImage } from '../../services/images.ts';
 import { route, uuidPathParam } from '../route.ts';
 
 export function imageRoutes(ctx: AppContext) {
@@ -16,7 +15,7 @@ export function imageRoutes(ctx: AppContext) {
       // see that uses the image; when there is none the image answers 404 like an unknown id.
       owner: async (request) => {
         const id = uuidPathParam(request, 'imageId');
-        const image = request.principal ? await findVisibleImage(ctx.db, id, request.principal.projects) : undefined;
+        const image = request.principal ? await visibleImage(ctx, id, request.principal.projects) : undefined;
         if (!image) return undefined;
         checked.set(request, image);
         return image.project_id;
