@@ -26,7 +26,6 @@ import { artifactType, sanitizeArtifactName } from '../media/file-names.ts';
 import { KEEP_FOR_DECODE_MAX_BYTES, KeptBytes } from '../media/kept-bytes.ts';
 import { type Inspected, UploadInspection } from '../media/upload-inspection.ts';
 import { compileValidator, isUuid, rejectNulCharacters } from '../validation.ts';
-import { forgetKeptContent } from './deletions.ts';
 import { digestParts, sameDigests, storedDigests } from './upload-digests.ts';
 import { assertQuotaLeft, assertWithinQuota } from './usage.ts';
 
@@ -390,8 +389,8 @@ export async function artifactDetailsByIds(
 /** Deletes an artifact's row (its image links go with it). Its blobs stay until garbage collection finds them unreferenced (DUR-8). */
 export async function deleteArtifact(ctx: AppContext, artifactId: string): Promise<void> {
   if (!(await deleteArtifactRow(ctx.db, artifactId))) throw notFound('The artifact');
-  // Its images may have no visible use left (PERF-6).
-  forgetKeptContent(ctx);
+  // Its images may have no visible use left (PERF-6); no run's results show artifacts, so those stay kept.
+  ctx.imageUses.forgetAll();
   ctx.crashPoint('after-row-delete');
 }
 

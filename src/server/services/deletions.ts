@@ -13,9 +13,10 @@ import type { Actor } from './users.ts';
 // races an upload of the same bytes. A second delete finds nothing: 404.
 
 /**
- * Runs, artifacts or a project were deleted: the answers kept in memory that may show them go, the
- * completed runs' results (PERF-2) and the projects known to use each image (PERF-6). Called once
- * the deletion has committed (or failed: a miss is all it costs), before it is acknowledged.
+ * Runs or a project were deleted: the answers kept in memory that may show them go, the completed
+ * runs' results (PERF-2) and the projects known to use each image (PERF-6). Called once the deletion
+ * has committed, before it is acknowledged. (A single artifact's deletion forgets the image uses
+ * only: no run's results show artifacts.)
  */
 export function forgetKeptContent(ctx: AppContext): void {
   ctx.frozenResults.invalidate();

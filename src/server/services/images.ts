@@ -50,7 +50,7 @@ function visibleUse(uses: ReadonlySet<string>, visible: VisibleProjects): string
  * ("project P uses this image"); a caller who sees one of the known projects is answered without a
  * query. Anyone else asks the database, and what it finds is added, so an upload into a new project
  * is seen by the very next request without forgetting anything. A "no" is never kept. Every
- * deletion of runs, artifacts or projects forgets everything (`forgetKeptContent`), and a read
+ * deletion of runs, artifacts or projects forgets every kept use, and a read
  * that overlapped one is not kept.
  */
 export async function visibleImage(
