@@ -27,32 +27,39 @@ type RequestLogger = FastifyBaseLogger & { setBindings(bindings: Record<string, 
 const UUID_ANY_CASE = /^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$/;
 const ID_FIELD = /(Id|Ids|^ids)$/;
 
+/** An id field's value, lower-cased where it is a UUID (or a comma-separated list holding some). */
+function lowerIds(value: unknown): unknown {
+  if (typeof value === 'string') {
+    if (UUID_ANY_CASE.test(value)) return value.toLowerCase();
+    if (value.includes(','))
+      return value
+        .split(',')
+        .map((v) => (UUID_ANY_CASE.test(v) ? v.toLowerCase() : v))
+        .join(',');
+    return value;
+  }
+  return Array.isArray(value) ? value.map(lowerIds) : value;
+}
+
+/** The id fields of one part of a request (path, query or body), lower-cased in place. */
+function normaliseIdFields(part: unknown): void {
+  if (typeof part !== 'object' || part === null || Array.isArray(part)) return;
+  const record = part as Record<string, unknown>;
+  for (const name of Object.keys(record)) {
+    // Device ids are chosen by clients (simulator UDIDs are upper-case UUIDs): compared exactly.
+    if (ID_FIELD.test(name) && !name.startsWith('device')) record[name] = lowerIds(record[name]);
+  }
+}
+
 /**
  * Ids are lower-case UUIDs; a client that stores them upper-case still addresses the same
  * resources. Only our id fields (`…Id`/`…Ids` path, query and top-level body fields, device ids
  * excepted) are touched, never free text that happens to look like a UUID.
  */
 function normaliseIds(request: FastifyRequest): void {
-  const lower = (value: unknown): unknown => {
-    if (typeof value === 'string') {
-      if (UUID_ANY_CASE.test(value)) return value.toLowerCase();
-      if (value.includes(','))
-        return value
-          .split(',')
-          .map((v) => (UUID_ANY_CASE.test(v) ? v.toLowerCase() : v))
-          .join(',');
-      return value;
-    }
-    return Array.isArray(value) ? value.map(lower) : value;
-  };
-  for (const part of [request.params, request.query, request.body]) {
-    if (typeof part !== 'object' || part === null || Array.isArray(part)) continue;
-    const record = part as Record<string, unknown>;
-    for (const [name, value] of Object.entries(record)) {
-      // Device ids are chosen by clients (simulator UDIDs are upper-case UUIDs): compared exactly.
-      if (ID_FIELD.test(name) && !name.startsWith('device')) record[name] = lower(value);
-    }
-  }
+  normaliseIdFields(request.params);
+  normaliseIdFields(request.query);
+  normaliseIdFields(request.body);
 }
 
 /**
@@ -177,14 +184,18 @@ export function accessHooks(ctx: AppContext) {
       done();
       return;
     }
-    route.owner(request).then((projectId) => {
-      if (projectId === undefined || !canSeeProject(principal, projectId)) {
-        done(new AppError('NOT_FOUND', 'The resource does not exist or is not visible to you.'));
-        return;
-      }
-      request.projectId = projectId;
-      done();
-    }, done);
+    const owner = route.owner(request);
+    if (typeof owner === 'object') owner.then((projectId) => ownedBy(request, principal, projectId, done), done);
+    else ownedBy(request, principal, owner, done);
+  }
+
+  function ownedBy(request: FastifyRequest, principal: Principal, projectId: string | undefined, done: HookDone): void {
+    if (projectId === undefined || !canSeeProject(principal, projectId)) {
+      done(new AppError('NOT_FOUND', 'The resource does not exist or is not visible to you.'));
+      return;
+    }
+    request.projectId = projectId;
+    done();
   }
 
   return { checkAccess, checkOwner };

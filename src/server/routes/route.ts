@@ -12,6 +12,8 @@ declare module 'fastify' {
     principal?: Principal;
     /** The project that owns the addressed resource, resolved and checked before the handler runs. */
     projectId?: string;
+    /** What the owner check read about the addressed resource, for the handler of the same request: one query, not two. */
+    ownerRow?: unknown;
   }
   interface FastifyInstance {
     /** The application's dependencies (tests reach its database and blob store through it). */
@@ -35,9 +37,10 @@ export interface RouteImpl<E extends Endpoint = Endpoint> {
   /**
    * For project-scoped endpoints that address one resource: which project owns it (undefined when
    * it does not exist). The access check answers 404 before validation or the handler run when the
-   * caller cannot see that project, so existence never leaks through a 400 or 403.
+   * caller cannot see that project, so existence never leaks through a 400 or 403. An answer
+   * known without waiting may be given as a value rather than a promise.
    */
-  owner?: (request: FastifyRequest) => Promise<string | undefined>;
+  owner?: (request: FastifyRequest) => string | undefined | Promise<string | undefined>;
   handler: (request: TypedRequest<E>, reply: FastifyReply) => Promise<unknown>;
 }
 
