@@ -22,12 +22,16 @@ export function imageRoutes(ctx: AppContext) {
         const id = uuidPathParam(request, 'imageId');
         const visible = request.principal?.projects;
         if (visible === undefined) return undefined;
-        return learned(request, keptVisibleImage(ctx, id, visible)) ?? visibleImage(ctx, id, visible).then((image) => learned(request, image));
+        return (
+          learned(request, keptVisibleImage(ctx, id, visible)) ?? visibleImage(ctx, id, visible).then((image) => learned(request, image))
+        );
       },
       handler: async (request, reply) => {
         const image = request.ownerRow as ImagesTable | undefined;
         const download =
-          request.query.thumbnail === true ? await imageDownload(ctx, image, { thumbnail: true }) : originalDownload(found(image, 'The image'));
+          request.query.thumbnail === true
+            ? await imageDownload(ctx, image, { thumbnail: true })
+            : originalDownload(found(image, 'The image'));
         return sendBlob(ctx, request, reply, download);
       },
     }),
