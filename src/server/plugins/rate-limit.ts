@@ -19,15 +19,18 @@ export const rateLimitPlugin = fp(
   async (app: FastifyInstance, { config }: { config: Config }) => {
     // Disabled means not installed: no per-request counting, no headers.
     if (config.rateLimitPerMinute === 0) return;
-    const budget = new RequestBudget(config.rateLimitPerMinute, 60_000);
+    // Keys and addresses in budgets of their own: a key's id is used as it is, with no per-request string built.
+    const keys = new RequestBudget(config.rateLimitPerMinute, 60_000);
+    const addresses = new RequestBudget(config.rateLimitPerMinute, 60_000);
     const limit = String(config.rateLimitPerMinute);
     app.addHook('preValidation', (request, reply, done) => {
-      if (request.routeOptions.config.route?.endpoint.access.scope === 'public' && !request.url.includes('/auth/')) {
+      const principal = request.principal;
+      // A caller with a principal is on a route that needs one; only the others may be exempt.
+      if (!principal && request.routeOptions.config.route?.endpoint.access.scope === 'public' && !request.url.includes('/auth/')) {
         done();
         return;
       }
-      const subject = request.principal ? `key:${request.principal.key.id}` : `ip:${request.ip}`;
-      const spent = budget.spend(subject, Date.now());
+      const spent = principal ? keys.spend(principal.key.id, Date.now()) : addresses.spend(request.ip, Date.now());
       const reset = String(spent.resetSeconds);
       reply.header('x-ratelimit-limit', limit);
       reply.header('x-ratelimit-remaining', String(spent.remaining));
