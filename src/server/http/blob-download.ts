@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RASTER_TYPES } from '../../api/v1/artifacts.ts';
 import type { BlobDownload, BlobStore, ByteRange } from '../blob/blob-store.ts';
@@ -90,14 +91,15 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
 /**
  * Sends a blob with the headers of FILE-5: the stored type, `nosniff`, a sandboxing
  * CSP, `inline` only for raster images, an ETag from the SHA-256 with `If-None-Match` → 304, and
- * single byte ranges → 206 (416 outside the blob).
+ * single byte ranges → 206 (416 outside the blob). A 304, a hot image and an offloaded answer are
+ * sent in the same tick; only a read from the store waits.
  */
-export async function sendBlob(
+export function sendBlob(
   ctx: AppContext,
   request: FastifyRequest,
   reply: FastifyReply,
   download: BlobDownload,
-): Promise<FastifyReply> {
+): FastifyReply | Promise<FastifyReply> {
   const etag = `"${download.sha256}"`;
   const ifNoneMatch = request.headers['if-none-match'];
   const rangeHeader = request.headers.range;
@@ -111,26 +113,34 @@ export async function sendBlob(
       headers: { 'content-range': `bytes */${download.size}` },
     });
   }
+  const answer = { etag, notModified, part: range === 'unsatisfiable' ? undefined : range };
+  if (notModified) return sendStored(reply, download, answer, {});
 
-  const offload = ctx.config.blobOffload !== 'none' && !notModified ? offloadTarget(ctx, download.sha256) : undefined;
-  const part = range === 'unsatisfiable' || offload ? undefined : range;
+  const offload = ctx.config.blobOffload !== 'none' ? offloadTarget(ctx, download.sha256) : undefined;
+  if (offload) return sendStored(reply, download, { ...answer, part: undefined }, { offload });
   // A whole immutable raster image may come from memory, and once read goes there (PERF-3).
-  const hot =
-    !offload &&
-    !notModified &&
-    !part &&
-    download.caching === 'immutable' &&
-    isRasterImage(download.contentType) &&
-    ctx.hotBlobs.keeps(download.size);
+  const hot = !answer.part && download.caching === 'immutable' && isRasterImage(download.contentType) && ctx.hotBlobs.keeps(download.size);
   const kept = hot ? ctx.hotBlobs.get(download.sha256) : undefined;
-  const stream = notModified || kept || offload ? undefined : await ctx.blobs.get(download.sha256, part);
-  if (!notModified && !kept && !offload && !stream) {
-    // A row without its blob breaks durability invariant I1: report it loudly, answer 503 (and
-    // before any caching header is set, so no cache keeps the failure).
-    ctx.log.error({ sha256: download.sha256 }, 'blob missing for a stored row');
-    throw new AppError('UNAVAILABLE', 'The stored content is not available.');
-  }
+  if (kept) return sendStored(reply, download, answer, { bytes: kept });
+  return ctx.blobs.get(download.sha256, answer.part).then(async (stream) => {
+    if (!stream) {
+      // A row without its blob breaks durability invariant I1: report it loudly, answer 503 (and
+      // before any caching header is set, so no cache keeps the failure).
+      ctx.log.error({ sha256: download.sha256 }, 'blob missing for a stored row');
+      throw new AppError('UNAVAILABLE', 'The stored content is not available.');
+    }
+    if (hot) return sendStored(reply, download, answer, { bytes: await ctx.hotBlobs.fill(download.sha256, download.size, stream) });
+    return sendStored(reply, download, answer, { stream });
+  });
+}
 
+/** The headers of FILE-5 and the answer itself: 304, the proxy's file, the kept bytes or the stream. */
+function sendStored(
+  reply: FastifyReply,
+  download: BlobDownload,
+  { etag, notModified, part }: { etag: string; notModified: boolean; part: ByteRange | undefined },
+  content: { offload?: { header: string; target: string }; bytes?: Buffer; stream?: Readable },
+): FastifyReply {
   reply.header('etag', etag);
   reply.header('cache-control', download.caching === 'immutable' ? 'private, max-age=31536000, immutable' : 'no-store');
   reply.header('content-security-policy', SANDBOX_CSP);
@@ -142,9 +152,9 @@ export async function sendBlob(
 
   reply.header('content-disposition', contentDisposition(download));
   reply.type(download.contentType);
-  if (offload) {
+  if (content.offload) {
     // The proxy sends the file, ranges included; Attest has checked access and set every header.
-    reply.header(offload.header, offload.target);
+    reply.header(content.offload.header, content.offload.target);
     return reply.code(200).send();
   }
   if (part) {
@@ -153,7 +163,5 @@ export async function sendBlob(
   } else {
     reply.code(200).header('content-length', String(download.size));
   }
-  if (kept) return reply.send(kept);
-  if (hot && stream) return reply.send(await ctx.hotBlobs.fill(download.sha256, download.size, stream));
-  return reply.send(stream);
+  return reply.send(content.bytes ?? content.stream);
 }

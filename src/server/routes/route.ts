@@ -41,7 +41,8 @@ export interface RouteImpl<E extends Endpoint = Endpoint> {
    * known without waiting may be given as a value rather than a promise.
    */
   owner?: (request: FastifyRequest) => string | undefined | Promise<string | undefined>;
-  handler: (request: TypedRequest<E>, reply: FastifyReply) => Promise<unknown>;
+  /** A handler that sent its answer without waiting may return the reply itself rather than a promise. */
+  handler: (request: TypedRequest<E>, reply: FastifyReply) => Promise<unknown> | FastifyReply;
 }
 
 export function route<E extends Endpoint>(endpoint: E, impl: Omit<RouteImpl<E>, 'endpoint'>): RouteImpl {
