@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFu
 import type { Endpoint, Role } from '../../api/endpoint.ts';
 import type { AppContext, Principal } from '../context.ts';
 import { AppError } from '../errors.ts';
+import type { RouteImpl } from '../routes/route.ts';
 import { emailDigest, LEGACY_KEY_PATTERN } from '../security/api-key.ts';
 import { canSeeProject, roleAtLeast } from '../security/roles.ts';
 import { authenticate, knownPrincipal } from '../services/authenticate.ts';
@@ -120,74 +121,68 @@ export function accessHooks(ctx: AppContext) {
    * caller the credentials cache knows is checked in the same tick (callback style, no promise);
    * anyone else waits for `authenticate`.
    */
-  function checkAccess(request: FastifyRequest, _reply: FastifyReply, done: HookDone): void {
-    const route = request.routeOptions.config.route;
-    if (!route) {
-      done();
-      return;
-    }
-    const { endpoint } = route;
-    if (endpoint.access.scope === 'public') {
-      checkRequestShape(request, endpoint);
-      done();
-      return;
-    }
-    const required = endpoint.access.role;
-    const tokenHeader = request.headers['service.api-token'];
-    const userHeader = request.headers['service.user'];
-    const token = Array.isArray(tokenHeader) ? undefined : tokenHeader;
-    const user = Array.isArray(userHeader) ? undefined : userHeader;
-    const known = knownPrincipal(ctx, token, user);
-    if (known) {
-      authorise(request, endpoint, required, known);
-      checkRequestShape(request, endpoint);
-      done();
-      return;
-    }
-    authenticate(ctx, token, user).then(
-      (principal) => {
-        try {
-          authorise(request, endpoint, required, principal);
-          checkRequestShape(request, endpoint);
-        } catch (error) {
-          done(error as Error);
-          return;
-        }
+  const checkAccess =
+    (route: RouteImpl) =>
+    (request: FastifyRequest, _reply: FastifyReply, done: HookDone): void => {
+      const { endpoint } = route;
+      if (endpoint.access.scope === 'public') {
+        checkRequestShape(request, endpoint);
         done();
-      },
-      (error: unknown) => done((token === undefined ? error : refusedKey(error, token, user, request.ip)) as Error),
-    );
-  }
+        return;
+      }
+      const required = endpoint.access.role;
+      const tokenHeader = request.headers['service.api-token'];
+      const userHeader = request.headers['service.user'];
+      const token = Array.isArray(tokenHeader) ? undefined : tokenHeader;
+      const user = Array.isArray(userHeader) ? undefined : userHeader;
+      const known = knownPrincipal(ctx, token, user);
+      if (known) {
+        authorise(request, endpoint, required, known);
+        checkRequestShape(request, endpoint);
+        done();
+        return;
+      }
+      authenticate(ctx, token, user).then(
+        (principal) => {
+          try {
+            authorise(request, endpoint, required, principal);
+            checkRequestShape(request, endpoint);
+          } catch (error) {
+            done(error as Error);
+            return;
+          }
+          done();
+        },
+        (error: unknown) => done((token === undefined ? error : refusedKey(error, token, user, request.ip)) as Error),
+      );
+    };
 
   /** preValidation: object-level access. The owning project of the addressed resource must be visible, else 404 (SEC-1a). */
-  function checkOwner(request: FastifyRequest, _reply: FastifyReply, done: HookDone): void {
-    const route = request.routeOptions.config.route;
-    if (!route) {
-      done();
-      return;
-    }
-    normaliseIds(request);
-    const { endpoint } = route;
-    if (endpoint.body && !endpoint.consumes) {
-      const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-      // A multipart body parses to nothing on a JSON route, so the headers decide whether a body was sent.
-      const hasBody =
-        request.body !== undefined ||
-        Number(request.headers['content-length'] ?? 0) > 0 ||
-        request.headers['transfer-encoding'] !== undefined;
-      if (hasBody && type !== 'application/json') {
-        throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'This operation takes Content-Type: application/json.');
+  const checkOwner =
+    (route: RouteImpl) =>
+    (request: FastifyRequest, _reply: FastifyReply, done: HookDone): void => {
+      normaliseIds(request);
+      const { endpoint } = route;
+      if (endpoint.body && !endpoint.consumes) {
+        const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+        // A multipart body parses to nothing on a JSON route, so the headers decide whether a body was sent.
+        const hasBody =
+          request.body !== undefined ||
+          Number(request.headers['content-length'] ?? 0) > 0 ||
+          request.headers['transfer-encoding'] !== undefined;
+        if (hasBody && type !== 'application/json') {
+          throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'This operation takes Content-Type: application/json.');
+        }
       }
-    }
-    const principal = request.principal;
-    if (!route.owner || !principal) {
-      done();
-      return;
-    }
-    const owner = route.owner(request);
-    if (typeof owner === 'object') owner.then((projectId) => ownedBy(request, principal, projectId, done), done);
-    else ownedBy(request, principal, owner, done);
-  }
+      const principal = request.principal;
+      if (!route.owner || !principal) {
+        done();
+        return;
+      }
+      const owner = route.owner(request);
+      if (typeof owner === 'object') owner.then((projectId) => ownedBy(request, principal, projectId, done), done);
+      else ownedBy(request, principal, owner, done);
+    };
 
   function ownedBy(request: FastifyRequest, principal: Principal, projectId: string | undefined, done: HookDone): void {
     if (projectId === undefined || !canSeeProject(principal, projectId)) {

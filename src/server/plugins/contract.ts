@@ -60,8 +60,8 @@ export const contractPlugin = fp(
           },
           // Stored content goes out as stored, and small answers need no hook (compression.ts).
           ...(endpoint.binary || !Object.values(response).some(mayBeLarge) ? { compress: false as const } : {}),
-          onRequest: checkAccess,
-          preValidation: checkOwner,
+          onRequest: checkAccess(impl),
+          preValidation: checkOwner(impl),
           handler: (request, reply) => impl.handler(request as never, reply),
         });
       }
