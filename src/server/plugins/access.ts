@@ -117,7 +117,7 @@ export function accessHooks(ctx: AppContext) {
   }
 
   /**
-   * onRequest: authentication and function-level authorisation, before the body is even read. A
+   * The onRequest hook of one route: authentication and function-level authorisation, before the body is even read. A
    * caller the credentials cache knows is checked in the same tick (callback style, no promise);
    * anyone else waits for `authenticate`.
    */
@@ -157,7 +157,7 @@ export function accessHooks(ctx: AppContext) {
       );
     };
 
-  /** preValidation: object-level access. The owning project of the addressed resource must be visible, else 404 (SEC-1a). */
+  /** The preValidation hook of one route: object-level access. The owning project of the addressed resource must be visible, else 404 (SEC-1a). */
   const checkOwner =
     (route: RouteImpl) =>
     (request: FastifyRequest, _reply: FastifyReply, done: HookDone): void => {
