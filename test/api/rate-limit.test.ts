@@ -44,6 +44,34 @@ for (const dialect of DIALECTS) {
       assert.equal((await me(limited, second.key)).status, 200);
     });
 
+    test("before a key is known the budget is the address's: the login exchange is counted, and keys keep their own", async () => {
+      // A server of its own: the admin key's budget on `limited` is spent by the test before.
+      const server = await startTestServer(dialect, { ATTEST_RATE_LIMIT_PER_MINUTE: '5' });
+      try {
+        const user = await createUser(server, ['viewer']);
+        const login = () =>
+          rawRequest(`${server.url}/api/v1/auth/login`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', accept: 'application/json' },
+            body: JSON.stringify({ email: 'nobody@example.test', password: 'not the password' }),
+          });
+        const left: number[] = [];
+        for (let i = 0; i < 5; i++) {
+          const answer = await login();
+          assert.equal(answer.status, 401, `attempt ${i + 1}`);
+          left.push(Number(answer.headers['x-ratelimit-remaining']));
+        }
+        assert.deepEqual(left, [4, 3, 2, 1, 0]);
+        assertProblem(await login(), 429, 'RATE_LIMITED');
+        // The address's budget is spent; a key sent from the same address has a budget of its own.
+        const answer = await me(server, user.key);
+        assert.equal(answer.status, 200);
+        assert.equal(answer.headers.get('x-ratelimit-remaining'), '4');
+      } finally {
+        await server.close();
+      }
+    });
+
     test('0 installs no limiter: no budget headers, no refusal', async () => {
       const user = await createUser(unlimited, ['viewer']);
       for (let i = 0; i < 20; i++) {

@@ -181,7 +181,8 @@ describe('Playwright live reporter: a server that is down or hangs', { skip: !br
       }
       assert.match(dead.stderr, /ECONNREFUSED/);
       assert.match(dead.stderr, /items not sent/);
-      assert.match(hung.stderr, /cut at the flush deadline/);
+      // The deadline cuts the call in flight, or, on a machine too busy to have started it by then, keeps it from starting.
+      assert.match(hung.stderr, /(cut at|not sent before) the flush deadline/);
       assert.match(hung.stderr, /items left at the 2 s deadline/);
     } finally {
       hanging.closeAllConnections();
