@@ -50,30 +50,26 @@ export interface VisibleImage {
 }
 
 /**
- * The image with a project the caller can see that uses it, when the kept uses already say so, or
- * undefined when they do not (which is not a 404: ask `visibleImage`). Synchronous, so the hot
- * answer costs no promise (PERF-6).
+ * The access check of `GET /images/{imageId}` (PERF-6): the image with a project the caller can see
+ * that uses it. An image is shared by content, so the projects using it only grow with uploads and
+ * shrink with deletions. What the database answered is kept as a fact ("project P uses this
+ * image"): a caller who sees one of the known projects is answered from memory, synchronously
+ * (`keptVisibleImage`; undefined there means "ask", not 404). Anyone else asks the database
+ * (`learnVisibleImage`; undefined there is the 404), and what it finds is added, so an upload into
+ * a new project is seen by the very next request without forgetting anything. A "no" is never
+ * kept. Every deletion of runs, artifacts or projects forgets every kept use, and a read that
+ * overlapped one is not kept.
  */
 export function keptVisibleImage(ctx: AppContext, imageId: string, visible: VisibleProjects): VisibleImage | undefined {
   const known = ctx.imageUses.get(imageId);
-  const projectId = known && visibleUse(known.projects, visible);
-  return projectId === undefined || !known ? undefined : { image: known.image, projectId };
+  if (!known) return undefined;
+  const projectId = visibleUse(known.projects, visible);
+  return projectId === undefined ? undefined : { image: known.image, projectId };
 }
 
-/**
- * The image with a project the caller can see that uses it, or undefined (404): the access check
- * of `GET /images/{imageId}` (PERF-6). An image is shared by content, so the projects using it only
- * grow with uploads and shrink with deletions. What the database answered is kept as a fact
- * ("project P uses this image"); a caller who sees one of the known projects is answered without a
- * query (`keptVisibleImage`). Anyone else asks the database, and what it finds is added, so an
- * upload into a new project is seen by the very next request without forgetting anything. A "no"
- * is never kept. Every deletion of runs, artifacts or projects forgets every kept use, and a read
- * that overlapped one is not kept.
- */
-export async function visibleImage(ctx: AppContext, imageId: string, visible: VisibleProjects): Promise<VisibleImage | undefined> {
+/** Asks the database, when `keptVisibleImage` did not know, and keeps what it finds. */
+export async function learnVisibleImage(ctx: AppContext, imageId: string, visible: VisibleProjects): Promise<VisibleImage | undefined> {
   const ticket = ctx.imageUses.ticket();
-  const kept = keptVisibleImage(ctx, imageId, visible);
-  if (kept) return kept;
   const found = await findVisibleImage(ctx.db, imageId, visible);
   if (!found) return undefined;
   const { project_id, ...image } = found;

@@ -4,7 +4,7 @@ import type { AppContext } from '../../context.ts';
 import type { ImagesTable } from '../../db/types.ts';
 import { found } from '../../errors.ts';
 import { sendBlob } from '../../http/blob-download.ts';
-import { imageDownload, keptVisibleImage, originalDownload, type VisibleImage, visibleImage } from '../../services/images.ts';
+import { imageDownload, keptVisibleImage, learnVisibleImage, originalDownload, type VisibleImage } from '../../services/images.ts';
 import { route, uuidPathParam } from '../route.ts';
 
 export function imageRoutes(ctx: AppContext) {
@@ -23,7 +23,8 @@ export function imageRoutes(ctx: AppContext) {
         const visible = request.principal?.projects;
         if (visible === undefined) return undefined;
         return (
-          learned(request, keptVisibleImage(ctx, id, visible)) ?? visibleImage(ctx, id, visible).then((image) => learned(request, image))
+          learned(request, keptVisibleImage(ctx, id, visible)) ??
+          learnVisibleImage(ctx, id, visible).then((image) => learned(request, image))
         );
       },
       // The image itself is answered in the same tick when it needs no read (a 304, a hot image).
