@@ -1,6 +1,6 @@
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
+import { encodeForm, rawRequest } from './http.ts';
 
 /** One file part of an upload. */
 export interface FilePart {
@@ -33,45 +33,27 @@ export async function upload(
   for (const [name, file] of Object.entries(files)) {
     form.append(name, new Blob([file.bytes], { type: file.type ?? 'application/octet-stream' }), file.filename ?? `${name}.bin`);
   }
-  // The form's bytes, sent with node:http rather than fetch: a server that refuses an upload part
-  // way answers at once and closes the connection (LOAD-4), and a client still sending then gets
-  // EPIPE. fetch gives up on the whole exchange at that; node:http has the answer by then, as curl does.
-  const request = new Request('http://upload.invalid/', { method: 'POST', body: form });
-  const bytes = Buffer.from(await request.arrayBuffer());
-  const answer = await new Promise<{ status: number; headers: Headers; text: string }>((resolve, reject) => {
-    const sending = http.request(`${baseUrl}/api/v1/projects/${projectId}/artifact`, {
-      method: 'POST',
-      headers: {
-        accept: 'application/json',
-        'service.api-token': apiKey,
-        'content-type': request.headers.get('content-type') ?? '',
-        'content-length': String(bytes.length),
-        ...headers,
-      },
-    });
-    sending.on('response', (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('error', reject);
-      response.on('end', () => {
-        const received = new Headers();
-        for (const [name, value] of Object.entries(response.headers)) {
-          for (const one of Array.isArray(value) ? value : [value ?? '']) received.append(name, one);
-        }
-        resolve({ status: response.statusCode ?? 0, headers: received, text: Buffer.concat(chunks).toString('utf8') });
-      });
-    });
-    // A write that fails after the answer came is the early refusal above; without an answer it is a failure.
-    sending.on('error', (error) => setTimeout(() => reject(error), 1000));
-    sending.end(bytes);
+  // Sent with node:http rather than fetch: a server that refuses an upload part way answers at once
+  // and closes the connection (LOAD-4), and a client still sending then gets EPIPE. fetch drops the
+  // whole exchange at that; node:http has read the answer by then, as curl does.
+  const { payload, contentType } = await encodeForm(form);
+  const answer = await rawRequest(`${baseUrl}/api/v1/projects/${projectId}/artifact`, {
+    method: 'POST',
+    headers: {
+      accept: 'application/json',
+      'service.api-token': apiKey,
+      'content-type': contentType,
+      'content-length': payload.length,
+      ...headers,
+    },
+    body: payload,
   });
-  let body: Record<string, unknown> = {};
-  try {
-    body = JSON.parse(answer.text) as Record<string, unknown>;
-  } catch {
-    body = { text: answer.text };
+  const received = new Headers();
+  for (const [name, value] of Object.entries(answer.headers)) {
+    for (const one of Array.isArray(value) ? value : [value ?? '']) received.append(name, one);
   }
-  return { status: answer.status, headers: answer.headers, body };
+  const json = /json/.test(answer.headers['content-type'] ?? '');
+  return { status: answer.status, headers: received, body: json ? answer.json : { text: answer.text } };
 }
 
 /** Every file under `dir` (relative paths), for "nothing was stored" checks. */
