@@ -76,7 +76,7 @@ export async function sweepRetention(ctx: AppContext, options: { dryRun?: boolea
           }
           return deleted;
         });
-        if (batch === undefined) return finish(ctx, report); // Another instance is sweeping.
+        if (batch === undefined) return report; // Another instance is sweeping.
         // Results kept ready to send (PERF-2) answer their run's owner check too: not once it is
         // gone; nor may its images' uses (PERF-6) outlive it.
         if (batch > 0) forgetKeptContent(ctx);
@@ -86,12 +86,6 @@ export async function sweepRetention(ctx: AppContext, options: { dryRun?: boolea
       if (expired.length < SWEEP_SELECT) break;
     }
   }
-  return finish(ctx, report);
-}
-
-/** Completed runs' results and images' uses may be kept: not those a sweep deleted. */
-function finish(ctx: AppContext, report: RetentionReport): RetentionReport {
-  if (report.deleted > 0) forgetKeptContent(ctx);
   return report;
 }
 
