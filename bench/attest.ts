@@ -48,7 +48,14 @@ export async function startAttest(options: {
     ...(options.databaseUrl ? { ATTEST_DATABASE_URL: options.databaseUrl } : {}),
     ...options.env,
   };
-  const started = await startPinned(process.execPath, ['dist/server/main.js'], env, answers(`${url}/api/v1/health`));
+  // BENCH_NODE_ARGS (for example --cpu-prof) and BENCH_DIST (another build folder): bench/README.md.
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const started = await startPinned(
+    process.execPath,
+    [...nodeArgs, `${process.env.BENCH_DIST ?? 'dist'}/server/main.js`],
+    env,
+    answers(`${url}/api/v1/health`),
+  );
   // The first admin is created just after the server listens: wait until its key works.
   for (let i = 0; i < 500; i++) {
     const me = await fetch(`${url}/api/v1/me`, { headers: { 'service.api-token': key } });

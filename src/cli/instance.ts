@@ -78,6 +78,7 @@ export function commandContext(instance: Awaited<ReturnType<typeof openInstance>
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),
     deviceAnswers: new KeptAnswers(0, textBytes),
     imageUses: new KeptAnswers(0, () => 0),
+    owners: new KeptAnswers(0, () => 0),
     hotBlobs: new HotBlobs(config.imageCacheBytes),
     thumbnails: new ThumbnailRenderer(config),
     background: new BackgroundTasks(() => undefined),

@@ -45,6 +45,8 @@ export interface AppContext {
   deviceAnswers: KeptAnswers<string>;
   /** Images with the projects known to use them, until a deletion (PERF-6). */
   imageUses: KeptAnswers<ImageUses>;
+  /** The project that owns a run, test, job or artifact, or has a key or an id, until a deletion (PERF-7). */
+  owners: KeptAnswers<string>;
   /** Bytes of often-read images (PERF-3). */
   hotBlobs: HotBlobs;
   /** The bounded thumbnail decoder (FILE-3). */

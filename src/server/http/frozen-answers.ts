@@ -18,11 +18,6 @@ const ENCODINGS: Encoding[] = ['br', 'gzip', 'identity'];
 interface Frozen {
   /** The identity body's strong ETag; encoded bodies get a suffix, as their bytes differ. */
   etag: string;
-  /**
-   * The project that owns the answer's resource, which cannot change while the answer is kept:
-   * the access hook checks the caller against it without a query (deletions empty the cache).
-   */
-  owner: string;
   bodies: Map<Encoding, Promise<Buffer>>;
   bytes: number;
 }
@@ -44,12 +39,11 @@ export class FrozenAnswers {
     return this.#kept.get(key);
   }
 
-  /** Keeps the JSON text of an answer that will not change, owned by project `owner`; the oldest entries make room. */
-  store(key: string, json: string, ticket: number, owner: string): Frozen {
+  /** Keeps the JSON text of an answer that will not change; the oldest entries make room. */
+  store(key: string, json: string, ticket: number): Frozen {
     const identity = Buffer.from(json, 'utf8');
     const frozen: Frozen = {
       etag: `"${createHash('sha256').update(identity).digest('base64url').slice(0, 32)}"`,
-      owner,
       bodies: new Map([['identity', Promise.resolve(identity)]]),
       bytes: identity.length,
     };

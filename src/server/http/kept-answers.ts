@@ -2,14 +2,21 @@ import { ByteLru } from './byte-lru.ts';
 
 // Answers kept in memory until a write may have changed them: a byte-bounded LRU with a
 // generation, so an answer read while a write was under way is never kept. Behind the device
-// answers (PERF-5), the completed runs' results (PERF-2, `frozen-answers.ts`) and the projects known
-// to use each image (PERF-6, `services/images.ts`).
+// answers (PERF-5), the completed runs' results (PERF-2, `frozen-answers.ts`), the projects known
+// to use each image (PERF-6, `services/images.ts`) and the owners of runs, tests, jobs and
+// artifacts (PERF-7, `routes/owners.ts`).
 
 /** Room for the device answers: about 4,000 devices of 500 bytes; a lab rarely has more. */
 export const DEVICE_ANSWERS_BYTES = 4 * 1024 * 1024;
 
 /** The size of a kept JSON text: UTF-16 code units × 2. */
 export const textBytes = (text: string) => 2 * text.length;
+
+/** Room for the owners kept (PERF-7): about 20,000 runs, tests, jobs, artifacts and projects. */
+export const OWNERS_BYTES = 4 * 1024 * 1024;
+
+/** About what an owner entry holds: its key (a kind and an id), a project id and the map's entry. */
+export const ownerBytes = () => 200;
 
 export class KeptAnswers<V> {
   readonly #kept: ByteLru<V>;

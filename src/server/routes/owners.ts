@@ -13,6 +13,30 @@ const PROJECT_KEY_REF = /^[A-Za-z][A-Za-z0-9]{1,15}$/;
 
 // Owner resolvers for project-scoped routes (see RouteImpl.owner): they run before validation on
 // the raw request and answer which project owns the addressed resource, or undefined (404).
+//
+// What the database answered is kept (PERF-7): a run, test, job or artifact never moves to another
+// project and a project's id and key never change, so an answer stays true until a deletion, and
+// every deletion forgets them all (`forgetKeptContent`, `deleteArtifact`). A "no" is never kept.
+// The owner only says which project's access the caller needs; the handler still reads the resource.
+
+/** `lookup(id)` as kept under `kind:id`: the kept project at once, else the database's, kept unless a deletion overlapped it. */
+function kept(
+  ctx: AppContext,
+  kind: string,
+  id: string,
+  lookup: (id: string) => Promise<string | undefined>,
+): string | Promise<string | undefined> {
+  const name = `${kind}:${id}`;
+  const known = ctx.owners.get(name);
+  if (known !== undefined) return known;
+  const ticket = ctx.owners.ticket();
+  return lookup(id).then((projectId) => {
+    if (projectId !== undefined) ctx.owners.store(name, projectId, ticket);
+    return projectId;
+  });
+}
+
+const projectById = (ctx: AppContext, id: string) => kept(ctx, 'project', id, (projectId) => findProjectId(ctx.db, projectId));
 
 /**
  * The project a request names in a field of its body or query (creations and lists). A missing or
@@ -20,17 +44,17 @@ const PROJECT_KEY_REF = /^[A-Za-z][A-Za-z0-9]{1,15}$/;
  * project resolves to nothing (404). Unlike paths, these fields take the id only: it is stored,
  * echoed and fingerprinted for idempotent retries as given (docs/decisions.md).
  */
-export async function namedProject(
+export function namedProject(
   ctx: AppContext,
   source: unknown,
   part: 'body' | 'query',
   field = 'projectId',
-): Promise<string | undefined> {
+): string | Promise<string | undefined> {
   const value = rawValue(source, field);
   if (value === undefined) throw invalid(`/${part}/${field}`, 'is required');
   if (typeof value !== 'string' || !isUuid(value))
     throw invalid(`/${part}/${field}`, 'must be one project id (a UUID); GET /projects?key= finds the id of a key');
-  return findProjectId(ctx.db, value);
+  return projectById(ctx, value);
 }
 
 /**
@@ -38,23 +62,26 @@ export async function namedProject(
  * owns itself. An unknown id or key, or a value that is neither, names no project (404, before any
  * body check), so a non-member gets the same 404 for a project that exists as for one that does not.
  */
-export async function pathProject(ctx: AppContext, request: FastifyRequest): Promise<string | undefined> {
+export function pathProject(ctx: AppContext, request: FastifyRequest): string | Promise<string | undefined> | undefined {
   const ref = rawField(request.params, 'projectId');
-  if (ref !== undefined && isUuid(ref)) return findProjectId(ctx.db, ref);
+  if (ref !== undefined && isUuid(ref)) return projectById(ctx, ref);
   // Keys are created upper-case (the contract's key pattern), so upper-casing makes the comparison case-insensitive.
-  if (ref !== undefined && PROJECT_KEY_REF.test(ref)) return findProjectIdByKey(ctx.db, ref.toUpperCase());
+  if (ref !== undefined && PROJECT_KEY_REF.test(ref)) return kept(ctx, 'key', ref.toUpperCase(), (key) => findProjectIdByKey(ctx.db, key));
   return undefined;
 }
 
 /** `{testId}` in the path → its project. */
-export const testOwner = (ctx: AppContext, request: FastifyRequest) => projectOfTest(ctx.db, uuidPathParam(request, 'testId'));
+export const testOwner = (ctx: AppContext, request: FastifyRequest) =>
+  kept(ctx, 'test', uuidPathParam(request, 'testId'), (id) => projectOfTest(ctx.db, id));
 
 /** `{jobId}` in the path → its project. */
-export const jobOwner = (ctx: AppContext, request: FastifyRequest) => projectOfJob(ctx.db, uuidPathParam(request, 'jobId'));
+export const jobOwner = (ctx: AppContext, request: FastifyRequest) =>
+  kept(ctx, 'job', uuidPathParam(request, 'jobId'), (id) => projectOfJob(ctx.db, id));
 
 /** `{testRunId}` in the path → its project. */
-export const runOwner = (ctx: AppContext, request: FastifyRequest) => projectOfRun(ctx.db, uuidPathParam(request, 'testRunId'));
+export const runOwner = (ctx: AppContext, request: FastifyRequest) =>
+  kept(ctx, 'run', uuidPathParam(request, 'testRunId'), (id) => projectOfRun(ctx.db, id));
 
 /** `{artifactId}` in the path → its project. */
-export const artifactOwner = async (ctx: AppContext, request: FastifyRequest) =>
-  (await findArtifact(ctx.db, uuidPathParam(request, 'artifactId')))?.project_id;
+export const artifactOwner = (ctx: AppContext, request: FastifyRequest) =>
+  kept(ctx, 'artifact', uuidPathParam(request, 'artifactId'), async (id) => (await findArtifact(ctx.db, id))?.project_id);

@@ -14,13 +14,14 @@ import type { Actor } from './users.ts';
 
 /**
  * Runs or a project were deleted: the answers kept in memory that may show them go, the completed
- * runs' results (PERF-2) and the projects known to use each image (PERF-6). Called once the deletion
- * has committed, before it is acknowledged. (A single artifact's deletion forgets the image uses
- * only: no run's results show artifacts.)
+ * runs' results (PERF-2), the projects known to use each image (PERF-6) and the owners of what went
+ * (PERF-7). Called once the deletion has committed, before it is acknowledged. (A single artifact's
+ * deletion forgets the image uses and its own owner only: no run's results show artifacts.)
  */
 export function forgetKeptContent(ctx: AppContext): void {
   ctx.frozenResults.invalidate();
   ctx.imageUses.forgetAll();
+  ctx.owners.forgetAll();
 }
 
 /** Deletes a run and everything it holds. */
@@ -88,5 +89,6 @@ export async function deleteTest(ctx: AppContext, testId: string, options: { cas
     return deleted;
   });
   if (runs > 0) forgetKeptContent(ctx);
+  else ctx.owners.forget(`test:${testId}`);
   return { runs };
 }

@@ -5,7 +5,7 @@ import { sendRunExport } from '../../http/run-export.ts';
 import { presentRunResults } from '../../presenters/results.ts';
 import { appendResults, readResults } from '../../services/results.ts';
 import { runOwner } from '../owners.ts';
-import { route, uuidPathParam } from '../route.ts';
+import { route } from '../route.ts';
 
 export function resultRoutes(ctx: AppContext) {
   return [
@@ -17,12 +17,7 @@ export function resultRoutes(ctx: AppContext) {
     }),
 
     route(api.getResults, {
-      // A completed run kept ready to send remembers its project (a run never changes project, and
-      // every deletion empties the cache): the caller is checked against it without a query.
-      owner: (request) => {
-        const kept = ctx.frozenResults.get(uuidPathParam(request, 'testRunId'));
-        return kept ? Promise.resolve(kept.owner) : runOwner(ctx, request);
-      },
+      owner: (request) => runOwner(ctx, request),
       // A completed run's results never change: they are answered from bytes built once (PERF-2),
       // after the access hooks have checked the caller like on every request.
       handler: async (request, reply) => {
@@ -33,7 +28,7 @@ export function resultRoutes(ctx: AppContext) {
         const content = await readResults(ctx, runId, { partial: request.query.partial === true });
         const answer = presentRunResults(content);
         if (content.run.status !== 'completed') return answer;
-        const frozen = ctx.frozenResults.store(runId, JSON.stringify(answer), ticket, request.projectId);
+        const frozen = ctx.frozenResults.store(runId, JSON.stringify(answer), ticket);
         return sendFrozen(request, reply, runId, frozen, ctx.frozenResults);
       },
     }),
