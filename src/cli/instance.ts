@@ -8,7 +8,7 @@ import type { AppContext } from '../server/context.ts';
 import { createDatabase, DataFolderBusyError } from '../server/db/database.ts';
 import { FrozenAnswers } from '../server/http/frozen-answers.ts';
 import { HotBlobs } from '../server/http/hot-blobs.ts';
-import { KeptAnswers, textBytes } from '../server/http/kept-answers.ts';
+import { KeptAnswers, KeptOwners, textBytes } from '../server/http/kept-answers.ts';
 import { ThumbnailRenderer } from '../server/media/thumbnails.ts';
 import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from '../server/security/credentials-cache.ts';
 import { FailureLimiter } from '../server/security/failure-limiter.ts';
@@ -78,7 +78,7 @@ export function commandContext(instance: Awaited<ReturnType<typeof openInstance>
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),
     deviceAnswers: new KeptAnswers(0, textBytes),
     imageUses: new KeptAnswers(0, () => 0),
-    owners: new KeptAnswers(0, () => 0),
+    owners: new KeptOwners(0),
     hotBlobs: new HotBlobs(config.imageCacheBytes),
     thumbnails: new ThumbnailRenderer(config),
     background: new BackgroundTasks(() => undefined),

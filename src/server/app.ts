@@ -8,7 +8,7 @@ import { crashTrigger } from './crash-points.ts';
 import { createDatabase } from './db/database.ts';
 import { FrozenAnswers } from './http/frozen-answers.ts';
 import { HotBlobs } from './http/hot-blobs.ts';
-import { DEVICE_ANSWERS_BYTES, KeptAnswers, OWNERS_BYTES, ownerBytes, textBytes } from './http/kept-answers.ts';
+import { DEVICE_ANSWERS_BYTES, KeptAnswers, KeptOwners, textBytes } from './http/kept-answers.ts';
 import { redactUrl, requestLogger } from './http/request-logger.ts';
 import { ThumbnailRenderer } from './media/thumbnails.ts';
 import { compressionPlugin } from './plugins/compression.ts';
@@ -105,7 +105,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),
     deviceAnswers: new KeptAnswers(DEVICE_ANSWERS_BYTES, textBytes),
     imageUses: new KeptAnswers(IMAGE_USES_BYTES, imageUsesBytes),
-    owners: new KeptAnswers(OWNERS_BYTES, ownerBytes),
+    owners: new KeptOwners(),
     hotBlobs: new HotBlobs(config.imageCacheBytes),
     thumbnails: new ThumbnailRenderer(config),
     background: new BackgroundTasks((name, error) => app.log.error({ err: error }, `${name} failed`)),

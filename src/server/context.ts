@@ -8,7 +8,7 @@ import type { DatabaseHandle } from './db/database.ts';
 import type { DB, Dialect, ImagesTable } from './db/types.ts';
 import type { FrozenAnswers } from './http/frozen-answers.ts';
 import type { HotBlobs } from './http/hot-blobs.ts';
-import type { KeptAnswers } from './http/kept-answers.ts';
+import type { KeptAnswers, KeptOwners } from './http/kept-answers.ts';
 import type { ThumbnailRenderer } from './media/thumbnails.ts';
 import type { CredentialsCache } from './security/credentials-cache.ts';
 import type { FailureLimiter } from './security/failure-limiter.ts';
@@ -46,7 +46,7 @@ export interface AppContext {
   /** Images with the projects known to use them, until a deletion (PERF-6). */
   imageUses: KeptAnswers<ImageUses>;
   /** The project that owns a run, test, job or artifact, or has a key or an id, until a deletion (PERF-7). */
-  owners: KeptAnswers<string>;
+  owners: KeptOwners;
   /** Bytes of often-read images (PERF-3). */
   hotBlobs: HotBlobs;
   /** The bounded thumbnail decoder (FILE-3). */

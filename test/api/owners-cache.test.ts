@@ -116,28 +116,28 @@ for (const dialect of DIALECTS) {
       await tester.client.call(v1.runs.getRun, { params: { testRunId: runId } });
       await tester.client.call(v1.jobs.getJob, { params: { jobId } });
       await content(tester.key, artifactId);
-      assert.equal(owners.get(`run:${runId}`), projectId);
-      assert.equal(owners.get(`artifact:${artifactId}`), projectId);
+      assert.equal(owners.get('run', runId), projectId);
+      assert.equal(owners.get('artifact', artifactId), projectId);
 
       await manager.client.call(v1.artifacts.deleteArtifact, { params: { artifactId } });
-      assert.equal(owners.get(`artifact:${artifactId}`), undefined);
-      assert.equal(owners.get(`run:${runId}`), projectId, 'an artifact deletion forgets that artifact only');
+      assert.equal(owners.get('artifact', artifactId), undefined);
+      assert.equal(owners.get('run', runId), projectId, 'an artifact deletion forgets that artifact only');
       assert.equal(await status(content(server.admin.key, artifactId)), 404);
 
       await manager.client.call(v1.runs.deleteRun, { params: { testRunId: runId } });
-      assert.equal(owners.get(`run:${runId}`), undefined);
+      assert.equal(owners.get('run', runId), undefined);
       assert.equal(await status(server.admin.client.call(v1.runs.getRun, { params: { testRunId: runId } })), 404);
 
       // The test has no runs left: deleting it forgets its own owner.
       await tester.client.call(v1.tests.getTest, { params: { testId } });
-      assert.equal(owners.get(`test:${testId}`), projectId);
+      assert.equal(owners.get('test', testId), projectId);
       await manager.client.call(v1.tests.deleteTest, { params: { testId } });
-      assert.equal(owners.get(`test:${testId}`), undefined);
+      assert.equal(owners.get('test', testId), undefined);
       assert.equal(await status(server.admin.client.call(v1.tests.getTest, { params: { testId } })), 404);
 
       await tester.client.call(v1.jobs.getJob, { params: { jobId } });
       await manager.client.call(v1.jobs.deleteJob, { params: { jobId } });
-      assert.equal(owners.get(`job:${jobId}`), undefined);
+      assert.equal(owners.get('job', jobId), undefined);
       assert.equal(await status(server.admin.client.call(v1.jobs.getJob, { params: { jobId } })), 404);
     });
   });

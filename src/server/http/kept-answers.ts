@@ -16,7 +16,7 @@ export const textBytes = (text: string) => 2 * text.length;
 export const OWNERS_BYTES = 4 * 1024 * 1024;
 
 /** About what an owner entry holds: its key (a kind and an id), a project id and the map's entry. */
-export const ownerBytes = () => 200;
+const OWNER_ENTRY_BYTES = 200;
 
 export class KeptAnswers<V> {
   readonly #kept: ByteLru<V>;
@@ -60,5 +60,41 @@ export class KeptAnswers<V> {
 
   get size(): { entries: number; bytes: number } {
     return this.#kept.size;
+  }
+}
+
+/** What an owner is kept for: a resource by its id, or a project by its id or its key. */
+export type OwnerKind = 'project' | 'key' | 'run' | 'test' | 'job' | 'artifact';
+
+/** The project that owns a run, test, job or artifact, or has an id or a key (PERF-7), kept by kind and id. */
+export class KeptOwners {
+  readonly #kept: KeptAnswers<string>;
+
+  /** `capacity` in bytes; 0 keeps nothing. */
+  constructor(capacity = OWNERS_BYTES) {
+    this.#kept = new KeptAnswers(capacity, () => OWNER_ENTRY_BYTES);
+  }
+
+  /** Taken before the database is asked; `store` refuses an answer read across a `forget`. */
+  ticket(): number {
+    return this.#kept.ticket();
+  }
+
+  get(kind: OwnerKind, id: string): string | undefined {
+    return this.#kept.get(`${kind}:${id}`);
+  }
+
+  store(kind: OwnerKind, id: string, projectId: string, ticket: number): void {
+    this.#kept.store(`${kind}:${id}`, projectId, ticket);
+  }
+
+  /** `id` was deleted: drop its owner, and refuse every answer read before now. */
+  forget(kind: OwnerKind, id: string): void {
+    this.#kept.forget(`${kind}:${id}`);
+  }
+
+  /** Runs or projects were deleted, with whatever they held: drop every kept owner. */
+  forgetAll(): void {
+    this.#kept.forgetAll();
   }
 }

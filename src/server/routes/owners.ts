@@ -6,6 +6,7 @@ import { findProjectId, findProjectIdByKey } from '../db/repositories/projects.t
 import { projectOfRun } from '../db/repositories/runs.ts';
 import { projectOfTest } from '../db/repositories/tests.ts';
 import { invalid } from '../errors.ts';
+import type { OwnerKind } from '../http/kept-answers.ts';
 import { isUuid } from '../validation.ts';
 import { rawField, rawValue, uuidPathParam } from './route.ts';
 
@@ -19,19 +20,18 @@ const PROJECT_KEY_REF = /^[A-Za-z][A-Za-z0-9]{1,15}$/;
 // every deletion forgets them all (`forgetKeptContent`, `deleteArtifact`). A "no" is never kept.
 // The owner only says which project's access the caller needs; the handler still reads the resource.
 
-/** `lookup(id)` as kept under `kind:id`: the kept project at once, else the database's, kept unless a deletion overlapped it. */
+/** `lookup(id)` as kept: the kept project at once, else the database's, kept unless a deletion overlapped it. */
 function kept(
   ctx: AppContext,
-  kind: string,
+  kind: OwnerKind,
   id: string,
   lookup: (id: string) => Promise<string | undefined>,
 ): string | Promise<string | undefined> {
-  const name = `${kind}:${id}`;
-  const known = ctx.owners.get(name);
+  const known = ctx.owners.get(kind, id);
   if (known !== undefined) return known;
   const ticket = ctx.owners.ticket();
   return lookup(id).then((projectId) => {
-    if (projectId !== undefined) ctx.owners.store(name, projectId, ticket);
+    if (projectId !== undefined) ctx.owners.store(kind, id, projectId, ticket);
     return projectId;
   });
 }

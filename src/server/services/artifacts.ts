@@ -391,7 +391,7 @@ export async function deleteArtifact(ctx: AppContext, artifactId: string): Promi
   if (!(await deleteArtifactRow(ctx.db, artifactId))) throw notFound('The artifact');
   // Its images may have no visible use left (PERF-6); no run's results show artifacts, so those stay kept.
   ctx.imageUses.forgetAll();
-  ctx.owners.forget(`artifact:${artifactId}`);
+  ctx.owners.forget('artifact', artifactId);
   ctx.crashPoint('after-row-delete');
 }
 

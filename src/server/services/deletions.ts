@@ -89,6 +89,6 @@ export async function deleteTest(ctx: AppContext, testId: string, options: { cas
     return deleted;
   });
   if (runs > 0) forgetKeptContent(ctx);
-  else ctx.owners.forget(`test:${testId}`);
+  else ctx.owners.forget('test', testId);
   return { runs };
 }
