@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { KeptAnswers, textBytes } from '../../src/server/http/kept-answers.ts';
+import { KeptAnswers, KeptOwners, textBytes } from '../../src/server/http/kept-answers.ts';
 
 // The ticketed cache behind the device answers (PERF-5) and completed results (PERF-2): a write
 // forgets its key, and an answer read across a write (its ticket taken before) is never kept,
@@ -47,4 +47,22 @@ test('bounded by the bytes of the text kept; 0 keeps nothing', () => {
   const none = new KeptAnswers(0, textBytes);
   none.store('a', 'x', none.ticket());
   assert.equal(none.get('a'), undefined);
+});
+
+test('owners (PERF-7) are kept by kind and id: a run and a test with the same id are two entries', () => {
+  const owners = new KeptOwners();
+  const id = '0b5e7c1a-8f43-4d2e-9a6b-3c1d2e4f5a6b';
+  owners.store('run', id, 'project-a', owners.ticket());
+  assert.equal(owners.get('run', id), 'project-a');
+  assert.equal(owners.get('test', id), undefined);
+  const before = owners.ticket();
+  owners.forget('artifact', 'another');
+  owners.store('test', id, 'project-b', before);
+  assert.equal(owners.get('test', id), undefined, 'looked up across a deletion: not kept');
+  assert.equal(owners.get('run', id), 'project-a', 'forgetting one owner keeps the others');
+  owners.forgetAll();
+  assert.equal(owners.get('run', id), undefined);
+  const none = new KeptOwners(0);
+  none.store('run', id, 'project-a', none.ticket());
+  assert.equal(none.get('run', id), undefined);
 });
