@@ -309,18 +309,30 @@ export async function writeFigures(attest: Attest, settings: Settings): Promise<
   settings.step('F4 one-step posts, 4 clients');
   const posts: number[] = [];
   const single: number[] = [];
-  const postsTo = (runId: string) => (client: number, n: number) =>
-    api.call('POST', `/testmgmt/testruns/${runId}/results`, {
-      steps: [{ key: `p${client}-${n}`, title: 'Step', status: 'passed', durationMs: 5 }],
+  const cpu: number[] = [];
+  // wrk with 4 connections, each posting its next step when the last was answered (4 clients in a
+  // closed loop), each step with a key of its own (post-step.lua); on a new run per sample.
+  const postHeaders = { 'service.api-token': attest.key, 'content-type': 'application/json', accept: 'application/json' };
+  const postSteps = async (name: string, seconds: number) => {
+    const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name });
+    const load = await wrk(`${attest.url}/api/v1/testmgmt/testruns/${run.id}/results`, {
+      headers: postHeaders,
+      seconds,
+      connections: 4,
+      script: 'bench/post-step.lua',
+      serverPid: attest.pid,
     });
-  // A warm-up, as before every figure, on a run of its own: the JIT of both processes and the
-  // write-ahead log's first growth took the first three seconds of posts here (docs/performance.md).
-  const warm = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: 'posts warm-up' });
-  await closedLoop(4, WARM_UP_SECONDS, postsTo(warm.id));
+    if (load.non2xx > 0) throw new Error(`one-step posts: ${load.non2xx} answers were not 2xx`);
+    return load;
+  };
+  // A warm-up, as before every figure, on a run of its own: the JIT and the write-ahead log's first
+  // growth took the first three seconds of posts here (docs/performance.md).
+  await postSteps('posts warm-up', WARM_UP_SECONDS);
   driverSingleRowTransactionsPerSecond(scratch, 1);
   for (let i = 0; i < settings.repetitions; i++) {
-    const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: `posts ${i}` });
-    posts.push(await closedLoop(4, settings.seconds, postsTo(run.id)));
+    const load = await postSteps(`posts ${i}`, settings.seconds);
+    posts.push(load.rps);
+    cpu.push(load.cpuUsPerRequest ?? Number.NaN);
     single.push(driverSingleRowTransactionsPerSecond(scratch, settings.seconds));
   }
   figures.push(
@@ -334,6 +346,7 @@ export async function writeFigures(attest: Attest, settings: Settings): Promise<
       baselineName: 'single-row FULL transactions',
       minRatio: 0.5,
       samples: { attest: posts, baseline: single },
+      notes: `server CPU ${median(cpu).toFixed(0)} µs/post`,
     }),
   );
 

@@ -138,15 +138,20 @@ const toMs = (value: string) => {
   return match[2] === 'us' ? n / 1000 : match[2] === 's' ? n * 1000 : n;
 };
 
-/** wrk on the load core: 1 thread, `connections` keep-alive connections, latency distribution. */
+/**
+ * wrk on the load core: 1 thread, `connections` keep-alive connections, each sending its next
+ * request when the last was answered; latency distribution. `script` is a Lua file that makes the
+ * requests (bench/post-step.lua).
+ */
 export async function wrk(
   url: string,
-  options: { headers?: Record<string, string>; seconds: number; connections?: number; serverPid?: number },
+  options: { headers?: Record<string, string>; seconds: number; connections?: number; serverPid?: number; script?: string },
 ): Promise<Load> {
   const headerArgs = Object.entries(options.headers ?? {}).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
   const [file, argv] = pinned(LOAD_CPU, 'wrk', [
     '-t1',
     `-c${options.connections ?? 8}`,
+    ...(options.script ? ['-s', options.script] : []),
     `-d${options.seconds}s`,
     '--latency',
     ...headerArgs,
