@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 
-// The write figures' load generator: closed loops of requests over kept-alive connections. fetch
-// cost the client about 0.8 ms of CPU per one-step post here (82% of the load core at 1,000 posts/s),
-// so the loops measured the client as much as the server; node:http costs a fraction of that.
+// The load generator of the uploads, F5's runs and the set-up calls: requests over kept-alive
+// connections. fetch cost the client about 0.8 ms of CPU per one-step post here (82% of the load
+// core at 1,000 posts/s), so the loops measured the client as much as the server; node:http costs
+// a fraction of that (and wrk, which now sends the one-step posts, less still).
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
