@@ -79,15 +79,13 @@ export async function learnVisibleImage(ctx: AppContext, imageId: string, visibl
 }
 
 /**
- * What `GET /images/{imageId}` sends for the image row the access check read (none: 404): the
- * image, or its thumbnail. A thumbnail that cannot be made
- * degrades to the original, marked and not cached, rather than failing the request; a full
- * thumbnail queue is the one 503.
+ * What `GET /images/{imageId}?thumbnail=true` sends for the image row the access check read (none:
+ * 404); without `thumbnail` it sends `originalDownload`. A thumbnail that cannot be made degrades
+ * to the original, marked and not cached, rather than failing the request; a full thumbnail queue
+ * is the one 503.
  */
-export async function imageDownload(ctx: AppContext, row: ImagesTable | undefined, options: { thumbnail: boolean }): Promise<BlobDownload> {
+export async function thumbnailDownload(ctx: AppContext, row: ImagesTable | undefined): Promise<BlobDownload> {
   const image = found(row, 'The image');
-  const original = originalDownload(image);
-  if (!options.thumbnail) return original;
   try {
     const thumbnail = await thumbnailOf(ctx, image);
     return {
@@ -100,7 +98,7 @@ export async function imageDownload(ctx: AppContext, row: ImagesTable | undefine
   } catch (error) {
     if (error instanceof AppError && error.code === 'UNAVAILABLE') throw error;
     ctx.log.warn({ err: error, imageId: image.id }, 'thumbnail could not be made; sending the original');
-    return { ...original, caching: 'no-store', headers: { 'x-attest-thumbnail': 'unavailable' } };
+    return { ...originalDownload(image), caching: 'no-store', headers: { 'x-attest-thumbnail': 'unavailable' } };
   }
 }
 

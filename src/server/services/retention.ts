@@ -77,8 +77,8 @@ export async function sweepRetention(ctx: AppContext, options: { dryRun?: boolea
           return deleted;
         });
         if (batch === undefined) return report; // Another instance is sweeping.
-        // Results kept ready to send (PERF-2) answer their run's owner check too: not once it is
-        // gone; nor may its images' uses (PERF-6) outlive it.
+        // The results (PERF-2), image uses (PERF-6) and owners (PERF-7) kept in memory may not
+        // outlive the runs that went.
         if (batch > 0) forgetKeptContent(ctx);
         entry.expired += batch;
         report.deleted += batch;

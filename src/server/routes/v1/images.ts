@@ -4,7 +4,7 @@ import type { AppContext } from '../../context.ts';
 import type { ImagesTable } from '../../db/types.ts';
 import { found } from '../../errors.ts';
 import { sendBlob } from '../../http/blob-download.ts';
-import { imageDownload, keptVisibleImage, learnVisibleImage, originalDownload, type VisibleImage } from '../../services/images.ts';
+import { keptVisibleImage, learnVisibleImage, originalDownload, thumbnailDownload, type VisibleImage } from '../../services/images.ts';
 import { route, uuidPathParam } from '../route.ts';
 
 export function imageRoutes(ctx: AppContext) {
@@ -31,7 +31,7 @@ export function imageRoutes(ctx: AppContext) {
       handler: (request, reply) => {
         const image = request.ownerRow as ImagesTable | undefined;
         if (request.query.thumbnail !== true) return sendBlob(ctx, request, reply, originalDownload(found(image, 'The image')));
-        return imageDownload(ctx, image, { thumbnail: true }).then((download) => sendBlob(ctx, request, reply, download));
+        return thumbnailDownload(ctx, image).then((download) => sendBlob(ctx, request, reply, download));
       },
     }),
   ];
