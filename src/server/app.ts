@@ -115,7 +115,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     state = 'stopping';
   });
 
-  await app.register(parsersPlugin, { config });
+  await app.register(parsersPlugin);
   await app.register(securityHeadersPlugin, { config });
   await app.register(rateLimitPlugin, { config });
   await app.register(errorsPlugin);

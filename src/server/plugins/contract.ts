@@ -7,6 +7,7 @@ import type { RouteImpl } from '../routes/route.ts';
 import { v1Routes } from '../routes/v1/index.ts';
 import { accessHooks } from './access.ts';
 import { mayBeLarge } from './compression.ts';
+import { multipartParser } from './parsers.ts';
 
 /** An API version: its contract entries and their implementations, registered under `/api/<version>`. */
 export interface ApiVersion {
@@ -22,13 +23,12 @@ export const API_VERSIONS: ApiVersion[] = [{ version: 'v1', endpoints: v1Endpoin
 export const routeUrl = (version: string, endpoint: Endpoint) => `/api/${version}${endpoint.path.replace(/\{(\w+)\}/g, ':$1')}`;
 
 /**
- * Registers every contract entry of every version with its implementation: the schemas validate
- * input and serialise output, the access hooks run before the handler. Refuses to start when an
- * entry has no implementation or an implementation no entry.
+ * Registers every contract entry of every version with its implementation. Refuses to start when
+ * an entry has no implementation or an implementation no entry.
  */
 export const contractPlugin = fp(
   async (app: FastifyInstance, { ctx }: { ctx: AppContext }) => {
-    const { checkAccess, checkOwner } = accessHooks(ctx);
+    const hooks = accessHooks(ctx);
     for (const { version, endpoints, routes } of API_VERSIONS) {
       const impls = routes(ctx);
       const byId = new Map(impls.map((r) => [r.endpoint.operationId, r]));
@@ -39,33 +39,44 @@ export const contractPlugin = fp(
           `API ${version}: contract and routes differ (unimplemented: ${missing.join(', ')}; undeclared: ${extra.join(', ')})`,
         );
       }
-      for (const endpoint of endpoints) {
-        const impl = byId.get(endpoint.operationId) as RouteImpl;
-        // Error answers are serialised by the error handler; the schemas here are the success shapes.
-        const response: Record<number, unknown> = {};
-        for (const [status, spec] of Object.entries(endpoint.responses)) {
-          if (spec !== null && !('content' in spec && 'description' in spec)) response[Number(status)] = spec;
-        }
-        const bodyIsJson = endpoint.body && !endpoint.consumes?.some((t) => t === 'multipart/form-data' || t.startsWith('text/'));
-        app.route({
-          method: endpoint.method,
-          url: routeUrl(version, endpoint),
-          config: { route: impl },
-          bodyLimit: endpoint.bodyLimit ? ctx.config[endpoint.bodyLimit] : undefined,
-          schema: {
-            ...(endpoint.params ? { params: endpoint.params } : {}),
-            ...(endpoint.querystring ? { querystring: endpoint.querystring } : {}),
-            ...(bodyIsJson ? { body: endpoint.body } : {}),
-            response,
-          },
-          // Stored content goes out as stored, and small answers need no hook (compression.ts).
-          ...(endpoint.binary || !Object.values(response).some(mayBeLarge) ? { compress: false as const } : {}),
-          onRequest: checkAccess(impl),
-          preValidation: checkOwner(impl),
-          handler: (request, reply) => impl.handler(request as never, reply),
-        });
-      }
+      const implOf = (endpoint: Endpoint) => byId.get(endpoint.operationId) as RouteImpl;
+      for (const endpoint of endpoints.filter((e) => !takesMultipart(e))) addRoute(app, version, implOf(endpoint), ctx, hooks);
+      // The upload routes in a scope of their own, the only one with the multipart parser and its hooks.
+      await app.register(async (uploads) => {
+        await uploads.register(multipartParser, { config: ctx.config });
+        for (const endpoint of endpoints.filter(takesMultipart)) addRoute(uploads, version, implOf(endpoint), ctx, hooks);
+      });
     }
   },
   { name: 'attest-contract' },
 );
+
+const takesMultipart = (endpoint: Endpoint) => endpoint.consumes?.includes('multipart/form-data') ?? false;
+
+/** One contract entry's route: its schemas validate input and serialise output, the access hooks run before the handler. */
+function addRoute(app: FastifyInstance, version: string, impl: RouteImpl, ctx: AppContext, hooks: ReturnType<typeof accessHooks>): void {
+  const { endpoint } = impl;
+  // Error answers are serialised by the error handler; the schemas here are the success shapes.
+  const response: Record<number, unknown> = {};
+  for (const [status, spec] of Object.entries(endpoint.responses)) {
+    if (spec !== null && !('content' in spec && 'description' in spec)) response[Number(status)] = spec;
+  }
+  const bodyIsJson = endpoint.body && !endpoint.consumes?.some((t) => t === 'multipart/form-data' || t.startsWith('text/'));
+  app.route({
+    method: endpoint.method,
+    url: routeUrl(version, endpoint),
+    config: { route: impl },
+    bodyLimit: endpoint.bodyLimit ? ctx.config[endpoint.bodyLimit] : undefined,
+    schema: {
+      ...(endpoint.params ? { params: endpoint.params } : {}),
+      ...(endpoint.querystring ? { querystring: endpoint.querystring } : {}),
+      ...(bodyIsJson ? { body: endpoint.body } : {}),
+      response,
+    },
+    // Stored content goes out as stored, and small answers need no hook (compression.ts).
+    ...(endpoint.binary || !Object.values(response).some(mayBeLarge) ? { compress: false as const } : {}),
+    onRequest: hooks.checkAccess(impl),
+    preValidation: hooks.checkOwner(impl),
+    handler: (request, reply) => impl.handler(request as never, reply),
+  });
+}

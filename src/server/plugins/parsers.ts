@@ -20,11 +20,12 @@ const unsupported = () => Object.assign(new Error('unsupported media type'), { c
 
 /**
  * Body parsers for exactly the bodies some route accepts: JSON, a Gherkin feature text (creating
- * a test), multipart uploads, and report files (XML, JSON, ZIP) as bytes for imports. Every other
- * Content-Type is a 415, and so is a report type on any route but an import.
+ * a test), and report files (XML, JSON, ZIP) as bytes for imports. Every other Content-Type is a
+ * 415, and so is a report type on any route but an import. Multipart uploads are parsed only on
+ * the routes that take them (`multipartParser`).
  */
 export const parsersPlugin = fp(
-  async (app: FastifyInstance, { config }: { config: Config }) => {
+  async (app: FastifyInstance) => {
     app.removeAllContentTypeParsers();
     // JSON, with an empty body allowed: clients send Content-Type: application/json on GET and
     // DELETE too (SPEC-1.2). Prototype-poisoning keys are refused rather than stripped.
@@ -65,10 +66,25 @@ export const parsersPlugin = fp(
     });
 
     await app.register(accepts);
-    // Uploads stream part by part (never buffered whole). busboy's own defaults are unlimited, so
-    // every limit is set (FILE-8). fileSize is one byte over the largest file allowed: the upload
-    // code counts bytes itself and refuses a file with 413 as soon as it passes its limit (smaller
-    // for images), before the truncated remainder could be mistaken for a whole file.
+  },
+  { name: 'attest-parsers' },
+);
+
+/**
+ * Multipart uploads, registered by the contract in a scope holding only the routes that take them
+ * (an artifact upload, an import). @fastify/multipart gives every route of its scope two async
+ * hooks (an `onRequest` that listens for the socket closing, an `onResponse` that cleans up saved
+ * files, which Attest never saves): on every other route they only cost two promises and a
+ * listener per request, about 5% of a device read's CPU (docs/performance.md). Elsewhere a multipart body is a
+ * 415 naming the types the operation takes.
+ *
+ * Uploads stream part by part (never buffered whole). busboy's own defaults are unlimited, so
+ * every limit is set (FILE-8). fileSize is one byte over the largest file allowed: the upload code
+ * counts bytes itself and refuses a file with 413 as soon as it passes its limit (smaller for
+ * images), before the truncated remainder could be mistaken for a whole file.
+ */
+export const multipartParser = fp(
+  async (app: FastifyInstance, { config }: { config: Config }) => {
     await app.register(multipart, {
       limits: {
         fileSize: Math.max(config.maxArtifactBytes, config.maxImageBytes) + 1,
@@ -81,5 +97,5 @@ export const parsersPlugin = fp(
       },
     });
   },
-  { name: 'attest-parsers' },
+  { name: 'attest-multipart' },
 );
