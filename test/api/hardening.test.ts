@@ -126,6 +126,14 @@ for (const dialect of DIALECTS) {
           listed.items.map((r) => r.id),
           [run.id],
         );
+        // A body's id fields, and each id of a comma-separated list, are lower-cased too.
+        const created = await server.admin.client.call(v1.runs.createRun, { body: { projectId: project.id.toUpperCase(), name: 'upper' } });
+        assert.equal(created.projectId, project.id);
+        const unknown = [randomUUID(), randomUUID()];
+        const details = await server.admin.client.call(v1.artifacts.getArtifacts, {
+          query: { ids: unknown.map((id) => id.toUpperCase()).join(',') },
+        });
+        assert.deepEqual(details.missing, unknown);
       });
     });
   });

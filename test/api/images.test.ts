@@ -121,6 +121,9 @@ for (const dialect of DIALECTS) {
         assert.equal(raw.body.length, 0);
         assert.equal(raw.headers.etag, etag);
         assert.equal(raw.headers['cache-control'], 'private, max-age=31536000, immutable');
+        // The sandboxing policy, so the API's own never replaces it in a cache (FILE-5).
+        assert.equal(raw.headers['content-security-policy'], "default-src 'none'; style-src 'unsafe-inline'; sandbox");
+        assert.equal(raw.headers['x-content-type-options'], 'nosniff');
       }
       const stale = await get(imageId, viewer.key, { 'if-none-match': '"0000"' });
       assert.equal(stale.status, 200);

@@ -143,12 +143,14 @@ function sendStored(
 ): FastifyReply {
   reply.header('etag', etag);
   reply.header('cache-control', download.caching === 'immutable' ? 'private, max-age=31536000, immutable' : 'no-store');
+  // A 304 carries what a cache updates its stored answer with (RFC 9110 15.4.5); the stored answer
+  // keeps the rest. The sandboxing policy goes too, so the API's own policy never replaces it.
   reply.header('content-security-policy', SANDBOX_CSP);
+  if (notModified) return reply.code(304).send();
   reply.header('cross-origin-resource-policy', 'same-site');
   reply.header('x-content-type-options', 'nosniff');
   reply.header('accept-ranges', 'bytes');
   for (const [name, value] of Object.entries(download.headers ?? {})) reply.header(name, value);
-  if (notModified) return reply.code(304).send();
 
   reply.header('content-disposition', contentDisposition(download));
   reply.type(download.contentType);

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction as HookDone } from 'fastify';
+import type { TSchema } from 'typebox';
 import type { Endpoint, Role } from '../../api/endpoint.ts';
 import type { AppContext, Principal } from '../context.ts';
 import { AppError } from '../errors.ts';
@@ -31,7 +32,10 @@ const ID_FIELD = /(Id|Ids|^ids)$/;
 /** An id field's value, lower-cased where it is a UUID (or a comma-separated list holding some). */
 function lowerIds(value: unknown): unknown {
   if (typeof value === 'string') {
-    if (UUID_ANY_CASE.test(value)) return value.toLowerCase();
+    const lower = value.toLowerCase();
+    // Nothing to lower (what clients almost always send): no pattern to test.
+    if (lower === value) return value;
+    if (UUID_ANY_CASE.test(value)) return lower;
     if (value.includes(','))
       return value
         .split(',')
@@ -42,25 +46,31 @@ function lowerIds(value: unknown): unknown {
   return Array.isArray(value) ? value.map(lowerIds) : value;
 }
 
-/** The id fields of one part of a request (path, query or body), lower-cased in place. */
-function normaliseIdFields(part: unknown): void {
+// Device ids are chosen by clients (simulator UDIDs are upper-case UUIDs): compared exactly.
+const isIdField = (name: string) => ID_FIELD.test(name) && !name.startsWith('device');
+
+/** The named fields of one part of a request (path, query or body), lower-cased in place where they hold ids. */
+function normaliseIdFields(part: unknown, names: readonly string[]): void {
   if (typeof part !== 'object' || part === null || Array.isArray(part)) return;
   const record = part as Record<string, unknown>;
-  for (const name of Object.keys(record)) {
-    // Device ids are chosen by clients (simulator UDIDs are upper-case UUIDs): compared exactly.
-    if (ID_FIELD.test(name) && !name.startsWith('device')) record[name] = lowerIds(record[name]);
-  }
+  for (const name of names) if (record[name] !== undefined) record[name] = lowerIds(record[name]);
 }
+
+/** The id fields a path or query schema declares: a route reads no others. */
+const idFieldsOf = (schema: TSchema | undefined): string[] =>
+  Object.keys((schema as { properties?: object } | undefined)?.properties ?? {}).filter(isIdField);
 
 /**
  * Ids are lower-case UUIDs; a client that stores them upper-case still addresses the same
  * resources. Only our id fields (`…Id`/`…Ids` path, query and top-level body fields, device ids
- * excepted) are touched, never free text that happens to look like a UUID.
+ * excepted) are touched, never free text that happens to look like a UUID. The path's and query's
+ * id fields are known from the route's schemas; a body's are found by name.
  */
-function normaliseIds(request: FastifyRequest): void {
-  normaliseIdFields(request.params);
-  normaliseIdFields(request.query);
-  normaliseIdFields(request.body);
+function normaliseIds(request: FastifyRequest, path: readonly string[], query: readonly string[]): void {
+  if (path.length > 0) normaliseIdFields(request.params, path);
+  if (query.length > 0) normaliseIdFields(request.query, query);
+  const body = request.body;
+  if (typeof body === 'object' && body !== null && !Array.isArray(body)) normaliseIdFields(body, Object.keys(body).filter(isIdField));
 }
 
 /**
@@ -158,10 +168,11 @@ export function accessHooks(ctx: AppContext) {
     };
 
   /** The preValidation hook of one route: object-level access. The owning project of the addressed resource must be visible, else 404 (SEC-1a). */
-  const checkOwner =
-    (route: RouteImpl) =>
-    (request: FastifyRequest, _reply: FastifyReply, done: HookDone): void => {
-      normaliseIds(request);
+  const checkOwner = (route: RouteImpl) => {
+    const pathIds = idFieldsOf(route.endpoint.params);
+    const queryIds = idFieldsOf(route.endpoint.querystring);
+    return (request: FastifyRequest, _reply: FastifyReply, done: HookDone): void => {
+      normaliseIds(request, pathIds, queryIds);
       const { endpoint } = route;
       if (endpoint.body && !endpoint.consumes) {
         const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
@@ -183,6 +194,7 @@ export function accessHooks(ctx: AppContext) {
       if (typeof owner === 'object') owner.then((projectId) => ownedBy(request, principal, projectId, done), done);
       else ownedBy(request, principal, owner, done);
     };
+  };
 
   function ownedBy(request: FastifyRequest, principal: Principal, projectId: string | undefined, done: HookDone): void {
     if (projectId === undefined || !canSeeProject(principal, projectId)) {
