@@ -362,6 +362,18 @@ for (const dialect of DIALECTS) {
           withCells.map((s) => s.cells.length),
           Array(20).fill(1),
         );
+        // Every step and cell took a position of its own, with none skipped: 0, 1, 2 and so on.
+        const db = server.app.attest.db;
+        const positions = [
+          ...(await db.selectFrom('steps').select('position').where('run_id', '=', runId).execute()),
+          ...(await db.selectFrom('text_cells').select('position').where('run_id', '=', runId).execute()),
+        ]
+          .map((row) => Number(row.position))
+          .sort((a, b) => a - b);
+        assert.deepEqual(
+          positions,
+          Array.from({ length: 100 + 20 * 26 }, (_, i) => i),
+        );
       });
 
       test('refuses a completed or aborted run with 409 RUN_FROZEN and a queued one with 409 STATE_CONFLICT', async () => {

@@ -90,19 +90,21 @@ async function assertInvariants(storage: ServerStorage) {
   return records;
 }
 
-/** The result rows of one run as stored, counted beside the running server, and the run's position counter. */
+/** The result rows of one run as stored, counted beside the running server, and the position its next item takes. */
 async function storedResults(storage: ServerStorage, runId: string): Promise<{ steps: number; cells: number; nextPosition: number }> {
   const queries = {
     steps: 'SELECT COUNT(*) AS n FROM steps WHERE run_id = $1',
     cells: 'SELECT COUNT(*) AS n FROM text_cells WHERE run_id = $1',
-    nextPosition: 'SELECT next_position AS n FROM test_runs WHERE id = $1',
+    nextPosition: `SELECT 1 + coalesce(max(p), -1) AS n FROM (
+      SELECT position AS p FROM steps WHERE run_id = $1 UNION ALL SELECT position FROM text_cells WHERE run_id = $1
+    ) AS positions`,
   };
   const counts = { steps: 0, cells: 0, nextPosition: 0 };
   if (storage.dialect === 'sqlite') {
     const db = new SQLite(path.join(storage.dataDir, 'attest.db'), { readonly: true });
     try {
       for (const [name, q] of Object.entries(queries) as [keyof typeof counts, string][]) {
-        counts[name] = Number((db.prepare(q.replace('$1', '?')).get(runId) as { n: number }).n);
+        counts[name] = Number((db.prepare(q.replaceAll('$1', '@run')).get({ run: runId }) as { n: number }).n);
       }
     } finally {
       db.close();

@@ -14,6 +14,7 @@ import * as usage from './migrations/2026-11-25-0006-usage.ts';
 import * as runArtifactCount from './migrations/2026-11-26-0007-run-artifact-count.ts';
 import * as foreignKeyIndexes from './migrations/2026-11-26-0008-foreign-key-indexes.ts';
 import * as textCellsByRun from './migrations/2026-11-26-0009-text-cells-by-run.ts';
+import * as derivedResultPositions from './migrations/2026-11-26-0010-derived-result-positions.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
 import type { Database, DB, Dialect } from './types.ts';
@@ -30,6 +31,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-26-0007-run-artifact-count': runArtifactCount,
   '2026-11-26-0008-foreign-key-indexes': foreignKeyIndexes,
   '2026-11-26-0009-text-cells-by-run': textCellsByRun,
+  '2026-11-26-0010-derived-result-positions': derivedResultPositions,
 };
 
 export interface DatabaseHandle {

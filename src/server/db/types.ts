@@ -160,7 +160,6 @@ export interface TestRunsTable {
   created_by: string | null;
   lease_owner: string | null;
   lease_expires_at: string | null;
-  next_position: number;
   idempotency_key: string | null;
   idempotency_fingerprint: string | null;
   /** 1: never expired by retention. */

@@ -178,7 +178,6 @@ function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRun
     created_by: target.actorId,
     lease_owner: null,
     lease_expires_at: null,
-    next_position: position,
     idempotency_key: `import:${target.importId}:${placed.index}`,
     idempotency_fingerprint: null,
     keep: 0,

@@ -220,7 +220,6 @@ async function recordJob(ctx: AppContext, projectId: string, input: CreateJobInp
         created_by: actorId,
         lease_owner: null,
         lease_expires_at: null,
-        next_position: 0,
         idempotency_key: null,
         idempotency_fingerprint: null,
         keep: 0,

@@ -16,10 +16,11 @@ import {
   insertCells,
   insertResultPost,
   insertSteps,
+  nextResultPosition,
   resultsOfRun,
   type StoredStep,
 } from '../db/repositories/results.ts';
-import { findRun, lockRun, setNextPosition } from '../db/repositories/runs.ts';
+import { findRun, lockRun } from '../db/repositories/runs.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, StepsTable, TestRunsTable, TextCellsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
@@ -82,7 +83,7 @@ const normaliseTime = (value: string | undefined) => (value === undefined ? null
 /**
  * Appends steps and text cells to a running run in one transaction (all or nothing).
  *
- * Items take positions from the run's counter in the order posted (each step, then its inline
+ * Items take the run's next positions in the order posted (each step, then its inline
  * cells; then the run-level cells), so reading them back by position replays the stream. Keyed
  * items already stored are not stored again; a stored step still `running` is finished by a
  * post of its key with another status. Inserts go in chunks that respect each dialect's limit
@@ -141,14 +142,15 @@ export async function appendResults(
       if (cell.stepKey !== undefined) namedKeys.add(cell.stepKey);
       if (cell.stepId !== undefined) namedIds.add(cell.stepId);
     }
-    // Every stored step and cell took a position from the run's counter: at 0 the run holds none,
-    // so a run's first post (a reporter's bulk post) looks nothing up.
-    const empty = Number(run.next_position) === 0;
+    // Every stored step and cell took a position in turn: at 0 the run holds none, so a run's
+    // first post (a reporter's bulk post) looks nothing up.
+    const firstPosition = await nextResultPosition(trx, runId);
+    const empty = firstPosition === 0;
     const byKey = empty ? new Map<string, StoredStep>() : await storedSteps(trx, runId, 'client_key', namedKeys);
     const byId = empty ? new Map<string, StoredStep>() : await storedSteps(trx, runId, 'id', namedIds);
     const storedCells = empty ? new Map<string, string>() : await storedCellIds(trx, runId, new Set(cellKeys.keys()));
 
-    let position = run.next_position;
+    let position = firstPosition;
     const newSteps: StepsTable[] = [];
     const newCells: TextCellsTable[] = [];
     const finishes: { id: string; step: StepInput }[] = [];
@@ -228,12 +230,8 @@ export async function appendResults(
       return addCell(cell, stepId);
     });
 
-    const appended = position - run.next_position;
-    if (run.next_position + appended > RUN_RESULT_ITEMS_MAX) {
-      throw new AppError(
-        'UNPROCESSABLE',
-        `The run would hold ${run.next_position + appended} steps and cells; a run holds at most ${RUN_RESULT_ITEMS_MAX}.`,
-      );
+    if (position > RUN_RESULT_ITEMS_MAX) {
+      throw new AppError('UNPROCESSABLE', `The run would hold ${position} steps and cells; a run holds at most ${RUN_RESULT_ITEMS_MAX}.`);
     }
     // Steps first: cells and child steps reference them, and a parent precedes its children.
     await insertSteps(trx, newSteps);
@@ -247,7 +245,6 @@ export async function appendResults(
         ...(step.startedAt !== undefined ? { started_at: normaliseTime(step.startedAt) } : {}),
       });
     }
-    if (appended > 0) await setNextPosition(trx, runId, position);
     const receipt = { steps: stepReceipts, cells: cellReceipts };
     if (key !== undefined && fingerprint !== undefined) {
       await insertResultPost(trx, { run_id: runId, idempotency_key: key, fingerprint, receipt: JSON.stringify(receipt), created_at: now });

@@ -124,7 +124,6 @@ async function recordRun(
     created_by: actorId,
     lease_owner: null,
     lease_expires_at: null,
-    next_position: 0,
     idempotency_key: input.idempotencyKey ?? null,
     idempotency_fingerprint: fingerprint,
     keep: 0,

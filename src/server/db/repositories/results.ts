@@ -53,6 +53,33 @@ export async function findStepOfRun(
   return (await query.executeTakeFirst())?.id;
 }
 
+/**
+ * The position the run's next step or text cell takes: one after the highest its results hold, 0
+ * when it holds none. Both tables keep positions in a (run_id, position) index, so this reads two
+ * index entries. Positions are handed out under the run's lock; this must run after taking it, in
+ * a statement of its own: a PostgreSQL statement sees only what committed before it began.
+ */
+export async function nextResultPosition(executor: Executor, runId: string): Promise<number> {
+  const row = await lastPositions(executor, runId);
+  return Math.max(Number(row?.last_step ?? -1), Number(row?.last_cell ?? -1)) + 1;
+}
+
+// Compiled once per dialect: every results post runs it.
+const lastPositions = compiledOnce((executor, runId: string) =>
+  executor.selectNoFrom((eb) => [
+    eb
+      .selectFrom('steps')
+      .select((s) => s.fn.max('position').as('position'))
+      .where('run_id', '=', runId)
+      .as('last_step'),
+    eb
+      .selectFrom('text_cells')
+      .select((s) => s.fn.max('position').as('position'))
+      .where('run_id', '=', runId)
+      .as('last_cell'),
+  ]),
+);
+
 /** Stored text cells of the run with these client keys. */
 export async function findCellsByKey(
   executor: Executor,

@@ -102,20 +102,6 @@ export async function updateRunIfStatus(
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** Hands out the run's next `count` result positions: the counter moves to `nextPosition`. */
-export async function setNextPosition(executor: Executor, runId: string, nextPosition: number): Promise<void> {
-  // compiledOnce types its values as the text placeholders it compiles with; the position is bound as the number it is.
-  await setNextPositionOnce(executor, nextPosition as unknown as string, runId);
-}
-
-// Compiled once per dialect: every results post runs it.
-const setNextPositionOnce = compiledOnce((executor, nextPosition: string, runId: string) =>
-  executor
-    .updateTable('test_runs')
-    .set({ next_position: nextPosition as unknown as number })
-    .where('id', '=', runId),
-);
-
 /** Aborts a job's runs that are still queued; runs a runner already took keep going. */
 export async function abortQueuedRunsOfJob(executor: Executor, jobId: string, now: string): Promise<void> {
   await executor
