@@ -9,7 +9,7 @@ import { createDatabase } from './db/database.ts';
 import { FrozenAnswers } from './http/frozen-answers.ts';
 import { HotBlobs } from './http/hot-blobs.ts';
 import { DEVICE_ANSWERS_BYTES, KeptAnswers, KeptOwners, textBytes } from './http/kept-answers.ts';
-import { redactUrl, requestLogger } from './http/request-logger.ts';
+import { lazyChildren, redactUrl } from './http/request-logger.ts';
 import { ThumbnailRenderer } from './media/thumbnails.ts';
 import { compressionPlugin } from './plugins/compression.ts';
 import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
@@ -69,7 +69,6 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(config.requestTimeoutMs / 2))),
     },
     genReqId: () => randomUUID(),
-    childLoggerFactory: requestLogger,
     requestIdHeader: false,
     trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
     bodyLimit: config.bodyLimit,
@@ -79,6 +78,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: clientErrorAnswerer(() => app.log),
   });
+
+  lazyChildren(app.log);
 
   const database = await createDatabase(config, {
     onConnectionLost: (error) => app.log.warn({ err: error }, 'a PostgreSQL connection broke while idle; the pool opens a new one'),

@@ -23,3 +23,18 @@ test('the least recently used entries leave first, and the bound holds as values
   lru.clear();
   assert.deepEqual(lru.size, { entries: 0, bytes: 0 });
 });
+
+test('a hit moves an entry only once it is older than half the entries', () => {
+  const lru = new ByteLru<string>(4, () => 1);
+  for (const key of ['a', 'b', 'c', 'd']) lru.set(key, key);
+  assert.equal(lru.get('c'), 'c', 'c is among the newer half: it stays where it is');
+  assert.equal(lru.get('b'), 'b', 'b is older than half the entries: it becomes the newest');
+  lru.set('e', 'e');
+  assert.equal(lru.has('a'), false, 'a, never read, leaves first');
+  lru.set('f', 'f');
+  assert.equal(lru.has('c'), false, 'c was not moved, so it leaves before d: least recently used to within half the entries');
+  assert.deepEqual(
+    ['b', 'd', 'e', 'f'].map((key) => lru.has(key)),
+    [true, true, true, true],
+  );
+});

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import Fastify from 'fastify';
-import { redactUrl, requestLogger } from '../../src/server/http/request-logger.ts';
+import { lazyChildren, redactUrl } from '../../src/server/http/request-logger.ts';
 
 // The per-request logger (AUTH-9): pino's child is made only for a line at an enabled level, and
 // every line names the request, then its key and user, as a child made at once would.
 
-function pinoAt(level: string) {
+function pinoAt(level: string, lazy = true) {
   const lines: Record<string, unknown>[] = [];
   const stream = new PassThrough();
   stream.on('data', (chunk: Buffer) => {
@@ -15,6 +15,7 @@ function pinoAt(level: string) {
   });
   let children = 0;
   const app = Fastify({ logger: { level, stream, onChild: () => children++ } });
+  if (lazy) lazyChildren(app.log);
   return { log: app.log, lines, children: () => children };
 }
 
@@ -22,7 +23,7 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 test('lines below the level make no child; the first line written carries every binding given so far', async () => {
   const pino = pinoAt('warn');
-  const logger = requestLogger(pino.log, { reqId: 'r-1' }, {}) as ReturnType<typeof requestLogger> & {
+  const logger = pino.log.child({ reqId: 'r-1' }, {}) as ReturnType<typeof pino.log.child> & {
     setBindings(b: Record<string, unknown>): void;
     isLevelEnabled(level: string): boolean;
   };
@@ -46,8 +47,8 @@ test('lines below the level make no child; the first line written carries every 
 
 test('the lines equal those of pino child made at once', async () => {
   const lazy = pinoAt('info');
-  const eager = pinoAt('info');
-  const a = requestLogger(lazy.log, { reqId: 'r-2' }, {}) as unknown as { setBindings(b: object): void; info(o: object, m: string): void };
+  const eager = pinoAt('info', false);
+  const a = lazy.log.child({ reqId: 'r-2' }, {}) as unknown as { setBindings(b: object): void; info(o: object, m: string): void };
   const b = eager.log.child({ reqId: 'r-2' }) as unknown as { setBindings(b: object): void; info(o: object, m: string): void };
   for (const logger of [a, b]) {
     logger.setBindings({ keyId: 'k-2' });
@@ -60,7 +61,7 @@ test('the lines equal those of pino child made at once', async () => {
 
 test('a route with its own level or serializers gets pino child at once', () => {
   const pino = pinoAt('warn');
-  requestLogger(pino.log, { reqId: 'r-3' }, { level: 'debug' });
+  pino.log.child({ reqId: 'r-3' }, { level: 'debug' });
   assert.equal(pino.children(), 1);
 });
 
