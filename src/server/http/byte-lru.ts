@@ -19,7 +19,7 @@ export class ByteLru<V> {
     private readonly sizeOf: (value: V) => number,
   ) {}
 
-  /** The value, which becomes the most recently used. */
+  /** The value; a hit is a use (moving the entry as the class says). */
   get(key: string): V | undefined {
     const entry = this.#entries.get(key);
     if (entry === undefined) return undefined;
