@@ -30,12 +30,14 @@ export const rateLimitPlugin = fp(
         done();
         return;
       }
-      const spent = principal ? keys.spend(principal.key.id, Date.now()) : addresses.spend(request.ip, Date.now());
-      const reset = String(spent.resetSeconds);
+      const nowMs = Date.now();
+      const budget = principal ? keys : addresses;
+      const window = budget.spend(principal ? principal.key.id : request.ip, nowMs);
+      const reset = String(budget.resetSeconds(window, nowMs));
       reply.header('x-ratelimit-limit', limit);
-      reply.header('x-ratelimit-remaining', String(spent.remaining));
+      reply.header('x-ratelimit-remaining', String(budget.remaining(window)));
       reply.header('x-ratelimit-reset', reset);
-      if (!spent.exceeded) {
+      if (!budget.exceeded(window)) {
         done();
         return;
       }

@@ -4,6 +4,12 @@
  * pass. At most `capacity` subjects are remembered; past that the oldest window is forgotten, which
  * only ever gives that subject a fresh budget early.
  */
+/** A subject's current window: the requests counted in it, and when it opened. */
+export interface BudgetWindow {
+  readonly count: number;
+  readonly startMs: number;
+}
+
 export class RequestBudget {
   readonly #windows = new Map<string, { count: number; startMs: number }>();
 
@@ -13,8 +19,12 @@ export class RequestBudget {
     private readonly capacity = 10_000,
   ) {}
 
-  /** Counts one request of `subject` at `nowMs`: what is left of its budget and when its window ends. */
-  spend(subject: string, nowMs: number): { remaining: number; resetSeconds: number; exceeded: boolean } {
+  /**
+   * Counts one request of `subject` at `nowMs` and answers its window, live: read what it says
+   * with `remaining`, `resetSeconds` and `exceeded`. Nothing is allocated for a subject whose window
+   * is open (the rate limiter spends on every request).
+   */
+  spend(subject: string, nowMs: number): BudgetWindow {
     let window = this.#windows.get(subject);
     if (window === undefined || window.startMs + this.windowMs <= nowMs) {
       // A new window goes to the end of the map, so the first entry is always the oldest.
@@ -24,11 +34,22 @@ export class RequestBudget {
       this.#windows.set(subject, window);
     }
     window.count++;
-    return {
-      remaining: Math.max(0, this.max - window.count),
-      resetSeconds: Math.ceil((window.startMs + this.windowMs - nowMs) / 1000),
-      exceeded: window.count > this.max,
-    };
+    return window;
+  }
+
+  /** What is left of the window's budget. */
+  remaining(window: BudgetWindow): number {
+    return Math.max(0, this.max - window.count);
+  }
+
+  /** Seconds until the window ends, as of `nowMs`. */
+  resetSeconds(window: BudgetWindow, nowMs: number): number {
+    return Math.ceil((window.startMs + this.windowMs - nowMs) / 1000);
+  }
+
+  /** Whether the window holds more requests than the budget. */
+  exceeded(window: BudgetWindow): boolean {
+    return window.count > this.max;
   }
 
   get size(): number {
