@@ -7,7 +7,7 @@ let keptTickObject: object | undefined;
  * Keeps one of Node's own `process.nextTick` queue entries alive for the life of the process, so
  * that the hidden classes (V8 maps) of those entries never die.
  *
- * Node 20 builds each entry as an object literal with two symbol keys, `callback` and `args`.
+ * Node 20 builds each entry as an object literal: two symbol-keyed async ids, `callback`, `args`.
  * Between ticks no entry is alive, so a full garbage collection that runs while the queue is empty
  * collects the maps of that literal; the next `nextTick` builds new ones, and after a few such
  * collections the literal's property definitions in `nextTick` are megamorphic for good. Each

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 // keepTickObjectShape (src/server/tick-shape.ts): full garbage collections while Node's tick queue
 // is empty must not leave process.nextTick's object literal megamorphic. Each case runs in a Node
 // process of its own (a state of V8's inline caches is per process), with V8's debug print of
-// nextTick's feedback: the states of the literal's four property definitions. The child runs with
+// nextTick's feedback: the states of the literal's property definitions (four in Node 20). The child runs with
 // `--no-opt`, since V8 prints a function's feedback only while it has no optimised code; the
 // interpreter collects the same feedback the optimiser later compiles from.
 
@@ -65,7 +65,7 @@ describe('process.nextTick through idle garbage collections', () => {
   test('with one tick object kept, the literal stays monomorphic', async (t) => {
     const without = await literalStates(false);
     assert.equal(without.kept, false);
-    assert.equal(without.states.length, 4, 'nextTick builds its entry with four property definitions');
+    assert.ok(without.states.length > 0, "V8's print of nextTick shows the literal's property definitions");
     // The check can tell: without the kept object this runtime ends megamorphic. A runtime that no
     // longer does has nothing for the kept object to prevent.
     if (!without.states.includes('MEGAMORPHIC')) {
@@ -74,6 +74,9 @@ describe('process.nextTick through idle garbage collections', () => {
     }
     const kept = await literalStates(true);
     assert.equal(kept.kept, true, 'a TickObject was caught');
-    assert.deepEqual(kept.states, ['MONOMORPHIC', 'MONOMORPHIC', 'MONOMORPHIC', 'MONOMORPHIC']);
+    assert.deepEqual(
+      kept.states,
+      without.states.map(() => 'MONOMORPHIC'),
+    );
   });
 });
