@@ -53,6 +53,31 @@ describe('[sqlite] the statement-caching driver', () => {
     }
   });
 
+  test('rows come back as the same objects as Kysely’s own driver gives, whatever the column names', async () => {
+    const { ours, theirs, close } = open();
+    try {
+      await ours.insertInto('items').values({ name: 'one', size: 1 }).execute();
+      // Duplicate names (the last value wins), quotes, a name that is not an identifier, a
+      // `__proto__` column (never the prototype), no rows, and a single row.
+      const texts = [
+        sql`SELECT name, size, size + 1 AS size, 'x' AS "we""ird", 2 AS "a b", NULL AS "", id FROM items`,
+        sql`SELECT name AS "__proto__", size FROM items`,
+        sql`SELECT name AS constructor, size AS "toString" FROM items WHERE size = ${1} LIMIT 1`,
+        sql`SELECT * FROM items WHERE size = ${99}`,
+      ];
+      for (const text of texts) {
+        const mine = (await text.execute(ours)).rows;
+        const kysely = (await text.execute(theirs)).rows;
+        assert.deepEqual(mine, kysely);
+        for (const row of mine) assert.equal(Object.getPrototypeOf(row), Object.prototype);
+      }
+      // A statement run again answers from its cached row builder.
+      assert.deepEqual((await texts[0]?.execute(ours))?.rows, (await texts[0]?.execute(theirs))?.rows);
+    } finally {
+      await close();
+    }
+  });
+
   test('reuses one prepared statement per SQL text and keeps at most its bound, least recently used out', () => {
     const database = new SQLite(':memory:');
     const cache = new StatementCache(database, 3);
