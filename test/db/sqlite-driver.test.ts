@@ -17,10 +17,19 @@ function open() {
   raw.pragma('journal_mode = WAL');
   raw.exec('CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, size INTEGER)');
   let commits = 0;
+  let statements = 0;
   const cached = new SQLite(file);
-  const ours = new Kysely<Db>({ dialect: new CachingSqliteDialect({ database: cached, cacheSize: 4, onCommit: () => commits++ }) });
+  const ours = new Kysely<Db>({
+    dialect: new CachingSqliteDialect({ database: cached, cacheSize: 4, onCommit: () => commits++, onStatement: () => statements++ }),
+  });
   const theirs = new Kysely<Db>({ dialect: new SqliteDialect({ database: raw }) });
-  return { ours, theirs, commits: () => commits, close: async () => Promise.all([ours.destroy(), theirs.destroy()]) };
+  return {
+    ours,
+    theirs,
+    commits: () => commits,
+    statements: () => statements,
+    close: async () => Promise.all([ours.destroy(), theirs.destroy()]),
+  };
 }
 
 describe('[sqlite] the statement-caching driver', () => {
@@ -147,6 +156,25 @@ describe('[sqlite] the statement-caching driver', () => {
       );
       const names = (await ours.selectFrom('items').select('name').orderBy('id').execute()).map((r) => r.name);
       assert.deepEqual(names, ['auto', 'returning', 't1', 't2']);
+    } finally {
+      await close();
+    }
+  });
+
+  test('every statement it runs is counted, transaction control and failures included', async () => {
+    const { ours, statements, close } = open();
+    try {
+      const start = statements();
+      await ours.selectFrom('items').selectAll().execute();
+      assert.equal(statements(), start + 1);
+      await ours.transaction().execute(async (trx) => {
+        await trx.insertInto('items').values({ name: 'n', size: 1 }).execute();
+      });
+      assert.equal(statements(), start + 4, 'begin, the insert, commit');
+      await assert.rejects(ours.insertInto('items').values({ name: 'n', size: 1 }).execute(), /UNIQUE/);
+      assert.equal(statements(), start + 5);
+      for await (const _ of ours.selectFrom('items').selectAll().stream());
+      assert.equal(statements(), start + 6, 'a streamed read');
     } finally {
       await close();
     }

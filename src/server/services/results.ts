@@ -20,7 +20,7 @@ import {
   resultsOfRun,
   type StoredStep,
 } from '../db/repositories/results.ts';
-import { findRun, lockRun } from '../db/repositories/runs.ts';
+import { findRun, lockRunStatus } from '../db/repositories/runs.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, StepsTable, TestRunsTable, TextCellsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
@@ -31,7 +31,7 @@ export type ResultsReceipt = Static<typeof AppendResultsReply>;
 type StepInput = NonNullable<ResultsInput['steps']>[number];
 type CellInput = Omit<NonNullable<ResultsInput['cells']>[number], 'stepId' | 'stepKey'>;
 
-function assertTakesResults(run: TestRunsTable): void {
+function assertTakesResults(run: Pick<TestRunsTable, 'status'>): void {
   if (run.status === 'queued')
     throw new AppError('STATE_CONFLICT', 'The run is queued; start it (status running) before appending results.');
   if (run.status !== 'running') throw new AppError('RUN_FROZEN', `The run is ${run.status}; its results are frozen.`);
@@ -123,7 +123,7 @@ export async function appendResults(
   const key = input.idempotencyKey;
   const fingerprint = key === undefined ? undefined : bodyFingerprint(input);
   const append = async (trx: Executor): Promise<ResultsReceipt> => {
-    const run = found(await lockRun(trx, runId), 'The test run');
+    const run = found(await lockRunStatus(trx, runId), 'The test run');
     // A retry is answered before the status check: the run may have finished since the first post.
     if (key !== undefined && fingerprint !== undefined) {
       const replay = await replayedPost(trx, runId, key, input);

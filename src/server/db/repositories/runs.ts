@@ -30,9 +30,18 @@ export async function lockRun(trx: Executor, runId: string): Promise<TestRunsTab
   return lockRunOnce(trx, runId);
 }
 
-// Compiled once per dialect (every results post and run change runs it; FOR UPDATE on PostgreSQL).
+/** lockRun for a caller that needs only the run's status (every results post): one column, not 22. */
+export async function lockRunStatus(trx: Executor, runId: string): Promise<Pick<TestRunsTable, 'status'> | undefined> {
+  return lockRunStatusOnce(trx, runId);
+}
+
+// Compiled once per dialect (every results post and run change runs one; FOR UPDATE on PostgreSQL).
 const lockRunOnce = compiledOnce((trx, runId: string) => {
   const query = trx.selectFrom('test_runs').selectAll().where('id', '=', runId);
+  return dialectOf(trx) === 'postgres' ? query.forUpdate() : query;
+});
+const lockRunStatusOnce = compiledOnce((trx, runId: string) => {
+  const query = trx.selectFrom('test_runs').select('status').where('id', '=', runId);
   return dialectOf(trx) === 'postgres' ? query.forUpdate() : query;
 });
 
