@@ -2,8 +2,15 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
-import { type Generated, Kysely, Migrator, SqliteDialect, sql, type Transaction } from 'kysely';
-import { CachingSqliteDialect, EACH_ROW, type EachRowQuery, inlineLimit, StatementCache } from '../../src/server/db/sqlite-driver.ts';
+import { CamelCasePlugin, type Generated, Kysely, Migrator, SqliteDialect, sql, type Transaction } from 'kysely';
+import {
+  CachingSqliteDialect,
+  EACH_ROW,
+  type EachRowQuery,
+  inlineLimit,
+  StatementCache,
+  sqliteTransactionRunner,
+} from '../../src/server/db/sqlite-driver.ts';
 import { tempDir } from '../helpers/data-folders.ts';
 
 interface Db {
@@ -28,6 +35,8 @@ function open() {
     theirs,
     commits: () => commits,
     statements: () => statements,
+    /** The better-sqlite3 handle under `ours`. */
+    database: cached,
     close: async () => Promise.all([ours.destroy(), theirs.destroy()]),
   };
 }
@@ -286,6 +295,116 @@ describe('[sqlite] the statement-caching driver', () => {
     } finally {
       await close();
     }
+  });
+
+  describe('transactions run straight on the connection (sqliteTransactionRunner)', () => {
+    const run = <T>(db: Kysely<Db>, work: (trx: Transaction<Db>) => Promise<T>) => {
+      const runner = sqliteTransactionRunner(db as Kysely<unknown>);
+      assert.ok(runner, 'a database opened with CachingSqliteDialect has a runner');
+      return runner(db, work);
+    };
+
+    test('commit once, roll back on an error and pass it on, and refuse statements after the end', async () => {
+      const { ours, theirs, commits, statements, database, close } = open();
+      try {
+        assert.equal(sqliteTransactionRunner(theirs as Kysely<unknown>), undefined, 'Kysely’s own dialect has none');
+        const before = { commits: commits(), statements: statements() };
+        let kept: Transaction<Db> | undefined;
+        const ids = await run(ours, async (trx) => {
+          kept = trx;
+          assert.equal(trx.isTransaction, true);
+          await trx.insertInto('items').values({ name: 'a', size: 1 }).execute();
+          await sql`INSERT INTO items (name, size) VALUES (${'b'}, ${2})`.execute(trx);
+          return (await trx.selectFrom('items').select('id').orderBy('id').execute()).map((row) => row.id);
+        });
+        assert.equal(ids.length, 2);
+        assert.equal(commits(), before.commits + 1, 'one commit');
+        assert.equal(statements(), before.statements + 5, 'begin, three statements, commit');
+        await assert.rejects(kept?.selectFrom('items').selectAll().execute() ?? Promise.resolve(), /already committed/);
+
+        const failure = new Error('abort');
+        await assert.rejects(
+          run(ours, async (trx) => {
+            await trx.insertInto('items').values({ name: 'undone', size: 3 }).execute();
+            throw failure;
+          }),
+          (error) => error === failure,
+        );
+        // A statement that fails inside rolls the whole transaction back, and its error comes out.
+        await assert.rejects(
+          run(ours, async (trx) => {
+            await trx.insertInto('items').values({ name: 'undone too', size: 3 }).execute();
+            await trx.insertInto('items').values({ name: 'a', size: 4 }).execute();
+          }),
+          /UNIQUE/,
+        );
+        const names = (await theirs.selectFrom('items').select('name').orderBy('id').execute()).map((row) => row.name);
+        assert.deepEqual(names, ['a', 'b']);
+        assert.equal(database.inTransaction, false);
+      } finally {
+        await close();
+      }
+    });
+
+    test('one at a time with every other use of the connection: no statement runs inside another’s transaction', async () => {
+      const { ours, database, close } = open();
+      try {
+        const seen: number[] = [];
+        await Promise.all([
+          ...Array.from({ length: 10 }, (_, i) =>
+            run(ours, async (trx) => {
+              const n = (await trx.selectFrom('items').select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow()).n;
+              await new Promise((resolve) => setImmediate(resolve));
+              await trx
+                .insertInto('items')
+                .values({ name: `n${n}`, size: i })
+                .execute();
+              await new Promise((resolve) => setImmediate(resolve));
+              await trx
+                .insertInto('items')
+                .values({ name: `m${n}`, size: i })
+                .execute();
+            }),
+          ),
+          // Reads and Kysely's own transactions between them wait for the connection: a read never
+          // sees a row that is not committed (each transaction adds two, so the count stays even).
+          ...Array.from({ length: 10 }, async () => {
+            seen.push(Number((await ours.selectFrom('items').select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow()).n));
+            await ours.transaction().execute(async (trx) => {
+              await trx.selectFrom('items').selectAll().execute();
+            });
+          }),
+        ]);
+        assert.equal((await ours.selectFrom('items').select('name').execute()).length, 20);
+        assert.deepEqual(
+          seen.filter((count) => count % 2 === 1),
+          [],
+          'a read ran inside a transaction',
+        );
+        assert.equal(seen.length, 10);
+        assert.equal(database.inTransaction, false);
+      } finally {
+        await close();
+      }
+    });
+
+    test('Kysely’s plugins apply inside and around it, and a nested transaction is refused as Kysely refuses it', async () => {
+      const { ours, close } = open();
+      try {
+        const camel = sql<{ itemName: string }>`SELECT name AS item_name FROM items`;
+        await run(ours, async (trx) => {
+          await trx.insertInto('items').values({ name: 'x', size: 1 }).execute();
+          assert.deepEqual((await camel.execute(trx.withPlugin(new CamelCasePlugin()))).rows, [{ itemName: 'x' }]);
+          assert.throws(() => trx.transaction(), /not supported/);
+        });
+        // A database with plugins keeps Kysely's own transactions, which apply them.
+        await run(ours.withPlugin(new CamelCasePlugin()), async (trx) => {
+          assert.deepEqual((await camel.execute(trx)).rows, [{ itemName: 'x' }]);
+        });
+      } finally {
+        await close();
+      }
+    });
   });
 });
 

@@ -4,12 +4,15 @@ import {
   type DatabaseConnection,
   type DialectAdapter,
   type Driver,
+  type Kysely,
   type QueryResult,
   SelectQueryNode,
   SqliteAdapter,
   SqliteDialect,
+  type Transaction,
   type TransactionSettings,
 } from 'kysely';
+import { runSqliteTransaction } from './sqlite-transaction.ts';
 
 /** How many prepared statements the connection keeps; the application sends far fewer distinct SQL texts. */
 export const STATEMENT_CACHE_SIZE = 300;
@@ -245,29 +248,49 @@ class CachingSqliteDriver implements Driver {
 
 const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
+/** How a transaction on the database runs (`runSqliteTransaction`). */
+export type SqliteTransactionRunner = <DB, T>(db: Kysely<DB>, work: (trx: Transaction<DB>) => Promise<T>) => Promise<T>;
+
 /**
  * Kysely's SQLite adapter, except that it says SQLite's DDL is transactional, which it is: the
  * Migrator then applies all pending migrations and records them in one transaction. Without it a
  * crash inside a migration (one that rebuilds a table between its DROP and its RENAME) would leave
- * the schema half changed, the data gone, or a migration that cannot run again.
+ * the schema half changed, the data gone, or a migration that cannot run again. It also carries the
+ * database's transaction runner, which `inTransaction` finds through it.
  */
-class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+class CachingSqliteAdapter extends SqliteAdapter {
+  constructor(readonly runTransaction: SqliteTransactionRunner) {
+    super();
+  }
+
   override get supportsTransactionalDdl(): boolean {
     return true;
   }
 }
 
+/** The transaction runner of a database opened with CachingSqliteDialect; undefined for any other. */
+export function sqliteTransactionRunner(db: Kysely<unknown>): SqliteTransactionRunner | undefined {
+  const adapter = db.getExecutor().adapter;
+  return adapter instanceof CachingSqliteAdapter ? adapter.runTransaction : undefined;
+}
+
 /** SqliteDialect with the statement-caching driver and transactional migrations; the compiler and introspector stay Kysely's. */
 export class CachingSqliteDialect extends SqliteDialect {
+  /** The driver made for the Kysely instance being built: Kysely asks for the driver, then the adapter. */
+  private driver: CachingSqliteDriver | undefined;
+
   constructor(private readonly options: CachingSqliteOptions) {
     super({ database: options.database });
   }
 
   override createDriver(): Driver {
-    return new CachingSqliteDriver(this.options);
+    this.driver = new CachingSqliteDriver(this.options);
+    return this.driver;
   }
 
   override createAdapter(): DialectAdapter {
-    return new TransactionalDdlSqliteAdapter();
+    const driver = this.driver;
+    if (!driver) throw new Error('CachingSqliteDialect: the driver is made before the adapter');
+    return new CachingSqliteAdapter((db, work) => runSqliteTransaction(driver, this, db, work));
   }
 }

@@ -1,3 +1,5 @@
+import type { Kysely } from 'kysely';
+import { sqliteTransactionRunner } from '../sqlite-driver.ts';
 import type { DB, Executor } from '../types.ts';
 
 /**
@@ -7,5 +9,8 @@ import type { DB, Executor } from '../types.ts';
  */
 export function inTransaction<T>(executor: Executor, work: (trx: Executor) => Promise<T>): Promise<T> {
   if (executor.isTransaction) return work(executor);
-  return (executor as DB).transaction().execute(work);
+  const db = executor as DB;
+  // SQLite's transactions run their statements straight on its one connection (sqlite-transaction.ts).
+  const runSqlite = sqliteTransactionRunner(db as Kysely<unknown>);
+  return runSqlite ? runSqlite(db, work) : db.transaction().execute(work);
 }
