@@ -41,6 +41,21 @@ function open() {
   };
 }
 
+/**
+ * A transaction that counts the rows, then inserts one row per prefix named after that count, each
+ * a turn of the event loop later: two such transactions interleaved would clash on a name.
+ */
+async function countThenInsert(trx: Transaction<Db>, size: number, prefixes: string[]): Promise<void> {
+  const n = (await trx.selectFrom('items').select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow()).n;
+  for (const prefix of prefixes) {
+    await new Promise((resolve) => setImmediate(resolve));
+    await trx
+      .insertInto('items')
+      .values({ name: `${prefix}${n}`, size })
+      .execute();
+  }
+}
+
 describe('[sqlite] the statement-caching driver', () => {
   test('answers exactly as Kysely’s own driver: rows, affected counts, insert ids, RETURNING', async () => {
     const { ours, theirs, close } = open();
@@ -278,18 +293,7 @@ describe('[sqlite] the statement-caching driver', () => {
   test('concurrent transactions take the one connection in turn', async () => {
     const { ours, close } = open();
     try {
-      await Promise.all(
-        Array.from({ length: 20 }, (_, i) =>
-          ours.transaction().execute(async (trx) => {
-            const n = (await trx.selectFrom('items').select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow()).n;
-            await new Promise((resolve) => setImmediate(resolve));
-            await trx
-              .insertInto('items')
-              .values({ name: `n${n}`, size: i })
-              .execute();
-          }),
-        ),
-      );
+      await Promise.all(Array.from({ length: 20 }, (_, i) => ours.transaction().execute((trx) => countThenInsert(trx, i, ['n']))));
       // Serialised: each saw the rows of the ones before it, so the names are n0 … n19 without a clash.
       assert.equal((await ours.selectFrom('items').select('name').execute()).length, 20);
     } finally {
@@ -351,21 +355,7 @@ describe('[sqlite] the statement-caching driver', () => {
       try {
         const seen: number[] = [];
         await Promise.all([
-          ...Array.from({ length: 10 }, (_, i) =>
-            run(ours, async (trx) => {
-              const n = (await trx.selectFrom('items').select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow()).n;
-              await new Promise((resolve) => setImmediate(resolve));
-              await trx
-                .insertInto('items')
-                .values({ name: `n${n}`, size: i })
-                .execute();
-              await new Promise((resolve) => setImmediate(resolve));
-              await trx
-                .insertInto('items')
-                .values({ name: `m${n}`, size: i })
-                .execute();
-            }),
-          ),
+          ...Array.from({ length: 10 }, (_, i) => run(ours, (trx) => countThenInsert(trx, i, ['n', 'm']))),
           // Reads and Kysely's own transactions between them wait for the connection: a read never
           // sees a row that is not committed (each transaction adds two, so the count stays even).
           ...Array.from({ length: 10 }, async () => {

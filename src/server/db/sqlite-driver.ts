@@ -185,6 +185,11 @@ class CachingSqliteConnection implements DatabaseConnection {
   }
 }
 
+// Transaction control, compiled once: every transaction runs two of them.
+const BEGIN = CompiledQuery.raw('begin');
+const COMMIT = CompiledQuery.raw('commit');
+const ROLLBACK = CompiledQuery.raw('rollback');
+
 /** Kysely's own SQLite driver, except that statements are prepared once and reused, and commits are reported. */
 class CachingSqliteDriver implements Driver {
   private readonly connection: CachingSqliteConnection;
@@ -212,15 +217,15 @@ class CachingSqliteDriver implements Driver {
   }
 
   async beginTransaction(connection: DatabaseConnection, _settings: TransactionSettings): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin'));
+    await connection.executeQuery(BEGIN);
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('commit'));
+    await connection.executeQuery(COMMIT);
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('rollback'));
+    await connection.executeQuery(ROLLBACK);
   }
 
   async savepoint(connection: DatabaseConnection, name: string): Promise<void> {

@@ -1,5 +1,5 @@
 import {
-  CompiledQuery,
+  type CompiledQuery,
   type ConnectionProvider,
   type DatabaseConnection,
   type Dialect,
@@ -13,14 +13,10 @@ import {
   Transaction,
 } from 'kysely';
 
-const BEGIN = CompiledQuery.raw('begin');
-const COMMIT = CompiledQuery.raw('commit');
-const ROLLBACK = CompiledQuery.raw('rollback');
-
 /**
  * A transaction on SQLite's one connection, as Kysely's `db.transaction().execute(work)` runs it
- * (the connection taken in turn, BEGIN, `work`, COMMIT, or ROLLBACK and the error passed on), but
- * with the statements inside it sent straight to the connection. Kysely runs each statement of a
+ * (the driver's connection taken in turn, its BEGIN, `work`, its COMMIT, or its ROLLBACK and the
+ * error passed on), but with the statements inside it sent straight to the connection. Kysely runs each statement of a
  * transaction through four executor and connection-provider layers of async calls, building two of
  * them anew for every statement: about a twentieth of a one-step results post's server CPU
  * (docs/performance.md). Queries are still built and compiled by Kysely, and `work` gets a real
@@ -38,15 +34,15 @@ export async function runSqliteTransaction<DB, T>(
   const connection = await driver.acquireConnection();
   const executor = new ConnectionExecutor(base, connection);
   try {
-    await connection.executeQuery(BEGIN);
+    await driver.beginTransaction(connection, {});
     try {
       const result = await work(new Transaction<DB>({ config: { dialect }, dialect, driver, executor }));
       executor.end('committed');
-      await connection.executeQuery(COMMIT);
+      await driver.commitTransaction(connection);
       return result;
     } catch (error) {
       executor.end('rolled back');
-      await connection.executeQuery(ROLLBACK);
+      await driver.rollbackTransaction(connection);
       throw error;
     }
   } finally {
