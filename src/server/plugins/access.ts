@@ -71,7 +71,15 @@ function normaliseIds(request: FastifyRequest, path: readonly string[], query: r
   if (path.length > 0) normaliseIdFields(request.params, path);
   if (query.length > 0) normaliseIdFields(request.query, query);
   const body = request.body;
-  if (typeof body === 'object' && body !== null && !Array.isArray(body)) normaliseIdFields(body, Object.keys(body).filter(isIdField));
+  // Plain (JSON) objects only: a raw import body is a Buffer, and Object.keys of a Buffer is one
+  // string per byte (a 20 MB report held the event loop for seconds).
+  if (isPlainObject(body)) normaliseIdFields(body, Object.keys(body).filter(isIdField));
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
 }
 
 /**
