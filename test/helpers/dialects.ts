@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
@@ -10,33 +11,84 @@ import type { Dialect } from '../../src/server/db/types.ts';
 /** The PostgreSQL server the suite creates its databases on. */
 export const PG_ADMIN_URL = process.env.ATTEST_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-let probe: Promise<boolean> | undefined;
+export interface ProbeOptions {
+  /** How long to keep trying before giving up; default a minute. */
+  deadlineMs?: number;
+  /** The first try's connection timeout, doubled on each try up to 15 s; default 2 s. */
+  connectTimeoutMs?: number;
+  /** The first pause between tries, doubled on each try up to 5 s; default 250 ms. */
+  pauseMs?: number;
+  /**
+   * Whether a server that is plainly not there (connection refused, no such host or socket) is
+   * tried again too. Outside CI it is not: a machine without PostgreSQL skips its suite at once.
+   */
+  retryRefused?: boolean;
+}
 
-async function postgresReachable(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => {});
+export type ProbeResult = { ok: true; attempts: number } | { ok: false; attempts: number; error: string };
+
+/** Errors that say nothing listens there, rather than that it answers slowly. */
+const NOT_THERE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'ENOENT', 'EAI_AGAIN']);
+
+function describeError(error: unknown): string {
+  if (error instanceof AggregateError && error.errors.length > 0) return error.errors.map(describeError).join('; ');
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: string }).code;
+  return code && !error.message.includes(code) ? `${code}: ${error.message}` : error.message;
+}
+
+/**
+ * Whether the PostgreSQL server at `url` answers `SELECT 1`. A loaded machine can take seconds to
+ * accept a connection (at a load average of 14 one 2-second try failed although the server was
+ * up), so it tries again with a growing connection timeout and pause until `deadlineMs` has
+ * passed, and says why the last try failed when it gives up.
+ */
+export async function probePostgres(url: string, options: ProbeOptions = {}): Promise<ProbeResult> {
+  const { deadlineMs = 60_000, connectTimeoutMs = 2000, pauseMs = 250, retryRefused = true } = options;
+  const deadline = Date.now() + deadlineMs;
+  let timeout = connectTimeoutMs;
+  let pause = pauseMs;
+  for (let attempts = 1; ; attempts++) {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeout });
+    // A connection that ends badly after the try (the timeout's own socket) must not crash the process.
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+      return { ok: true, attempts };
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? '';
+      const left = deadline - Date.now();
+      if (left <= 0 || (!retryRefused && NOT_THERE.has(code))) {
+        return { ok: false, attempts, error: describeError(error) };
+      }
+      await sleep(Math.min(pause, left));
+    } finally {
+      await client.end().catch(() => {});
+    }
+    timeout = Math.min(timeout * 2, 15_000);
+    pause = Math.min(pause * 2, 5000);
   }
 }
+
+let probe: Promise<ProbeResult> | undefined;
 
 /**
  * The dialects this run covers: SQLite always, PostgreSQL when its server answers. Without it the
  * PostgreSQL suite is skipped with a visible message, except in CI (CI=true), where a missing
- * server fails the run rather than silently testing less.
+ * server fails the run rather than silently testing less. A slow server is waited for up to a
+ * minute (a refused connection too, in CI), and the message says what the last try met.
  */
 export async function testDialects(): Promise<Dialect[]> {
-  probe ??= postgresReachable();
-  if (await probe) return ['sqlite', 'postgres'];
-  if (process.env.CI === 'true') {
-    throw new Error(`CI=true but PostgreSQL is not reachable at ${PG_ADMIN_URL}; the PostgreSQL suite must run in CI.`);
+  const ci = process.env.CI === 'true';
+  probe ??= probePostgres(PG_ADMIN_URL, { retryRefused: ci });
+  const result = await probe;
+  if (result.ok) return ['sqlite', 'postgres'];
+  const why = `after ${result.attempts} ${result.attempts === 1 ? 'try' : 'tries'}: ${result.error}`;
+  if (ci) {
+    throw new Error(`CI=true but PostgreSQL is not reachable at ${PG_ADMIN_URL} (${why}); the PostgreSQL suite must run in CI.`);
   }
-  process.stdout.write(`\n# SKIPPED: PostgreSQL suite (no server at ${PG_ADMIN_URL}; set ATTEST_TEST_POSTGRES_URL)\n`);
+  process.stdout.write(`\n# SKIPPED: PostgreSQL suite (no server at ${PG_ADMIN_URL}, ${why}; set ATTEST_TEST_POSTGRES_URL)\n`);
   return ['sqlite'];
 }
 
