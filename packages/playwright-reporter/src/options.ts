@@ -39,7 +39,10 @@ const OLD_FORMAT_KEY = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 export const isOldFormatKey = (key: string) => OLD_FORMAT_KEY.test(key);
 
 /** Options win over the environment; the answer is the settings, or why the reporter stays off. */
-export function resolveSettings(options: AttestReporterOptions, env: NodeJS.ProcessEnv): Settings | { off: string } {
+export function resolveSettings(
+  options: AttestReporterOptions,
+  env: Readonly<Record<string, string | undefined>>,
+): Settings | { off: string } {
   const pick = (value: string | undefined, name: string) => (value?.trim() ? value.trim() : env[name]?.trim() || undefined);
   const url = pick(options.url, 'ATTEST_URL');
   const apiKey = pick(options.apiKey, 'ATTEST_API_KEY');
