@@ -26,6 +26,7 @@ import { upkeepPlugin } from './plugins/upkeep.ts';
 import { webPlugin } from './plugins/web.ts';
 import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from './security/credentials-cache.ts';
 import { FailureLimiter } from './security/failure-limiter.ts';
+import { LoginThrottle } from './security/login-throttle.ts';
 import { bootstrapAdmin } from './services/bootstrap.ts';
 import { IMAGE_USES_BYTES, imageUsesBytes } from './services/images.ts';
 import { createValidatorCompiler, lazySerializers } from './validation.ts';
@@ -102,6 +103,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     log: app.log,
     lastUsedWrites: new Map(),
     authFailures: new FailureLimiter(config.authFailuresPerMinute),
+    logins: new LoginThrottle(),
     credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),
     deviceAnswers: new KeptAnswers(DEVICE_ANSWERS_BYTES, textBytes),

@@ -12,6 +12,7 @@ import type { KeptAnswers, KeptOwners } from './http/kept-answers.ts';
 import type { ThumbnailRenderer } from './media/thumbnails.ts';
 import type { CredentialsCache } from './security/credentials-cache.ts';
 import type { FailureLimiter } from './security/failure-limiter.ts';
+import type { LoginThrottle } from './security/login-throttle.ts';
 
 /** An image and the projects known to use it: a positive fact learned from the database (PERF-6). */
 export interface ImageUses {
@@ -37,6 +38,8 @@ export interface AppContext {
   lastUsedWrites: Map<string, number>;
   /** Failed authentications per client address (SEC-2b), shared by the key check and the login. */
   authFailures: FailureLimiter;
+  /** Password guesses per account, and the clients each account signed in from (SEC-2d). */
+  logins: LoginThrottle;
   /** Principals of keys that authenticated, until access changes (PERF-1). */
   credentials: CredentialsCache<Principal>;
   /** Completed runs' results as bytes (PERF-2). */

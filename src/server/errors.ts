@@ -8,6 +8,7 @@ export const ERRORS = {
   INVALID_CURSOR: { status: 400, title: 'The cursor is invalid' },
   UNAUTHENTICATED: { status: 401, title: 'Invalid or missing credentials' },
   FORBIDDEN: { status: 403, title: 'Your role does not allow this' },
+  REAUTHENTICATION_REQUIRED: { status: 403, title: 'Confirm with your password' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   UNSUPPORTED_API_VERSION: { status: 404, title: 'Unknown API version' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },

@@ -696,12 +696,14 @@ for (const dialect of DIALECTS) {
 
     test('password logins have a budget of their own, which failed keys do not spend', async () => {
       const address = '127.0.0.6';
+      // A different e-mail each time (password spraying): the address's budget throttles, not an account's (SEC-2d).
+      let attempt = 0;
       const login = (password: string) =>
         rawRequest(`${server.url}/api/v1/auth/login`, {
           method: 'POST',
           localAddress: address,
           headers: { 'content-type': 'application/json', accept: 'application/json' },
-          body: JSON.stringify({ email: 'admin@example.test', password }),
+          body: JSON.stringify({ email: `sprayed-${++attempt}@example.test`, password }),
         });
       for (let i = 1; i <= 11; i++) {
         await meFrom(server, address, { 'service.api-token': generateKey('standard'), accept: 'application/json' });

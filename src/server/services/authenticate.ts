@@ -4,9 +4,9 @@ import { projectIdsOfUser } from '../db/repositories/users.ts';
 import type { ApiKeysTable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 import { classifyToken, digestsMatch, emailDigest, KEY_PREFIXES, keyDigest } from '../security/api-key.ts';
-import { verifyPassword } from '../security/password.ts';
 import { highestRole, parseRoles } from '../security/roles.ts';
-import { createApiKey, findActiveUser } from './users.ts';
+import { checkPassword } from './password-check.ts';
+import { createApiKey } from './users.ts';
 
 /**
  * The one line every failed key check answers: what a request needs, never which part of it was
@@ -106,29 +106,16 @@ function recordKeyUse(ctx: AppContext, keyId: string, now: Date): void {
 }
 
 /**
- * Exchanges an e-mail and password for a session key. Failures count against the client address,
- * apart from failed keys (a broken CI job's bad key behind the same NAT must not lock its people
- * out of the web login), and an address over its budget is refused before any lookup: a password,
- * unlike a key, can be guessed.
+ * Exchanges an e-mail and password for a session key. The password is checked under the address's
+ * and the account's throttles (`checkPassword`); failed keys do not count against either (a broken
+ * CI job's bad key behind the same NAT must not lock its people out of the web login).
  */
 export async function logIn(
   ctx: AppContext,
   credentials: { email: string; password: string },
   client: { ip: string; requestId: string },
 ): Promise<{ row: ApiKeysTable; secret: string }> {
-  const subject = `login:${client.ip}`;
-  const wait = ctx.authFailures.retryAfter(subject);
-  if (wait > 0) {
-    throw new AppError('RATE_LIMITED', 'Too many failed logins; retry after the time in Retry-After.', {
-      headers: { 'retry-after': String(wait) },
-    });
-  }
-  const user = await findActiveUser(ctx.db, credentials.email);
-  // Verified even without a user, so the answer takes as long for unknown e-mails.
-  const valid = await verifyPassword(credentials.password, user?.password_hash);
-  if (!user || !valid) {
-    ctx.authFailures.recordFailure(subject);
-    throw unauthenticated();
-  }
+  const user = await checkPassword(ctx, credentials.email, credentials.password, client.ip);
+  if (!user) throw unauthenticated();
   return createApiKey(ctx, user, { name: 'web session', format: 'session' }, { userId: user.id, requestId: client.requestId });
 }

@@ -1,0 +1,85 @@
+/**
+ * Password guesses per account (SEC-2d), across every client address: NIST SP 800-63B §5.2.2 and
+ * OWASP ASVS 2.2.1 ask that guessing one account is throttled however many addresses it comes
+ * from. The address budget (`FailureLimiter`) cannot see that: 300 addresses each stay under it.
+ *
+ * - An account gets `FREE_FAILURES` consecutive failures; from then on every failure makes it wait
+ *   1 s, 2 s, 4 s … at most `MAX_WAIT_MS` before the next password is even checked, and attempts
+ *   during the wait answer 429 without counting, so the wait never grows past the cap. A success
+ *   clears the count.
+ * - So a stranger can hold an account's password logins back for a minute at a time, never longer,
+ *   and a known client keeps its way in: an address the account signed in from within
+ *   `KNOWN_FOR_MS` skips the account's wait and the address's failure budget (one attacker's
+ *   failures at a shared NAT do not lock out the people who sign in there). That pass has a budget
+ *   of its own: `KNOWN_FAILURES` consecutive failures from the pair end it until the next success,
+ *   so someone else at the owner's address gets a handful of guesses, not a bypass.
+ *
+ * Accounts are keyed by e-mail digest whether or not a user has that e-mail, so a throttled answer
+ * tells nothing about which e-mails exist. In memory, like the address budget: one process per
+ * data folder, or per instance behind a balancer, each throttling what it sees.
+ */
+export class LoginThrottle {
+  static readonly FREE_FAILURES = 5;
+  static readonly MAX_WAIT_MS = 60_000;
+  static readonly KNOWN_FOR_MS = 30 * 24 * 60 * 60 * 1000;
+  static readonly KNOWN_FAILURES = 5;
+  /** An account's failures are forgotten after this long without one. */
+  static readonly FORGET_AFTER_MS = 60 * 60 * 1000;
+
+  private readonly accounts = new Map<string, { failures: number; lastFailure: number; waitUntil: number }>();
+  private readonly pairs = new Map<string, { lastSuccess: number; failures: number }>();
+
+  constructor(private readonly maxEntries = 100_000) {}
+
+  /** Seconds the account must wait before its next password check, or 0. */
+  retryAfter(account: string, now: number): number {
+    const state = this.accounts.get(account);
+    if (!state) return 0;
+    if (now - state.lastFailure >= LoginThrottle.FORGET_AFTER_MS) {
+      this.accounts.delete(account);
+      return 0;
+    }
+    return state.waitUntil > now ? Math.ceil((state.waitUntil - now) / 1000) : 0;
+  }
+
+  /** Whether this address signed in to this account lately and has not failed too often since. */
+  isKnownClient(account: string, address: string, now: number): boolean {
+    const pair = this.pairs.get(pairKey(account, address));
+    return pair !== undefined && now - pair.lastSuccess < LoginThrottle.KNOWN_FOR_MS && pair.failures < LoginThrottle.KNOWN_FAILURES;
+  }
+
+  recordFailure(account: string, address: string, now: number): void {
+    let state = this.accounts.get(account);
+    if (!state || now - state.lastFailure >= LoginThrottle.FORGET_AFTER_MS) {
+      state = { failures: 0, lastFailure: now, waitUntil: 0 };
+      this.remember(this.accounts, account, state, (s) => now - s.lastFailure >= LoginThrottle.FORGET_AFTER_MS);
+    }
+    state.failures++;
+    state.lastFailure = now;
+    const beyond = state.failures - LoginThrottle.FREE_FAILURES;
+    if (beyond >= 0) state.waitUntil = now + Math.min(1000 * 2 ** Math.min(beyond, 16), LoginThrottle.MAX_WAIT_MS);
+    const pair = this.pairs.get(pairKey(account, address));
+    if (pair) pair.failures++;
+  }
+
+  recordSuccess(account: string, address: string, now: number): void {
+    this.accounts.delete(account);
+    const key = pairKey(account, address);
+    this.pairs.delete(key); // re-inserted last: the oldest pairs are the first to go when full
+    this.remember(this.pairs, key, { lastSuccess: now, failures: 0 }, (p) => now - p.lastSuccess >= LoginThrottle.KNOWN_FOR_MS);
+  }
+
+  /** Adds an entry; when full, drops stale entries, then the oldest, so guessing random e-mails cannot grow memory. */
+  private remember<T>(map: Map<string, T>, key: string, value: T, stale: (value: T) => boolean): void {
+    if (map.size >= this.maxEntries) {
+      for (const [k, v] of map) if (stale(v)) map.delete(k);
+      for (const k of map.keys()) {
+        if (map.size < this.maxEntries) break;
+        map.delete(k);
+      }
+    }
+    map.set(key, value);
+  }
+}
+
+const pairKey = (account: string, address: string) => `${account}\n${address}`;
