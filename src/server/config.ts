@@ -109,6 +109,12 @@ export interface Config {
 
 type Env = Record<string, string | undefined>;
 
+  /**
+   * How long a launch (a job created with no tests) may stay idle before it counts as ended
+   * (`ATTEST_LAUNCH_IDLE_MINUTES`, default 60): no run of it open, and none created or finished for
+   * that long. Derived when the job is read, against the clock; nothing is written.
+   */
+  launchIdleMinutes: number;
 const MiB = 1024 * 1024;
 
 class Reader {
@@ -273,6 +279,7 @@ export function loadConfig(env: Env = process.env): Config {
         r.problems.push(`ATTEST_CRASH_AT must be <point>:<n> with a point among ${CRASH_POINTS.join(', ')} (got "${crashAt}")`);
       }
     }
+    launchIdleMinutes: r.int('ATTEST_LAUNCH_IDLE_MINUTES', 60, 1, 30 * 24 * 60),
   }
   if (config.keyDefaultDays > config.keyMaxDays) {
     r.problems.push('ATTEST_KEY_DEFAULT_DAYS must not exceed ATTEST_KEY_MAX_DAYS');

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { IdempotencyKey, LABEL_MAX, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { DeviceId } from './devices.ts';
-import { RunLabel, RunLabels } from './runs.ts';
+import { CiUrl, ProjectQuery, RunLabel, RunLabels } from './runs.ts';
 
 /** Most tests, devices and device labels one job may name. */
 export const JOB_TESTS_MAX = 1000;
@@ -56,6 +56,12 @@ export const Job = Type.Object(
     startedAt: Nullable(Timestamp),
     finishedAt: Nullable(Timestamp),
     cancelledAt: Nullable(Timestamp),
+    closedAt: Nullable({
+      ...Timestamp,
+      description:
+        'When its reporter closed the launch (`POST /testmgmt/jobs/{jobId}/complete`); null while open, and for a job with tests.',
+    }),
+    ciUrl: Nullable(CiUrl),
   },
   { additionalProperties: false },
 );
@@ -76,7 +82,10 @@ export const createJob = endpoint({
     'test reporter creates. With an `idempotencyKey` already used in the project, the same body answers **200** with the ' +
     'job it created; another body 409 `STATE_CONFLICT`.\n\n' +
     'Status: `queued` while no run has started, `running` once one has, `completed` when every run is completed or ' +
-    'aborted, `cancelled` after a cancel.',
+    'aborted, `cancelled` after a cancel. A launch is `completed` only once it is closed and every run in it has ' +
+    'finished: closed by `POST /testmgmt/jobs/{jobId}/complete`, or by the idle timeout (`ATTEST_LAUNCH_IDLE_MINUTES`, ' +
+    'no run open and none created or finished for that long). Until then it stays `queued` (no run yet) or `running`, ' +
+    'also between two tests. `ciUrl` links the CI build and is copied onto the runs the job fans out into.',
   tag: 'Jobs',
   access: { scope: 'project', role: 'tester' },
   body: Type.Object(
@@ -87,6 +96,7 @@ export const createJob = endpoint({
       deviceIds: Type.Optional(Type.Array(DeviceId, { maxItems: JOB_DEVICES_MAX, uniqueItems: true })),
       deviceLabels: Type.Optional(Type.Array(DeviceLabel, { maxItems: JOB_LABELS_MAX, uniqueItems: true })),
       ...RunLabels,
+      ciUrl: Type.Optional(CiUrl),
       idempotencyKey: IdempotencyKey('create (within the project)'),
     },
     { additionalProperties: false },
@@ -101,7 +111,8 @@ export const listJobs = endpoint({
   summary: "A project's jobs with their progress, newest first.",
   tag: 'Jobs',
   access: { scope: 'project', role: 'viewer' },
-  querystring: Type.Object({ ...PageQuery, projectId: Uuid }, { additionalProperties: false }),
+  description: '`projectId` takes the id or the short key, in any case.',
+  querystring: Type.Object({ ...PageQuery, projectId: ProjectQuery }, { additionalProperties: false }),
   responses: { 200: Page(Job) },
 });
 
@@ -110,7 +121,7 @@ export const getJob = endpoint({
   method: 'GET',
   path: '/testmgmt/jobs/{jobId}',
   summary: 'Get a job, its status and progress derived from its runs.',
-  description: 'Its runs are listed by `GET /testmgmt/testruns?projectId=…&jobId=…`.',
+  description: 'Its runs are listed by `GET /testmgmt/testruns?jobId=…`.',
   tag: 'Jobs',
   access: { scope: 'project', role: 'viewer' },
   params: JobParams,
@@ -123,6 +134,24 @@ export const cancelJob = endpoint({
   path: '/testmgmt/jobs/{jobId}/cancel',
   summary: 'Cancel a job (tester): its queued runs are aborted; running runs finish normally.',
   description: 'A job that is already completed or cancelled answers 409 `STATE_CONFLICT`.',
+  tag: 'Jobs',
+  access: { scope: 'project', role: 'tester' },
+  params: JobParams,
+  responses: { 200: Job },
+});
+
+export const completeJob = endpoint({
+  operationId: 'completeJob',
+  method: 'POST',
+  path: '/testmgmt/jobs/{jobId}/complete',
+  summary: 'Close a launch: its reporter is done, no more runs will join (tester). Idempotent.',
+  description:
+    'What a reporter sends when it finishes (and what a server-side import does itself). The launch answers `completed`, ' +
+    'with `finishedAt` (the last finish of its runs), once every run in it has finished; a run still running keeps it ' +
+    '`running` until that run finishes. `closedAt` is set on the first call; a repeated call changes nothing and answers ' +
+    'the job as it is, so a retry is safe. A closed launch takes no more runs (409 `STATE_CONFLICT` on `POST ' +
+    '/testmgmt/testruns` with its `jobId`). A cancelled job, or a job created with tests (it completes when its runs ' +
+    'do), answers 409 `STATE_CONFLICT`; an unknown job, or one of a project the caller cannot see, 404.',
   tag: 'Jobs',
   access: { scope: 'project', role: 'tester' },
   params: JobParams,

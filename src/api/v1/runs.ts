@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { ClientKey, IdempotencyKey, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { DeviceId } from './devices.ts';
+import { ProjectRef } from './projects.ts';
 import { ResultItems } from './results.ts';
 
 import { RunStatus, Verdict } from './run-states.ts';
@@ -19,6 +20,21 @@ export const RunLabels = {
   build: Type.Optional(runLabel('The build name or number of the software under test.')),
   commit: Type.Optional(runLabel('The commit id of the software under test.')),
 };
+
+/** The longest `ciUrl` a job or run takes. */
+export const CI_URL_MAX = 2000;
+/** A link to the CI build (pipeline, workflow run, job) that made a job or run: http(s) only, so the web page can link it safely. */
+export const CiUrl = Type.String({
+  minLength: 10,
+  maxLength: CI_URL_MAX,
+  pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[!-~]+$',
+  description:
+    'The CI build that made it, e.g. `https://github.com/acme/shop/actions/runs/4512`: an absolute http(s) URL of ' +
+    `printable ASCII (percent-encode the rest), at most ${CI_URL_MAX} characters. Shown as a link on its page.`,
+});
+
+/** `?projectId=` of a list: the project's id or its short key in any case, as in paths. */
+export const ProjectQuery = { ...ProjectRef, description: 'The project: its id, or its short key in any case (`WEB`, `web`).' };
 
 export const TestRun = Type.Object(
   {
@@ -38,6 +54,7 @@ export const TestRun = Type.Object(
     startedAt: Nullable(Timestamp),
     finishedAt: Nullable(Timestamp),
     idempotencyKey: Nullable({ ...ClientKey, description: 'The key the run was created with, if any.' }),
+    ciUrl: Nullable(CiUrl),
     keep: Type.Boolean({ description: 'Never expired by retention (`PUT /testmgmt/testruns/{testRunId}/keep`).' }),
   },
   { additionalProperties: false },
@@ -66,6 +83,8 @@ export const createRun = endpoint({
     'A reporter names its test by `testName` instead of `testId`: the full name the framework gives it (file › suite › ' +
     "title); the project's test of that full name is used, or created once, exactly as imports do, so history builds " +
     'up. `jobId` puts the run in a job of the same project that is not cancelled (a launch created with `testIds: []`). ' +
+    'A launch its reporter closed (`POST /testmgmt/jobs/{jobId}/complete`) takes no more runs: 409 `STATE_CONFLICT`. ' +
+    '`ciUrl` links the CI build that made the run. ' +
     'With an `idempotencyKey` already used in the project, the same body answers **200** with the run it created and ' +
     'records nothing; another body 409 `STATE_CONFLICT`. A new run answers **201**. This route takes the bulk body limit.',
   tag: 'Runs',
@@ -80,6 +99,7 @@ export const createRun = endpoint({
       jobId: Type.Optional(Uuid),
       deviceId: Type.Optional(DeviceId),
       ...RunLabels,
+      ciUrl: Type.Optional(CiUrl),
       results: Type.Optional(ResultItems),
       idempotencyKey: IdempotencyKey('create (within the project)'),
       verdict: Type.Optional(Verdict),
@@ -98,13 +118,15 @@ export const listRuns = endpoint({
   summary: "A project's test runs, newest first, filtered by status, verdict, test, job, device, run label and creation time.",
   description:
     'Each run label has its own exact-match filter: `environment`, `branch`, `build`, `commit` (there is no combined ' +
-    '`labels` parameter). `from` (inclusive) and `to` (exclusive) bound the creation time. Every filter narrows the list.',
+    '`labels` parameter). `from` (inclusive) and `to` (exclusive) bound the creation time. Every filter narrows the list. ' +
+    "`projectId` takes the id or the short key. With `jobId`, `projectId` may be left out: the job's project is listed, " +
+    'and a job that does not exist or whose project the caller cannot see answers 404, as the job itself does.',
   tag: 'Runs',
   access: { scope: 'project', role: 'viewer' },
   querystring: Type.Object(
     {
       ...PageQuery,
-      projectId: Uuid,
+      projectId: Type.Optional(ProjectQuery),
       status: Type.Optional(RunStatus),
       verdict: Type.Optional(Verdict),
       testId: Type.Optional(Uuid),

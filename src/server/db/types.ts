@@ -118,6 +118,10 @@ export interface JobsTable {
   created_by: string | null;
   idempotency_key: string | null;
   idempotency_fingerprint: string | null;
+  /** When its reporter closed the launch (`POST /testmgmt/jobs/{jobId}/complete`, migration 0011); null while open. */
+  closed_at: string | null;
+  /** The CI build that made the job (an http(s) URL), if the client gave one. */
+  ci_url: string | null;
 }
 
 export interface ImportsTable {
@@ -166,6 +170,8 @@ export interface TestRunsTable {
   keep: number;
   /** Artifacts the run holds, kept by triggers (migration 0007). */
   artifact_count: number;
+  /** The CI build that made the run (an http(s) URL), if the client gave one (migration 0011). */
+  ci_url: string | null;
 }
 
 export interface ResultPostsTable {

@@ -20,5 +20,7 @@ export function presentJob({ row, request, state }: JobView): Static<typeof Job>
     startedAt: state.startedAt,
     finishedAt: state.finishedAt,
     cancelledAt: row.cancelled_at,
+    closedAt: row.closed_at,
+    ciUrl: row.ci_url,
   };
 }

@@ -20,6 +20,7 @@ export function presentRun(row: TestRunsTable): Static<typeof TestRun> {
     startedAt: row.started_at,
     finishedAt: row.finished_at,
     idempotencyKey: row.idempotency_key,
+    ciUrl: row.ci_url,
     keep: row.keep === 1,
   };
 }

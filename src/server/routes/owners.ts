@@ -39,22 +39,53 @@ function kept(
 const projectById = (ctx: AppContext, id: string) => kept(ctx, 'project', id, (projectId) => findProjectId(ctx.db, projectId));
 
 /**
+ * A project reference: its id, or its short key in any case (SPEC-2.1). Undefined when the value is
+ * neither; an unknown id or key resolves to nothing. Both answers are a 404 to the caller.
+ */
+function projectByRef(ctx: AppContext, ref: string): string | Promise<string | undefined> | undefined {
+  if (isUuid(ref)) return projectById(ctx, ref);
+  // Keys are created upper-case (the contract's key pattern), so upper-casing makes the comparison case-insensitive.
+  if (PROJECT_KEY_REF.test(ref)) return kept(ctx, 'key', ref.toUpperCase(), (key) => findProjectIdByKey(ctx.db, key));
+  return undefined;
+}
+
+/**
  * The project a request names in a field of its body or query (creations and lists). A missing or
  * malformed field is a 400 naming it, since that reveals nothing about any project; an unknown
- * project resolves to nothing (404). Unlike paths, these fields take the id only: it is stored,
- * echoed and fingerprinted for idempotent retries as given (docs/decisions.md).
+ * project resolves to nothing (404). A query (`?projectId=` of a list) takes the project's short
+ * key too, in any case, as paths do (JOB-4); a body takes the id only: it is stored, echoed and
+ * fingerprinted for idempotent retries as given (docs/decisions.md).
  */
 export function namedProject(
   ctx: AppContext,
   source: unknown,
   part: 'body' | 'query',
   field = 'projectId',
-): string | Promise<string | undefined> {
+): string | Promise<string | undefined> | undefined {
   const value = rawValue(source, field);
   if (value === undefined) throw invalid(`/${part}/${field}`, 'is required');
+  if (part === 'query') {
+    const project = typeof value === 'string' ? projectByRef(ctx, value) : undefined;
+    if (project === undefined) throw invalid(`/${part}/${field}`, "must be one project's id (a UUID) or short key");
+    return project;
+  }
   if (typeof value !== 'string' || !isUuid(value))
     throw invalid(`/${part}/${field}`, 'must be one project id (a UUID); GET /projects?key= finds the id of a key');
   return projectById(ctx, value);
+}
+
+/**
+ * The project of a run list: `?projectId=` (id or key), or else the project of `?jobId=`, so a
+ * job's runs are listed by the job alone (JOB-4). A job that does not exist, or of a project the
+ * caller cannot see, answers 404 as `GET /testmgmt/jobs/{jobId}` does.
+ */
+export function listedRunsProject(ctx: AppContext, request: FastifyRequest): string | Promise<string | undefined> | undefined {
+  if (rawValue(request.query, 'projectId') !== undefined || rawValue(request.query, 'jobId') === undefined) {
+    return namedProject(ctx, request.query, 'query');
+  }
+  const jobId = rawField(request.query, 'jobId');
+  if (jobId === undefined || !isUuid(jobId)) throw invalid('/query/jobId', 'must be a UUID');
+  return kept(ctx, 'job', jobId, (id) => projectOfJob(ctx.db, id));
 }
 
 /**
@@ -64,10 +95,7 @@ export function namedProject(
  */
 export function pathProject(ctx: AppContext, request: FastifyRequest): string | Promise<string | undefined> | undefined {
   const ref = rawField(request.params, 'projectId');
-  if (ref !== undefined && isUuid(ref)) return projectById(ctx, ref);
-  // Keys are created upper-case (the contract's key pattern), so upper-casing makes the comparison case-insensitive.
-  if (ref !== undefined && PROJECT_KEY_REF.test(ref)) return kept(ctx, 'key', ref.toUpperCase(), (key) => findProjectIdByKey(ctx.db, key));
-  return undefined;
+  return ref === undefined ? undefined : projectByRef(ctx, ref);
 }
 
 /** `{testId}` in the path → its project. */

@@ -183,6 +183,7 @@ function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRun
     keep: 0,
     // Kept by the artifacts triggers (migration 0007).
     artifact_count: 0,
+    ci_url: null,
   };
 }
 

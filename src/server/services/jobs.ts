@@ -6,12 +6,20 @@ import type { AppContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import { deviceIdsWithLabels, knownDeviceIds } from '../db/repositories/devices.ts';
-import { findJob, findJobByIdempotencyKey, insertJob, listJobs as listJobRows, markJobCancelled } from '../db/repositories/jobs.ts';
+import {
+  findJob,
+  findJobByIdempotencyKey,
+  insertJob,
+  listJobs as listJobRows,
+  markJobCancelled,
+  markJobClosed,
+} from '../db/repositories/jobs.ts';
 import { abortQueuedRunsOfJob, insertRuns, type RunGroup, runGroupsOfJobs } from '../db/repositories/runs.ts';
 import { testNamesInProject } from '../db/repositories/tests.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, JobsTable, TestRunsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
+import { checkedCiUrl } from './ci-url.ts';
 import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
 
 export type CreateJobInput = Static<NonNullable<(typeof createJobEndpoint)['body']>>;
@@ -43,10 +51,37 @@ export interface JobView {
   state: JobState;
 }
 
-export function deriveJobState(job: JobsTable, groups: readonly RunGroup[]): JobState {
+/** A request's `testIds: []`: a launch, which runs join as they start and its reporter closes. */
+export const isLaunch = (request: Pick<JobRequest, 'testIds'>) => request.testIds.length === 0;
+
+/** What deriving a job's state needs besides its rows: the time now and the launch idle timeout. */
+export interface JobClock {
+  now: string;
+  launchIdleMs: number;
+}
+
+export const jobClock = (ctx: AppContext): JobClock => ({
+  now: ctx.clock().toISOString(),
+  launchIdleMs: ctx.config.launchIdleMinutes * 60_000,
+});
+
+/**
+ * A job's state from its runs. A job with tests is `completed` when every run has finished. A
+ * launch has no fixed set of runs: "every run so far has finished" is also true between two tests
+ * of a streamed run, so it is `completed` only once it is over (closed by its reporter, or idle for
+ * `launchIdleMs` with no run open) and every run in it has finished (JOB-1, JOB-2). Deterministic:
+ * the same rows and the same `now` give the same state on every instance, and nothing is written.
+ */
+export function deriveJobState(
+  job: JobsTable,
+  request: Pick<JobRequest, 'testIds'>,
+  groups: readonly RunGroup[],
+  clock: JobClock,
+): JobState {
   const progress = { total: 0, queued: 0, running: 0, completed: 0, aborted: 0, passed: 0, failed: 0, broken: 0, skipped: 0 };
   let startedAt: string | null = null;
   let finishedAt: string | null = null;
+  let lastActivity = job.created_at;
   for (const group of groups) {
     const runs = Number(group.runs);
     progress.total += runs;
@@ -54,24 +89,25 @@ export function deriveJobState(job: JobsTable, groups: readonly RunGroup[]): Job
     if (group.status === 'completed' && group.verdict) progress[group.verdict] += runs;
     if (group.first_started && (startedAt === null || group.first_started < startedAt)) startedAt = group.first_started;
     if (group.last_finished && (finishedAt === null || group.last_finished > finishedAt)) finishedAt = group.last_finished;
+    if (group.last_created && group.last_created > lastActivity) lastActivity = group.last_created;
   }
+  if (finishedAt !== null && finishedAt > lastActivity) lastActivity = finishedAt;
   const unfinished = progress.queued + progress.running;
+  const over = isLaunch(request)
+    ? unfinished === 0 && (job.closed_at !== null || Date.parse(clock.now) - Date.parse(lastActivity) >= clock.launchIdleMs)
+    : unfinished === 0 && progress.total > 0;
   // Queued until one of its runs has started: runs aborted straight from the queue never started,
   // so they leave the job queued (and `startedAt` null, as a running job's never is). A launch
-  // with no runs yet (a reporter's, testIds []) waits for them: queued, not completed.
-  const status: JobStatus =
-    job.cancelled_at !== null
-      ? 'cancelled'
-      : unfinished === 0 && progress.total > 0
-        ? 'completed'
-        : startedAt === null
-          ? 'queued'
-          : 'running';
-  return { status, progress, startedAt, finishedAt: status === 'completed' ? finishedAt : null };
+  // with no runs yet waits for them: queued, not completed, until it is closed or idle.
+  const status: JobStatus = job.cancelled_at !== null ? 'cancelled' : over ? 'completed' : startedAt === null ? 'queued' : 'running';
+  // A completed job finished when its last run did; a launch that ended with no run finished when
+  // it was closed, or (idle) with its last activity.
+  const ended = finishedAt ?? job.closed_at ?? lastActivity;
+  return { status, progress, startedAt, finishedAt: status === 'completed' ? ended : null };
 }
 
-/** Jobs as the API shows them: each with the state its runs give it. */
-export async function viewJobs(executor: Executor, rows: readonly JobsTable[]): Promise<JobView[]> {
+/** Jobs as the API shows them: each with the state its runs give it at `clock.now`. */
+export async function viewJobs(executor: Executor, rows: readonly JobsTable[], clock: JobClock): Promise<JobView[]> {
   const groups =
     rows.length > 0
       ? await runGroupsOfJobs(
@@ -79,28 +115,33 @@ export async function viewJobs(executor: Executor, rows: readonly JobsTable[]): 
           rows.map((r) => r.id),
         )
       : [];
-  return rows.map((row) => ({
-    row,
-    request: JSON.parse(row.request) as JobRequest,
-    state: deriveJobState(
+  return rows.map((row) => {
+    const request = JSON.parse(row.request) as JobRequest;
+    return {
       row,
-      groups.filter((g) => g.job_id === row.id),
-    ),
-  }));
+      request,
+      state: deriveJobState(
+        row,
+        request,
+        groups.filter((g) => g.job_id === row.id),
+        clock,
+      ),
+    };
+  });
 }
 
-async function loadJobView(executor: Executor, jobId: string): Promise<JobView> {
+async function loadJobView(ctx: AppContext, executor: Executor, jobId: string): Promise<JobView> {
   const row = found(await findJob(executor, jobId), 'The job');
-  const [view] = await viewJobs(executor, [row]);
+  const [view] = await viewJobs(executor, [row], jobClock(ctx));
   return view as JobView;
 }
 
-export const getJob = (ctx: AppContext, jobId: string) => loadJobView(ctx.db, jobId);
+export const getJob = (ctx: AppContext, jobId: string) => loadJobView(ctx, ctx.db, jobId);
 
 /** A project's jobs, newest first, each with the state its runs give it. */
 export async function listJobs(ctx: AppContext, projectId: string, page: PageRequest): Promise<Page<JobView>> {
   const rows = await listJobRows(ctx.db, projectId, page);
-  return { items: await viewJobs(ctx.db, rows.items), nextCursor: rows.nextCursor };
+  return { items: await viewJobs(ctx.db, rows.items, jobClock(ctx)), nextCursor: rows.nextCursor };
 }
 
 /** The devices a job runs on: those named, then those carrying any named label; each once, ordered. */
@@ -137,7 +178,7 @@ async function replayedJob(ctx: AppContext, projectId: string, key: string, body
   if (!fingerprintMatches(earlier.idempotency_fingerprint, body)) {
     throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the project with another body.');
   }
-  return loadJobView(ctx.db, earlier.id);
+  return loadJobView(ctx, ctx.db, earlier.id);
 }
 
 /**
@@ -168,6 +209,7 @@ export async function createJob(
 
 async function recordJob(ctx: AppContext, projectId: string, input: CreateJobInput, actorId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
+  const ciUrl = checkedCiUrl(input.ciUrl, '/body/ciUrl');
   return inTransaction(ctx.db, async (trx) => {
     const names = await testNamesInProject(trx, projectId, input.testIds);
     const missing = input.testIds.findIndex((id) => !names.has(id));
@@ -198,6 +240,8 @@ async function recordJob(ctx: AppContext, projectId: string, input: CreateJobInp
       created_by: actorId,
       idempotency_key: input.idempotencyKey ?? null,
       idempotency_fingerprint: input.idempotencyKey === undefined ? null : bodyFingerprint(input),
+      closed_at: null,
+      ci_url: ciUrl,
     };
     await insertJob(trx, job);
     const runs: TestRunsTable[] = input.testIds.flatMap((testId) =>
@@ -225,10 +269,11 @@ async function recordJob(ctx: AppContext, projectId: string, input: CreateJobInp
         keep: 0,
         // Kept by the artifacts triggers (migration 0007).
         artifact_count: 0,
+        ci_url: ciUrl,
       })),
     );
     await insertRuns(trx, runs);
-    return loadJobView(trx, job.id);
+    return loadJobView(ctx, trx, job.id);
   });
 }
 
@@ -239,7 +284,7 @@ async function recordJob(ctx: AppContext, projectId: string, input: CreateJobInp
 export async function cancelJob(ctx: AppContext, jobId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
   return inTransaction(ctx.db, async (trx) => {
-    const before = await loadJobView(trx, jobId);
+    const before = await loadJobView(ctx, trx, jobId);
     if (before.state.status === 'cancelled' || before.state.status === 'completed') {
       throw new AppError('STATE_CONFLICT', `The job is already ${before.state.status}.`);
     }
@@ -247,6 +292,29 @@ export async function cancelJob(ctx: AppContext, jobId: string): Promise<JobView
     if (!(await markJobCancelled(trx, jobId, now))) throw new AppError('STATE_CONFLICT', 'The job is already cancelled.');
     // Only runs still queued: a run a runner claimed meanwhile keeps going.
     await abortQueuedRunsOfJob(trx, jobId, now);
-    return loadJobView(trx, jobId);
+    return loadJobView(ctx, trx, jobId);
+  });
+}
+
+/**
+ * Closes a launch (JOB-1): its reporter is done and no more runs join. It answers `completed` once
+ * every run in it has finished. Idempotent: a closed launch answers as it is, a launch the idle
+ * timeout already ended is closed as well (it stays completed). A cancelled job, or a job
+ * with tests (it completes with its runs), is a conflict.
+ */
+export async function completeJob(ctx: AppContext, jobId: string): Promise<JobView> {
+  const now = ctx.clock().toISOString();
+  return inTransaction(ctx.db, async (trx) => {
+    const before = await loadJobView(ctx, trx, jobId);
+    if (!isLaunch(before.request)) {
+      throw new AppError('STATE_CONFLICT', 'The job was created with tests: it completes when its runs do, and is not closed by hand.');
+    }
+    if (before.row.cancelled_at !== null) throw new AppError('STATE_CONFLICT', 'The job is cancelled.');
+    if (before.row.closed_at !== null) return before;
+    // Conditional, so a cancel that committed meanwhile is not overwritten; read again either way.
+    await markJobClosed(trx, jobId, now);
+    const after = await loadJobView(ctx, trx, jobId);
+    if (after.row.cancelled_at !== null) throw new AppError('STATE_CONFLICT', 'The job is cancelled.');
+    return after;
   });
 }

@@ -18,6 +18,7 @@ import { findTestOfProject } from '../db/repositories/tests.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { TestRunsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
+import { checkedCiUrl } from './ci-url.ts';
 import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
 import { appendResults } from './results.ts';
 import { ensureTestsByFullName } from './tests.ts';
@@ -77,11 +78,16 @@ export async function createRun(
   }
 }
 
-/** A run joins a job of its own project that is not cancelled; another project's job is as unknown as a missing one. */
+/**
+ * A run joins a job of its own project that is not cancelled, nor a launch its reporter closed
+ * (JOB-1); another project's job is as unknown as a missing one. A launch the idle timeout ended
+ * takes the run and is open again (JOB-2): its end was a presumption, and refusing would lose results.
+ */
 async function assertJobTakesRuns(ctx: AppContext, projectId: string, jobId: string): Promise<void> {
   const job = await findJob(ctx.db, jobId);
   if (job?.project_id !== projectId) throw invalid('/body/jobId', 'names no job of this project');
   if (job.cancelled_at !== null) throw new AppError('STATE_CONFLICT', 'The job is cancelled; it takes no more runs.');
+  if (job.closed_at !== null) throw new AppError('STATE_CONFLICT', 'The launch was closed by its reporter; it takes no more runs.');
 }
 
 async function recordRun(
@@ -100,6 +106,7 @@ async function recordRun(
     throw invalid('/body/deviceId', 'names no registered device');
   }
   if (input.jobId !== undefined) await assertJobTakesRuns(ctx, projectId, input.jobId);
+  const ciUrl = checkedCiUrl(input.ciUrl, '/body/ciUrl');
   const now = ctx.clock().toISOString();
   const testId =
     input.testName === undefined
@@ -129,6 +136,7 @@ async function recordRun(
     keep: 0,
     // Kept by the artifacts triggers (migration 0007).
     artifact_count: 0,
+    ci_url: ciUrl,
   };
   if (input.verdict === undefined) {
     if (input.finishedAt !== undefined) throw invalid('/body/finishedAt', 'needs a verdict: only a finished run has a finish time');
@@ -153,8 +161,13 @@ async function recordRun(
   return getRun(ctx, row.id);
 }
 
-/** A project's runs, newest first, narrowed by every filter given. */
-export async function listRuns(ctx: AppContext, projectId: string, filters: RunFilters, page: PageRequest): Promise<Page<TestRunsTable>> {
+/** A project's runs, newest first, narrowed by every filter given (`projectId` is the resolved one, not the query's). */
+export async function listRuns(
+  ctx: AppContext,
+  projectId: string,
+  filters: Omit<RunFilters, 'projectId'>,
+  page: PageRequest,
+): Promise<Page<TestRunsTable>> {
   return listRunRows(
     ctx.db,
     projectId,

@@ -27,6 +27,18 @@ export async function markJobCancelled(executor: Executor, jobId: string, at: st
   return Number(result.numUpdatedRows) > 0;
 }
 
+/** Closes a launch unless it is already closed or cancelled; false when nothing changed. */
+export async function markJobClosed(executor: Executor, jobId: string, at: string): Promise<boolean> {
+  const result = await executor
+    .updateTable('jobs')
+    .set({ closed_at: at })
+    .where('id', '=', jobId)
+    .where('closed_at', 'is', null)
+    .where('cancelled_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
 /** A project's jobs, newest first. */
 export async function listJobs(executor: Executor, projectId: string, page: PageRequest): Promise<Page<JobsTable>> {
   const query = executor.selectFrom('jobs').selectAll().where('project_id', '=', projectId);

@@ -154,7 +154,10 @@ export async function listRuns(executor: Executor, projectId: string, filter: Ru
   return keysetPage(query, { columns: ['created_at', 'id'], direction: 'desc' }, page);
 }
 
-/** A job's progress source: run counts per job, status and verdict, with the first start and last finish. */
+/**
+ * A job's progress source: run counts per job, status and verdict, with the first start, the last
+ * finish and the last creation (a launch's last activity, for its idle timeout).
+ */
 export interface RunGroup {
   job_id: string | null;
   status: TestRunsTable['status'];
@@ -162,6 +165,7 @@ export interface RunGroup {
   runs: number | string;
   first_started: string | null;
   last_finished: string | null;
+  last_created: string | null;
 }
 
 /** Run counts per job, status and verdict, for the jobs given (one grouped query per chunk of jobs). */
@@ -177,6 +181,7 @@ export async function runGroupsOfJobs(executor: Executor, jobIds: readonly strin
         eb.fn.countAll<number | string>().as('runs'),
         eb.fn.min<string | null>('started_at').as('first_started'),
         eb.fn.max<string | null>('finished_at').as('last_finished'),
+        eb.fn.max<string | null>('created_at').as('last_created'),
       ])
       .where('job_id', 'in', ids)
       .groupBy(['job_id', 'status', 'verdict'])

@@ -34,6 +34,7 @@ export const IDS = {
   import: 'bc3a5c7d-9f2b-4de4-86a2-0b2d4f6e8ad7',
   importJob: 'cd4b6d8e-0a3c-4ef5-97b3-1c3e5a7f9be8',
   olderRun: 'de5c7e9f-1b4d-4fa6-a8c4-2d4f6b8a0cf9',
+  launch: 'ef6d8f0a-2c5e-4ab7-b9d5-3e5a7c9b1da0',
 } as const;
 
 export const DEVICE_ID = 'R58M123ABC';
@@ -148,6 +149,9 @@ export const CHECKOUT_TEST: Static<typeof TestDefinition> = {
   createdBy: IDS.tester,
 };
 
+/** The CI build the example job and runs came from. */
+export const CI_URL = 'https://github.com/acme/shop/actions/runs/4512';
+
 /** The run every results and artifact example belongs to, once completed. */
 export const RUN: Static<typeof TestRun> = {
   id: IDS.run,
@@ -163,6 +167,7 @@ export const RUN: Static<typeof TestRun> = {
   startedAt: '2026-03-02T09:14:02.118Z',
   finishedAt: '2026-03-02T09:14:09.730Z',
   idempotencyKey: 'ci-4512-login-R58M123ABC',
+  ciUrl: CI_URL,
   keep: false,
 };
 
@@ -184,6 +189,7 @@ export const JOB_RUN: Static<typeof TestRun> = {
   startedAt: '2026-03-02T09:13:05.006Z',
   finishedAt: null,
   idempotencyKey: null,
+  ciUrl: CI_URL,
   keep: false,
 };
 

@@ -1,11 +1,12 @@
 import type { Static } from 'typebox';
-import { cancelJob, createJob, getJob, type Job, listJobs } from '../../../api/v1/jobs.ts';
+import { cancelJob, completeJob, createJob, getJob, type Job, listJobs } from '../../../api/v1/jobs.ts';
 import { appendResults, exportRun, getResults, type XrayExecution } from '../../../api/v1/results.ts';
 import { createRun, getRun, keepRun, listRuns, updateRun } from '../../../api/v1/runs.ts';
 import { createTest, getTest, getTestHistory, listTests } from '../../../api/v1/tests.ts';
 import {
   CHECKOUT_FEATURE,
   CHECKOUT_TEST,
+  CI_URL,
   DEVICE_ID,
   IDS,
   JOB_RUN,
@@ -35,6 +36,22 @@ const JOB: Static<typeof Job> = {
   startedAt: '2026-03-02T09:05:31.220Z',
   finishedAt: null,
   cancelledAt: null,
+  closedAt: null,
+  ciUrl: CI_URL,
+};
+
+/** A reporter's launch (created with no tests), closed by its reporter after its last run. */
+const LAUNCH: Static<typeof Job> = {
+  ...JOB,
+  id: IDS.launch,
+  name: 'Playwright: shop e2e on main',
+  status: 'completed',
+  progress: { ...idle, total: 3, completed: 3, passed: 2, failed: 1 },
+  testIds: [],
+  deviceLabels: [],
+  startedAt: '2026-03-02T10:00:01.204Z',
+  finishedAt: '2026-03-02T10:03:47.918Z',
+  closedAt: '2026-03-02T10:03:48.102Z',
 };
 
 const LOG = [
@@ -102,7 +119,14 @@ export const testingExamples = [
     },
   }),
   examplesOf(createJob, {
-    request: { projectId: IDS.project, name: JOB.name, testIds: [IDS.testCheckout], deviceLabels: ['phone'], ...RUN_LABELS },
+    request: {
+      projectId: IDS.project,
+      name: JOB.name,
+      testIds: [IDS.testCheckout],
+      deviceLabels: ['phone'],
+      ...RUN_LABELS,
+      ciUrl: CI_URL,
+    },
     responses: {
       200: { ...JOB, status: 'queued', progress: { ...idle, total: 2, queued: 2 }, startedAt: null },
       201: { ...JOB, status: 'queued', progress: { ...idle, total: 2, queued: 2 }, startedAt: null },
@@ -120,6 +144,7 @@ export const testingExamples = [
       },
     },
   }),
+  examplesOf(completeJob, { responses: { 200: LAUNCH } }),
   examplesOf(createRun, {
     request: {
       projectId: IDS.project,
@@ -127,6 +152,7 @@ export const testingExamples = [
       testId: IDS.testLogin,
       deviceId: DEVICE_ID,
       ...RUN_LABELS,
+      ciUrl: CI_URL,
       idempotencyKey: 'ci-4512-login-R58M123ABC',
     },
     responses: { 201: RUNNING_RUN, 200: RUNNING_RUN },

@@ -1,8 +1,9 @@
 import * as api from '../../../api/v1/jobs.ts';
 import type { AppContext } from '../../context.ts';
+import { sendJobExport } from '../../http/job-export.ts';
 import { presentJob } from '../../presenters/jobs.ts';
 import { deleteJob } from '../../services/deletions.ts';
-import { cancelJob, createJob, getJob, listJobs } from '../../services/jobs.ts';
+import { cancelJob, completeJob, createJob, getJob, listJobs } from '../../services/jobs.ts';
 import { jobOwner, namedProject } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
 
@@ -41,6 +42,16 @@ export function jobRoutes(ctx: AppContext) {
     route(api.cancelJob, {
       owner: (request) => jobOwner(ctx, request),
       handler: async (request) => presentJob(await cancelJob(ctx, request.params.jobId)),
+    }),
+
+    route(api.completeJob, {
+      owner: (request) => jobOwner(ctx, request),
+      handler: async (request) => presentJob(await completeJob(ctx, request.params.jobId)),
+    }),
+    route(api.exportJob, {
+      owner: (request) => jobOwner(ctx, request),
+      handler: (request, reply) =>
+        sendJobExport(request, reply, request.params.jobId, request.query.format, { xrayProject: request.query.xrayProject }),
     }),
   ];
 }

@@ -4,7 +4,7 @@ import { presentRun } from '../../presenters/runs.ts';
 import { deleteRun } from '../../services/deletions.ts';
 import { keepRun } from '../../services/retention.ts';
 import { changeRunStatus, createRun, getRun, listRuns } from '../../services/runs.ts';
-import { namedProject, runOwner } from '../owners.ts';
+import { listedRunsProject, namedProject, runOwner } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
 
 export function runRoutes(ctx: AppContext) {
@@ -19,9 +19,9 @@ export function runRoutes(ctx: AppContext) {
     }),
 
     route(api.listRuns, {
-      owner: (request) => namedProject(ctx, request.query, 'query'),
+      owner: (request) => listedRunsProject(ctx, request),
       handler: async (request) => {
-        const { cursor: _cursor, limit: _limit, ...filters } = request.query;
+        const { cursor: _cursor, limit: _limit, projectId: _projectId, ...filters } = request.query;
         const page = await listRuns(ctx, request.projectId, filters, pageOf(ctx.config, request.query));
         return { items: page.items.map(presentRun), nextCursor: page.nextCursor };
       },
