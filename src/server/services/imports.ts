@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Static } from 'typebox';
 import type { ImportRecord } from '../../api/v1/imports.ts';
 import type { AppContext } from '../context.ts';
@@ -20,9 +19,8 @@ import { runKeysWithPrefix } from '../db/repositories/runs.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { ImportsTable } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
-import type { ImportedCase, ImportedStep } from '../../import/model.ts';
 import { canonicalJson } from './fingerprint.ts';
-import { checkUpload, type ImportOptionsInput, type ImportUpload, type ReadUpload, readUpload } from './import-reading.ts';
+import { type ImportOptionsInput, type ImportUpload, type ReadUpload, readUpload } from './import-reading.ts';
 import { type ImportTarget, type PlacedCase, writeCases } from './import-writer.ts';
 import type { JobRequest } from './jobs.ts';
 import { ensureTestsByFullName } from './tests.ts';
@@ -41,66 +39,10 @@ type ImportSummary = Pick<Static<typeof ImportRecord>, 'counts' | 'files'> & {
 };
 /** Cases written per transaction: short enough not to hold the writer long, large enough to be cheap. */
 const BATCH_CASES = 250;
-/**
- * Text (characters of cells, step titles and errors) and inline bytes per transaction, about: a
- * batch of cases with long output is cut short, so one transaction (synchronous on SQLite) never
- * holds the event loop for long (IMP-7). A case is never split: its run commits whole.
- */
-const BATCH_CHARS = 2 * 1024 * 1024;
-/** Bytes hashed per turn of the event loop. */
-const HASH_SLICE_BYTES = 4 * 1024 * 1024;
 /** Errors kept per report file in the import's summary. */
 const FILE_ERRORS_MAX = 100;
 
-/** A large upload's SHA-256, a slice per turn of the event loop (60 MB at once would hold it for about 50 ms). */
-async function sha256(bytes: Uint8Array): Promise<string> {
-  const hash = createHash('sha256');
-  for (let at = 0; at < bytes.length; at += HASH_SLICE_BYTES) {
-    if (at > 0) await nextTurn();
-    hash.update(bytes.subarray(at, at + HASH_SLICE_BYTES));
-  }
-  return hash.digest('hex');
-}
-
-/** An upload as slices: the blob store hashes and writes each in a turn of its own. */
-async function* slicesOf(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
-  for (let at = 0; at < bytes.length; at += HASH_SLICE_BYTES) {
-    if (at > 0) await nextTurn();
-    yield bytes.subarray(at, at + HASH_SLICE_BYTES);
-  }
-}
-
-/** A case's size as a transaction writes it, about: its texts and inline bytes. */
-function caseChars(testCase: ImportedCase): number {
-  const ofStep = (step: ImportedStep): number =>
-    step.title.length +
-    (step.error?.length ?? 0) +
-    step.cells.reduce((sum, cell) => sum + cell.text.length, 0) +
-    step.attachments.reduce((sum, attachment) => sum + (attachment.body?.byteLength ?? 0), 0) +
-    step.steps.reduce((sum, child) => sum + ofStep(child), 0);
-  return (
-    testCase.cells.reduce((sum, cell) => sum + cell.text.length, 0) +
-    testCase.attachments.reduce((sum, attachment) => sum + (attachment.body?.byteLength ?? 0), 0) +
-    testCase.steps.reduce((sum, step) => sum + ofStep(step), 0)
-  );
-}
-
-/** The cases in order, cut into transactions of at most BATCH_CASES cases and about BATCH_CHARS of text. */
-function* batchesOf(cases: readonly PlacedCase[]): Generator<PlacedCase[]> {
-  let batch: PlacedCase[] = [];
-  let chars = 0;
-  for (const placed of cases) {
-    const size = caseChars(placed.testCase);
-    if (batch.length > 0 && (batch.length >= BATCH_CASES || chars + size > BATCH_CHARS)) {
-      yield batch;
-      batch = [];
-      chars = 0;
-    }
-    batch.push(placed);
-    chars += size;
-  }
-  if (batch.length > 0) yield batch;
-}
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 /**
  * Accepts an import: checks the whole upload, keeps its bytes as a blob and records the import
@@ -112,7 +54,7 @@ export async function startImport(
   input: { projectId: string; actorId: string; upload: ImportUpload },
 ): Promise<{ record: ImportsTable; created: boolean }> {
   const { projectId, upload } = input;
-  const digest = await sha256(upload.bytes);
+  const digest = sha256(upload.bytes);
   const key = upload.options.idempotencyKey;
   // The same upload is the same file with the same options: a retry. Anything else reusing the key is a 409.
   const sameUpload = (row: ImportsTable) =>
@@ -132,8 +74,12 @@ export async function startImport(
     return { record: earlier, created: false };
   }
 
-  await checkUpload(ctx, upload);
-  const blob = await ctx.blobs.put(slicesOf(upload.bytes));
+  await readUpload(ctx, upload);
+  const blob = await ctx.blobs.put(
+    (async function* () {
+      yield upload.bytes;
+    })(),
+  );
   const record: ImportsTable = {
     id: randomUUID(),
     project_id: projectId,
@@ -319,18 +265,14 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
     return updateImport(ctx.db, row.id, { summary: JSON.stringify(partial) });
   };
   await progress(placed.length - todo.length);
-  let written = placed.length - todo.length;
-  for (const batch of batchesOf(todo)) {
+  for (let i = 0; i < todo.length; i += BATCH_CASES) {
     // Stopping: the batches written so far stay; the next start resumes after them.
     if (ctx.background.stopping) throw new Interrupted();
-    const outcome = await writeCases(ctx, target, batch, read.files);
+    const outcome = await writeCases(ctx, target, todo.slice(i, i + BATCH_CASES), read.files);
     missing += outcome.attachmentsMissing;
     for (const problem of outcome.problems) files.get(problem.file)?.errors.push(problem.message);
-    written += batch.length;
-    await progress(written);
+    await progress(placed.length - todo.length + Math.min(i + BATCH_CASES, todo.length));
     ctx.crashPoint('import-after-batch');
-    // Requests waiting behind the batch go first.
-    await nextTurn();
   }
   // What the job holds, counted from its rows: right also for an import resumed after a crash.
   Object.assign(counts, await contentCountsOfJob(ctx.db, jobId), { attachmentsMissing: missing });
