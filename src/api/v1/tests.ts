@@ -16,7 +16,7 @@ import {
 import { endpoint } from '../endpoint.ts';
 import { DeviceId } from './devices.ts';
 import { RunStatus, Verdict } from './run-states.ts';
-import { RunLabel } from './runs.ts';
+import { ProjectQuery, RunLabel } from './runs.ts';
 
 /** Most steps one test definition holds, whether given as JSON or produced from Gherkin. */
 export const TEST_STEPS_MAX = 1000;
@@ -92,13 +92,10 @@ export const createTest = endpoint({
   consumes: ['application/json', GHERKIN_MEDIA_TYPE],
   querystring: Type.Object(
     {
-      projectId: Type.Optional(
-        Type.String({
-          format: 'uuid',
-          maxLength: 36,
-          description: 'The project; only with a text/x-gherkin body (JSON bodies name it inside).',
-        }),
-      ),
+      projectId: Type.Optional({
+        ...ProjectQuery,
+        description: 'The project, by id or short key; only with a text/x-gherkin body (JSON bodies name it inside).',
+      }),
     },
     { additionalProperties: false },
   ),
@@ -111,9 +108,10 @@ export const listTests = endpoint({
   method: 'GET',
   path: '/testmgmt/tests',
   summary: "A project's test definitions, newest first.",
+  description: '`projectId` takes the id or the short key, in any case.',
   tag: 'Tests',
   access: { scope: 'project', role: 'viewer' },
-  querystring: Type.Object({ ...PageQuery, projectId: Uuid }, { additionalProperties: false }),
+  querystring: Type.Object({ ...PageQuery, projectId: ProjectQuery }, { additionalProperties: false }),
   responses: { 200: Page(TestDefinition) },
 });
 
