@@ -2,9 +2,11 @@ import type { Static } from 'typebox';
 import type { ArtifactDetails, Artifact as ArtifactRow } from '../api/v1/artifacts.ts';
 import type { RunResults } from '../api/v1/results.ts';
 import type { TestRun } from '../api/v1/runs.ts';
-import { AttestClient, v1 } from '../client/index.ts';
+import type { TestDefinition } from '../api/v1/tests.ts';
+import { ApiError, AttestClient, v1 } from '../client/index.ts';
 
 export type Run = Static<typeof TestRun>;
+export type Test = Static<typeof TestDefinition>;
 export type Results = Static<typeof RunResults>;
 export type Step = Results['steps'][number];
 export type Artifact = Static<typeof ArtifactRow>;
@@ -26,6 +28,8 @@ export interface RunAnswers {
   listing: Answer<{ items: Artifact[]; nextCursor: string | null }>;
   /** (3) `GET /artifact/artifacts?ids=`, one answer per batch of ids, in listing order. */
   details: Answer<{ items: Details[]; missing: string[] }>[];
+  /** The test the run executed (`GET /testmgmt/tests/{testId}`); null when it names none, or that test is gone. */
+  test: Test | null;
 }
 
 /** The most ids one details call names; the server's ATTEST_MAX_IDS_PER_BATCH is 100 unless raised. */
@@ -60,7 +64,17 @@ export async function readRunAnswers(client: AttestClient, testRunId: string, op
     const batch = ids.slice(start, start + DETAILS_BATCH).join(',');
     details.push(await answer(client, client.pathOf(v1.artifacts.getArtifacts, { query: { ids: batch } })));
   }
-  return { run, results, listing, details };
+  return { run, results, listing, details, test: run.testId === null ? null : await testOf(client, run.testId) };
+}
+
+/** The test of a run; a test deleted since (404) is no test. */
+async function testOf(client: AttestClient, testId: string): Promise<Test | null> {
+  try {
+    return await client.call(v1.tests.getTest, { params: { testId } });
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return null;
+    throw error;
+  }
 }
 
 /** One image of the export: which artifact and step it belongs to, and where its file goes. */
@@ -144,8 +158,77 @@ export function planImages(answers: RunAnswers): ImageEntry[] {
   return entries;
 }
 
+/** A file of the run's evidence that is no image (a log, a trace, `error-context.md`, a video): its artifact and where it goes. */
+export interface AttachmentEntry {
+  artifactId: string;
+  name: string;
+  kind: Artifact['kind'];
+  contentType: string;
+  size: number;
+  sha256: string;
+  stepId: string | null;
+  stepTitle: string | null;
+  /** The file, relative to the run's export folder: `files/<nn>-<step title>/<mm>-<name>.<ext>`. */
+  path: string;
+}
+
+/** Extensions for names that carry none, by media type (parameters left out). */
+const TYPE_EXTENSIONS: Record<string, string> = {
+  'text/plain': 'txt',
+  'text/markdown': 'md',
+  'text/html': 'html',
+  'text/csv': 'csv',
+  'application/json': 'json',
+  'application/xml': 'xml',
+  'text/xml': 'xml',
+  'application/zip': 'zip',
+  'video/webm': 'webm',
+  'video/mp4': 'mp4',
+};
+
+/** The extension a non-image file is saved with: its name's own, else its media type's, else `bin`. */
+function extensionOf(name: string, contentType: string): string {
+  const own = /\.([a-z0-9]{1,8})$/i.exec(name)?.[1];
+  return (own ?? TYPE_EXTENSIONS[contentType.split(';')[0]!.trim().toLowerCase()] ?? 'bin').toLowerCase();
+}
+
+/**
+ * Names every artifact without images (logs, traces, files, videos) as `planImages` names images:
+ * `files/<nn>-<step title>/` for a step's, `files/run/` for the run's, each `<mm>-<name>.<ext>`.
+ */
+export function planAttachments(answers: RunAnswers): AttachmentEntry[] {
+  const steps = answers.results.value.steps;
+  const width = String(steps.length).length;
+  const stepIndex = new Map(steps.map((step, index) => [step.id, index]));
+  const details = new Map(answers.details.flatMap((page) => page.value.items).map((item) => [item.id, item]));
+  const perFolder = new Map<string, number>();
+  const entries: AttachmentEntry[] = [];
+  for (const artifact of answers.listing.value.items) {
+    const detail = details.get(artifact.id);
+    if (!detail || detail.images.length > 0) continue;
+    const index = artifact.stepId === null ? undefined : stepIndex.get(artifact.stepId);
+    const step = index === undefined ? undefined : steps[index];
+    const folder = step === undefined ? 'files/run' : `files/${String(index! + 1).padStart(width, '0')}-${slug(step.title)}`;
+    const ordinal = (perFolder.get(folder) ?? 0) + 1;
+    perFolder.set(folder, ordinal);
+    const base = slug(artifact.name.replace(/\.[a-z0-9]{1,8}$/i, ''));
+    entries.push({
+      artifactId: artifact.id,
+      name: artifact.name,
+      kind: artifact.kind,
+      contentType: artifact.contentType,
+      size: artifact.size,
+      sha256: artifact.sha256,
+      stepId: step ? step.id : null,
+      stepTitle: step ? step.title : null,
+      path: `${folder}/${String(ordinal).padStart(2, '0')}-${base}.${extensionOf(artifact.name, artifact.contentType)}`,
+    });
+  }
+  return entries;
+}
+
 /** `manifest.json`: every image → its artifact → its step, with hash, size and media type. */
-export function manifestOf(answers: RunAnswers, images: ImageEntry[], exporter: string) {
+export function manifestOf(answers: RunAnswers, images: ImageEntry[], exporter: string, attachments: AttachmentEntry[] = []) {
   const { run } = answers;
   return {
     format: 'attest-export/1',
@@ -167,6 +250,14 @@ export function manifestOf(answers: RunAnswers, images: ImageEntry[], exporter: 
       height: image.height,
       artifact: { id: image.artifactId, name: image.artifactName, kind: image.kind },
       step: image.stepId === null ? null : { id: image.stepId, title: image.stepTitle },
+    })),
+    attachments: attachments.map((file) => ({
+      path: file.path,
+      mediaType: file.contentType,
+      size: file.size,
+      sha256: file.sha256,
+      artifact: { id: file.artifactId, name: file.name, kind: file.kind },
+      step: file.stepId === null ? null : { id: file.stepId, title: file.stepTitle },
     })),
   };
 }

@@ -1,4 +1,4 @@
-import { detailsFile, type ImageEntry, manifestOf, type RunAnswers, type Step } from './bundle.ts';
+import { type AttachmentEntry, detailsFile, type ImageEntry, manifestOf, type RunAnswers, type Step } from './bundle.ts';
 
 export type Chunk = string | Uint8Array;
 
@@ -10,19 +10,35 @@ export interface ExportFile {
   chunks(): AsyncIterable<Chunk>;
 }
 
-/** The bytes of one image, wherever they are: a downloaded file (the CLI) or the image route (the server). */
-export type ImageBytes = (image: ImageEntry) => Promise<Uint8Array>;
+/**
+ * The bytes of one image, wherever they are: a downloaded file (the CLI) or the image route (the
+ * server). `folder` is the folder of the image's run in the export (see `RunPart.folder`).
+ */
+export type ImageBytes = (image: ImageEntry, folder: string) => Promise<Uint8Array>;
+/** The bytes of one non-image file, likewise. */
+export type AttachmentBytes = (file: AttachmentEntry, folder: string) => Promise<Uint8Array>;
 
-/** Everything a writer needs: the sequence's answers, the image plan, and a way to read an image. */
-export interface ExportInput {
+/** One run of an export: the sequence's answers and where its images and other files go. */
+export interface RunPart {
   answers: RunAnswers;
   images: ImageEntry[];
+  attachments: AttachmentEntry[];
+  /** The folder holding this run's files in the export, with a trailing `/`: '' for a run export, `<runId>/` in a job's. */
+  folder: string;
+}
+
+/** How a writer reads bytes and signs its output. */
+export interface ExportSources {
   bytes: ImageBytes;
+  attachmentBytes: AttachmentBytes;
   /** Who wrote it, e.g. `attest-cli 0.1.0`; goes into the manifest and the reports. */
   exporter: string;
   /** Xray's Jira project key, when the export is meant for one project. */
   xrayProject?: string;
 }
+
+/** Everything a run export's writers need: the run, and how to read its bytes. */
+export interface ExportInput extends RunPart, ExportSources {}
 
 export const FORMATS = ['bundle', 'junit', 'xray', 'allure', 'html'] as const;
 export type Format = (typeof FORMATS)[number];
@@ -45,13 +61,24 @@ export function answerFiles(input: ExportInput): ExportFile[] {
     fileOf('results.json', json, () => answers.results.bytes),
     fileOf('artifacts.json', json, () => answers.listing.bytes),
     ...answers.details.map((page, index) => fileOf(detailsFile(index), json, () => page.bytes)),
-    fileOf('manifest.json', json, () => `${JSON.stringify(manifestOf(answers, input.images, input.exporter), null, 2)}\n`),
+    fileOf(
+      'manifest.json',
+      json,
+      () => `${JSON.stringify(manifestOf(answers, input.images, input.exporter, input.attachments), null, 2)}\n`,
+    ),
   ];
 }
 
-/** Every image of the run, at its planned path. */
-export function imageFiles(input: ExportInput): ExportFile[] {
-  return input.images.map((image) => fileOf(image.path, image.contentType, () => input.bytes(image)));
+/** Every image of a run, at its planned path inside the run's folder. */
+export function imageFiles(part: RunPart, sources: ExportSources): ExportFile[] {
+  return part.images.map((image) => fileOf(part.folder + image.path, image.contentType, () => sources.bytes(image, part.folder)));
+}
+
+/** Every non-image file of a run (logs, traces, error context), at its planned path inside the run's folder. */
+export function attachmentFiles(part: RunPart, sources: ExportSources): ExportFile[] {
+  return part.attachments.map((file) =>
+    fileOf(part.folder + file.path, file.contentType, () => sources.attachmentBytes(file, part.folder)),
+  );
 }
 
 /** A step and the steps nested under it, in the order the results list them. */

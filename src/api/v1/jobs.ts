@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { IdempotencyKey, LABEL_MAX, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { DeviceId } from './devices.ts';
+import { EXPORT_FORMATS, exportBody } from './results.ts';
 import { CiUrl, ProjectQuery, RunLabel, RunLabels } from './runs.ts';
 
 /** Most tests, devices and device labels one job may name. */
@@ -170,4 +171,41 @@ export const deleteJob = endpoint({
   access: { scope: 'project', role: 'manager' },
   params: JobParams,
   responses: { 204: NoContent },
+});
+
+export const exportJob = endpoint({
+  operationId: 'exportJob',
+  method: 'GET',
+  path: '/testmgmt/jobs/{jobId}/export',
+  summary: "A job's completed runs as one report per format, retries folded into their test (streamed).",
+  description:
+    'The run export (`GET /testmgmt/testruns/{testRunId}/export`) for a whole job: its completed runs are read the documented ' +
+    "way with the caller's own credentials, and each format is ONE file for the job. Runs of the same test (a Playwright " +
+    'retry, a rerun) are one test: the latest started attempt decides, earlier failed attempts are kept (JUnit ' +
+    '`<rerunFailure>`/`<flakyFailure>` as Maven Surefire writes them, Allure retries, an Xray comment). `format`:\n\n' +
+    '- `zip`: `job.json` and one folder per run (`<runId>/`) holding its bundle, images and other files;\n' +
+    '- `junit`: `junit.xml` (one testcase per test, `classname` its suite path) as `application/xml` when the job has no ' +
+    'images or files; with them a ZIP of `junit.xml` and the files its `[[ATTACHMENT|…]]` lines name; `junit-zip` (or ' +
+    '`Accept: application/zip`) always that ZIP;\n' +
+    '- `xray`: Xray JSON, automated tests as `Generic` with their full name as `definition`;\n' +
+    '- `allure`: a ZIP of one `allure-results/` folder;\n' +
+    '- `html`: one self-contained HTML report.\n\n' +
+    'Runs that are not completed are left out. Sent with `Content-Disposition: attachment`.',
+  tag: 'Jobs',
+  access: { scope: 'project', role: 'viewer' },
+  params: JobParams,
+  querystring: Type.Object(
+    {
+      format: Type.Union(
+        EXPORT_FORMATS.map((format) => Type.Literal(format)),
+        { description: 'What to write.' },
+      ),
+      xrayProject: Type.Optional(
+        Type.String({ pattern: '^[A-Z][A-Z0-9_]{0,49}$', maxLength: 50, description: 'With `xray`: the Jira project key to name.' }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+  binary: true,
+  responses: { 200: exportBody('The export: a ZIP archive, JUnit XML, Xray JSON or an HTML report.') },
 });

@@ -183,8 +183,14 @@ export const getResults = endpoint({
   responses: { 200: RunResults, 304: NoContent },
 });
 
-/** What `GET /testmgmt/testruns/{testRunId}/export` writes; the CLI's `--format` names the same writers (`bundle` is `zip`). */
-export const EXPORT_FORMATS = ['zip', 'junit', 'xray', 'allure', 'html'] as const;
+/**
+ * What `GET /testmgmt/testruns/{testRunId}/export` and `GET /testmgmt/jobs/{jobId}/export` write; the
+ * CLI's `--format` names the same writers (`bundle` is `zip`). `junit` is the XML alone unless the
+ * export has files to carry (or the ZIP is asked for); `junit-zip` is always the ZIP of it and its files.
+ */
+export const EXPORT_FORMATS = ['zip', 'junit', 'junit-zip', 'xray', 'allure', 'html'] as const;
+/** Most tests one Xray document holds: a job's runs at most. */
+const XRAY_TESTS_MAX = 10_000;
 
 const XrayText = Type.String({ maxLength: 1024 ** 3 });
 const XrayStatus = Type.Union([Type.Literal('PASSED'), Type.Literal('FAILED'), Type.Literal('TODO'), Type.Literal('EXECUTING')]);
@@ -218,12 +224,20 @@ export const XrayExecution = Type.Object(
           testInfo: Type.Object(
             {
               summary: XrayText,
-              type: Type.Literal('Manual'),
+              type: Type.Union([Type.Literal('Manual'), Type.Literal('Generic')], {
+                description: '`Generic` for an automated test (one without steps of its own), `Manual` for the rest.',
+              }),
               projectKey: Type.Optional(XrayText),
               labels: Type.Optional(Type.Array(XrayText, { maxItems: 3 })),
-              steps: Type.Array(Type.Object({ action: XrayText, data: XrayText, result: XrayText }, { additionalProperties: false }), {
-                maxItems: RUN_RESULT_ITEMS_MAX,
+              definition: Type.Optional({
+                ...XrayText,
+                description: "A `Generic` test's definition: its full name, by which Xray finds the same test on the next import.",
               }),
+              steps: Type.Optional(
+                Type.Array(Type.Object({ action: XrayText, data: XrayText, result: XrayText }, { additionalProperties: false }), {
+                  maxItems: RUN_RESULT_ITEMS_MAX,
+                }),
+              ),
             },
             { additionalProperties: false },
           ),
@@ -232,37 +246,42 @@ export const XrayExecution = Type.Object(
           status: XrayStatus,
           comment: XrayText,
           evidence: Type.Array(XrayEvidence, { maxItems: RUN_RESULT_ITEMS_MAX }),
-          steps: Type.Array(
-            Type.Object(
-              {
-                status: XrayStatus,
-                actualResult: XrayText,
-                comment: Type.Optional(XrayText),
-                evidence: Type.Array(XrayEvidence, { maxItems: RUN_RESULT_ITEMS_MAX }),
-              },
-              { additionalProperties: false },
+          steps: Type.Optional(
+            Type.Array(
+              Type.Object(
+                {
+                  status: XrayStatus,
+                  actualResult: XrayText,
+                  comment: Type.Optional(XrayText),
+                  evidence: Type.Array(XrayEvidence, { maxItems: RUN_RESULT_ITEMS_MAX }),
+                },
+                { additionalProperties: false },
+              ),
+              { maxItems: RUN_RESULT_ITEMS_MAX },
             ),
-            { maxItems: RUN_RESULT_ITEMS_MAX },
           ),
         },
         { additionalProperties: false },
       ),
-      { maxItems: 1 },
+      { maxItems: XRAY_TESTS_MAX },
     ),
   },
   {
     additionalProperties: false,
     description:
-      'The run as one Xray test: every step (nested ones flattened in results order) with its status, `actualResult` from its ' +
-      "text cells and its screenshots as base64 `evidence`; the run's own screenshots on the test.",
+      "One Xray test per test (a job's retries folded into their test, the final attempt deciding). An automated test (one " +
+      'without steps of its own, as imports and reporters create them) is `Generic` with its full name as `definition` and ' +
+      'its images and files as `evidence`; any other run is `Manual` with every step (nested ones flattened in results order), ' +
+      "its status, `actualResult` from its text cells and its screenshots as base64 `evidence`; the run's own screenshots on the test.",
   },
 );
 
-const exportBody = (description: string) => ({
+export const exportBody = (description: string) => ({
   description,
   content: {
     'application/zip': { schema: Type.String({ contentMediaType: 'application/zip', maxLength: 1024 ** 4 }) as TSchema },
     'application/json': { schema: XrayExecution as TSchema },
+    'application/xml': { schema: Type.String({ contentMediaType: 'application/xml', maxLength: 1024 ** 4 }) as TSchema },
     'text/html': { schema: Type.String({ contentMediaType: 'text/html', maxLength: 1024 ** 4 }) as TSchema },
   },
 });
@@ -278,8 +297,9 @@ export const exportRun = endpoint({
     '- `zip`: the bundle: `results.json`, `artifacts.json` and `artifact-details.json` (then `-2`, `-3`… per batch of ' +
     '100 ids) as the endpoints answer them byte for byte, `manifest.json` (every image → artifact → step, with hash, size ' +
     'and media type) and `images/<nn>-<step title>/…`;\n' +
-    '- `junit`: a ZIP of `junit.xml` (one testcase per run, steps and cells in `system-out`, `[[ATTACHMENT|path]]` lines) ' +
-    'and the images it names;\n' +
+    '- `junit`: `junit.xml` (one testcase, steps and cells in `system-out`, `[[ATTACHMENT|path]]` lines) as `application/xml` ' +
+    'when the run has no images or files; with them, a ZIP of `junit.xml` and the files it names (as before);\n' +
+    '- `junit-zip` (or `junit` with `Accept: application/zip`): always that ZIP;\n' +
     '- `xray`: Xray JSON (`application/json`), screenshots as base64 `evidence` on their steps;\n' +
     '- `allure`: a ZIP of an Allure results folder (`allure-results/`);\n' +
     '- `html`: one self-contained HTML report (`text/html`) with every screenshot inline.\n\n' +
@@ -301,5 +321,5 @@ export const exportRun = endpoint({
     { additionalProperties: false },
   ),
   binary: true,
-  responses: { 200: exportBody('The export: a ZIP archive, Xray JSON or an HTML report.') },
+  responses: { 200: exportBody('The export: a ZIP archive, JUnit XML, Xray JSON or an HTML report.') },
 });

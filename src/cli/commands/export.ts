@@ -2,7 +2,7 @@ import path from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { type AttestClient, v1 } from '../../client/index.ts';
 import { FORMATS, type Format } from '../../export/index.ts';
-import { type ExportProgress, type ExportSummary, exportRun } from '../export/download.ts';
+import { type ExportProgress, type ExportSummary, exportJob, exportRun, type JobExportSummary } from '../export/download.ts';
 import { CliError, wholeNumber } from '../output.ts';
 import { progressBar } from '../progress.ts';
 import { EXPORTER, explain, type RemoteOptions, remoteClient, remoteOptions } from '../remote.ts';
@@ -47,17 +47,17 @@ async function completedRuns(client: AttestClient, query: { projectId: string; j
   return ids.reverse();
 }
 
-/** The runs the options name: one run, a job's completed runs, or a project's completed runs since a date. */
-async function selectRuns(client: AttestClient, runId: string | undefined, options: ExportOptions): Promise<string[]> {
+/** Checks that the options name one thing to export. */
+function checkSelection(runId: string | undefined, options: ExportOptions): void {
   const ways = [runId !== undefined, options.job !== undefined, options.project !== undefined].filter(Boolean).length;
   if (ways !== 1) throw new CliError('name exactly one of: a run id, --job <jobId>, or --project <key> (with --since <date>)');
   if (options.since && !options.project) throw new CliError('--since goes with --project');
   if (options.partial && !runId) throw new CliError('--partial goes with a run id');
+}
+
+/** The runs the options name: one run, or a project's completed runs since a date. */
+async function selectRuns(client: AttestClient, runId: string | undefined, options: ExportOptions): Promise<string[]> {
   if (runId) return [runId];
-  if (options.job) {
-    const job = await client.call(v1.jobs.getJob, { params: { jobId: options.job } });
-    return completedRuns(client, { projectId: job.projectId, jobId: job.id });
-  }
   const project = await client.call(v1.projects.getProject, { params: { projectId: options.project as string } });
   return completedRuns(client, { projectId: project.id, ...(options.since ? { from: options.since } : {}) });
 }
@@ -98,6 +98,14 @@ function progressDisplay(json: boolean | undefined) {
   };
 }
 
+const runOptions = (options: ExportOptions) => ({
+  formats: options.format,
+  concurrency: options.concurrency,
+  exporter: EXPORTER,
+  xrayProject: options.xrayProject,
+  partial: options.partial,
+});
+
 export function exportCommand(program: Command): void {
   remoteOptions(
     program
@@ -106,7 +114,7 @@ export function exportCommand(program: Command): void {
       .argument('[testRunId]', 'the run to export')
       .requiredOption('-o, --out <dir>', 'the folder to write (one sub-folder per run when several are exported)')
       .option('-f, --format <formats>', `what to write besides the bundle, comma-separated: ${FORMATS.join(', ')}`, formatList, ['bundle'])
-      .option('--job <jobId>', 'export every completed run of this job')
+      .option('--job <jobId>', "export a job: each completed run's bundle in its folder, and one report per format for the whole job")
       .option('--project <key>', 'export the completed runs of this project (id or key)')
       .option('--since <date>', 'with --project: only runs created at or after this date', sinceDate)
       .option('-c, --concurrency <n>', 'images downloaded at once', wholeNumber(1), 8)
@@ -117,18 +125,28 @@ export function exportCommand(program: Command): void {
     const client = remoteClient(options);
     const display = progressDisplay(options.json);
     const summaries: ExportSummary[] = [];
+    let job: JobExportSummary | undefined;
     try {
-      const runs = await selectRuns(client, runId, options);
-      if (runs.length === 0) throw new CliError('no completed run matches');
+      checkSelection(runId, options);
+      if (options.job) {
+        job = await exportJob(client, options.job, path.resolve(options.out), {
+          ...runOptions(options),
+          onRuns: (_job, runs) => {
+            if (runs === 0) throw new CliError('no completed run matches');
+          },
+          onStart: (started, total) => display.start(started, total),
+          onProgress: (progress) => display.progress(progress),
+        });
+        display.stop();
+        summaries.push(...job.runs);
+      }
+      const runs = job ? [] : await selectRuns(client, runId, options);
+      if (!job && runs.length === 0) throw new CliError('no completed run matches');
       for (const id of runs) {
         const dir = runId ? path.resolve(options.out) : path.resolve(options.out, id);
         summaries.push(
           await exportRun(client, id, dir, {
-            formats: options.format,
-            concurrency: options.concurrency,
-            exporter: EXPORTER,
-            xrayProject: options.xrayProject,
-            partial: options.partial,
+            ...runOptions(options),
             onStart: (started, total) => display.start(started, total),
             onProgress: (progress) => display.progress(progress),
           }),
@@ -140,7 +158,9 @@ export function exportCommand(program: Command): void {
       explain(error);
     }
     if (options.json) {
-      process.stdout.write(`${JSON.stringify({ runs: summaries.map(({ files: _files, ...rest }) => rest) })}\n`);
+      const runs = summaries.map(({ files: _files, ...rest }) => rest);
+      const jobSummary = job ? { job: { id: job.jobId, name: job.name, dir: job.dir, files: job.files } } : {};
+      process.stdout.write(`${JSON.stringify({ runs, ...jobSummary })}\n`);
       return;
     }
     for (const s of summaries) {
@@ -148,5 +168,6 @@ export function exportCommand(program: Command): void {
         `${s.name} (${s.verdict ?? 'no verdict'}): ${s.images} images (${s.downloaded} downloaded, ${s.reused} already there) in ${s.dir}\n`,
       );
     }
+    if (job) process.stdout.write(`job ${job.name}: ${job.runs.length} runs; ${job.files.join(', ')} in ${job.dir}\n`);
   });
 }

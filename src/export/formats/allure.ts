@@ -1,17 +1,41 @@
 import { createHash } from 'node:crypto';
-import type { ImageEntry, Step } from '../bundle.ts';
-import { type ExportFile, type ExportInput, elapsedMs, failingStep, fileOf, imagesByStep, type StepNode, stepTree } from '../files.ts';
+import type { AttachmentEntry, ImageEntry, Step } from '../bundle.ts';
+import { type ExportFile, elapsedMs, fileOf, imagesByStep, type RunPart, type StepNode, stepTree } from '../files.ts';
+import { failureOf, type Report, type ReportTest } from '../report.ts';
 
 /**
  * An Allure 2 results folder (`allure-results/`), as Allure's own adapters write it: one
- * `<uuid>-result.json` for the run with its steps nested as `steps`, each step's screenshots and
+ * `<uuid>-result.json` per run with its steps nested as `steps`, each step's screenshots, files and
  * text cells as its `attachments` (files `<uuid>-attachment.<ext>` beside it), and an
- * `environment.properties` with the run labels. `allure generate` renders it.
+ * `environment.properties` with the labels. The attempts of one test share its `historyId` (from
+ * its full name), so Allure shows the earlier ones as retries of the latest and marks a test that
+ * passed on a retry as flaky. `allure generate` renders it.
  */
-export function allureFiles(input: ExportInput): ExportFile[] {
-  const { run } = input.answers;
-  const results = input.answers.results.value;
-  const byStep = imagesByStep(input.images);
+export function allureFiles(report: Report): ExportFile[] {
+  const files: ExportFile[] = [];
+  for (const test of report.tests) for (const part of test.attempts) files.push(...resultFiles(report, test, part));
+  const labels = report.labels;
+  const environment = (
+    [
+      ['environment', labels.environment],
+      ['branch', labels.branch],
+      ['build', labels.build],
+      ['commit', labels.commit],
+      ['deviceId', labels.device],
+    ] as const
+  )
+    .filter(([, value]) => value)
+    .map(([name, value]) => `${name}=${String(value).replace(/[\\\n\r]/g, ' ')}`);
+  if (environment.length) files.push(fileOf('allure-results/environment.properties', 'text/plain', () => `${environment.join('\n')}\n`));
+  return files;
+}
+
+function resultFiles(report: Report, test: ReportTest, part: RunPart): ExportFile[] {
+  const { run } = part.answers;
+  const results = part.answers.results.value;
+  const byStep = imagesByStep(part.images);
+  const filesByStep = new Map<string | null, AttachmentEntry[]>();
+  for (const file of part.attachments) filesByStep.set(file.stepId, [...(filesByStep.get(file.stepId) ?? []), file]);
   const files: ExportFile[] = [];
   const uuid = uuidFrom(`run:${run.id}`);
   const attachmentName = (key: string, extension: string) => `${uuidFrom(`${run.id}:${key}`)}-attachment.${extension}`;
@@ -19,9 +43,15 @@ export function allureFiles(input: ExportInput): ExportFile[] {
   const imageAttachments = (images: readonly ImageEntry[]) =>
     images.map((image) => {
       const source = attachmentName(`image:${image.path}`, image.path.split('.').pop() ?? 'png');
-      files.push(fileOf(`allure-results/${source}`, image.contentType, () => input.bytes(image)));
+      files.push(fileOf(`allure-results/${source}`, image.contentType, () => report.bytes(image, part.folder)));
       const role = image.role === 'screenshot' ? '' : ` (${image.role})`;
       return { name: `${image.artifactName}${role}`, source, type: image.contentType };
+    });
+  const fileAttachments = (entries: readonly AttachmentEntry[]) =>
+    entries.map((file) => {
+      const source = attachmentName(`file:${file.path}`, file.path.split('.').pop() ?? 'bin');
+      files.push(fileOf(`allure-results/${source}`, file.contentType, () => report.attachmentBytes(file, part.folder)));
+      return { name: file.name, source, type: file.contentType };
     });
   const cellAttachments = (cells: Step['cells']) =>
     cells.map((cell) => {
@@ -43,42 +73,48 @@ export function allureFiles(input: ExportInput): ExportFile[] {
       start,
       stop: start + (step.durationMs ?? 0),
       steps: node.children.map(toStep),
-      attachments: [...cellAttachments(step.cells), ...imageAttachments(byStep.get(step.id) ?? [])],
+      attachments: [
+        ...cellAttachments(step.cells),
+        ...imageAttachments(byStep.get(step.id) ?? []),
+        ...fileAttachments(filesByStep.get(step.id) ?? []),
+      ],
       parameters: [],
     };
   };
 
-  const failed = failingStep(results.steps);
+  const failure = failureOf(part);
   const stop = run.finishedAt ? Date.parse(run.finishedAt) : runStart + (elapsedMs(run.startedAt, run.finishedAt) ?? 0);
+  // Attempts of one test share it; a run without a test is a test of its own.
+  const historyId = createHash('md5')
+    .update(`${run.projectId}:${run.testId ? test.fullName : test.key}`)
+    .digest('hex');
   const result = {
     uuid,
-    historyId: createHash('md5')
-      .update(`${run.projectId}:${run.testId ?? run.name}`)
-      .digest('hex'),
-    ...(run.testId ? { testCaseId: run.testId } : {}),
-    name: run.name,
-    fullName: `${run.projectId}: ${run.name}`,
+    historyId,
+    testCaseId: run.testId ?? historyId,
+    name: test.name,
+    fullName: test.fullName,
     status: run.verdict === null ? 'unknown' : STATUS[run.verdict],
-    ...(failed?.error ? { statusDetails: { message: failed.error.split('\n')[0], trace: `${failed.title}\n${failed.error}` } } : {}),
+    ...(failure ? { statusDetails: { message: failure.message, trace: failure.detail } } : {}),
     stage: 'finished',
     start: runStart,
     stop,
     steps: stepTree(results.steps).map(toStep),
-    attachments: [...cellAttachments(results.cells), ...imageAttachments(byStep.get(null) ?? [])],
+    attachments: [
+      ...cellAttachments(results.cells),
+      ...imageAttachments(byStep.get(null) ?? []),
+      ...fileAttachments(filesByStep.get(null) ?? []),
+    ],
     parameters: [],
     labels: [
       { name: 'framework', value: 'attest' },
-      { name: 'suite', value: run.projectId },
+      { name: 'suite', value: test.classname },
       ...(run.deviceId ? [{ name: 'host', value: run.deviceId }] : []),
       ...(run.environment ? [{ name: 'tag', value: run.environment }] : []),
     ],
     links: [],
   };
   files.unshift(fileOf(`allure-results/${uuid}-result.json`, 'application/json', () => `${JSON.stringify(result, null, 2)}\n`));
-  const environment = (['environment', 'branch', 'build', 'commit', 'deviceId'] as const)
-    .filter((name) => run[name])
-    .map((name) => `${name}=${String(run[name]).replace(/[\\\n\r]/g, ' ')}`);
-  if (environment.length) files.push(fileOf('allure-results/environment.properties', 'text/plain', () => `${environment.join('\n')}\n`));
   return files;
 }
 

@@ -35,4 +35,8 @@ figcaption{font-size:12px;color:var(--dim);margin-top:2px;overflow-wrap:anywhere
 .shot:target figcaption{color:#fff}
 .shot:target .close{display:block;position:absolute;top:8px;right:20px;color:#fff;font-size:32px;text-decoration:none}
 footer{color:var(--dim);font-size:12px}
+table.tests{border-collapse:collapse;width:100%}table.tests th,table.tests td{text-align:left;padding:3px 8px;border-bottom:1px solid var(--line)}
+ul.files{list-style:none;margin:4px 0 4px 24px;padding:0}
+details.attempt{margin:8px 0;padding:4px 8px;border:1px dashed var(--line);border-radius:6px}
+section.test section{border:0;padding:0 0 0 8px;margin:6px 0}
 `;

@@ -1,15 +1,19 @@
-import type { ImageEntry, Step } from '../bundle.ts';
-import { type Chunk, type ExportFile, type ExportInput, failingStep, imagesByStep } from '../files.ts';
+import type { AttachmentEntry, ImageEntry, Step } from '../bundle.ts';
+import { type Chunk, type ExportFile, failingStep, imagesByStep, type RunPart } from '../files.ts';
+import { failureOf, type Report, type ReportTest } from '../report.ts';
 
 /**
- * Xray JSON, the format of Xray's "import execution results" endpoint: the run is one test with
- * its steps (all of them, nested ones flattened in results order, as Xray steps are a list), each
- * step's `actualResult` from its text cells, and the screenshots as `evidence` (base64 with file
- * names) on their step, the run's own on the test. Written as a stream: one image at a time is in
- * memory, whatever the run holds.
+ * Xray JSON, the format of Xray's "import execution results" endpoint: one Xray test per test of
+ * the report (a job's retries folded; the final attempt decides). An automated test (a test
+ * without steps of its own, as imports and reporters create them) is a `Generic` test whose
+ * `definition` is its full name, so a later import finds and updates the same Jira test instead
+ * of creating another; its evidence is every image and file of the final attempt. Any other run
+ * is a `Manual` test with all its steps (nested ones flattened in results order, as Xray steps are
+ * a list), each step's `actualResult` from its text cells and its screenshots as `evidence`.
+ * Written as a stream: one image at a time is in memory, whatever the export holds.
  */
-export function xrayFiles(input: ExportInput): ExportFile[] {
-  return [{ path: 'xray.json', type: 'application/json', chunks: () => xrayJson(input) }];
+export function xrayFiles(report: Report): ExportFile[] {
+  return [{ path: 'xray.json', type: 'application/json', chunks: () => xrayJson(report) }];
 }
 
 const STATUS: Record<string, string> = {
@@ -22,60 +26,120 @@ const STATUS: Record<string, string> = {
 
 const cellsText = (cells: Step['cells']) => cells.map((cell) => `${cell.name}:\n${cell.text}`).join('\n\n');
 
-async function evidence(input: ExportInput, images: readonly ImageEntry[]): Promise<string> {
-  const parts: string[] = [];
+async function evidence(
+  report: Report,
+  part: RunPart,
+  images: readonly ImageEntry[],
+  files: readonly AttachmentEntry[] = [],
+): Promise<string> {
+  const items: string[] = [];
   for (const image of images) {
-    const data = Buffer.from(await input.bytes(image)).toString('base64');
-    parts.push(JSON.stringify({ data, filename: image.path.split('/').slice(-2).join('_'), contentType: image.contentType }));
+    const data = Buffer.from(await report.bytes(image, part.folder)).toString('base64');
+    items.push(JSON.stringify({ data, filename: image.path.split('/').slice(-2).join('_'), contentType: image.contentType }));
   }
-  return `[${parts.join(',')}]`;
+  for (const file of files) {
+    const data = Buffer.from(await report.attachmentBytes(file, part.folder)).toString('base64');
+    items.push(JSON.stringify({ data, filename: file.path.split('/').slice(-2).join('_'), contentType: file.contentType }));
+  }
+  return `[${items.join(',')}]`;
 }
 
-export async function* xrayJson(input: ExportInput): AsyncIterable<Chunk> {
-  const { run } = input.answers;
-  const results = input.answers.results.value;
-  const images = imagesByStep(input.images);
-  const labels = [run.environment, run.branch, run.build].filter((label): label is string => label !== null);
+/** Whether a test is automated: it has a test definition without steps (what imports and reporters create). */
+const isGeneric = (test: ReportTest) => test.test !== null && test.test.steps.length === 0;
+
+export async function* xrayJson(report: Report): AsyncIterable<Chunk> {
+  const { labels } = report;
   const info = {
-    summary: run.name,
-    description: `Exported from Attest: run ${run.id}, verdict ${run.verdict ?? 'none'}.`,
-    ...(input.xrayProject ? { project: input.xrayProject } : {}),
-    ...(run.startedAt ? { startDate: run.startedAt } : {}),
-    ...(run.finishedAt ? { finishDate: run.finishedAt } : {}),
-    ...(run.commit ? { revision: run.commit } : {}),
-    ...(run.environment ? { testEnvironments: [run.environment] } : {}),
+    summary: report.name,
+    description: `Exported from Attest: ${report.kind} ${report.id}.`,
+    ...(report.xrayProject ? { project: report.xrayProject } : {}),
+    ...(report.startedAt ? { startDate: report.startedAt } : {}),
+    ...(report.finishedAt ? { finishDate: report.finishedAt } : {}),
+    ...(labels.commit ? { revision: labels.commit } : {}),
+    ...(labels.environment ? { testEnvironments: [labels.environment] } : {}),
   };
+  yield `{"info":${JSON.stringify(info)},"tests":[`;
+  for (const [index, test] of report.tests.entries()) {
+    if (index) yield ',';
+    yield* isGeneric(test) ? genericTest(report, test) : manualTest(report, test);
+  }
+  yield ']}\n';
+}
+
+function labelsOf(part: RunPart) {
+  const { run } = part.answers;
+  const labels = [run.environment, run.branch, run.build].filter((label): label is string => label !== null);
+  return labels.length ? { labels: labels.map((label) => label.replace(/\s+/g, '_')) } : {};
+}
+
+/** What the earlier attempts of a test did, for the comment: Xray keeps one result per test. */
+function attemptsText(test: ReportTest): string {
+  if (test.attempts.length < 2) return '';
+  const lines = test.attempts.map((part, i) => {
+    const failure = failureOf(part);
+    return `Attempt ${i + 1}: ${part.answers.run.verdict ?? 'no verdict'}${failure ? ` (${failure.message})` : ''}`;
+  });
+  return `${test.attempts.length} attempts; the last one decides.\n${lines.join('\n')}`;
+}
+
+const times = (part: RunPart) => ({
+  ...(part.answers.run.startedAt ? { start: part.answers.run.startedAt } : {}),
+  ...(part.answers.run.finishedAt ? { finish: part.answers.run.finishedAt } : {}),
+});
+
+async function* genericTest(report: Report, test: ReportTest): AsyncIterable<Chunk> {
+  const part = test.final;
+  const failure = failureOf(part);
+  const head = {
+    testInfo: {
+      summary: test.name,
+      type: 'Generic',
+      ...(report.xrayProject ? { projectKey: report.xrayProject } : {}),
+      ...labelsOf(part),
+      definition: test.fullName,
+    },
+    ...times(part),
+    status: STATUS[part.answers.run.verdict ?? 'running'] ?? 'TODO',
+    comment: [failure?.detail ?? '', attemptsText(test)].filter(Boolean).join('\n\n'),
+  };
+  yield `${JSON.stringify(head).slice(0, -1)},"evidence":${await evidence(report, part, part.images, part.attachments)}}`;
+}
+
+async function* manualTest(report: Report, test: ReportTest): AsyncIterable<Chunk> {
+  const part = test.final;
+  const { run } = part.answers;
+  const results = part.answers.results.value;
+  const images = imagesByStep(part.images);
   const testInfo = {
-    summary: run.name,
+    summary: test.name,
     type: 'Manual',
-    ...(input.xrayProject ? { projectKey: input.xrayProject } : {}),
-    ...(labels.length ? { labels: labels.map((label) => label.replace(/\s+/g, '_')) } : {}),
+    ...(report.xrayProject ? { projectKey: report.xrayProject } : {}),
+    ...labelsOf(part),
     steps: results.steps.map((step) => ({ action: step.title, data: '', result: expectedOf(step) })),
   };
   const failed = failingStep(results.steps);
   const head = {
     testInfo,
-    ...(run.startedAt ? { start: run.startedAt } : {}),
-    ...(run.finishedAt ? { finish: run.finishedAt } : {}),
+    ...times(part),
     status: STATUS[run.verdict ?? 'running'] ?? 'TODO',
     comment: [
       cellsText(results.cells),
       failed ? `Failed at step ${results.steps.indexOf(failed) + 1}: ${failed.title}\n${failed.error ?? ''}` : '',
+      attemptsText(test),
     ]
       .filter(Boolean)
       .join('\n\n'),
   };
-  yield `{"info":${JSON.stringify(info)},"tests":[${JSON.stringify(head).slice(0, -1)}`;
-  yield `,"evidence":${await evidence(input, images.get(null) ?? [])},"steps":[`;
+  yield `${JSON.stringify(head).slice(0, -1)},"evidence":${await evidence(report, part, images.get(null) ?? [])},"steps":[`;
   for (const [index, step] of results.steps.entries()) {
     const fields = {
       status: STATUS[step.status] ?? 'TODO',
       actualResult: cellsText(step.cells.filter((cell) => cell.name.toLowerCase() !== 'expected')),
       ...(step.error ? { comment: step.error } : {}),
     };
-    yield `${index ? ',' : ''}${JSON.stringify(fields).slice(0, -1)},"evidence":${await evidence(input, images.get(step.id) ?? [])}}`;
+    yield `${index ? ',' : ''}${JSON.stringify(fields).slice(0, -1)},"evidence":${await evidence(report, part, images.get(step.id) ?? [])}}`;
   }
-  yield ']}]}\n';
+  yield ']}';
 }
 
 /** What the step expected, when a cell says it. */

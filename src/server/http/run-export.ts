@@ -1,8 +1,17 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { EXPORT_FORMATS } from '../../api/v1/results.ts';
-import { ApiError, AttestClient } from '../../client/index.ts';
-import { downloadOf, type ExportInput, planImages, readRunAnswers, zipOf } from '../../export/index.ts';
+import { ApiError, AttestClient, v1 } from '../../client/index.ts';
+import {
+  downloadOf,
+  type ExportFile,
+  type ExportInput,
+  type ExportSources,
+  planAttachments,
+  planImages,
+  readRunAnswers,
+  zipOf,
+} from '../../export/index.ts';
 import { AppError, ERRORS, type ErrorCode } from '../errors.ts';
 import { APP_VERSION } from '../version.ts';
 
@@ -44,6 +53,76 @@ function asAppError(error: unknown): unknown {
 
 const SANDBOX_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox";
 
+/** A client that calls this server in process with the caller's own credentials. */
+export function callerClient(request: FastifyRequest): AttestClient {
+  return new AttestClient({
+    baseUrl: 'http://attest.internal',
+    apiKey: header(request, 'service.api-token'),
+    user: header(request, 'service.user'),
+    fetch: selfFetch(request.server),
+    retry: { attempts: 1 },
+  });
+}
+
+/** Reads answers with the caller's client; the caller's problem becomes this answer's problem. */
+export async function asCaller<T>(work: Promise<T>): Promise<T> {
+  return work.catch((error: unknown) => {
+    throw asAppError(error);
+  });
+}
+
+/** Where the writers read bytes: the image route for images, the content route for other files. */
+export function callerSources(client: AttestClient, xrayProject: string | undefined): ExportSources {
+  const read = async (path: string) => {
+    const response = await client.fetchRaw('GET', path);
+    if (!response.ok) await AttestClient.read(response);
+    return new Uint8Array(await response.arrayBuffer());
+  };
+  return {
+    exporter: `attest-server ${APP_VERSION}`,
+    ...(xrayProject ? { xrayProject } : {}),
+    bytes: (image) => read(client.pathOf(v1.images.getImage, { params: { imageId: image.imageId } })),
+    attachmentBytes: (file) => read(client.pathOf(v1.artifacts.getArtifactContent, { params: { artifactId: file.artifactId } })),
+  };
+}
+
+/**
+ * How JUnit is wanted: `zip` when the Accept header prefers `application/zip`, `xml` when it prefers
+ * XML; neither for anything else (`*\/*`, none), which leaves the choice to whether there are files.
+ */
+export function junitWanted(request: FastifyRequest): { zip?: boolean; xml?: boolean } {
+  const accept = request.headers.accept;
+  if (accept === undefined || !/zip|xml/i.test(accept)) return {};
+  const preferred = request.accepts().type(['application/zip', 'application/xml', 'text/xml']);
+  if (preferred === 'application/zip') return { zip: true };
+  if (preferred === 'application/xml' || preferred === 'text/xml') return { xml: true };
+  return {};
+}
+
+/** Streams a download: a ZIP for folder formats, else the one file, as an attachment with a sandboxing CSP. */
+export function sendDownload(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  download: { files: ExportFile[]; archive: boolean },
+  base: string,
+  context: Record<string, unknown>,
+) {
+  const { files, archive } = download;
+  const single = files[0];
+  const [type, name, chunks] =
+    archive || !single
+      ? ['application/zip', `${base}.zip`, zipOf(files)]
+      : [single.type, `${base}.${single.path.split('.').pop()}`, single.chunks()];
+  const body = Readable.from(chunks, { objectMode: false });
+  body.on('error', (error) => request.log.error({ err: error, ...context }, 'the export stopped midway'));
+  return reply
+    .type(type)
+    .header('content-disposition', `attachment; filename="${name}"`)
+    .header('content-security-policy', SANDBOX_CSP)
+    .header('cache-control', 'no-store')
+    .send(body);
+}
+
 /**
  * Answers `GET /testmgmt/testruns/{id}/export`: the documented sequence run in process with the
  * caller's own credentials (so the export holds exactly what the caller may read), then the
@@ -56,40 +135,15 @@ export async function sendRunExport(
   format: (typeof EXPORT_FORMATS)[number],
   options: { partial?: boolean; xrayProject?: string },
 ) {
-  const client = new AttestClient({
-    baseUrl: 'http://attest.internal',
-    apiKey: header(request, 'service.api-token'),
-    user: header(request, 'service.user'),
-    fetch: selfFetch(request.server),
-    retry: { attempts: 1 },
-  });
-  const answers = await readRunAnswers(client, testRunId, { partial: options.partial }).catch((error: unknown) => {
-    throw asAppError(error);
-  });
+  const client = callerClient(request);
+  const answers = await asCaller(readRunAnswers(client, testRunId, { partial: options.partial }));
   const input: ExportInput = {
     answers,
     images: planImages(answers),
-    exporter: `attest-server ${APP_VERSION}`,
-    xrayProject: options.xrayProject,
-    bytes: async (image) => {
-      const response = await client.fetchRaw('GET', `/images/${image.imageId}`);
-      if (!response.ok) await AttestClient.read(response);
-      return new Uint8Array(await response.arrayBuffer());
-    },
+    attachments: planAttachments(answers),
+    folder: '',
+    ...callerSources(client, options.xrayProject),
   };
-  const { files, archive } = downloadOf(format === 'zip' ? 'bundle' : format, input);
-  const base = `attest-run-${testRunId.slice(0, 8)}-${format}`;
-  const single = files[0];
-  const [type, name, chunks] =
-    archive || !single
-      ? ['application/zip', `${base}.zip`, zipOf(files)]
-      : [single.type, `${base}.${single.path.split('.').pop()}`, single.chunks()];
-  const body = Readable.from(chunks, { objectMode: false });
-  body.on('error', (error) => request.log.error({ err: error, testRunId, format }, 'the export stopped midway'));
-  return reply
-    .type(type)
-    .header('content-disposition', `attachment; filename="${name}"`)
-    .header('content-security-policy', SANDBOX_CSP)
-    .header('cache-control', 'no-store')
-    .send(body);
+  const download = downloadOf(format, { run: input }, junitWanted(request));
+  return sendDownload(request, reply, download, `attest-run-${testRunId.slice(0, 8)}-${format}`, { testRunId, format });
 }

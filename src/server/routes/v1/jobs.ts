@@ -1,5 +1,6 @@
 import * as api from '../../../api/v1/jobs.ts';
 import type { AppContext } from '../../context.ts';
+import { sendJobExport } from '../../http/job-export.ts';
 import { presentJob } from '../../presenters/jobs.ts';
 import { deleteJob } from '../../services/deletions.ts';
 import { cancelJob, completeJob, createJob, getJob, listJobs } from '../../services/jobs.ts';
@@ -46,6 +47,11 @@ export function jobRoutes(ctx: AppContext) {
     route(api.completeJob, {
       owner: (request) => jobOwner(ctx, request),
       handler: async (request) => presentJob(await completeJob(ctx, request.params.jobId)),
+    }),
+    route(api.exportJob, {
+      owner: (request) => jobOwner(ctx, request),
+      handler: (request, reply) =>
+        sendJobExport(request, reply, request.params.jobId, request.query.format, { xrayProject: request.query.xrayProject }),
     }),
   ];
 }
