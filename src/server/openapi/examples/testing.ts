@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import { cancelJob, completeJob, createJob, getJob, type Job, listJobs } from '../../../api/v1/jobs.ts';
+import { cancelJob, completeJob, createJob, exportJob, getJob, type Job, listJobs } from '../../../api/v1/jobs.ts';
 import { appendResults, exportRun, getResults, type XrayExecution } from '../../../api/v1/results.ts';
 import { createRun, getRun, keepRun, listRuns, updateRun } from '../../../api/v1/runs.ts';
 import { createTest, getTest, getTestHistory, listTests } from '../../../api/v1/tests.ts';
@@ -277,6 +277,33 @@ export const testingExamples = [
                   evidence: [{ data: 'iVBORw0KGgo=', filename: '1-open-the-sign-in-page_01-sign-in.png', contentType: 'image/png' }],
                 },
               ],
+            },
+          ],
+        } satisfies Static<typeof XrayExecution>,
+      },
+    },
+  ] as [string, OperationExamples],
+  // A job's Xray JSON: an automated test is Generic, keyed by its full name; a retry folded into it.
+  [
+    exportJob.operationId,
+    {
+      responses: {
+        200: {
+          info: {
+            summary: 'Nightly web',
+            description: `Exported from Attest: job ${IDS.job}.`,
+            startDate: '2026-11-02T02:00:04.000Z',
+            finishDate: '2026-11-02T02:03:41.000Z',
+            revision: '9f2c4e1',
+          },
+          tests: [
+            {
+              testInfo: { summary: 'flaky login', type: 'Generic', definition: 'account.spec.ts › Account › flaky login' },
+              start: '2026-11-02T02:01:10.000Z',
+              finish: '2026-11-02T02:01:12.000Z',
+              status: 'PASSED',
+              comment: '2 attempts; the last one decides.\nAttempt 1: failed (Error: the session is ready on the retry)\nAttempt 2: passed',
+              evidence: [],
             },
           ],
         } satisfies Static<typeof XrayExecution>,
