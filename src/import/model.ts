@@ -16,6 +16,15 @@ export interface ImportedCell {
   mediaType?: 'text/plain' | 'text/markdown';
 }
 
+/** One image of a visual diff: its bytes inline (`body`) or from the archive (`path`). */
+export interface ImportedFile {
+  /** The attachment's own name (`badge-expected.png`): what it is stored as if the visual diff cannot be. */
+  name: string;
+  path?: string;
+  body?: Uint8Array;
+  contentType?: string;
+}
+
 /** A file the report names: its bytes come inline (`body`) or from the archive (`path`). */
 export interface ImportedAttachment {
   name: string;
@@ -25,7 +34,9 @@ export interface ImportedAttachment {
   body?: Uint8Array;
   /** The type the report declares; the stored type comes from the bytes for images. */
   contentType?: string;
-  kind: 'screenshot' | 'video' | 'trace' | 'log' | 'file';
+  kind: 'screenshot' | 'video' | 'trace' | 'log' | 'file' | 'visual-diff';
+  /** A visual diff's images (kind `visual-diff`, whose own `path` and `body` are unused). */
+  images?: { baseline: ImportedFile; actual: ImportedFile; diff: ImportedFile };
 }
 
 export interface ImportedStep {

@@ -1,22 +1,27 @@
 import sjson from 'secure-json-parse';
 import {
+  artifactNameOf,
   attachmentKind,
   attachmentStep,
   clip,
   errorCellText,
   fullNameOf,
+  groupVisualDiffs,
   runNameOf,
   STEP_TITLE_MAX,
+  skipReasonOf,
   stdioText,
   stepErrorOf,
   stepStatusOf,
   stripAnsi,
   verdictOf,
+  visualDiffStep,
 } from '../../packages/playwright-reporter/src/mapping.ts';
 import {
   type ImportedAttachment,
   type ImportedCase,
   type ImportedCell,
+  type ImportedFile,
   type ImportedReport,
   type ImportedStep,
   ImportInputError,
@@ -106,13 +111,21 @@ function readSpec(context: Context, spec: Json, titles: string[], where: string,
     const entry = object(context, test, at);
     const projectName = typeof entry.projectName === 'string' ? entry.projectName : '';
     const fullName = fullNameOf([...titles, title], projectName, context.severalProjects);
+    const annotations = Array.isArray(entry.annotations) ? entry.annotations.filter(isObject) : [];
     list(context, entry, 'results', at).forEach((result, r) => {
-      cases.push(readResult(context, object(context, result, `${at}.results[${r}]`), { fullName, title }, `${at}.results[${r}]`));
+      cases.push(
+        readResult(context, object(context, result, `${at}.results[${r}]`), { fullName, title, annotations }, `${at}.results[${r}]`),
+      );
     });
   });
 }
 
-function readResult(context: Context, result: Json, test: { fullName: string; title: string }, where: string): ImportedCase {
+function readResult(
+  context: Context,
+  result: Json,
+  test: { fullName: string; title: string; annotations: Json[] },
+  where: string,
+): ImportedCase {
   const status = string(context, result.status, `${where}.status`);
   const attempt = Number.isInteger(result.retry) && (result.retry as number) >= 0 ? (result.retry as number) : 0;
   const steps = list(context, result, 'steps', where).map((step, i) =>
@@ -126,19 +139,42 @@ function readResult(context: Context, result: Json, test: { fullName: string; ti
     ...(typeof result.duration === 'number' ? { durationMs: milliseconds(result.duration) } : {}),
     attempt,
     labels: {},
-    cells: resultCells(result),
+    cells: resultCells(result, status, Array.isArray(result.annotations) ? result.annotations.filter(isObject) : test.annotations),
     attachments: [],
     steps,
   };
-  list(context, result, 'attachments', where).forEach((raw, i) => {
+  const attachments = list(context, result, 'attachments', where).flatMap((raw, i) => {
     const attachment = readAttachment(context, object(context, raw, `${where}.attachments[${i}]`), `${where}.attachments[${i}]`);
-    if (!attachment) return;
-    // The placement rule: see `attachmentStep` in the reporter's mapping.ts.
-    const step = attachmentStep(attachment.name, steps, { children: (s) => s.steps, failed: (s) => s.status === 'failed' });
-    (step ?? imported).attachments.push(attachment);
+    return attachment ? [attachment] : [];
   });
+  const tree = { children: (s: ImportedStep) => s.steps, failed: (s: ImportedStep) => s.status === 'failed' };
+  for (const group of groupVisualDiffs(attachments)) {
+    if ('visualDiff' in group) {
+      // A failed toHaveScreenshot: one visual diff on the step that made it (mapping.ts's `visualDiffStep`).
+      const { name, baseline, actual, diff } = group.visualDiff;
+      const step = visualDiffStep(name, steps, { ...tree, error: (s) => s.error });
+      const images = { baseline: fileOf(baseline), actual: fileOf(actual), diff: fileOf(diff) };
+      (step ?? imported).attachments.push({
+        name,
+        kind: 'visual-diff',
+        ...(diff.contentType ? { contentType: diff.contentType } : {}),
+        images,
+      });
+      continue;
+    }
+    // The placement rule: see `attachmentStep` in the reporter's mapping.ts.
+    const step = attachmentStep(group.attachment.name, steps, tree);
+    (step ?? imported).attachments.push(group.attachment);
+  }
   return imported;
 }
+
+const fileOf = (attachment: ImportedAttachment): ImportedFile => ({
+  name: attachment.name,
+  ...(attachment.path !== undefined ? { path: attachment.path } : {}),
+  ...(attachment.body !== undefined ? { body: attachment.body } : {}),
+  ...(attachment.contentType !== undefined ? { contentType: attachment.contentType } : {}),
+});
 
 function readStep(context: Context, step: Json, resultStatus: string, where: string): ImportedStep {
   const error = isObject(step.error) ? step.error : undefined;
@@ -158,9 +194,11 @@ function readStep(context: Context, step: Json, resultStatus: string, where: str
   };
 }
 
-/** Run-level cells, in this order: `error` (every error, formatted by Playwright), `stdout`, `stderr`. */
-function resultCells(result: Json): ImportedCell[] {
+/** Run-level cells, in this order: `skipped` (the reason), `error` (every error, formatted by Playwright), `stdout`, `stderr`. */
+function resultCells(result: Json, status: string, annotations: Json[]): ImportedCell[] {
   const cells: ImportedCell[] = [];
+  const reason = skipReasonOf(status, annotations);
+  if (reason) cells.push({ name: 'skipped', text: reason });
   const errors = (Array.isArray(result.errors) ? result.errors : [])
     .filter(isObject)
     .map((e) => stripAnsi(String(e.message ?? e.value ?? '')));
@@ -175,8 +213,8 @@ function resultCells(result: Json): ImportedCell[] {
 }
 
 function readAttachment(context: Context, raw: Json, where: string): ImportedAttachment | undefined {
-  const name = typeof raw.name === 'string' && raw.name !== '' ? raw.name : 'attachment';
   const contentType = typeof raw.contentType === 'string' ? raw.contentType : undefined;
+  const name = artifactNameOf(typeof raw.name === 'string' && raw.name !== '' ? raw.name : 'attachment', contentType);
   const attachment: ImportedAttachment = { name, kind: attachmentKind(name, contentType), ...(contentType ? { contentType } : {}) };
   if (typeof raw.body === 'string') return { ...attachment, body: Buffer.from(raw.body, 'base64') };
   if (typeof raw.path === 'string' && raw.path !== '') return { ...attachment, path: raw.path };

@@ -10,6 +10,10 @@ import { tempDir } from './data-folders.ts';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** The fixture project: passing, failing (in nested steps), skipped and flaky tests, screenshots (test/fixtures/playwright). */
 export const PLAYWRIGHT_CONFIG = path.join(ROOT, 'test/fixtures/playwright/playwright.config.ts');
+/** A failing `toHaveScreenshot` in nested steps, a passing test and a skip with a reason (test/fixtures/playwright-visual). */
+export const PLAYWRIGHT_VISUAL_CONFIG = path.join(ROOT, 'test/fixtures/playwright-visual/playwright.config.ts');
+/** The live reporter from the workspace's TypeScript source (the package name resolves to its build, which tests do not make). */
+export const REPORTER_SOURCE = path.join(ROOT, 'packages/playwright-reporter/src/index.ts');
 const PLAYWRIGHT_CLI = path.join(ROOT, 'node_modules/@playwright/test/cli.js');
 
 export interface PlaywrightRun {
@@ -25,19 +29,32 @@ export interface PlaywrightRun {
 }
 
 /** Variables of the live reporter that must not leak in from the shell running the tests. */
-const REPORTER_VARIABLES = ['ATTEST_URL', 'ATTEST_API_KEY', 'ATTEST_USER', 'ATTEST_PROJECT', 'ATTEST_JOB_NAME', 'ATTEST_FLUSH_TIMEOUT_MS'];
+const REPORTER_VARIABLES = [
+  'ATTEST_URL',
+  'ATTEST_API_KEY',
+  'ATTEST_USER',
+  'ATTEST_PROJECT',
+  'ATTEST_JOB_NAME',
+  'ATTEST_FLUSH_TIMEOUT_MS',
+  'ATTEST_SPOOL_DIR',
+  'ATTEST_PW_REPORTER',
+];
 
 /**
  * Runs the fixture project once with Debian's Chromium (never a downloaded browser) into a new temp
  * folder. `env` adds variables: `ATTEST_URL` and friends turn the live reporter on for the same run
  * whose JSON report lands in `reportPath`, so a test can compare the two (or import the report).
  */
-export async function runPlaywrightFixture(env: Record<string, string> = {}): Promise<PlaywrightRun> {
+export async function runPlaywrightFixture(
+  env: Record<string, string> = {},
+  options: { config?: string; prepare?: (outDir: string) => Promise<void> } = {},
+): Promise<PlaywrightRun> {
   const outDir = tempDir('attest-playwright-');
+  await options.prepare?.(outDir);
   const inherited = { ...process.env };
   for (const name of REPORTER_VARIABLES) delete inherited[name];
   const started = Date.now();
-  const child = spawn(process.execPath, [PLAYWRIGHT_CLI, 'test', '-c', PLAYWRIGHT_CONFIG], {
+  const child = spawn(process.execPath, [PLAYWRIGHT_CLI, 'test', '-c', options.config ?? PLAYWRIGHT_CONFIG], {
     cwd: ROOT,
     env: { ...inherited, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: '1', FORCE_COLOR: '0', ATTEST_PW_OUT: outDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

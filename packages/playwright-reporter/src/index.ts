@@ -10,21 +10,26 @@ import {
   type RunState,
   type StepInput,
   type StepNode,
+  visualDiffItem,
 } from './items.ts';
 import {
+  artifactNameOf,
   attachmentKind,
   attachmentStep,
   clip,
   errorCellText,
   formatError,
   fullNameOf,
+  groupVisualDiffs,
   runNameOf,
   STEP_DEPTH_MAX,
   STEP_TITLE_MAX,
+  skipReasonOf,
   stdioText,
   stepErrorOf,
   stepStatusOf,
   verdictOf,
+  visualDiffStep,
 } from './mapping.ts';
 import { type AttestReporterOptions, resolveSettings, type Settings } from './options.ts';
 import { SendQueue } from './queue.ts';
@@ -119,6 +124,7 @@ export default class AttestReporter implements Reporter {
     const node = this.nodes.get(step);
     if (!run || !node || !this.queue || !this.http) return;
     const error = stepErrorOf(step.error);
+    if (error !== undefined) node.error = error;
     const end: StepInput = {
       ...stepFields(node),
       status: 'passed',
@@ -137,16 +143,36 @@ export default class AttestReporter implements Reporter {
     if (!run || !this.queue || !this.http) return;
     this.endHeldSteps(run, result.status);
     const cells = [
+      { name: 'skipped', text: skipReasonOf(result.status, result.annotations ?? []) },
       { name: 'error', text: errorCellText(result.errors.map((e) => formatError(e))) },
       { name: 'stdout', text: stdioText(result.stdout) },
       { name: 'stderr', text: stdioText(result.stderr) },
     ].filter((cell): cell is { name: string; text: string } => cell.text !== undefined);
     if (cells.length) this.queue.push(new ResultsItem(this.http, run, this.counts, { cells }));
-    for (const attachment of result.attachments) {
-      if (!attachment.body && !attachment.path) continue;
+    const tree = { children: (s: StepNode) => s.children, failed: (s: StepNode) => s.failed, error: (s: StepNode) => s.error };
+    const attachments = result.attachments
+      .filter((attachment) => attachment.body || attachment.path)
+      .map((attachment) => ({ ...attachment, name: artifactNameOf(attachment.name, attachment.contentType) }));
+    for (const group of groupVisualDiffs(attachments)) {
+      if ('visualDiff' in group) {
+        // A failed toHaveScreenshot: one visual diff on the step that made it, by the import's rule.
+        const { name, baseline, actual, diff } = group.visualDiff;
+        const step = visualDiffStep(name, run.steps, tree);
+        this.queue.push(
+          visualDiffItem(this.http, () => this.projectId, run, this.counts, {
+            name,
+            baseline,
+            actual,
+            diff,
+            ...(step ? { stepKey: step.key } : {}),
+          }),
+        );
+        continue;
+      }
+      const attachment = group.attachment;
       // The placement rule is mapping.ts's `attachmentStep`, the import's too: `TestStep.attachments`
       // is not used, because a JSON report cannot tell it.
-      const step = attachmentStep(attachment.name, run.steps, { children: (s) => s.children, failed: (s) => s.failed });
+      const step = attachmentStep(attachment.name, run.steps, tree);
       const kind = attachmentKind(attachment.name, attachment.contentType);
       this.queue.push(
         artifactItem(this.http, () => this.projectId, run, this.counts, { ...attachment, kind, ...(step ? { stepKey: step.key } : {}) }),

@@ -24,6 +24,8 @@ export interface StepNode {
   title: string;
   startedAt: string;
   failed: boolean;
+  /** Its error message, once it ended with one. */
+  error?: string;
   children: StepNode[];
 }
 
@@ -159,6 +161,47 @@ export function artifactItem(
         const form = new FormData();
         form.append('metadata', JSON.stringify(metadata));
         form.append('file', new Blob([content], { type: attachment.contentType ?? 'application/octet-stream' }), fileName);
+        return form;
+      });
+      counts.attachments++;
+    },
+  };
+}
+
+/**
+ * A failed `toHaveScreenshot` as one `visual-diff` artifact: the upload's `baseline`, `actual` and
+ * `diff` file parts (SPEC 2.1), each read only when it is sent.
+ */
+export function visualDiffItem(
+  http: AttestHttp,
+  projectId: () => string | undefined,
+  run: RunState,
+  counts: Counts,
+  diff: { name: string; baseline: AttachmentSource; actual: AttachmentSource; diff: AttachmentSource; stepKey?: string },
+): QueueItem {
+  const parts = [
+    ['baseline', diff.baseline],
+    ['actual', diff.actual],
+    ['diff', diff.diff],
+  ] as const;
+  const key = `a${run.nextArtifact++}`;
+  return {
+    kind: 'attachment',
+    essential: false,
+    bytes: parts.reduce((sum, [, part]) => sum + (part.body?.byteLength ?? fileSize(part.path)), 0),
+    async send() {
+      const project = projectId();
+      if (!run.id || !project) return void counts.skipped++;
+      const contents = await Promise.all(parts.map(([, part]) => part.body ?? readFile(part.path!)));
+      const stepKey = diff.stepKey && run.stored.has(diff.stepKey) ? diff.stepKey : undefined;
+      const metadata = { testRunId: run.id, kind: 'visual-diff', name: diff.name, idempotencyKey: key, ...(stepKey ? { stepKey } : {}) };
+      await http.multipart(`/projects/${project}/artifact`, () => {
+        const form = new FormData();
+        form.append('metadata', JSON.stringify(metadata));
+        parts.forEach(([field, part], i) => {
+          const name = part.path ? basename(part.path) : part.name;
+          form.append(field, new Blob([contents[i]!], { type: part.contentType ?? 'application/octet-stream' }), name);
+        });
         return form;
       });
       counts.attachments++;

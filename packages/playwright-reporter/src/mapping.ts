@@ -8,7 +8,7 @@
 
 export type Verdict = 'passed' | 'failed' | 'broken' | 'skipped';
 export type FinalStepStatus = 'passed' | 'failed' | 'broken' | 'skipped';
-export type ArtifactKind = 'screenshot' | 'video' | 'trace' | 'log' | 'file';
+export type ArtifactKind = 'screenshot' | 'video' | 'trace' | 'log' | 'file' | 'visual-diff';
 
 /** Joins a test's title path, as Playwright's own reporters do. */
 export const TITLE_SEPARATOR = ' › ';
@@ -197,4 +197,115 @@ export function innermostFailed<S>(steps: readonly S[], tree: StepTree<S>): S | 
   };
   visit(steps, 1);
   return best?.step;
+}
+
+/** Which image of a visual comparison an attachment is: Playwright names them `<snapshot>-expected.png`, `-actual`, `-diff`. */
+const COMPARISON = /^(.+)-(expected|actual|diff)(\.[A-Za-z0-9]+)$/;
+
+/** A failed `toHaveScreenshot`: one visual diff named by its snapshot (`badge.png`), with its three images. */
+export interface VisualDiff<A> {
+  name: string;
+  baseline: A;
+  actual: A;
+  diff: A;
+}
+
+export type AttachmentGroup<A> = { attachment: A } | { visualDiff: VisualDiff<A> };
+
+/**
+ * A result's attachments, each complete comparison triple (`<name>-expected`, `-actual` and `-diff`,
+ * all raster images of one snapshot) taken together as one visual diff, in the place of its first
+ * image; everything else as it was. An incomplete triple (a missing baseline writes only `-actual`)
+ * stays three plain screenshots, since a visual diff needs all three.
+ */
+export function groupVisualDiffs<A extends { name: string; contentType?: string }>(attachments: readonly A[]): AttachmentGroup<A>[] {
+  const triples = new Map<string, Partial<Record<'expected' | 'actual' | 'diff', A>>>();
+  for (const attachment of attachments) {
+    const match = COMPARISON.exec(attachment.name);
+    if (!match || attachmentKind(attachment.name, attachment.contentType) !== 'screenshot') continue;
+    const snapshot = `${match[1]}${match[3]}`;
+    const triple = triples.get(snapshot) ?? {};
+    const role = match[2] as 'expected' | 'actual' | 'diff';
+    // The same snapshot compared twice in one attempt (a retried expect.poll): the last comparison wins.
+    triple[role] = attachment;
+    triples.set(snapshot, triple);
+  }
+  const groups: AttachmentGroup<A>[] = [];
+  const placed = new Set<string>();
+  for (const attachment of attachments) {
+    const match = COMPARISON.exec(attachment.name);
+    const snapshot = match ? `${match[1]}${match[3]}` : undefined;
+    const triple = snapshot === undefined ? undefined : triples.get(snapshot);
+    if (snapshot !== undefined && triple?.expected && triple.actual && triple.diff) {
+      if (!placed.has(snapshot)) {
+        placed.add(snapshot);
+        groups.push({ visualDiff: { name: snapshot, baseline: triple.expected, actual: triple.actual, diff: triple.diff } });
+      }
+      continue;
+    }
+    groups.push({ attachment });
+  }
+  return groups;
+}
+
+export interface ErrorStepTree<S> extends StepTree<S> {
+  /** The step's error message (`stepErrorOf`), if it has one. */
+  error(step: S): string | undefined;
+}
+
+/**
+ * Where a visual diff goes: the step that made the failing `toHaveScreenshot`. Attest keeps only
+ * `test.step`s (what the JSON report keeps; the assertion's own `expect` step is not among them), so
+ * that is the deepest failed step whose error is this comparison's: one naming the snapshot
+ * (`Snapshot: badge.png`), else, for an unnamed snapshot, one from `toHaveScreenshot`; the last in
+ * tree order among equally deep ones. A comparison made outside every step goes to the run.
+ */
+export function visualDiffStep<S>(snapshot: string, steps: readonly S[], tree: ErrorStepTree<S>): S | undefined {
+  const named = (step: S) => tree.failed(step) && (tree.error(step) ?? '').includes(`Snapshot: ${snapshot}`);
+  const comparison = (step: S) => tree.failed(step) && (tree.error(step) ?? '').includes('toHaveScreenshot');
+  return (
+    innermostFailed(steps, { children: tree.children, failed: named }) ??
+    innermostFailed(steps, { children: tree.children, failed: comparison })
+  );
+}
+
+/** Text types whose attachments Playwright names without an extension (`error-context` is Markdown). */
+const TEXT_EXTENSIONS: Record<string, string> = {
+  'text/markdown': 'md',
+  'text/plain': 'txt',
+  'application/json': 'json',
+  'text/html': 'html',
+  'text/csv': 'csv',
+  'application/xml': 'xml',
+};
+
+/**
+ * The artifact's name: the attachment's, with the extension of its text type added when it has
+ * none (`error-context` → `error-context.md`), so Attest, which takes the type of text from the
+ * name, stores it as `text/markdown` and a download opens as what it is.
+ */
+export function artifactNameOf(name: string, contentType: string | undefined): string {
+  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  const extension = TEXT_EXTENSIONS[type];
+  if (!extension || /\.[A-Za-z0-9]{1,8}$/.test(name)) return name;
+  return `${name}.${extension}`;
+}
+
+/** What Playwright records of a skip: `test.skip(condition, 'reason')` and `test.fixme(…)` leave an annotation. */
+export interface AnnotationLike {
+  type?: unknown;
+  description?: unknown;
+}
+
+/**
+ * A skipped attempt's reason, as the JUnit import keeps a `<skipped message>`: the descriptions of
+ * its `skip` and `fixme` annotations, one a line (a `fixme` says so); none for a skip without reason.
+ */
+export function skipReasonOf(status: string, annotations: readonly AnnotationLike[]): string | undefined {
+  if (status !== 'skipped') return undefined;
+  const reasons = annotations
+    .filter((a) => (a.type === 'skip' || a.type === 'fixme') && typeof a.description === 'string' && a.description.trim() !== '')
+    .map((a) => (a.type === 'fixme' ? `fixme: ${(a.description as string).trim()}` : (a.description as string).trim()));
+  const text = [...new Set(reasons)].join('\n');
+  return text ? clip(text, TEXT_MAX) : undefined;
 }

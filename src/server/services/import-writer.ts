@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { TEXT_MAX } from '../../api/common.ts';
 import { RUN_RESULT_ITEMS_MAX, STEP_DEPTH_MAX, STEP_TITLE_MAX } from '../../api/v1/results.ts';
 import { ArchiveIndex, resolveAttachment } from '../../import/archive.ts';
-import type { ImportedAttachment, ImportedCase, ImportedCell, ImportedReport, ImportedStep } from '../../import/model.ts';
+import type { ImportedAttachment, ImportedCase, ImportedCell, ImportedFile, ImportedReport, ImportedStep } from '../../import/model.ts';
 import type { AppContext } from '../context.ts';
 import { insertArtifact, upsertImage } from '../db/repositories/artifacts.ts';
 import { insertCells, insertSteps } from '../db/repositories/results.ts';
@@ -198,9 +198,9 @@ function indexOf(files: ReadonlyMap<string, Uint8Array>): ArchiveIndex {
   return index;
 }
 
-/** The bytes of an attachment: inline, or the archive file it names. */
-function attachmentBytes(files: ReadonlyMap<string, Uint8Array>, pending: PendingAttachment): Uint8Array | string {
-  const { attachment } = pending;
+/** The bytes of an attachment (or of one image of a visual diff): inline, or the archive file it names. */
+function attachmentBytes(files: ReadonlyMap<string, Uint8Array>, pending: PendingAttachment, file?: ImportedFile): Uint8Array | string {
+  const attachment = file ?? pending.attachment;
   if (attachment.body) return attachment.body;
   if (attachment.path === undefined) return `attachment "${attachment.name}" has neither a path nor a body`;
   const entry = resolveAttachment(indexOf(files), pending.file, attachment.path);
@@ -210,7 +210,54 @@ function attachmentBytes(files: ReadonlyMap<string, Uint8Array>, pending: Pendin
 
 interface StoredAttachment {
   pending: PendingAttachment;
+  /** The artifact's content; for a visual diff, its diff image. */
   stored: StoredFile;
+  /** A visual diff's images in their listed order: baseline, actual, diff (the last one is `stored`). */
+  images?: { role: 'baseline' | 'actual' | 'diff'; file: StoredFile }[];
+}
+
+const VISUAL_DIFF_ROLES = ['baseline', 'actual', 'diff'] as const;
+
+/**
+ * A visual diff's three images stored as images; `undefined` when one is missing or no raster image,
+ * and then the caller keeps them as separate attachments (`asSeparateImages`), as they came.
+ */
+async function storeVisualDiff(
+  ctx: AppContext,
+  files: ReadonlyMap<string, Uint8Array>,
+  pending: PendingAttachment,
+  problems: BatchOutcome['problems'],
+): Promise<StoredAttachment | undefined> {
+  const images = pending.attachment.images!;
+  const bytes = VISUAL_DIFF_ROLES.map((role) => attachmentBytes(files, pending, images[role]));
+  const missing = bytes.find((b): b is string => typeof b === 'string');
+  if (missing !== undefined) {
+    problems.push({
+      file: pending.file,
+      message: `visual diff "${pending.attachment.name}": ${missing}; its other images are kept as screenshots`,
+    });
+    return undefined;
+  }
+  const stored: { role: (typeof VISUAL_DIFF_ROLES)[number]; file: StoredFile }[] = [];
+  try {
+    for (const [i, role] of VISUAL_DIFF_ROLES.entries())
+      stored.push({ role, file: await storeFileBytes(ctx, bytes[i] as Uint8Array, true) });
+  } catch (error) {
+    for (const { file } of stored) file.release();
+    if (!(error instanceof AppError) || error.code !== 'UNSUPPORTED_MEDIA_TYPE') throw error;
+    problems.push({
+      file: pending.file,
+      message: `visual diff "${pending.attachment.name}": an image is no PNG, JPEG, GIF or WebP; kept as files`,
+    });
+    return undefined;
+  }
+  return { pending, stored: stored[2]!.file, images: stored };
+}
+
+/** A visual diff that cannot be stored as one: its images as the screenshots they were in the report. */
+function asSeparateImages(pending: PendingAttachment): PendingAttachment[] {
+  const images = pending.attachment.images!;
+  return VISUAL_DIFF_ROLES.map((role) => ({ ...pending, attachment: { ...images[role], kind: 'screenshot' as const } }));
 }
 
 /** Stores one attachment's bytes; a screenshot that is no raster image is kept as a plain file. */
@@ -242,8 +289,30 @@ export async function writeCases(
   const stored: StoredAttachment[] = [];
   const perRun = new Map<string, number>();
   let storedRows = 0;
+  let expanded = 0;
   try {
-    for (const pending of sink.attachments) {
+    const queue = [...sink.attachments];
+    for (let pending = queue.shift(); pending; pending = queue.shift()) {
+      if (pending.attachment.kind === 'visual-diff' && pending.attachment.images) {
+        const count = perRun.get(pending.runId) ?? 0;
+        if (count >= ctx.config.maxArtifactsPerRun) {
+          problems.push({
+            file: pending.file,
+            message: `a run holds at most ${ctx.config.maxArtifactsPerRun} artifacts; "${pending.attachment.name}" was left out`,
+          });
+          continue;
+        }
+        const visual = await storeVisualDiff(ctx, files, pending, problems);
+        if (visual) {
+          stored.push(visual);
+          perRun.set(pending.runId, count + 1);
+        } else {
+          // Three attachments where one was counted; one that is missing counts as missing.
+          expanded += 2;
+          queue.unshift(...asSeparateImages(pending).filter((image) => typeof attachmentBytes(files, image) !== 'string'));
+        }
+        continue;
+      }
       const bytes = attachmentBytes(files, pending);
       if (typeof bytes === 'string') {
         problems.push({ file: pending.file, message: bytes });
@@ -272,8 +341,8 @@ export async function writeCases(
       // Past the project's quota (RET-5) an attachment is left out, and said so; the run stays.
       // A project without a quota costs one lookup per batch, not one per attachment.
       const capped = stored.length > 0 && (await hasQuota(trx, target.projectId));
-      for (const { pending, stored: file } of stored) {
-        if (capped && !(await fitsQuota(trx, target.projectId, [file]))) {
+      for (const { pending, stored: file, images } of stored) {
+        if (capped && !(await fitsQuota(trx, target.projectId, images ? images.map((image) => image.file) : [file]))) {
           problems.push({
             file: pending.file,
             message: `attachment "${pending.attachment.name}" was left out: the project's quota is reached`,
@@ -297,30 +366,34 @@ export async function writeCases(
           created_by: target.actorId,
         };
         const links: ArtifactImagesTable[] = [];
-        if (file.role) {
+        // A screenshot has one image; a visual diff its baseline, actual and diff, in that order.
+        for (const image of images ?? (file.role ? [{ role: 'screenshot' as const, file }] : [])) {
           const imageId = await upsertImage(trx, {
             id: randomUUID(),
-            sha256: file.sha256,
-            content_type: file.contentType,
-            width: file.width as number,
-            height: file.height as number,
-            size: file.size,
+            sha256: image.file.sha256,
+            content_type: image.file.contentType,
+            width: image.file.width as number,
+            height: image.file.height as number,
+            size: image.file.size,
             thumbnail_sha256: null,
             created_at: target.now,
           });
-          links.push({ artifact_id: row.id, image_id: imageId, role: 'screenshot', position: 0 });
+          links.push({ artifact_id: row.id, image_id: imageId, role: image.role, position: links.length });
         }
         await insertArtifact(trx, row, links);
       }
     });
   } finally {
-    for (const { stored: file } of stored) file.release();
+    for (const { stored: file, images } of stored) {
+      if (images) for (const image of images) image.file.release();
+      else file.release();
+    }
   }
   return {
     steps: sink.steps.length,
     cells: sink.cells.length,
     attachments: storedRows,
     problems,
-    attachmentsMissing: sink.attachments.length - storedRows,
+    attachmentsMissing: sink.attachments.length + expanded - storedRows,
   };
 }
