@@ -558,6 +558,101 @@ for (const dialect of DIALECTS) {
       }
     });
   });
+  describe(`[${dialect}] web sessions and passwords (SEC-2e, SEC-2f)`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer(dialect);
+    });
+    after(() => server.close());
+
+    async function userWithPassword(roles: ('viewer' | 'tester')[] = ['viewer']) {
+      const user = await createUser(server, roles);
+      const password = `pw-${unique()}-long-enough`;
+      await server.admin.client.call(v1.users.setUserPassword, { params: { email: user.email }, body: { password } });
+      return { ...user, password };
+    }
+    const signIn = async (email: string, password: string) => {
+      const session = await server.client().call(v1.meta.login, { body: { email, password } });
+      return { ...session, client: server.client(session.key) };
+    };
+    const keysOf = async (email: string) => (await server.admin.client.call(v1.users.listApiKeys, { params: { email } })).items;
+
+    test("a password change ends the account's other web sessions at once; the session that made it and the API keys stay", async () => {
+      const user = await userWithPassword();
+      const changer = await signIn(user.email, user.password);
+      const other = await signIn(user.email, user.password);
+      const third = await signIn(user.email, user.password);
+      // Used once each, so the credentials cache knows them all before the change.
+      for (const session of [changer, other, third]) assert.equal((await session.client.call(v1.meta.getMe)).email, user.email);
+
+      const newPassword = `pw-${unique()}-changed`;
+      await changer.client.call(v1.users.setUserPassword, { params: { email: user.email }, body: { password: newPassword } });
+      for (const session of [other, third]) await assert.rejects(session.client.call(v1.meta.getMe), rejectsWith(401, 'UNAUTHENTICATED'));
+      assert.equal((await changer.client.call(v1.meta.getMe)).email, user.email, 'the session that made the change stays');
+      assert.equal((await user.client.call(v1.meta.getMe)).email, user.email, 'API keys are not sessions: they stay');
+      await assert.rejects(signIn(user.email, user.password), rejectsWith(401), 'the old password is gone');
+      await signIn(user.email, newPassword);
+
+      const entries = await server.admin.client.call(v1.users.listAuditLog, {
+        query: { action: 'user.password', targetId: (await user.client.call(v1.meta.getMe)).id },
+      });
+      // The clock stands still here, so both entries (the admin's first password, then the change) share a time.
+      assert.deepEqual(
+        entries.items.map((entry) => entry.details.endedSessions).sort(),
+        [0, 2],
+        'the change names the two sessions it ended',
+      );
+    });
+
+    test('a password set by an admin, or through an API key, ends every web session of the user', async () => {
+      const user = await userWithPassword();
+      const sessions = [await signIn(user.email, user.password), await signIn(user.email, user.password)];
+      for (const session of sessions) await session.client.call(v1.meta.getMe);
+      await server.admin.client.call(v1.users.setUserPassword, {
+        params: { email: user.email },
+        body: { password: `pw-${unique()}-by-admin` },
+      });
+      for (const session of sessions) await assert.rejects(session.client.call(v1.meta.getMe), rejectsWith(401));
+
+      const password = `pw-${unique()}-by-own-key`;
+      const again = await (async () => {
+        await server.admin.client.call(v1.users.setUserPassword, { params: { email: user.email }, body: { password } });
+        return signIn(user.email, password);
+      })();
+      await user.client.call(v1.users.setUserPassword, { params: { email: user.email }, body: { password: `pw-${unique()}-new` } });
+      await assert.rejects(again.client.call(v1.meta.getMe), rejectsWith(401), 'a change through an API key keeps no session');
+    });
+
+    test('a web session creates a key only with its own password (sudo mode); an API key needs none', async () => {
+      const user = await userWithPassword();
+      const other = await userWithPassword();
+      const session = await signIn(user.email, user.password);
+      const create = (body: { name: string; password?: string }) =>
+        session.client.call(v1.users.createApiKey, { params: { email: user.email }, body });
+      const before = (await keysOf(user.email)).length;
+      await assert.rejects(create({ name: 'no password' }), rejectsWith(403, 'REAUTHENTICATION_REQUIRED'));
+      await assert.rejects(create({ name: 'wrong', password: 'not my password at all' }), rejectsWith(403, 'REAUTHENTICATION_REQUIRED'));
+      await assert.rejects(create({ name: 'theirs', password: other.password }), rejectsWith(403, 'REAUTHENTICATION_REQUIRED'));
+      assert.equal((await keysOf(user.email)).length, before, 'no key was created');
+
+      const created = await create({ name: 'confirmed', password: user.password });
+      assert.equal((await server.client(created.key).call(v1.meta.getMe)).email, user.email);
+      const byKey = await user.client.call(v1.users.createApiKey, { params: { email: user.email }, body: { name: 'by key' } });
+      assert.equal(byKey.format, 'standard', 'an API key creates keys without a password');
+    });
+
+    test('wrong passwords a session confirms with count as failed logins, so a stolen session cannot guess the password', async () => {
+      const user = await userWithPassword();
+      const session = await signIn(user.email, user.password);
+      const create = (password: string) =>
+        session.client.call(v1.users.createApiKey, { params: { email: user.email }, body: { name: 'guess', password } });
+      // The session signed in from this address, so the address's pass allows a few failures first (SEC-2d).
+      for (let i = 0; i < 5; i++) await assert.rejects(create(`guess number ${i}`), rejectsWith(403, 'REAUTHENTICATION_REQUIRED'));
+      await assert.rejects(create('guess number 5'), rejectsWith(429, 'RATE_LIMITED'));
+      await assert.rejects(create(user.password), rejectsWith(429, 'RATE_LIMITED'), 'throttled before the password is checked');
+      await assert.rejects(signIn(user.email, user.password), rejectsWith(429, 'RATE_LIMITED'), 'and so are the logins');
+    });
+  });
 }
 
 async function createAdmin(server: TestServer, by: AttestClient): Promise<{ email: string; client: AttestClient }> {

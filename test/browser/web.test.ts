@@ -224,6 +224,8 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
   test('an API key created in the page is shown once and works with the API', async () => {
     await page.goto(`${server.url}/keys`);
     await page.getByLabel('Name').fill('made in the browser');
+    // A web session confirms a new key with its password (SEC-2f).
+    await page.getByLabel('Your password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Create key' }).click();
     const secret = (await page.getByTestId('new-key-secret').textContent())?.trim() ?? '';
     assert.ok(secret.length > 20, secret);

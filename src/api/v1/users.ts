@@ -136,6 +136,15 @@ export const CreateApiKeyBody = Type.Object(
     ),
     scope: Type.Optional(Type.Union([Type.Literal('full'), Type.Literal('read')], { description: 'read caps the key at viewer.' })),
     expiresAt: Type.Optional(Nullable(Timestamp)),
+    password: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 1024,
+        description:
+          "The caller's own password, required when the caller is a web session (a key from POST /auth/login) and ignored otherwise: " +
+          'a session must not turn into a long-lived key without it (REAUTHENTICATION_REQUIRED when missing or wrong).',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -164,6 +173,11 @@ export const createApiKey = endpoint({
   method: 'POST',
   path: '/users/{email}/apikeys',
   summary: 'Create (or, for admins, import a legacy) API key; the answer holds the secret once.',
+  description:
+    "Called with a web session (a key from `POST /auth/login`), the body must also carry the caller's own `password` " +
+    '("sudo mode", as GitHub asks before such changes): a missing or wrong one answers 403 `REAUTHENTICATION_REQUIRED`, and wrong ' +
+    'ones count as failed logins (429 `RATE_LIMITED` with `Retry-After` once the account or address is throttled). Called with an ' +
+    'API key, no password is asked: its holder already holds a key, and a user may have no password at all.',
   tag: 'API keys',
   access: { scope: 'global', role: 'viewer' },
   params: EmailParams,

@@ -12,6 +12,7 @@ import {
   listKeysOfUser,
   revokeKey,
   revokeKeysOfUser,
+  revokeSessionsOfUser,
 } from '../db/repositories/api-keys.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import {
@@ -30,6 +31,7 @@ import { classifyToken, displayHint, emailDigest, generateKey, keyDigest, normal
 import { changingAccess } from '../security/credentials-cache.ts';
 import { hashPassword } from '../security/password.ts';
 import { audit } from './audit.ts';
+import { checkPassword } from './password-check.ts';
 
 /** Who does a change, as the audit log records it: no user for start-up work such as the first admin. */
 export interface Actor {
@@ -43,6 +45,8 @@ export interface Actor {
 export interface Caller {
   principal: Principal;
   requestId: string;
+  /** The client address, which a password the caller confirms counts against (SEC-2b). */
+  ip: string;
 }
 
 const actorOf = (caller: Caller): Actor => ({ userId: caller.principal.user.id, requestId: caller.requestId });
@@ -175,24 +179,43 @@ export async function deleteUser(ctx: AppContext, email: string, actor: Actor): 
   );
 }
 
-export async function setPassword(ctx: AppContext, user: UsersTable, password: string, actor: Actor): Promise<void> {
+/**
+ * Sets a user's password and ends their web sessions (SEC-2e): whoever signed in with the old
+ * password is out on their next request. `keepSessionId`, the session that made the change when
+ * the user changed their own password in the web interface, stays; their API keys stay too (keys
+ * are separate credentials, revoked one by one).
+ */
+export async function setPassword(
+  ctx: AppContext,
+  user: UsersTable,
+  password: string,
+  actor: Actor,
+  keepSessionId?: string,
+): Promise<void> {
   const hash = await hashPassword(password);
-  await inTransaction(ctx.db, async (trx) => {
-    await updateUser(trx, user.id, { password_hash: hash, updated_at: ctx.clock().toISOString() });
-    await audit(ctx, trx, {
-      actorUserId: actor.userId,
-      action: 'user.password',
-      targetType: 'user',
-      targetId: user.id,
-      requestId: actor.requestId,
-    });
-  });
+  await changingAccess(ctx.credentials, () =>
+    inTransaction(ctx.db, async (trx) => {
+      const now = ctx.clock().toISOString();
+      await updateUser(trx, user.id, { password_hash: hash, updated_at: now });
+      const endedSessions = await revokeSessionsOfUser(trx, user.id, now, keepSessionId);
+      await audit(ctx, trx, {
+        actorUserId: actor.userId,
+        action: 'user.password',
+        targetType: 'user',
+        targetId: user.id,
+        details: { endedSessions },
+        requestId: actor.requestId,
+      });
+    }),
+  );
 }
 
 /** Sets the password of the user the caller addresses (themselves, or anyone for an admin). */
 export async function setUserPassword(ctx: AppContext, email: string, password: string, caller: Caller): Promise<void> {
   const user = await addressableUser(ctx, caller.principal, email);
-  await setPassword(ctx, user, password, actorOf(caller));
+  const { key } = caller.principal;
+  const ownSession = key.format === 'session' && caller.principal.user.id === user.id ? key.id : undefined;
+  await setPassword(ctx, user, password, actorOf(caller), ownSession);
 }
 
 export interface KeyRequest {
@@ -289,7 +312,13 @@ export async function createApiKey(
 
 export type CreateApiKeyInput = BodyOf<typeof createApiKeyEndpoint>;
 
-/** Creates a key for the user the caller addresses; only admins create or import old-format keys. */
+/**
+ * Creates a key for the user the caller addresses; only admins create or import old-format keys.
+ * A web session must confirm with the caller's own password (SEC-2f): a session lasts hours, a key
+ * up to `ATTEST_KEY_MAX_DAYS`, so whoever finds a signed-in browser or steals a session must not
+ * turn it into a key that outlives it. An API key is not asked: its holder already holds a key
+ * (one that may mint others, as any key could before), and a user may have no password at all.
+ */
 export async function issueApiKey(
   ctx: AppContext,
   email: string,
@@ -306,7 +335,19 @@ export async function issueApiKey(
       errors: [{ pointer: '/body/value', message: 'only old-format keys can be imported; set format to legacy' }],
     });
   }
+  if (caller.principal.key.format === 'session') await confirmPassword(ctx, input.password, caller);
   return createApiKey(ctx, user, { name, format, value, scope, expiresAt }, actorOf(caller));
+}
+
+/** Checks the password a web session confirms with, as a login would be (SEC-2d), else 403 (or 429 when throttled). */
+async function confirmPassword(ctx: AppContext, password: string | undefined, caller: Caller): Promise<void> {
+  if (password === undefined) {
+    throw new AppError('REAUTHENTICATION_REQUIRED', 'A key created through a web session needs your password: send it in `password`.');
+  }
+  const confirmed = await checkPassword(ctx, caller.principal.user.email, password, caller.ip);
+  if (confirmed?.id !== caller.principal.user.id) {
+    throw new AppError('REAUTHENTICATION_REQUIRED', 'The password is not right: send your own password in `password`.');
+  }
 }
 
 /** The keys of the user the caller addresses; `unusedForDays` keeps those not used for that long. */

@@ -50,24 +50,31 @@ function today(): string {
   return `${now.getFullYear()}-${String(now.getMonth() + 1).padStart(2, '0')}-${String(now.getDate()).padStart(2, '0')}`;
 }
 
+/**
+ * The page signs in with a web session, and the server makes a session confirm a new key with the
+ * signed-in user's own password ("sudo mode", SEC-2f): a key outlives the session that made it.
+ * The password is kept only until the key is created.
+ */
 function CreateKeyForm({ email, onCreated }: { email: string; onCreated: (key: Created) => void }) {
   const action = useAction();
   const [name, setName] = useState('');
   const [expires, setExpires] = useState('');
   const [scope, setScope] = useState<'full' | 'read'>('full');
+  const [password, setPassword] = useState('');
   const submit = async (event: Event) => {
     event.preventDefault();
     const created = await action.run(
       (client) =>
         client.call(v1.users.createApiKey, {
           params: { email },
-          body: { name: name.trim(), scope, ...expiryOf(expires) },
+          body: { name: name.trim(), scope, ...expiryOf(expires), password },
         }),
       (key) => `Created ${key.name}.`,
     );
     if (created) {
       setName('');
       setExpires('');
+      setPassword('');
       onCreated(created);
     }
   };
@@ -88,7 +95,18 @@ function CreateKeyForm({ email, onCreated }: { email: string; onCreated: (key: C
           <option value="read">read (viewer)</option>
         </select>
       </label>
-      <button type="submit" disabled={action.busy || name.trim() === ''}>
+      <label>
+        Your password (to confirm: a key outlives this session)
+        <input
+          name="password"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={password}
+          onInput={(e) => setPassword(e.currentTarget.value)}
+        />
+      </label>
+      <button type="submit" disabled={action.busy || name.trim() === '' || password === ''}>
         Create key
       </button>
       {action.error ? <ErrorBox error={action.error} /> : null}

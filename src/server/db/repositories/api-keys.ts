@@ -61,6 +61,19 @@ export async function revokeKeysOfUser(executor: Executor, userId: string, at: s
   await executor.updateTable('api_keys').set({ revoked_at: at }).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
 }
 
+/** Revokes a user's web sessions that are not revoked yet, all but `keepKeyId`; answers how many. */
+export async function revokeSessionsOfUser(executor: Executor, userId: string, at: string, keepKeyId?: string): Promise<number> {
+  let query = executor
+    .updateTable('api_keys')
+    .set({ revoked_at: at })
+    .where('user_id', '=', userId)
+    .where('format', '=', 'session')
+    .where('revoked_at', 'is', null);
+  if (keepKeyId !== undefined) query = query.where('id', '!=', keepKeyId);
+  const result = await query.executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 export async function touchKeyLastUsed(executor: Executor, keyId: string, at: string): Promise<void> {
   await executor.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', keyId).execute();
 }

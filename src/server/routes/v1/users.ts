@@ -17,10 +17,10 @@ import {
 } from '../../services/users.ts';
 import { pageOf, route } from '../route.ts';
 
-type AuthenticatedRequest = { principal: Principal; id: string };
+type AuthenticatedRequest = { principal: Principal; id: string; ip: string };
 
 /** The caller of a request, for services that check who addresses whom and record it. */
-const callerOf = (request: AuthenticatedRequest): Caller => ({ principal: request.principal, requestId: request.id });
+const callerOf = (request: AuthenticatedRequest): Caller => ({ principal: request.principal, requestId: request.id, ip: request.ip });
 /** Who the audit log names for a change the request makes. */
 const actorOf = (request: AuthenticatedRequest): Actor => ({ userId: request.principal.user.id, requestId: request.id });
 
