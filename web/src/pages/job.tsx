@@ -1,5 +1,6 @@
 import type { Static } from 'typebox';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
+import { CiLink } from '../ci-link.tsx';
 import { Badge, ErrorBox, LiveStatus, Loading, Page } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { between, formatDuration, formatTime } from '../format.ts';
@@ -13,7 +14,11 @@ interface JobData {
   runs: TestRun[];
 }
 
-const LIVE = { refreshMs: 3000, refreshWhile: (data: JobData) => data.job.status === 'queued' || data.job.status === 'running' };
+/** A job is open until it is completed or cancelled; a launch stays running between tests until its reporter closes it (JOB-1). */
+const isOpen = (job: Job) => job.status !== 'completed' && job.status !== 'cancelled';
+
+/** While the job is open the page looks again every 3 seconds, and stops once it is over. */
+const LIVE = { refreshMs: 3000, refreshWhile: (data: JobData) => isOpen(data.job) };
 
 /** Every run of the job, page after page (a job holds at most 10,000). */
 async function loadJob(client: AttestClient, jobId: string): Promise<JobData> {
@@ -21,7 +26,7 @@ async function loadJob(client: AttestClient, jobId: string): Promise<JobData> {
   const runs: TestRun[] = [];
   let cursor: string | undefined;
   do {
-    const page = await client.call(v1.runs.listRuns, { query: { projectId: job.projectId, jobId, limit: 200, cursor } });
+    const page = await client.call(v1.runs.listRuns, { query: { jobId, limit: 200, cursor } });
     runs.push(...page.items);
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
@@ -82,7 +87,7 @@ export function JobPage({ jobId }: { jobId: string }) {
     return <Page title="Job">{error ? <ErrorBox error={error} /> : <Loading />}</Page>;
   }
   const { job, runs } = data;
-  const live = job.status === 'queued' || job.status === 'running';
+  const live = isOpen(job);
   const labels = (['environment', 'branch', 'build', 'commit'] as const).filter((label) => job[label]);
   const duration = between(job.startedAt, job.finishedAt ?? job.cancelledAt);
   return (
@@ -114,8 +119,22 @@ export function JobPage({ jobId }: { jobId: string }) {
           ) : null}
           <div>
             <dt>Tests</dt>
-            <dd>{job.testIds.length > 0 ? job.testIds.length : 'Launch (runs join as they start)'}</dd>
+            <dd>
+              {job.testIds.length > 0
+                ? job.testIds.length
+                : job.closedAt
+                  ? 'Launch (closed: no more runs join)'
+                  : 'Launch (runs join as they start)'}
+            </dd>
           </div>
+          {job.ciUrl ? (
+            <div>
+              <dt>CI build</dt>
+              <dd>
+                <CiLink url={job.ciUrl} />
+              </dd>
+            </div>
+          ) : null}
           <div>
             <dt>Created</dt>
             <dd>{formatTime(job.createdAt)}</dd>

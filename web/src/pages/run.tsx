@@ -1,5 +1,6 @@
 import { useMemo, useState } from 'preact/hooks';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
+import { CiLink } from '../ci-link.tsx';
 import { Badge, ErrorBox, LiveStatus, Loading, Page } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { between, formatDuration, formatTime } from '../format.ts';
@@ -143,6 +144,14 @@ function RunView({ data, refreshError }: { data: RunData; refreshError: Error | 
               <dt>Device</dt>
               <dd>{run.deviceId ?? '—'}</dd>
             </div>
+            {run.ciUrl ? (
+              <div>
+                <dt>CI build</dt>
+                <dd>
+                  <CiLink url={run.ciUrl} />
+                </dd>
+              </div>
+            ) : null}
             {labels.map((label) => (
               <div key={label}>
                 <dt>{label[0]?.toUpperCase() + label.slice(1)}</dt>
