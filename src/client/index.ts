@@ -1,4 +1,5 @@
 import type { BodyOf, Endpoint, ParamsOf, QueryOf, ReplyOf } from '../api/endpoint.ts';
+import { completeJob } from '../api/v1/jobs.ts';
 import { type RetryPolicy, retrying } from './retry.ts';
 
 export * as v1 from '../api/v1/index.ts';
@@ -118,12 +119,13 @@ export class AttestClient {
 
   /**
    * Sends one request and returns the raw response (binary downloads, custom bodies). A GET, HEAD,
-   * PUT or DELETE is retried on 429, 503 and network errors; the last answer or error is the result.
+   * PUT or DELETE is retried on 429, 503 and network errors, and any call its endpoint documents
+   * as idempotent (`init.idempotent`); the last answer or error is the result.
    */
   async fetchRaw(
     method: string,
     path: string,
-    init: { headers?: Record<string, string>; body?: RequestInit['body'] } = {},
+    init: { headers?: Record<string, string>; body?: RequestInit['body']; idempotent?: boolean } = {},
   ): Promise<Response> {
     if (this.oldFormatKey && !this.options.user) {
       throw new ClientConfigError('an old-format (UUID) key needs the e-mail of its owner: set ATTEST_USER or pass --email');
@@ -135,7 +137,7 @@ export class AttestClient {
         body: init.body,
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 60_000),
       });
-    return IDEMPOTENT.has(method.toUpperCase()) ? retrying(send, this.retry) : send();
+    return init.idempotent || IDEMPOTENT.has(method.toUpperCase()) ? retrying(send, this.retry) : send();
   }
 
   /** Calls a JSON endpoint; resolves with the parsed body or rejects with an ApiError. */
@@ -145,6 +147,16 @@ export class AttestClient {
       body: input.body === undefined ? undefined : JSON.stringify(input.body),
     });
     return (await AttestClient.read(response)) as ReplyOf<E>;
+  }
+
+  /**
+   * Closes a launch (`POST /testmgmt/jobs/{jobId}/complete`): what a reporter or an import sends
+   * once it is done, so the job can say `completed`. The server answers a repeat with the job as it
+   * is, so this POST is retried like a GET.
+   */
+  async completeJob(jobId: string): Promise<ReplyOf<typeof completeJob>> {
+    const response = await this.fetchRaw('POST', this.pathOf(completeJob, { params: { jobId } }), { idempotent: true });
+    return (await AttestClient.read(response)) as ReplyOf<typeof completeJob>;
   }
 
   /** The path and query of a call, relative to the version root. */

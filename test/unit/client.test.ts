@@ -67,6 +67,21 @@ describe('the typed client', () => {
     assert.ok(waited >= 950, `waited ${waited} ms after Retry-After: 1`);
   });
 
+  test('completeJob, an idempotent POST, is retried after a dropped connection and a 503 (JOB-1)', async () => {
+    server.play(drop, problem(503, 'UNAVAILABLE', { 'retry-after': '0' }));
+    const client = new AttestClient({ baseUrl: url, apiKey: STANDARD, retry: { baseDelayMs: 5 } });
+    const jobId = 'c5e7a9b1-3d4f-4b6c-8a2e-7f9d1c3b5e04';
+    assert.deepEqual(await client.completeJob(jobId), { ok: true });
+    assert.deepEqual(
+      server.seen.map((s) => `${s.method} ${s.url}`),
+      Array.from({ length: 3 }, () => `POST /api/v1/testmgmt/jobs/${jobId}/complete`),
+    );
+    // Any other POST is sent once.
+    server.play(problem(503, 'UNAVAILABLE', { 'retry-after': '0' }));
+    await assert.rejects(client.call(v1.jobs.cancelJob, { params: { jobId } }), (e: ApiError) => e.status === 503);
+    assert.equal(server.seen.length, 1);
+  });
+
   test('a dropped connection is retried; after the last attempt the last answer is the result, as an ApiError with its code', async () => {
     server.play(drop, drop);
     const client = new AttestClient({ baseUrl: url, apiKey: STANDARD, retry: { baseDelayMs: 5 } });
