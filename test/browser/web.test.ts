@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { v1 } from '../../src/client/index.ts';
-import { browserAvailable, launchChromium } from '../helpers/browser.ts';
+import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations } from '../helpers/browser.ts';
 import { tempDir } from '../helpers/data-folders.ts';
 import { runWithEvidence } from '../helpers/export-fixture.ts';
 import { createProject, createUser } from '../helpers/factories.ts';
@@ -16,7 +16,8 @@ import { waitFor } from '../helpers/wait.ts';
 
 // UI-1..UI-4, end to end in Debian's Chromium against a real server: sign in, deep links, a run's
 // screenshots and visual diff, an admin changing a role and a key made in the page used with the
-// API; no console error on any page. Each main page is photographed: into docs/screenshots/ with
+// API; no console error on any page; axe-core finds no serious or critical accessibility
+// violation on any page, and the run's timeline and error blocks work from the keyboard (UI-5). Each main page is photographed: into docs/screenshots/ with
 // ATTEST_UPDATE_SCREENSHOTS=1 (how the committed pictures were made), else into a temp folder.
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -24,6 +25,23 @@ const SHOTS = process.env.ATTEST_UPDATE_SCREENSHOTS === '1' ? path.join(ROOT, 'd
 const PASSWORD = 'correct horse battery staple';
 /** The budget of JavaScript the login and run pages load, gzip (UI-3). */
 const SCRIPT_BUDGET = 200 * 1024;
+/** Every view axe-core checks (UI-5): each page, and the run's visual diff and lightbox. */
+const AXE_VIEWS = [
+  'login',
+  'run',
+  'lightbox',
+  'visual-diff',
+  'projects',
+  'project',
+  'job',
+  'test',
+  'devices',
+  'users',
+  'keys',
+  'keys-secret',
+  'not-found',
+  'run-keyboard',
+];
 
 /** In the page: whether an <img> has loaded and decoded to real pixels. */
 const rendered = (node: unknown) => {
@@ -44,6 +62,9 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
   let expecting401 = false;
   /** Every script the pages loaded, by URL, with its gzip size. */
   const scripts = new Map<string, number>();
+  /** axe-core's serious and critical violations, by view, and the views it checked. */
+  const axeFound = new Map<string, AxeViolation[]>();
+  const axeChecked = new Set<string>();
 
   before(async () => {
     server = await startTestServer('sqlite');
@@ -78,6 +99,12 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     await page.getByRole('button', { name: 'Sign in' }).click();
   };
   const shoot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: false });
+  /** Runs axe-core on the view as it is now; the last test asserts that no view had a serious or critical violation. */
+  const checkAccessibility = async (page: Page, view: string) => {
+    axeChecked.add(view);
+    const found = await seriousAxeViolations(page);
+    if (found.length > 0) axeFound.set(view, found);
+  };
 
   test('a deep link without a session goes to the login page, and after signing in to the page asked for', async () => {
     page = await context.newPage();
@@ -85,6 +112,7 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     await page.waitForURL(/\/login\?next=/);
     assert.equal(new URL(page.url()).searchParams.get('next'), `/runs/${runId}`);
     await shoot(page, 'login');
+    await checkAccessibility(page, 'login');
     await signIn(page);
     await page.waitForURL(`${server.url}/runs/${runId}`);
     await page.getByRole('heading', { name: 'Checkout: pay by card' }).waitFor();
@@ -104,6 +132,7 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     }
     await page.evaluate('window.scrollTo(0, 0)');
     await shoot(page, 'run');
+    await checkAccessibility(page, 'run');
 
     await thumbnails.first().click();
     const full = page.getByTestId('lightbox-image');
@@ -112,6 +141,7 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     await page.keyboard.press('ArrowRight');
     await waitFor(async () => (await full.getAttribute('alt')) !== first, { message: 'the next screenshot shows' });
     await shoot(page, 'lightbox');
+    await checkAccessibility(page, 'lightbox');
     await page.keyboard.press('Escape');
     await waitFor(async () => (await full.count()) === 0, { message: 'Escape closes the viewer' });
 
@@ -122,6 +152,7 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     for (let i = 0; i < 10; i++) await page.keyboard.press('ArrowLeft');
     assert.notEqual(await slider.inputValue(), before, 'the slider moved');
     await shoot(page, 'visual-diff');
+    await checkAccessibility(page, 'visual-diff');
   });
 
   test('the main pages open by their addresses: projects, a project, a job, a test, devices', async () => {
@@ -149,7 +180,12 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
       await page.goto(`${server.url}${address}`);
       await page.getByRole('main').getByText(shows).first().waitFor();
       await shoot(page, name);
+      await checkAccessibility(page, name);
     }
+    // An address the server answers with the application (under /admin/), that no page has.
+    await page.goto(`${server.url}/admin/no-such-page`);
+    await page.getByRole('heading', { name: 'Not found' }).waitFor();
+    await checkAccessibility(page, 'not-found');
     await page.setViewportSize({ width: 768, height: 1000 });
     await page.goto(`${server.url}/runs/${runId}`);
     await page.getByRole('heading', { name: 'Checkout: pay by card' }).waitFor();
@@ -212,6 +248,7 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     await page.getByTestId('save-roles').click();
     await page.getByTestId('roles-result').waitFor();
     await shoot(page, 'users');
+    await checkAccessibility(page, 'users');
     await waitFor(
       async () =>
         await write()
@@ -223,6 +260,8 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
 
   test('an API key created in the page is shown once and works with the API', async () => {
     await page.goto(`${server.url}/keys`);
+    await page.getByLabel('Name').waitFor();
+    await checkAccessibility(page, 'keys');
     await page.getByLabel('Name').fill('made in the browser');
     // A web session confirms a new key with its password (SEC-2f).
     await page.getByLabel('Your password').fill(PASSWORD);
@@ -230,6 +269,7 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     const secret = (await page.getByTestId('new-key-secret').textContent())?.trim() ?? '';
     assert.ok(secret.length > 20, secret);
     await shoot(page, 'keys');
+    await checkAccessibility(page, 'keys-secret');
     const me = await server.client(secret).call(v1.meta.getMe);
     assert.equal(me.email, server.admin.email);
     await page.reload();
@@ -253,6 +293,77 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     assert.equal(new URL(page.url()).searchParams.get('next'), `/projects/${project.key}`);
     await signIn(page);
     await page.waitForURL(`${server.url}/projects/${project.key}`);
+  });
+
+  test("a run's timeline bars and its long error work from the keyboard (UI-5)", async () => {
+    const client = server.admin.client;
+    const run = await client.call(v1.runs.createRun, { body: { projectId: project.id, name: 'Keyboard run' } });
+    const trace = Array.from({ length: 120 }, (_, i) => `    at frame${i} (checkout.spec.ts:${i + 1}:7)`).join('\n');
+    await client.call(v1.results.appendResults, {
+      params: { testRunId: run.id },
+      body: {
+        steps: [
+          { key: 'a', title: 'Open the shop', status: 'passed', durationMs: 400 },
+          { key: 'b', title: 'Fill the card form', status: 'passed', durationMs: 900 },
+          { key: 'c', title: 'Pay', status: 'failed', durationMs: 700, error: `Error: card declined\n${trace}` },
+        ],
+      },
+    });
+    await client.call(v1.runs.updateRun, { params: { testRunId: run.id }, body: { status: 'completed', verdict: 'failed' } });
+    await page.goto(`${server.url}/runs/${run.id}`);
+    await page.getByRole('heading', { name: 'Keyboard run' }).waitFor();
+    const focused = () => page.evaluate('document.activeElement?.getAttribute("aria-label") ?? ""') as Promise<string>;
+
+    // Tab reaches the timeline: one stop for all its bars, each a named button.
+    const bars = page.locator('.timeline-bar');
+    assert.equal(await bars.count(), 3);
+    for (let i = 0; i < 3; i++) assert.equal(await bars.nth(i).getAttribute('role'), 'button');
+    assert.equal(await page.locator('.timeline-bar[tabindex="0"]').count(), 1, 'one tab stop for the bars');
+    for (let presses = 0; presses < 40 && !(await focused()).startsWith('Open the shop'); presses++) await page.keyboard.press('Tab');
+    assert.match(await focused(), /^Open the shop: passed, /, 'Tab reaches the first bar');
+    const first = page.getByRole('button', { name: /^Open the shop: passed/ });
+    assert.equal(await first.evaluate((bar) => bar.matches(':focus-visible')), true);
+    // The focus shows: the focused bar is drawn with a dark edge it does not have otherwise.
+    const edge = (name: RegExp) =>
+      page
+        .getByRole('button', { name })
+        .locator('rect')
+        .evaluate((rect) => getComputedStyle(rect).strokeWidth);
+    assert.equal(await edge(/^Open the shop/), '2px');
+    assert.equal(await edge(/^Pay/), '1px');
+
+    // The arrow keys move between the bars; Enter (as a click) shows the step in the tree.
+    await page.keyboard.press('ArrowRight');
+    assert.match(await focused(), /^Fill the card form: passed, /);
+    await page.keyboard.press('ArrowRight');
+    assert.match(await focused(), /^Pay: failed, /);
+    await page.keyboard.press('Enter');
+    const payRow = page.locator('li.step', { has: page.locator('.step-title', { hasText: /^Pay$/ }) });
+    await waitFor(async () => (await payRow.getAttribute('class'))?.includes('highlighted'), {
+      message: 'Enter shows the step in the tree',
+    });
+    await waitFor(() => page.evaluate('document.activeElement?.textContent === "Pay"'), { message: 'the step title has the focus' });
+    // Space does the same; the bar last moved to stays the timeline's tab stop.
+    await page.getByRole('button', { name: /^Open the shop/ }).focus();
+    await page.keyboard.press('Space');
+    const openRow = page.locator('li.step', { has: page.locator('.step-title', { hasText: /^Open the shop$/ }) });
+    await waitFor(async () => (await openRow.getAttribute('class'))?.includes('highlighted'), {
+      message: 'Space shows the step in the tree',
+    });
+
+    // The long error scrolls in its box, which the keyboard can reach and scroll.
+    const error = page.getByRole('group', { name: 'Error of Pay' });
+    assert.equal(await error.getAttribute('tabindex'), '0');
+    assert.ok(await error.evaluate((box) => box.scrollHeight > box.clientHeight), 'the error is longer than its box');
+    await error.focus();
+    await page.keyboard.press('PageDown');
+    await waitFor(() => error.evaluate((box) => box.scrollTop > 0), { message: 'PageDown scrolls the focused error' });
+    await checkAccessibility(page, 'run-keyboard');
+  });
+
+  test('axe-core finds no serious or critical accessibility violation on any page (UI-5)', () => {
+    const unchecked = AXE_VIEWS.filter((view) => !axeChecked.has(view));
+    assert.deepEqual({ unchecked, violations: Object.fromEntries(axeFound) }, { unchecked: [], violations: {} });
   });
 
   test('the login and run pages load under 200 KB of JavaScript, gzip (UI-3)', () => {

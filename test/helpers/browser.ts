@@ -1,5 +1,7 @@
-import { existsSync } from 'node:fs';
-import { type Browser, chromium } from 'playwright-core';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { Result as AxeResult } from 'axe-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 
 /** Debian's Chromium (`apt-get install -y chromium`); never a browser a tool downloads. */
 export const CHROMIUM_PATH = process.env.ATTEST_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -22,4 +24,39 @@ export function launchChromium(): Promise<Browser> {
     executablePath: CHROMIUM_PATH,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
   });
+}
+
+/** axe-core's browser build, read once, injected into pages to check them. */
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** One accessibility violation as axe-core reports it, cut to what a failure message needs. */
+export interface AxeViolation {
+  id: string;
+  impact: string;
+  help: string;
+  /** The CSS selectors of the offending elements, with axe's summary of what to fix for the first few. */
+  nodes: string[];
+}
+
+/**
+ * Runs axe-core (WCAG 2.0-2.2 A and AA, and axe's best practices) on the page as it is now, and
+ * returns its violations of impact `serious` or `critical`. The page's Content-Security-Policy
+ * allows no inline script, so axe is not added as a <script> tag (`addScriptTag({ content })` is
+ * refused by `script-src 'self'`): it is evaluated through the DevTools protocol, which the
+ * policy does not govern, and the page's own policy stays on for the rest of the test.
+ */
+export async function seriousAxeViolations(page: Page): Promise<AxeViolation[]> {
+  if (!(await page.evaluate('typeof window.axe === "object"'))) await page.evaluate(AXE_SOURCE);
+  const violations = (await page.evaluate(`(async () => {
+    const results = await window.axe.run(document, { resultTypes: ['violations'] });
+    return results.violations;
+  })()`)) as AxeResult[];
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => ({
+      id: v.id,
+      impact: v.impact ?? '',
+      help: v.help,
+      nodes: v.nodes.slice(0, 5).map((n) => `${n.target.join(' ')}: ${n.failureSummary ?? ''}`.replace(/\s+/g, ' ')),
+    }));
 }

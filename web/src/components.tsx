@@ -54,3 +54,17 @@ export function LiveStatus({ live, error }: { live: boolean; error: Error | unde
     </>
   );
 }
+
+/**
+ * Text as it was written, in a box that scrolls when it is long (`pre` has a maximum height). It is
+ * in the tab order and named, so a keyboard can scroll it too (WCAG 2.1.1; axe's
+ * scrollable-region-focusable).
+ */
+export function Preformatted({ label, class: className, children }: { label: string; class?: string; children: ComponentChildren }) {
+  return (
+    // biome-ignore lint/a11y/useSemanticElements lint/a11y/noNoninteractiveTabindex: a block of text, not form controls (no fieldset); a box that scrolls must take focus for the keyboard to scroll it
+    <pre class={className} tabIndex={0} role="group" aria-label={label}>
+      {children}
+    </pre>
+  );
+}

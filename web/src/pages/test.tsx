@@ -2,7 +2,7 @@ import { useLocation } from 'preact-iso';
 import type { Static } from 'typebox';
 import type { TestHistory } from '../../../src/api/v1/tests.ts';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
-import { Badge, ErrorBox, Loading, Page } from '../components.tsx';
+import { Badge, ErrorBox, Loading, Page, Preformatted } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { between, formatDuration, formatTime } from '../format.ts';
 import '../admin/admin.css';
@@ -231,7 +231,7 @@ export function TestPage({ testId }: { testId: string }) {
       {t.source ? (
         <section class="panel" aria-labelledby="source-heading">
           <h2 id="source-heading">Gherkin source</h2>
-          <pre>{t.source}</pre>
+          <Preformatted label="Gherkin source">{t.source}</Preformatted>
         </section>
       ) : null}
       <p class="muted">

@@ -1,5 +1,6 @@
 import MarkdownIt from 'markdown-it';
 import { useMemo } from 'preact/hooks';
+import { Preformatted } from '../components.tsx';
 import type { TextCell } from './steps.ts';
 
 // Markdown cells: no raw HTML, links made from bare URLs, links that open apart from the app and
@@ -34,7 +35,13 @@ export function Cell({ cell }: { cell: TextCell }) {
   return (
     <div class={`cell cell-${cell.name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`}>
       <div class="cell-name">{cell.name}</div>
-      {cell.mediaType === 'text/markdown' ? <Markdown text={cell.text} /> : <pre class="cell-text">{cell.text}</pre>}
+      {cell.mediaType === 'text/markdown' ? (
+        <Markdown text={cell.text} />
+      ) : (
+        <Preformatted class="cell-text" label={cell.name}>
+          {cell.text}
+        </Preformatted>
+      )}
     </div>
   );
 }

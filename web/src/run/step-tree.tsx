@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { Badge } from '../components.tsx';
+import { Badge, Preformatted } from '../components.tsx';
 import { formatDuration } from '../format.ts';
 import { ArtifactGroup } from './artifacts.tsx';
 import { Cells } from './cells.tsx';
@@ -187,7 +187,11 @@ function StepRow({
       </div>
       {hasDetails ? (
         <div class="step-details" style={{ marginLeft: `${node.depth * 1.4 + 1.9}rem` }}>
-          {step.error ? <pre class="step-error">{step.error}</pre> : null}
+          {step.error ? (
+            <Preformatted class="step-error" label={`Error of ${step.title}`}>
+              {step.error}
+            </Preformatted>
+          ) : null}
           <Cells cells={step.cells} />
           {artifacts ? <ArtifactGroup artifacts={artifacts} /> : null}
         </div>

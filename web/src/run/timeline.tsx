@@ -1,4 +1,4 @@
-import { useMemo } from 'preact/hooks';
+import { useMemo, useRef, useState } from 'preact/hooks';
 import { formatDuration } from '../format.ts';
 import { type StepNode, type StepTree, tickLabel, tickStep } from './steps.ts';
 
@@ -18,9 +18,21 @@ export function stepTooltip(node: StepNode): string {
   return `${step.title}\n${step.status} · ${timing}${step.error ? `\n${step.error.slice(0, 300)}` : ''}`;
 }
 
+/** A bar's accessible name: the step, its status and time, and the first line of its error. */
+export function stepLabel(node: StepNode): string {
+  const { step } = node;
+  const timing = `${formatDuration(step.durationMs)} from +${formatDuration(Math.round(node.startMs))}${node.estimated ? ' (start estimated)' : ''}`;
+  const error = step.error?.split('\n')[0]?.slice(0, 200);
+  return `${step.title}: ${step.status}, ${timing}${error ? `; ${error}` : ''}`;
+}
+
 /**
  * The run at a glance: one lane per nesting depth, every step a bar from its start to its end,
  * coloured by status, its title written in it where it fits. A click shows the step in the tree.
+ *
+ * By keyboard the bars are one stop in the tab order (a roving tabindex: a 1,000-step run is not
+ * 1,000 stops): the arrow keys move between the steps in results order, Home and End go to the
+ * first and last, and Enter or Space does what a click does.
  */
 export function Timeline({
   tree,
@@ -43,16 +55,47 @@ export function Timeline({
   for (const node of tree.all) counts.set(node.step.status, (counts.get(node.step.status) ?? 0) + 1);
   const summary = [...counts].map(([status, n]) => `${n} ${status}`).join(', ');
   const drawn = useMemo(() => [...tree.all].sort((a, b) => (LAYER[a.step.status] ?? 0) - (LAYER[b.step.status] ?? 0)), [tree]);
+  const [current, setCurrent] = useState<string | undefined>();
+  const svg = useRef<SVGSVGElement>(null);
+  // The bar in the tab order: the one last moved to, or the first step.
+  const tabStop = current !== undefined && tree.byId.has(current) ? current : tree.all[0]?.step.id;
+  const moveTo = (node: StepNode | undefined) => {
+    if (!node) return;
+    setCurrent(node.step.id);
+    svg.current?.querySelector<SVGElement>(`[data-step="${CSS.escape(node.step.id)}"]`)?.focus();
+  };
+  const onKey = (event: KeyboardEvent, node: StepNode) => {
+    const at = tree.all.indexOf(node);
+    const to: Record<string, StepNode | undefined> = {
+      ArrowRight: tree.all[at + 1],
+      ArrowDown: tree.all[at + 1],
+      ArrowLeft: tree.all[at - 1],
+      ArrowUp: tree.all[at - 1],
+      Home: tree.all[0],
+      End: tree.all[tree.all.length - 1],
+    };
+    if (event.key === 'Enter' || event.key === ' ') {
+      event.preventDefault();
+      setCurrent(node.step.id);
+      onSelect(node);
+    } else if (event.key in to) {
+      event.preventDefault();
+      moveTo(to[event.key]);
+    }
+  };
   return (
     <figure class="timeline">
+      {/* biome-ignore lint/a11y/useSemanticElements: an SVG drawing cannot be a fieldset; the group names the bars inside */}
       <svg
+        ref={svg}
         class="timeline-svg"
         width="100%"
         height={height}
-        role="img"
+        role="group"
         aria-label={`Timeline of ${tree.all.length} steps over ${formatDuration(Math.round(span))}: ${summary}`}
       >
-        <g class="timeline-axis">
+        {/* biome-ignore lint/a11y/noAriaHiddenOnFocusable: nothing in the axis takes focus; its tick labels are only for the eye */}
+        <g class="timeline-axis" aria-hidden="true">
           {ticks.map((t) => (
             <g key={t}>
               <line x1={pct((t / span) * 100)} x2={pct((t / span) * 100)} y1={AXIS - 4} y2={height} class="timeline-grid" />
@@ -72,24 +115,37 @@ export function Timeline({
           const x = Math.min(100 - MIN_WIDTH, (node.startMs / span) * 100);
           const width = Math.max(MIN_WIDTH, ((node.endMs - node.startMs) / span) * 100);
           return (
-            // biome-ignore lint/a11y/useKeyWithClickEvents: a shortcut for the eye; the step list below is the keyboard's way to every step
-            <svg
-              key={node.step.id}
-              x={pct(x)}
-              y={AXIS + node.depth * LANE}
-              width={pct(Math.min(width, 100 - x))}
-              height={LANE - 3}
-              class={`timeline-bar status-${node.step.status}${node.estimated ? ' estimated' : ''}`}
-              onClick={() => onSelect(node)}
-            >
+            // The tooltip is the group's, not the bar's: the bar's name must hold all the text inside it
+            // (axe's label-content-name-mismatch), and a <title> in it would be text inside it.
+            <g key={node.step.id}>
               <title>{stepTooltip(node)}</title>
-              <rect width="100%" height="100%" rx="3" />
-              {width > 4 ? (
-                <text x="4" y={LANE - 9} class="timeline-label">
-                  {node.step.title}
-                </text>
-              ) : null}
-            </svg>
+              {/* biome-ignore lint/a11y/useSemanticElements lint/a11y/useFocusableInteractive: an HTML button cannot sit inside an SVG drawing; it is focusable by its SVG `tabindex` */}
+              <svg
+                x={pct(x)}
+                y={AXIS + node.depth * LANE}
+                width={pct(Math.min(width, 100 - x))}
+                height={LANE - 3}
+                class={`timeline-bar status-${node.step.status}${node.estimated ? ' estimated' : ''}`}
+                // biome-ignore lint/a11y/noNoninteractiveElementToInteractiveRole: the bar acts as a button (role, tab stop, Enter and Space)
+                role="button"
+                // Lower case: on an SVG element Preact sets the attribute as written, and SVG's is `tabindex`.
+                tabindex={node.step.id === tabStop ? 0 : -1}
+                aria-label={stepLabel(node)}
+                data-step={node.step.id}
+                onClick={() => {
+                  setCurrent(node.step.id);
+                  onSelect(node);
+                }}
+                onKeyDown={(event) => onKey(event, node)}
+              >
+                <rect width="100%" height="100%" rx="3" />
+                {width > 4 ? (
+                  <text x="4" y={LANE - 9} class="timeline-label">
+                    {node.step.title}
+                  </text>
+                ) : null}
+              </svg>
+            </g>
           );
         })}
         {running ? <line class="timeline-now" x1="100%" x2="100%" y1={AXIS - 4} y2={height} /> : null}
@@ -103,7 +159,10 @@ export function Timeline({
             </span>
           ) : null,
         )}
-        <span class="muted">Total {formatDuration(Math.round(tree.spanMs))}. Select a bar to find its step.</span>
+        <span class="muted">
+          Total {formatDuration(Math.round(tree.spanMs))}. Select a bar to find its step (by keyboard: Tab to the timeline, the arrow keys,
+          then Enter).
+        </span>
       </figcaption>
     </figure>
   );
