@@ -207,12 +207,10 @@ const FIXTURES: Record<string, Fixture> = {
   jobId: {
     hides: 'project',
     addressesInBody: true,
-    build: async (input) => {
-      if (isMissing(input)) return randomUUID();
-      const projectId = await projectOf(input);
-      const testId = await (FIXTURES.testId as Fixture).build({ ...input, owner: false, target: 'own', values: { projectId } });
-      return createByOperation(input.server, 'createJob', { projectId, testIds: [testId] });
-    },
+    // A reporter's launch (testIds []): every job operation applies to it, closing included (a job
+    // with tests completes with its runs, and its close is a 409 by design, JOB-1).
+    build: async (input) =>
+      isMissing(input) ? randomUUID() : createByOperation(input.server, 'createJob', { projectId: await projectOf(input), testIds: [] }),
   },
   testRunId: {
     hides: 'project',
@@ -296,6 +294,12 @@ const LOGIN = { email: `${unique('login-')}@example.test`, password: 'a password
 
 type Expected = '2xx' | 'omitted' | 401 | 403 | 404;
 
+/**
+ * Optional query fields that still address the resource an operation acts on: the run list takes
+ * `projectId`, or `jobId` in its place (JOB-4); the matrix addresses it by the project.
+ */
+const OPTIONAL_ADDRESSES: Record<string, string[]> = { listRuns: ['projectId'] };
+
 /** The fields of an operation that address resources, in order: path parameters, then required query and body fields. */
 function addressedFields(op: Operation): { name: string; part: 'path' | 'query' | 'body' }[] {
   const fields: { name: string; part: 'path' | 'query' | 'body' }[] = op.pathParams.map((name) => ({ name, part: 'path' }));
@@ -303,7 +307,9 @@ function addressedFields(op: Operation): { name: string; part: 'path' | 'query' 
     ['query', op.query],
     ['body', op.body],
   ] as const) {
-    for (const name of (schema?.required as string[] | undefined) ?? []) {
+    const required = (schema?.required as string[] | undefined) ?? [];
+    const names = part === 'query' ? [...required, ...(OPTIONAL_ADDRESSES[op.operationId] ?? [])] : required;
+    for (const name of names) {
       if (FIXTURES[name]?.addressesInBody) fields.push({ name, part });
     }
   }
