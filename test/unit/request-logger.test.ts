@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import Fastify from 'fastify';
 import { lazyChildren, redactUrl } from '../../src/server/http/request-logger.ts';
+import { generateKey } from '../../src/server/security/api-key.ts';
 
 // The per-request logger (AUTH-9): pino's child is made only for a line at an enabled level, and
 // every line names the request, then its key and user, as a child made at once would.
@@ -68,4 +69,55 @@ test('a route with its own level or serializers gets pino child at once', () => 
 test('credential-looking query values are masked in logged URLs', () => {
   assert.equal(redactUrl('/api/v1/me?api_key=atk_x&limit=5'), '/api/v1/me?api_key=%5Bredacted%5D&limit=5');
   assert.equal(redactUrl('/api/v1/health'), '/api/v1/health');
+});
+
+describe('keys anywhere in a logged URL are masked; resource ids are kept (AUTH-9, SEC-2a)', () => {
+  const key = generateKey('standard');
+  const session = generateKey('session');
+  const legacy = '3f2b8c1e-9d4a-4e7b-a1c2-0f9e8d7c6b5a';
+  const runId = '7b1e2c3d-4f5a-4b6c-8d7e-9f0a1b2c3d4e';
+
+  test('a standard or session key is masked in any path segment, glued to other text, cut short or percent-encoded', () => {
+    assert.equal(redactUrl(`/api/v1/${key}`), '/api/v1/[redacted]');
+    assert.equal(
+      redactUrl(`/api/v1/testmgmt/testruns/${session}/results`, { testRunId: session }),
+      '/api/v1/testmgmt/testruns/[redacted]/results',
+    );
+    assert.equal(redactUrl(`/api/v1/prefix-${key}-suffix/x`), '/api/v1/[redacted]/x');
+    assert.equal(redactUrl(`/api/v1/${key.slice(0, 20)}`), '/api/v1/[redacted]', 'most of a key is still a secret');
+    const encoded = `%61%74%6B_${key.slice(4)}`;
+    assert.equal(redactUrl(`/api/v1/${encoded}`), '/api/v1/[redacted]');
+  });
+
+  test('a UUID in the path is kept only as the value of an id parameter of the matched route', () => {
+    assert.equal(redactUrl(`/api/v1/testmgmt/testruns/${runId}`, { testRunId: runId }), `/api/v1/testmgmt/testruns/${runId}`);
+    assert.equal(redactUrl(`/api/v1/${legacy}`), '/api/v1/[redacted]', 'no route: no id');
+    assert.equal(
+      redactUrl(`/api/v1/users/${legacy}/apikeys`, { email: legacy }),
+      '/api/v1/users/[redacted]/apikeys',
+      'not an id parameter',
+    );
+    assert.equal(
+      redactUrl(`/api/v1/testmgmt/testruns/${runId}/${legacy.toUpperCase()}`, { testRunId: runId, '*': legacy }),
+      `/api/v1/testmgmt/testruns/${runId}/[redacted]`,
+    );
+    assert.equal(redactUrl(`/api/v1/x/${legacy.replaceAll('-', '%2D')}`), '/api/v1/x/[redacted]');
+  });
+
+  test('in the query, keys are masked in any parameter and UUIDs in any but id parameters', () => {
+    const masked = (url: string) => decodeURIComponent(redactUrl(url).replaceAll('+', ' '));
+    assert.equal(masked(`/api/v1/projects?cursor=${legacy}&limit=5`), '/api/v1/projects?cursor=[redacted]&limit=5');
+    assert.equal(masked(`/api/v1/projects?cursor=${key}`), '/api/v1/projects?cursor=[redacted]');
+    assert.equal(masked(`/api/v1/projects?name=${legacy.toUpperCase()}`), '/api/v1/projects?name=[redacted]');
+    assert.equal(masked(`/api/v1/projects?${key}=1&limit=2`), '/api/v1/projects?[redacted]=[redacted]&limit=2');
+    assert.equal(masked(`/api/v1/testmgmt/testruns?jobId=${runId}&limit=2`), `/api/v1/testmgmt/testruns?jobId=${runId}&limit=2`);
+    assert.equal(masked(`/api/v1/tests?ids=${runId},${legacy}`), `/api/v1/tests?ids=${runId},${legacy}`, 'a list of ids');
+    assert.equal(masked(`/api/v1/testmgmt/testruns?jobId=x${legacy}`), '/api/v1/testmgmt/testruns?jobId=[redacted]', 'not an id');
+    assert.equal(masked(`/api/v1/testmgmt/testruns?jobId=${key}`), '/api/v1/testmgmt/testruns?jobId=[redacted]');
+    assert.equal(
+      redactUrl('/api/v1/projects?limit=5&name=a%20b'),
+      '/api/v1/projects?limit=5&name=a%20b',
+      'nothing masked: the query as sent',
+    );
+  });
 });

@@ -103,12 +103,92 @@ export function lazyChildren(logger: FastifyBaseLogger): void {
 }
 
 const SENSITIVE_QUERY = /key|token|secret|password|user/i;
+const REDACTED = '[redacted]';
 
-/** Request URL for logs: query values of credential-looking parameters are masked (AUTH-9). */
-export function redactUrl(url: string): string {
+/**
+ * What a key looks like (src/server/security/api-key.ts): a standard or session key, or a part of
+ * one long enough to matter, and a UUID, which is the shape of an old-format key. Unanchored: a
+ * key glued to other text is still a key.
+ */
+const STANDARD_KEY_LIKE = /at[ks]_[0-9A-Za-z]{8}/;
+const UUID_LIKE = /[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}/;
+/** Anything that might hold a key, checked on the raw URL first: most URLs skip the slow path. */
+const MIGHT_HOLD_KEY = /at[ks]_|[0-9A-Fa-f]{8}-|%/;
+/** Names of id parameters (`projectId`, `testRunId`, `ids`, …): their UUIDs are resource ids. */
+const ID_NAME = /(Id|Ids|^ids)$/;
+
+/** The UUIDs a route's id path parameters hold: the only UUIDs a logged path keeps. */
+function idValuesOf(params: unknown): Set<string> | undefined {
+  if (typeof params !== 'object' || params === null) return undefined;
+  const ids = new Set<string>();
+  for (const [name, value] of Object.entries(params)) {
+    if (ID_NAME.test(name) && typeof value === 'string') ids.add(value);
+  }
+  return ids;
+}
+
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/** Whether a text (a path segment or a query value, decoded) holds something shaped like a key. */
+const holdsKey = (text: string, uuidIsId: boolean) => STANDARD_KEY_LIKE.test(text) || (!uuidIsId && UUID_LIKE.test(text));
+
+/**
+ * Request URL for logs, without keys (AUTH-9, SEC-2a). Keys are only taken from the header, but a
+ * client may still put one in a URL by mistake, and a log must not keep it:
+ * - a query parameter with a credential-looking name (`api_key`, `token`, …) is masked whatever it holds;
+ * - a path segment or query value holding a standard or session key (`atk_…`, `ats_…`, even in part
+ *   or percent-encoded) is masked, wherever it is;
+ * - one holding a UUID, the shape of an old-format key, is masked too, unless it is the value of
+ *   an id parameter: a path parameter the matched route declares (`/testruns/{testRunId}`, from
+ *   `params`) or a query parameter named like one (`?jobId=`). Those UUIDs are resource ids, which
+ *   the logs exist to show; an old-format key pasted into an id's place is the one case that stays,
+ *   since nothing short of a lookup tells it from an id, and the request answers 404 anyway.
+ */
+export function redactUrl(url: string, params?: unknown): string {
+  if (!MIGHT_HOLD_KEY.test(url) && !url.includes('?')) return url;
   const q = url.indexOf('?');
-  if (q < 0) return url;
-  const params = new URLSearchParams(url.slice(q + 1));
-  for (const name of [...params.keys()]) if (SENSITIVE_QUERY.test(name)) params.set(name, '[redacted]');
-  return `${url.slice(0, q)}?${params.toString()}`;
+  const path = q < 0 ? url : url.slice(0, q);
+  let loggedPath = path;
+  if (MIGHT_HOLD_KEY.test(path)) {
+    const ids = idValuesOf(params);
+    loggedPath = path
+      .split('/')
+      .map((segment) => {
+        const text = decoded(segment);
+        return holdsKey(text, ids?.has(text) === true && UUID_LIKE.exec(text)?.[0] === text) ? REDACTED : segment;
+      })
+      .join('/');
+  }
+  if (q < 0) return loggedPath;
+  const query = url.slice(q + 1);
+  const parsed = new URLSearchParams(query);
+  let masked = false;
+  for (const [name, value] of parsed) {
+    if (maskedParameter(name, value)) {
+      masked = true;
+      break;
+    }
+  }
+  if (!masked) return `${loggedPath}?${query}`;
+  const out = new URLSearchParams();
+  for (const [name, value] of parsed) {
+    if (holdsKey(name, false)) out.append(REDACTED, REDACTED);
+    else out.append(name, maskedParameter(name, value) ? REDACTED : value);
+  }
+  return `${loggedPath}?${out.toString()}`;
+}
+
+/** Whether a query parameter is logged masked: a credential's name, or a key in its name or value. */
+const maskedParameter = (name: string, value: string) =>
+  SENSITIVE_QUERY.test(name) || holdsKey(name, false) || holdsKey(value, ID_NAME.test(name) && isIdList(value));
+
+/** A value of an id query parameter: one UUID or a comma-separated list of them, nothing else glued on. */
+function isIdList(value: string): boolean {
+  return value.split(',').every((part) => UUID_LIKE.exec(part)?.[0] === part || !UUID_LIKE.test(part));
 }
