@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import { crc32, deflateSync } from 'node:zlib';
 import fc from 'fast-check';
 import sharp from 'sharp';
-import { pngDecodes } from '../../src/server/media/png-check.ts';
+import { pngDecodes, pngEndsEarly } from '../../src/server/media/png-check.ts';
 import { ThumbnailRenderer } from '../../src/server/media/thumbnails.ts';
 
 const LIMIT = 8 * 1024 * 1024;
@@ -204,5 +204,47 @@ describe('the upload decode check remembers bytes that decoded', () => {
         (error: { code?: string }) => error.code === 'UNPROCESSABLE',
       );
     }
+  });
+});
+
+describe('a PNG cut after its image data is refused, though libvips decodes it (FILE-3)', () => {
+  const renderer = () => new ThumbnailRenderer({ thumbnailConcurrency: 1, thumbnailQueue: 4, maxImagePixels: 10_000_000 });
+  const sources = async () => [
+    await sharp(randomBytes(40 * 30 * 3), { raw: { width: 40, height: 30, channels: 3 } })
+      .png()
+      .toBuffer(),
+    // A palette image: outside what pngDecodes covers, so only sharp would have judged it.
+    await sharp(randomBytes(33 * 20 * 3), { raw: { width: 33, height: 20, channels: 3 } })
+      .png({ palette: true })
+      .toBuffer(),
+    await sharp(randomBytes(9 * 9 * 4), { raw: { width: 9, height: 9, channels: 4 } })
+      .png({ progressive: true })
+      .toBuffer(),
+  ];
+
+  test('missing only its 12-byte IEND chunk, or part of it, the upload check answers 422 UNPROCESSABLE', async () => {
+    for (const png of await sources()) {
+      for (const cut of [12, 8, 4, 1]) {
+        const short = png.subarray(0, png.length - cut);
+        assert.equal(await sharpDecodes(short), true, `libvips decodes it ${cut} bytes short: the reason this check exists`);
+        assert.equal(pngEndsEarly(short), true, `${cut} bytes short`);
+        await assert.rejects(
+          renderer().checkDecodes(async () => short),
+          (error: { code?: string }) => error.code === 'UNPROCESSABLE',
+          `${cut} bytes short is refused`,
+        );
+      }
+      await renderer().checkDecodes(async () => png);
+    }
+  });
+
+  test('every cut is refused, and whole files, bytes after IEND and other formats are not its business', async () => {
+    const [png] = await sources();
+    const whole = png as Buffer;
+    for (let length = 8; length < whole.length; length++) assert.equal(pngEndsEarly(whole.subarray(0, length)), true, `cut at ${length}`);
+    assert.equal(pngEndsEarly(whole), false);
+    assert.equal(pngEndsEarly(Buffer.concat([whole, Buffer.from('trailing bytes')])), false, 'data after IEND is for the decoder to judge');
+    assert.equal(pngEndsEarly(await sharp(whole).jpeg().toBuffer()), false, 'not a PNG');
+    assert.equal(pngEndsEarly(whole.subarray(0, 4)), false, 'too short to be a PNG: for the type check');
   });
 });

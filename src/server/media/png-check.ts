@@ -6,12 +6,31 @@ import { crc32, inflate, inflateSync } from 'node:zlib';
 // decoder reads to produce pixels. Through sharp the same check cost about 3 ms of CPU for a 35 KB
 // screenshot (pipeline set-up on libvips threads); this one costs about a tenth of that.
 //
-// The check only ever says yes. Anything it does not fully understand (a palette, a chunk outside
+// `pngDecodes` only ever says yes. Anything it does not fully understand (a palette, a chunk outside
 // a short list, a stream it cannot inflate, data that does not add up) is left to sharp, which
-// stays the judge of every refusal; so nothing sharp refuses is ever accepted here, and an image
-// sharp accepts is never refused for a reason of this module's own.
+// judges every other refusal; so nothing sharp refuses is ever accepted here. The one refusal of
+// this module's own is `pngEndsEarly`: libpng, under sharp, decodes a PNG cut anywhere after its
+// image data (only the 12-byte IEND chunk missing, or part of it), while every cut into the image
+// data is refused; a file cut short is a failed upload all the same (FILE-3).
 
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+/**
+ * True when `bytes` begin as a PNG but end before the end of its IEND chunk: the file was cut short,
+ * whatever a lenient decoder makes of what is there. Only the chunk lengths are read (no CRCs: the
+ * rest is for the decoder to judge), so it costs a step per chunk. Not a PNG: false.
+ */
+export function pngEndsEarly(bytes: Uint8Array): boolean {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (buffer.length < SIGNATURE.length || !buffer.subarray(0, SIGNATURE.length).equals(SIGNATURE)) return false;
+  let offset = SIGNATURE.length;
+  while (offset + 8 <= buffer.length) {
+    const end = offset + 12 + buffer.readUInt32BE(offset);
+    if (buffer.toString('latin1', offset + 4, offset + 8) === 'IEND') return end > buffer.length;
+    offset = end;
+  }
+  return true;
+}
 
 /** Bit depths each colour type allows (palette images, type 3, are left to sharp), and its channels. */
 const COLOUR_TYPES: Record<number, { depths: number[]; channels: number }> = {

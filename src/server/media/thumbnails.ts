@@ -1,6 +1,6 @@
 import type { default as Sharp } from 'sharp';
 import { AppError } from '../errors.ts';
-import { pngDecodes } from './png-check.ts';
+import { pngDecodes, pngEndsEarly } from './png-check.ts';
 
 // Decoding is where image bombs hurt (FILE-3): no cache of decoded images between requests, one
 // libvips thread per image, a bounded number of decodes at once, and a pixel limit and timeout on
@@ -115,6 +115,9 @@ export class ThumbnailRenderer {
     return this.gate.run(async () => {
       const bytes = await load();
       if (await pngDecodes(bytes, PNG_CHECK_MAX_BYTES)) return;
+      // libpng decodes a PNG whose IEND is cut off; it is a truncated upload all the same.
+      if (pngEndsEarly(bytes))
+        throw new AppError('UNPROCESSABLE', 'The image does not decode: it is truncated or damaged. Nothing was stored.');
       const sharp = await loadSharp();
       try {
         await sharp(bytes, { limitInputPixels: this.config.maxImagePixels, failOn: 'error', sequentialRead: true })
