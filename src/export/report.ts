@@ -124,12 +124,23 @@ export interface Failure {
   detail: string;
 }
 
+/** The failing step a failure points at: the first failed (or broken) step, then its first failing child, down to the innermost. */
+function innermostFailing(steps: readonly Step[]): Step | undefined {
+  let step = failingStep(steps);
+  for (let child = step; child; ) {
+    step = child;
+    const parentId = child.id;
+    child = failingStep(steps.filter((s) => s.parentId === parentId));
+  }
+  return step;
+}
+
 /** A run's failure, for a run whose verdict is failed or broken (and for earlier attempts that were). */
 export function failureOf(part: RunPart): Failure | undefined {
   const { run } = part.answers;
   if (run.verdict !== 'failed' && run.verdict !== 'broken') return undefined;
   const { steps, cells } = part.answers.results.value;
-  const step: Step | undefined = failingStep(steps);
+  const step = innermostFailing(steps);
   // A failure outside any step (an expect after the last step, a timeout) is only in the run's cells.
   const cell = cells.find((c) => c.name === 'error') ?? cells.find((c) => c.name === 'failure');
   const firstLine = (text: string | null | undefined) =>

@@ -93,6 +93,18 @@ export interface Config {
    * send the largest artifacts over slow links.
    */
   requestTimeoutMs: number;
+  /**
+   * Lingering close, as nginx does it (its `lingering_time` and `lingering_timeout`): a request
+   * refused before its body was read to the end is answered with `Connection: close`, and Attest
+   * then keeps reading and discarding the body, for at most `lingerMs` (`ATTEST_LINGER_MS`, default
+   * 30000; 0 closes at once) and `lingerMaxBytes` bytes (`ATTEST_LINGER_MAX_BYTES`, default 64 MiB),
+   * and for no longer than `lingerIdleMs` without a byte (`ATTEST_LINGER_IDLE_MS`, default 5000),
+   * before it closes. Closing on unread bytes makes the kernel send a reset, which destroys the
+   * answer before a client still sending has read it.
+   */
+  lingerMs: number;
+  lingerIdleMs: number;
+  lingerMaxBytes: number;
   /** How long graceful shutdown waits for in-flight requests. */
   shutdownTimeoutMs: number;
   /** Origins allowed by CORS; empty disables CORS. */
@@ -262,6 +274,9 @@ export function loadConfig(env: Env = process.env): Config {
     allowNetworkFs: r.bool('ATTEST_ALLOW_NETWORK_FS', false),
     allowUnsafePostgres: r.bool('ATTEST_ALLOW_UNSAFE_POSTGRES', false),
     requestTimeoutMs: r.int('ATTEST_REQUEST_TIMEOUT_MS', 300_000, 100, 86_400_000),
+    lingerMs: r.int('ATTEST_LINGER_MS', 30_000, 0, 3_600_000),
+    lingerIdleMs: r.int('ATTEST_LINGER_IDLE_MS', 5_000, 100, 3_600_000),
+    lingerMaxBytes: r.int('ATTEST_LINGER_MAX_BYTES', 64 * MiB, 0, 1024 * 1024 * MiB),
     shutdownTimeoutMs: r.int('ATTEST_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     corsOrigins: r.list('ATTEST_CORS_ORIGINS'),
     gcIntervalMinutes: r.int('ATTEST_GC_INTERVAL_MINUTES', 60, 0, 7 * 24 * 60),

@@ -96,6 +96,8 @@ function resultFiles(report: Report, test: ReportTest, part: RunPart): ExportFil
     fullName: test.fullName,
     status: run.verdict === null ? 'unknown' : STATUS[run.verdict],
     ...(failure ? { statusDetails: { message: failure.message, trace: failure.detail } } : {}),
+    // Passed after a failed attempt: Allure reads a known-flaky test from its status details.
+    ...(run.verdict === 'passed' && part === test.final && test.attempts.some(failed) ? { statusDetails: { flaky: true } } : {}),
     stage: 'finished',
     start: runStart,
     stop,
@@ -117,6 +119,8 @@ function resultFiles(report: Report, test: ReportTest, part: RunPart): ExportFil
   files.unshift(fileOf(`allure-results/${uuid}-result.json`, 'application/json', () => `${JSON.stringify(result, null, 2)}\n`));
   return files;
 }
+
+const failed = (part: RunPart) => part.answers.run.verdict === 'failed' || part.answers.run.verdict === 'broken';
 
 const STATUS: Record<string, string> = { passed: 'passed', failed: 'failed', broken: 'broken', skipped: 'skipped', running: 'unknown' };
 
