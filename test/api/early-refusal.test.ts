@@ -4,45 +4,125 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { crc32 } from 'node:zlib';
 import sharp from 'sharp';
+import { loadConfig } from '../../src/server/config.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
-import { createProject } from '../helpers/factories.ts';
-import { jsonHeaders, rawRequest } from '../helpers/http.ts';
+import { createProject, createUser } from '../helpers/factories.ts';
+import { encodeForm, jsonHeaders, rawRequest } from '../helpers/http.ts';
 import { randomGif, randomPng } from '../helpers/png.ts';
 import { assertProblem } from '../helpers/problems.ts';
 import { startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { upload } from '../helpers/uploads.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 /**
- * Sends the head of a request and the first part of its body on a raw socket, then keeps the
- * socket open (a client still trickling): resolves with what the server wrote and whether, and how
- * soon, it closed the connection, within `withinMs`.
+ * A raw connection to the server that records what it receives, and how the connection ended: the
+ * server's FIN (`ended`), the socket closing, and any error (a reset shows as ECONNRESET or EPIPE).
  */
-function sendPartly(url: string, head: string, bodyStart: string, withinMs: number): Promise<{ text: string; closedAfterMs?: number }> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(Number(port), hostname);
-    const chunks: Buffer[] = [];
-    const started = Date.now();
-    let settled = false;
-    const finish = (closed: boolean) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({ text: Buffer.concat(chunks).toString('utf8'), closedAfterMs: closed ? Date.now() - started : undefined });
-    };
-    // The window in which the server must close: after it, the test looks at what it saw.
-    const timer = setTimeout(() => finish(false), withinMs);
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    socket.on('end', () => finish(true));
-    socket.on('close', () => finish(true));
-    socket.on('error', (error) => (settled ? undefined : reject(error)));
-    socket.write(head + bodyStart);
-  });
+class RawConnection {
+  readonly socket: net.Socket;
+  private readonly chunks: Buffer[] = [];
+  readonly started = Date.now();
+  ended = false;
+  closedAfterMs: number | undefined;
+  error: string | undefined;
+
+  constructor(url: string) {
+    const { hostname, port } = new URL(url);
+    // Half-open, as a client still sending is: the server's FIN does not end this side.
+    this.socket = net.connect({ port: Number(port), host: hostname, allowHalfOpen: true });
+    this.socket.on('data', (chunk: Buffer) => this.chunks.push(chunk));
+    this.socket.on('end', () => {
+      this.ended = true;
+    });
+    this.socket.on('error', (error: NodeJS.ErrnoException) => {
+      this.error ??= error.code ?? error.message;
+    });
+    this.socket.on('close', () => {
+      this.closedAfterMs = Date.now() - this.started;
+    });
+  }
+
+  get text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+
+  /** Writes, resolving once the bytes are handed to the kernel (or the connection failed). */
+  write(data: string | Buffer): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.socket.destroyed) resolve();
+      else this.socket.write(data, () => resolve());
+    });
+  }
+
+  /** Waits until the received text matches. */
+  async received(pattern: RegExp, timeoutMs = 5000): Promise<string> {
+    await waitFor(() => pattern.test(this.text), { timeoutMs, message: () => `${pattern} in ${JSON.stringify(this.text.slice(0, 300))}` });
+    return this.text;
+  }
+
+  /** Waits until the socket is closed; resolves with how long after the start. */
+  async closed(timeoutMs: number): Promise<number> {
+    await waitFor(() => this.closedAfterMs !== undefined, { timeoutMs, intervalMs: 20, message: 'the connection closed' });
+    return this.closedAfterMs as number;
+  }
+
+  /** Ends this side (the client's FIN) once what was written is sent. */
+  end(): void {
+    this.socket.end();
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
 }
 
-// Bad input refused early and precisely: deep bodies, long pointers, early refusals that close.
+/** How many connections the server holds open. */
+const openConnections = (server: TestServer): Promise<number> =>
+  new Promise((resolve, reject) => server.app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+
+/** Waits until the server holds no connection; resolves with the time it happened. */
+async function serverClosedAll(server: TestServer, timeoutMs = 30_000): Promise<number> {
+  await waitFor(async () => (await openConnections(server)) === 0, {
+    timeoutMs,
+    intervalMs: 20,
+    message: 'the server closed the connection',
+  });
+  return Date.now();
+}
+
+/** Writes one byte every `everyMs` until the connection goes; stop() ends it. */
+function trickle(connection: RawConnection, everyMs: number): { stop(): void } {
+  const timer = setInterval(() => {
+    if (connection.socket.destroyed) clearInterval(timer);
+    else connection.socket.write('x');
+  }, everyMs);
+  return { stop: () => clearInterval(timer) };
+}
+
+const postHead = (key: string | undefined, length: number, extra = '') =>
+  'POST /api/v1/projects HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\n' +
+  `${key ? `service.api-token: ${key}\r\n` : ''}${extra}Content-Length: ${length}\r\n\r\n`;
+
+describe('lingering close and Expect: 100-continue settings', () => {
+  test('ATTEST_LINGER_MS, ATTEST_LINGER_IDLE_MS and ATTEST_LINGER_MAX_BYTES default to 30 s, 5 s and 64 MiB, and are range-checked', () => {
+    const config = loadConfig({});
+    assert.deepEqual([config.lingerMs, config.lingerIdleMs, config.lingerMaxBytes], [30_000, 5_000, 64 * 1024 * 1024]);
+    const set = loadConfig({ ATTEST_LINGER_MS: '0', ATTEST_LINGER_IDLE_MS: '250', ATTEST_LINGER_MAX_BYTES: '1024' });
+    assert.deepEqual([set.lingerMs, set.lingerIdleMs, set.lingerMaxBytes], [0, 250, 1024]);
+    for (const [name, value] of [
+      ['ATTEST_LINGER_MS', '-1'],
+      ['ATTEST_LINGER_MS', '3600001'],
+      ['ATTEST_LINGER_IDLE_MS', '99'],
+      ['ATTEST_LINGER_MAX_BYTES', '5MB'],
+    ] as const) {
+      assert.throws(() => loadConfig({ [name]: value }), new RegExp(name), `${name}=${value}`);
+    }
+  });
+});
+
+// Bad input refused early and precisely: deep bodies, long pointers, and early refusals that close
+// lingering (LOAD-4b) after an `Expect: 100-continue` that was never answered (LOAD-4c).
 
 /** `{"a":{"a":…{"a":"x\u0000y"}…}}`, `depth` objects deep. */
 const nestedWithNul = (depth: number): string => `${'{"a":'.repeat(depth)}"x\\u0000y"${'}'.repeat(depth)}`;
@@ -55,38 +135,233 @@ for (const dialect of DIALECTS) {
     });
     after(() => server.close());
 
-    describe('early refusals', () => {
-      test('a POST refused with 401 before its body is read closes the connection at once (Connection: close)', async () => {
-        const head =
-          'POST /api/v1/projects HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\n' +
-          'service.api-token: not-a-key\r\nContent-Length: 1000000\r\n\r\n';
-        const seen = await sendPartly(server.url, head, '{"name":"', 3000);
-        assert.match(seen.text, /^HTTP\/1\.1 401 /);
-        assert.match(seen.text, /\r\nconnection: close\r\n/i);
-        assert.ok(seen.closedAfterMs !== undefined, 'the server closed the connection instead of waiting for the rest of the body');
+    describe('early refusals close lingering (LOAD-4b)', () => {
+      test('a POST refused with 401 before its body is read is answered at once with Connection: close, and the server ends its side', async () => {
+        const connection = new RawConnection(server.url);
+        try {
+          await connection.write(`${postHead(undefined, 1_000_000)}{"name":"`);
+          const text = await connection.received(/^HTTP\/1\.1 401 [\s\S]*\r\n\r\n\{[\s\S]*\}$/);
+          assert.match(text, /\r\nconnection: close\r\n/i);
+          await waitFor(() => connection.ended, { message: "the server's FIN after the answer" });
+        } finally {
+          connection.destroy();
+        }
       });
 
-      test('an upload refused with 404 (an invisible project) before its body is read closes the connection too', async () => {
-        const head =
-          'POST /api/v1/projects/00000000-0000-4000-8000-000000000000/artifact HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
-          'Content-Type: multipart/form-data; boundary=xyz\r\nAccept: application/json\r\n' +
-          `service.api-token: ${server.admin.key}\r\nContent-Length: 5000000\r\n\r\n`;
-        const seen = await sendPartly(server.url, head, '--xyz\r\n', 3000);
-        assert.match(seen.text, /^HTTP\/1\.1 404 /);
-        assert.match(seen.text, /\r\nconnection: close\r\n/i);
-        assert.ok(seen.closedAfterMs !== undefined, 'the server closed the connection');
+      test('the rest of the body is read after the answer: a client that sends it all sees the connection end cleanly, never reset', async () => {
+        const connection = new RawConnection(server.url);
+        const rest = Buffer.alloc(8 * 1024 * 1024, 'a');
+        try {
+          await connection.write(`${postHead(undefined, rest.length + 9)}{"name":"`);
+          await connection.received(/^HTTP\/1\.1 401 /);
+          // Sent after the answer and the server's FIN: closing without reading it would reset the connection.
+          await connection.write(rest);
+          connection.end();
+          await connection.closed(20_000);
+          assert.equal(connection.error, undefined, 'no reset');
+          assert.match(connection.text, /^HTTP\/1\.1 401 [\s\S]*"code":"UNAUTHENTICATED"/);
+        } finally {
+          connection.destroy();
+        }
+      });
+
+      test('an upload refused with 404 (an invisible project) lingers the same way', async () => {
+        const connection = new RawConnection(server.url);
+        const rest = Buffer.alloc(4 * 1024 * 1024, 'a');
+        try {
+          await connection.write(
+            'POST /api/v1/projects/00000000-0000-4000-8000-000000000000/artifact HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+              'Content-Type: multipart/form-data; boundary=xyz\r\nAccept: application/json\r\n' +
+              `service.api-token: ${server.admin.key}\r\nContent-Length: ${rest.length + 7}\r\n\r\n--xyz\r\n`,
+          );
+          const text = await connection.received(/^HTTP\/1\.1 404 [\s\S]*\r\n\r\n\{/);
+          assert.match(text, /\r\nconnection: close\r\n/i);
+          await connection.write(rest);
+          connection.end();
+          await connection.closed(20_000);
+          assert.equal(connection.error, undefined, 'no reset');
+        } finally {
+          connection.destroy();
+        }
       });
 
       test('a refusal after the body was read (a 400 from validation) keeps the connection', async () => {
         const body = '{"key":"not a key"}';
-        const head =
-          'POST /api/v1/projects HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\n' +
-          `service.api-token: ${server.admin.key}\r\nContent-Length: ${body.length}\r\n\r\n`;
-        // The window is the test: the connection must stay open for it.
-        const seen = await sendPartly(server.url, head, body, 500);
-        assert.match(seen.text, /^HTTP\/1\.1 400 /);
-        assert.doesNotMatch(seen.text, /\r\nconnection: close\r\n/i);
-        assert.equal(seen.closedAfterMs, undefined);
+        const connection = new RawConnection(server.url);
+        try {
+          await connection.write(postHead(server.admin.key, body.length) + body);
+          const text = await connection.received(/^HTTP\/1\.1 400 [\s\S]*\r\n\r\n\{[\s\S]*\}$/);
+          assert.doesNotMatch(text, /\r\nconnection: close\r\n/i);
+          // The connection is reused: a second request on it is answered too.
+          await connection.write(`GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\r\n`);
+          await connection.received(/HTTP\/1\.1 200 /);
+          assert.equal(connection.ended, false);
+        } finally {
+          connection.destroy();
+        }
+      });
+    });
+
+    describe('a lingering close is bounded (LOAD-4b)', () => {
+      let bounded: TestServer;
+      before(async () => {
+        bounded = await startTestServer(dialect, {
+          ATTEST_LINGER_MS: '3000',
+          ATTEST_LINGER_IDLE_MS: '1000',
+          ATTEST_LINGER_MAX_BYTES: String(256 * 1024),
+        });
+      });
+      after(() => bounded.close());
+
+      test('a client that stops sending is cut after ATTEST_LINGER_IDLE_MS', async () => {
+        await serverClosedAll(bounded);
+        const connection = new RawConnection(bounded.url);
+        try {
+          await connection.write(`${postHead(undefined, 1_000_000)}{"name":"`);
+          await connection.received(/^HTTP\/1\.1 401 /);
+          const answered = Date.now();
+          const lingered = (await serverClosedAll(bounded)) - answered;
+          assert.ok(lingered >= 900, `closed ${lingered} ms after the answer, before the idle time`);
+          assert.ok(lingered < 2900, `closed ${lingered} ms after the answer: the idle time, not the whole linger, ended it`);
+        } finally {
+          connection.destroy();
+        }
+      });
+
+      test('a client that keeps sending is cut after ATTEST_LINGER_MS', async () => {
+        await serverClosedAll(bounded);
+        const connection = new RawConnection(bounded.url);
+        const drip = trickle(connection, 200);
+        try {
+          await connection.write(`${postHead(undefined, 1_000_000)}{"name":"`);
+          await connection.received(/^HTTP\/1\.1 401 /);
+          const closed = await serverClosedAll(bounded);
+          assert.ok(closed - connection.started >= 2900, `closed after ${closed - connection.started} ms, before ATTEST_LINGER_MS`);
+        } finally {
+          drip.stop();
+          connection.destroy();
+        }
+      });
+
+      test('a client that sends more than ATTEST_LINGER_MAX_BYTES is cut (its connection reset)', async () => {
+        await serverClosedAll(bounded);
+        const connection = new RawConnection(bounded.url);
+        // Far more than the loopback's socket buffers hold: the client cannot finish sending it.
+        const rest = Buffer.alloc(64 * 1024 * 1024, 'a');
+        try {
+          await connection.write(`${postHead(undefined, rest.length + 9)}{"name":"`);
+          await connection.received(/^HTTP\/1\.1 401 /);
+          await connection.write(rest);
+          await waitFor(() => connection.error, { timeoutMs: 20_000, message: 'the client saw its connection reset' });
+          assert.match(String(connection.error), /ECONNRESET|EPIPE/);
+          // Well before the linger time or the idle time could have ended it.
+          await serverClosedAll(bounded);
+        } finally {
+          connection.destroy();
+        }
+      });
+    });
+
+    describe('a body that never ends is cut off within the request timeout (LOAD-4b)', () => {
+      const timeoutMs = 1500;
+      let strict: TestServer;
+      before(async () => {
+        // Lingering alone would read for a minute: the request deadline ends it first.
+        strict = await startTestServer(dialect, {
+          ATTEST_REQUEST_TIMEOUT_MS: String(timeoutMs),
+          ATTEST_LINGER_MS: '60000',
+          ATTEST_LINGER_IDLE_MS: '60000',
+        });
+      });
+      after(() => strict.close());
+
+      test('a refused POST whose body trickles on forever is closed once the request timeout has passed', async () => {
+        const connection = new RawConnection(strict.url);
+        const drip = trickle(connection, 100);
+        try {
+          await connection.write(`${postHead(undefined, 100_000_000)}{"name":"`);
+          await connection.received(/^HTTP\/1\.1 401 /);
+          const closedAfter = (await serverClosedAll(strict)) - connection.started;
+          assert.ok(closedAfter >= timeoutMs - 100, `closed after ${closedAfter} ms, before the request timeout`);
+          assert.ok(closedAfter < 20_000, `closed after ${closedAfter} ms: the request timeout, not the linger time, ended it`);
+        } finally {
+          drip.stop();
+          connection.destroy();
+        }
+      });
+    });
+
+    describe('Expect: 100-continue is answered after authentication and authorisation (LOAD-4c)', () => {
+      test('a POST without a key that expects 100-continue gets its 401 and no 100 Continue', async () => {
+        const connection = new RawConnection(server.url);
+        try {
+          await connection.write(postHead(undefined, 100_000, 'Expect: 100-continue\r\n'));
+          const text = await connection.received(/\r\n\r\n\{[\s\S]*\}$/);
+          assert.match(text, /^HTTP\/1\.1 401 /);
+          assert.doesNotMatch(text, /100 Continue/);
+          await waitFor(() => connection.ended, { message: 'the connection ends (the client was never told to send)' });
+        } finally {
+          connection.destroy();
+        }
+      });
+
+      test("a viewer's upload and an upload to an invisible project get 403 and 404 without 100 Continue", async () => {
+        const project = await createProject(server);
+        const viewer = await createUser(server, ['viewer'], { projects: [project.id] });
+        for (const [key, projectId, status] of [
+          [viewer.key, project.id, 403],
+          [server.admin.key, '00000000-0000-4000-8000-000000000000', 404],
+        ] as const) {
+          const connection = new RawConnection(server.url);
+          try {
+            await connection.write(
+              `POST /api/v1/projects/${projectId}/artifact HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
+                'Content-Type: multipart/form-data; boundary=xyz\r\nAccept: application/json\r\nExpect: 100-continue\r\n' +
+                `service.api-token: ${key}\r\nContent-Length: 5000000\r\n\r\n`,
+            );
+            const text = await connection.received(/\r\n\r\n\{[\s\S]*\}$/);
+            assert.match(text, new RegExp(`^HTTP/1\\.1 ${status} `));
+            assert.doesNotMatch(text, /100 Continue/);
+          } finally {
+            connection.destroy();
+          }
+        }
+      });
+
+      test('an accepted JSON POST that expects 100-continue gets it, then sends its body and is answered 201 on a kept connection', async () => {
+        const body = JSON.stringify({ key: `E${randomBytes(4).toString('hex').toUpperCase()}`, name: 'expecting' });
+        const connection = new RawConnection(server.url);
+        try {
+          await connection.write(postHead(server.admin.key, Buffer.byteLength(body), 'Expect: 100-continue\r\n'));
+          await connection.received(/^HTTP\/1\.1 100 Continue\r\n\r\n$/);
+          await connection.write(body);
+          const text = await connection.received(/HTTP\/1\.1 201 [\s\S]*\r\n\r\n\{[\s\S]*\}$/);
+          assert.doesNotMatch(text, /\r\nconnection: close\r\n/i);
+        } finally {
+          connection.destroy();
+        }
+      });
+
+      test('an accepted upload that expects 100-continue gets it once its checks passed, then 201', async () => {
+        const project = await createProject(server);
+        const run = await startRun(server.admin.client, project.id);
+        const form = new FormData();
+        form.append('metadata', JSON.stringify({ testRunId: run.id, kind: 'log', name: 'expect.log' }));
+        form.append('file', new Blob([randomBytes(50_000)], { type: 'application/octet-stream' }), 'expect.log');
+        const { payload, contentType } = await encodeForm(form);
+        const connection = new RawConnection(server.url);
+        try {
+          await connection.write(
+            `POST /api/v1/projects/${project.id}/artifact HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: ${contentType}\r\n` +
+              `Accept: application/json\r\nExpect: 100-continue\r\nservice.api-token: ${server.admin.key}\r\n` +
+              `Content-Length: ${payload.length}\r\n\r\n`,
+          );
+          await connection.received(/^HTTP\/1\.1 100 Continue\r\n\r\n$/);
+          await connection.write(payload);
+          await connection.received(/HTTP\/1\.1 201 [\s\S]*\r\n\r\n\{[\s\S]*\}$/);
+        } finally {
+          connection.destroy();
+        }
       });
     });
 

@@ -4,6 +4,7 @@ import type { ErrorObject } from 'ajv';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError, ERRORS, type ErrorCode, type FieldError } from '../errors.ts';
+import { type LingerLimits, lingerAfterAnswer } from '../http/lingering-close.ts';
 import { sendProblem, toProblem } from '../http/problem.ts';
 import { fieldErrors as describeErrors } from '../validation.ts';
 
@@ -138,16 +139,19 @@ function hasUnreadBody(request: FastifyRequest): boolean {
 
 /** The one error handler: coded errors become RFC 9457 problems, anything else a logged, bare 500. */
 export const errorsPlugin = fp(
-  async (app: FastifyInstance) => {
+  async (app: FastifyInstance, { limits }: { limits: LingerLimits }) => {
     app.setErrorHandler((error, request, reply) => {
       const problem = classifyError(error as Error, request);
       // Every 503 tells clients when to come back, whether or not the thrower chose a delay.
       if (problem.status === 503 && !problem.extras.headers?.['retry-after']) reply.header('retry-after', '5');
-      // Refused before its body was read to the end (an early 401, 403, 404 or 415, a 413 part-way
-      // through): the connection closes once the answer is out (Node ends the socket after a
-      // `Connection: close` response) rather than reading, and waiting up to the request timeout
-      // for, a body nobody will look at.
-      if (hasUnreadBody(request)) reply.header('connection', 'close');
+      // Refused before its body was read to the end (an early 401, 403, 404, 413, 415, 429 or 507):
+      // the connection closes after the answer rather than reading, and waiting up to the request
+      // timeout for, a body nobody will look at. It closes lingering (LOAD-4b): what is still sent
+      // is read and dropped for a bounded time, so the client reads the answer instead of a reset.
+      if (hasUnreadBody(request)) {
+        reply.header('connection', 'close');
+        lingerAfterAnswer(request.raw, limits);
+      }
       return sendProblem(reply, problem);
     });
   },
