@@ -53,7 +53,6 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         censor: '[redacted]',
       },
       serializers: {
-        // The route's params tell its id segments from the rest of the path (keys are masked, ids kept).
         req: (req: { method: string; url: string; ip?: string; params?: unknown }) => ({
           method: req.method,
           url: redactUrl(req.url, req.params),
