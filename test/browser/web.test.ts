@@ -43,6 +43,9 @@ const AXE_VIEWS = [
   'run-keyboard',
 ];
 
+/** The part of a computed style the tests read (the test code is typed without the DOM). */
+type CSSStyle = { strokeWidth: string };
+
 /** In the page: whether an <img> has loaded and decoded to real pixels. */
 const rendered = (node: unknown) => {
   const img = node as { complete: boolean; naturalWidth: number };
@@ -218,16 +221,38 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     await client.call(v1.runs.updateRun, { params: { testRunId: big.id }, body: { status: 'completed', verdict: 'passed' } });
 
     const imageCalls: string[] = [];
+    let inFlight = 0;
+    const isImage = (request: { url(): string }) => request.url().includes('/api/v1/images/');
     const listen = (request: { url(): string }) => {
-      if (request.url().includes('/api/v1/images/')) imageCalls.push(request.url());
+      if (!isImage(request)) return;
+      imageCalls.push(request.url());
+      inFlight++;
+    };
+    const ended = (request: { url(): string }) => {
+      if (isImage(request)) inFlight--;
     };
     page.on('request', listen);
+    page.on('requestfinished', ended);
+    page.on('requestfailed', ended);
     await page.goto(`${server.url}/runs/${big.id}`);
     await page.getByRole('heading', { name: 'Long run' }).waitFor();
     // The page draws the long step list in pages of rows; whatever it draws, only what is in view loads.
     const listed = page.getByTestId('screenshot');
     await waitFor(async () => (await listed.count()) > 20, { timeoutMs: 15_000, message: 'screenshots listed' });
-    await page.waitForTimeout(1000);
+    // Wait until the page is at rest: the thumbnails in view have rendered and no image call is in
+    // flight. A page that loaded every thumbnail would not come to rest before it had asked for all.
+    const inViewRendered = () =>
+      page.evaluate(`(() => {
+        const inView = [...document.querySelectorAll('[data-testid="screenshot"]')].filter((img) => {
+          const box = img.getBoundingClientRect();
+          return box.bottom > 0 && box.top < innerHeight;
+        });
+        return inView.length > 0 && inView.every((img) => img.complete && img.naturalWidth > 0 && img.src.startsWith('blob:'));
+      })()`);
+    await waitFor(async () => inFlight === 0 && (await inViewRendered()), {
+      timeoutMs: 15_000,
+      message: () => `the thumbnails in view rendered and no image call in flight (${inFlight} in flight, ${imageCalls.length} made)`,
+    });
     const atFirst = imageCalls.length;
     assert.ok(atFirst < (await listed.count()), `only the thumbnails in view load at first (${atFirst} of ${await listed.count()} listed)`);
     await listed.last().scrollIntoViewIfNeeded();
@@ -237,6 +262,8 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
       'thumbnails, not full images',
     );
     page.off('request', listen);
+    page.off('requestfinished', ended);
+    page.off('requestfailed', ended);
   });
 
   test('an admin changes a role in the page, and it takes effect in the API', async () => {
@@ -328,7 +355,7 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
       page
         .getByRole('button', { name })
         .locator('rect')
-        .evaluate((rect) => getComputedStyle(rect).strokeWidth);
+        .evaluate((rect) => (globalThis as unknown as { getComputedStyle(e: unknown): CSSStyle }).getComputedStyle(rect).strokeWidth);
     assert.equal(await edge(/^Open the shop/), '2px');
     assert.equal(await edge(/^Pay/), '1px');
 
