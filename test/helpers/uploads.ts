@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { encodeForm, rawRequest } from './http.ts';
 
@@ -54,6 +55,58 @@ export async function upload(
   }
   const json = /json/.test(answer.headers['content-type'] ?? '');
   return { status: answer.status, headers: received, body: json ? answer.json : { text: answer.text } };
+}
+
+/**
+ * Starts an upload of one screenshot part (`file`) but sends only the form up to the first
+ * `headBytes` of the file, then waits for the answer without ever sending the rest. An answer
+ * proves the server decided from the bytes it had (the image header) without waiting for, let alone
+ * decoding, the whole image: a check that holds however slow the machine, where a stopwatch does not.
+ */
+export async function uploadHead(
+  baseUrl: string,
+  apiKey: string,
+  projectId: string,
+  metadata: Record<string, unknown>,
+  file: Buffer,
+  headBytes: number,
+): Promise<{ status: number; body: Record<string, unknown>; unsent: number }> {
+  const form = new FormData();
+  form.append('metadata', JSON.stringify(metadata));
+  form.append('file', new Blob([file], { type: 'image/png' }), String(metadata.name ?? 'file.png'));
+  const { payload, contentType } = await encodeForm(form);
+  const fileStart = payload.indexOf(file.subarray(0, 64));
+  if (fileStart < 0 || headBytes >= file.length) throw new Error('uploadHead: the head must be a part of the file');
+  const sent = payload.subarray(0, fileStart + headBytes);
+  return new Promise((resolve, reject) => {
+    const request = http.request(`${baseUrl}/api/v1/projects/${projectId}/artifact`, {
+      method: 'POST',
+      agent: false,
+      headers: {
+        accept: 'application/json',
+        'service.api-token': apiKey,
+        'content-type': contentType,
+        'content-length': payload.length,
+      },
+    });
+    request.on('response', (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => {
+        request.destroy();
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: Record<string, unknown> = { text };
+        try {
+          body = JSON.parse(text) as Record<string, unknown>;
+        } catch {
+          // not JSON: the assertions on `text` say what it was
+        }
+        resolve({ status: response.statusCode ?? 0, body, unsent: payload.length - sent.length });
+      });
+    });
+    request.on('error', reject);
+    request.write(sent); // and never the rest: the request stays open until the answer comes
+  });
 }
 
 /** Every file under `dir` (relative paths), for "nothing was stored" checks. */
