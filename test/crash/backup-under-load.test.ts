@@ -16,7 +16,7 @@ import { startRun } from '../helpers/records.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { createStorage, spawnServer } from '../helpers/spawned-server.ts';
 import { upload } from '../helpers/uploads.ts';
-import { delay, waitFor } from '../helpers/wait.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // DUR-12: an online backup taken while clients keep uploading restores into a fresh
 // folder on which a server starts with invariants I1 (every referenced blob exists with its size
@@ -25,9 +25,9 @@ import { delay, waitFor } from '../helpers/wait.ts';
 // it keeps taking uploads while this process copies. SQLite only: PostgreSQL is backed up by pg_dump.
 
 const CLIENTS = 6;
-/** Load before the backup starts, and after it ends. */
-const LOAD_BEFORE_MS = 1500;
-const LOAD_AFTER_MS = 1000;
+/** Uploads acknowledged per client before the backup starts, and after it ends. */
+const LOAD_BEFORE = 4;
+const LOAD_AFTER = 2;
 
 const tempDirs: string[] = [];
 const tempDir = (prefix: string) => {
@@ -85,13 +85,22 @@ describe('[sqlite] backup under upload load (DUR-12)', () => {
       };
       const load = Promise.all(runs.map((run, n) => client(n, run.id)));
 
-      // Deliberate: the load runs for a while before the backup starts, and on after it ends.
-      await delay(LOAD_BEFORE_MS);
+      // The load runs a while before the backup starts (uploads acknowledged and more in flight),
+      // and on after it ends (more acknowledged after it).
+      const loaded = (count: number) => acknowledged.length >= count && inFlight > 0;
+      await waitFor(() => loaded(CLIENTS * LOAD_BEFORE) || failures.length > 0, {
+        timeoutMs: 60_000,
+        message: () => `${CLIENTS * LOAD_BEFORE} uploads acknowledged (${acknowledged.length}) with more in flight`,
+      });
       acknowledgedBeforeBackup = [...acknowledged];
       const inFlightAtStart = inFlight;
       const report = await backupEmbedded(storage.dataDir, backupDir);
       const duringBackup = acknowledged.length - acknowledgedBeforeBackup.length;
-      await delay(LOAD_AFTER_MS);
+      const afterBackup = acknowledged.length + CLIENTS * LOAD_AFTER;
+      await waitFor(() => acknowledged.length >= afterBackup || failures.length > 0, {
+        timeoutMs: 60_000,
+        message: () => `${afterBackup} uploads acknowledged (${acknowledged.length})`,
+      });
       stop = true;
       await load;
       t.diagnostic(
