@@ -1,5 +1,6 @@
 import type { BodyOf, Endpoint, ParamsOf, QueryOf, ReplyOf } from '../api/endpoint.ts';
-import { completeJob } from '../api/v1/jobs.ts';
+import { completeJob, exportJob } from '../api/v1/jobs.ts';
+import type { EXPORT_FORMATS } from '../api/v1/results.ts';
 import { type RetryPolicy, retrying } from './retry.ts';
 
 export * as v1 from '../api/v1/index.ts';
@@ -242,6 +243,26 @@ export class AttestClient {
     };
     const response = options.idempotencyKey === undefined ? await send() : await retrying(send, this.retry);
     return (await AttestClient.read(response)) as Record<string, unknown>;
+  }
+
+  /**
+   * A job's export (`GET /testmgmt/jobs/{jobId}/export`): ONE report per format for the whole job,
+   * retries folded into their test. Resolves with the streamed answer (a ZIP, JUnit XML, Xray JSON or
+   * an HTML report; read it with `arrayBuffer()` or `body`); a problem rejects with its ApiError.
+   * `accept: 'application/zip'` asks JUnit for its ZIP, `'application/xml'` for the XML alone.
+   */
+  async exportJob(
+    jobId: string,
+    format: (typeof EXPORT_FORMATS)[number],
+    options: { xrayProject?: string; accept?: string } = {},
+  ): Promise<Response> {
+    // The contract's union of literals is built from a list, which TypeBox's static type cannot follow.
+    const query = { format, ...(options.xrayProject ? { xrayProject: options.xrayProject } : {}) } as unknown as QueryOf<typeof exportJob>;
+    const response = await this.fetchRaw('GET', this.pathOf(exportJob, { params: { jobId }, query }), {
+      headers: { accept: options.accept ?? '*/*' },
+    });
+    if (!response.ok) await AttestClient.read(response);
+    return response;
   }
 
   /** Parses a response: JSON body on success, undefined on 204, ApiError on a problem. */

@@ -217,6 +217,35 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test('junit: plain XML for a run without images or files, the ZIP when asked for (junit-zip or Accept)', async () => {
+      const admin = server.admin.client;
+      const bare = await admin.call(v1.runs.createRun, {
+        body: {
+          projectId: evidence.projectId,
+          name: 'Checkout › cart › adds an item',
+          verdict: 'failed',
+          results: { cells: [{ name: 'error', text: 'Error: expected 2 items\n  at cart.spec.ts:9' }] },
+        },
+      });
+      const response = await exportOf('junit', server.admin.key, bare.id);
+      assert.equal(response.status, 200);
+      assert.match(response.headers.get('content-type') ?? '', /^application\/xml/);
+      assert.match(response.headers.get('content-disposition') ?? '', /-junit\.xml"$/);
+      const parsed = (await parseJunit(await response.text())) as TestSuites;
+      const testcase = parsed.testsuite?.[0]?.testcase?.[0];
+      assert.equal(testcase?.classname, 'Checkout › cart', 'the suite path of its name');
+      assert.ok(!testcase?.classname?.includes(evidence.projectId), 'never the project id');
+      // A failure outside any step keeps its own message.
+      assert.equal(testcase?.failure?.[0]?.message, 'Error: expected 2 items');
+      const zipped = await exportOf('junit-zip', server.admin.key, bare.id);
+      assert.equal(zipped.headers.get('content-type'), 'application/zip');
+      assert.ok(unzipSync(await bytesOf(zipped))['junit.xml']);
+      const asked = await fetch(`${server.url}/api/v1/testmgmt/testruns/${bare.id}/export?format=junit`, {
+        headers: { 'service.api-token': server.admin.key, accept: 'application/zip' },
+      });
+      assert.equal(asked.headers.get('content-type'), 'application/zip');
+    });
+
     test('refusals: a running run is 409 (unless partial=true), another project 404, an unknown format 400', async () => {
       const running = await server.admin.client.call(v1.runs.createRun, { body: { projectId: evidence.projectId, name: 'running' } });
       const notDone = await exportOf('zip', server.admin.key, running.id);
