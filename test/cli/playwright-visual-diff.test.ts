@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { zipSync } from 'fflate';
-import sharp from 'sharp';
 import { v1 } from '../../src/client/index.ts';
 import { sha256 } from '../helpers/blob-files.ts';
 import { browserAvailable } from '../helpers/browser.ts';
@@ -14,6 +13,7 @@ import {
   REPORTER_SOURCE,
   runPlaywrightFixture,
   serverRunShape,
+  writeBadgeBaseline,
 } from '../helpers/playwright-fixture.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -22,14 +22,6 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 // (baseline, actual, diff: the bytes Playwright wrote) on the step that made the assertion, instead
 // of three loose screenshots on the run. Also the small things of the same run: a skip keeps its
 // reason as a `skipped` cell, and `error-context` is stored as `error-context.md`, text/markdown.
-
-/** The baseline Playwright compares against: the badge in another colour, so the comparison fails. */
-export async function writeBadgeBaseline(outDir: string): Promise<void> {
-  fs.mkdirSync(path.join(outDir, 'snapshots'), { recursive: true });
-  await sharp({ create: { width: 40, height: 20, channels: 3, background: '#cc2200' } })
-    .png()
-    .toFile(path.join(outDir, 'snapshots', 'badge.png'));
-}
 
 /** Everything under a folder, as a CI job would archive it, by path relative to it. */
 function zipFolder(dir: string): Uint8Array {

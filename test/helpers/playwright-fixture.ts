@@ -2,6 +2,8 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import sharp from 'sharp';
+import { CI_MARKERS } from '../../packages/playwright-reporter/src/ci.ts';
 import { type AttestClient, v1 } from '../../src/client/index.ts';
 import type { ImportedAttachment, ImportedCase, ImportedStep } from '../../src/import/model.ts';
 import { sha256 } from './blob-files.ts';
@@ -52,11 +54,20 @@ export async function runPlaywrightFixture(
   const outDir = tempDir('attest-playwright-');
   await options.prepare?.(outDir);
   const inherited = { ...process.env };
-  for (const name of REPORTER_VARIABLES) delete inherited[name];
+  // The reporter's settings, and the CI system's own variables (the reporter reads branch, commit and build from them).
+  for (const name of [...REPORTER_VARIABLES, ...CI_MARKERS]) delete inherited[name];
   const started = Date.now();
   const child = spawn(process.execPath, [PLAYWRIGHT_CLI, 'test', '-c', options.config ?? PLAYWRIGHT_CONFIG], {
     cwd: ROOT,
-    env: { ...inherited, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: '1', FORCE_COLOR: '0', ATTEST_PW_OUT: outDir, ...env },
+    env: {
+      ...inherited,
+      PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: '1',
+      FORCE_COLOR: '0',
+      ATTEST_PW_OUT: outDir,
+      // Never the default beside the fixture's configuration, inside the checkout.
+      ATTEST_SPOOL_DIR: tempDir('attest-spool-'),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -77,6 +88,14 @@ export async function runPlaywrightFixture(
   const reportPath = path.join(outDir, 'report.json');
   if (!fs.existsSync(reportPath)) throw new Error(`Playwright wrote no report (exit ${code}):\n${output}`);
   return { outDir, reportPath, code, stdout, stderr, output, durationMs: Date.now() - started };
+}
+
+/** The visual fixture's baseline: the badge in another colour, so its `toHaveScreenshot` fails (pass as `prepare`). */
+export async function writeBadgeBaseline(outDir: string): Promise<void> {
+  fs.mkdirSync(path.join(outDir, 'snapshots'), { recursive: true });
+  await sharp({ create: { width: 40, height: 20, channels: 3, background: '#cc2200' } })
+    .png()
+    .toFile(path.join(outDir, 'snapshots', 'badge.png'));
 }
 
 /** The JSON report, as Playwright wrote it. */

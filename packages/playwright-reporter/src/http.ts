@@ -1,22 +1,34 @@
 import { isOldFormatKey, type Settings } from './options.ts';
 
-/** A call that did not succeed; `unreachable` when the server never answered (network error or time-out). */
+/**
+ * A call that did not succeed. `unreachable` when the server never answered (network error or
+ * time-out) and did not answer a health probe either. An `outage` is the server's trouble (down,
+ * 500, 502, 503, 504, 408, 429, the flush deadline): what the spool is for. Any other answer is a
+ * refusal of this one call (a problem answer: 403, 413, 415, 507 quota…), which says nothing about
+ * the next one.
+ */
 export class SendError extends Error {
   readonly status: number | undefined;
   readonly unreachable: boolean;
+  readonly outage: boolean;
 
-  constructor(message: string, status?: number, unreachable = false) {
+  constructor(message: string, status?: number, unreachable = false, outage = unreachable || (status !== undefined && OUTAGE(status))) {
     super(message);
     this.name = 'SendError';
     this.status = status;
     this.unreachable = unreachable;
+    this.outage = outage;
   }
 }
+
+/** The server's trouble: the answers also retried (RETRYABLE). A 507 (storage full, quota) is a refusal of this upload. */
+const OUTAGE = (status: number) => RETRYABLE.has(status);
 
 const ATTEMPTS = 5;
 const BASE_DELAY_MS = 250;
 const MAX_DELAY_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
+const PROBE_TIMEOUT_MS = 5_000;
 /** Answers worth asking again: every write carries an idempotency key (or is a state change that repeats harmlessly). */
 const RETRYABLE = new Set([408, 429, 500, 502, 503, 504]);
 
@@ -56,11 +68,16 @@ export class AttestHttp {
     return headers;
   }
 
-  private async send<T>(method: string, path: string, body: () => string | FormData | undefined, contentType?: string): Promise<T> {
+  private async send<T>(
+    method: string,
+    path: string,
+    body: () => string | FormData | Uint8Array | undefined,
+    contentType?: string,
+  ): Promise<T> {
     const where = `${method} /api/v1${path}`;
     for (let attempt = 1; ; attempt++) {
       if (this.down) throw new SendError(`${where}: the server is unreachable`, undefined, true);
-      if (this.abort.signal.aborted) throw new SendError(`${where}: not sent before the flush deadline`);
+      if (this.abort.signal.aborted) throw new SendError(`${where}: not sent before the flush deadline`, undefined, false, true);
       let response: Response;
       try {
         response = await fetch(`${this.settings.url}/api/v1${path}`, {
@@ -70,8 +87,12 @@ export class AttestHttp {
           signal: AbortSignal.any([this.abort.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
         });
       } catch (error) {
-        if (this.abort.signal.aborted) throw new SendError(`${where}: cut at the flush deadline`);
+        if (this.abort.signal.aborted) throw new SendError(`${where}: cut at the flush deadline`, undefined, false, true);
         if (attempt >= ATTEMPTS) {
+          // A connection cut while sending is also how a refusal can arrive (the server answered 403
+          // or 507 and closed before the body was read; a proxy may make it a reset): if the server
+          // answers a health probe, it is up, and only this call failed.
+          if (await this.answers()) throw new SendError(`${where}: ${errorText(error)} (the server is up; this call alone failed)`);
           this.down = true;
           throw new SendError(`${where}: ${errorText(error)}`, undefined, true);
         }
@@ -85,6 +106,25 @@ export class AttestHttp {
       }
       await this.wait(retryAfterMs(response.headers.get('retry-after')) ?? backoff(attempt));
     }
+  }
+
+  /** Whether the server answers at all: `GET /health`, any HTTP status counts. */
+  private async answers(): Promise<boolean> {
+    try {
+      const response = await fetch(`${this.settings.url}/health`, {
+        headers: { accept: 'application/json' },
+        signal: AbortSignal.any([this.abort.signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)]),
+      });
+      await response.body?.cancel();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** A raw body (a spooled report) posted as it is, with the same retries. */
+  raw<T>(path: string, body: Uint8Array, contentType: string): Promise<T> {
+    return this.send<T>('POST', path, () => body, contentType);
   }
 
   /** A pause between tries that the flush deadline cuts short. */

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import type { FullConfig, Reporter, Suite, TestCase, TestResult, TestStep } from '@playwright/test/reporter';
 import { AttestHttp, SendError } from './http.ts';
 import {
@@ -33,6 +35,7 @@ import {
 } from './mapping.ts';
 import { type AttestReporterOptions, resolveSettings, type Settings } from './options.ts';
 import { SendQueue } from './queue.ts';
+import { type SpooledAttempt, type SpoolOutcome, spooledFiles, spoolTargetOf, writeSpool } from './spool.ts';
 
 export type { AttestReporterOptions } from './options.ts';
 
@@ -56,6 +59,16 @@ export default class AttestReporter implements Reporter {
   private jobId?: string;
   private severalProjects = false;
   private failures = 0;
+  /** Refusals (4xx answers) among the failures: they say nothing about the server, and are not spooled. */
+  private refusals = 0;
+  /** Whether the server was down, erring (5xx) or too slow at some point: what was not delivered is spooled. */
+  private outage = false;
+  private readonly attempts: (SpooledAttempt & { run: RunState })[] = [];
+  private projectNames: string[] = [];
+  private spoolDir = '';
+  private spooled?: SpoolOutcome;
+  private spoolSent = 0;
+  private jobClosed = false;
 
   constructor(options: AttestReporterOptions = {}) {
     this.settings = resolveSettings(options, process.env);
@@ -69,9 +82,15 @@ export default class AttestReporter implements Reporter {
     if ('off' in this.settings) return;
     const settings = this.settings;
     this.severalProjects = config.projects.length > 1;
+    this.projectNames = config.projects.map((project) => project.name);
+    this.spoolDir = path.resolve(
+      settings.spoolDir ?? path.join(config.configFile ? path.dirname(config.configFile) : config.rootDir, '.attest-spool'),
+    );
     this.http = new AttestHttp(settings);
     this.queue = new SendQueue({ maxItems: settings.maxQueuedItems, maxBytes: settings.maxQueuedBytes }, (error) => this.failed(error));
     this.queue.push({ kind: 'job', essential: true, bytes: 0, send: () => this.createJob(settings) });
+    // What an earlier run could not deliver goes first, as imports of their own (spool.ts).
+    this.queue.push({ kind: 'spool', essential: true, bytes: 0, send: () => this.sendSpool(settings) });
   }
 
   onTestBegin(test: TestCase, result: TestResult): void {
@@ -138,9 +157,10 @@ export default class AttestReporter implements Reporter {
     else this.queue.push(new ResultsItem(this.http, run, this.counts, { steps: [end] }));
   }
 
-  onTestEnd(_test: TestCase, result: TestResult): void {
+  onTestEnd(test: TestCase, result: TestResult): void {
     const run = this.runs.get(result);
     if (!run || !this.queue || !this.http) return;
+    this.attempts.push({ test, result, run });
     this.endHeldSteps(run, result.status);
     const cells = [
       { name: 'skipped', text: skipReasonOf(result.status, result.annotations ?? []) },
@@ -188,6 +208,8 @@ export default class AttestReporter implements Reporter {
     }
     const settings = this.settings;
     const queue = this.queue!;
+    // The launch is closed last, once every run in it is sent: the job then completes (and stays `running` until then).
+    queue.push({ kind: 'job', essential: true, bytes: 0, send: () => this.closeJob() });
     let timer: NodeJS.Timeout | undefined;
     const inTime = await Promise.race([
       queue.drained().then(() => true),
@@ -201,8 +223,64 @@ export default class AttestReporter implements Reporter {
       late = queue.close();
       this.http!.stop();
       await queue.drained();
+      this.outage = true;
+    }
+    const undelivered = this.attempts.filter((attempt) => !attempt.run.delivered);
+    if (this.outage && undelivered.length) {
+      try {
+        this.spooled = writeSpool(
+          this.spoolDir,
+          settings.maxSpoolBytes,
+          { url: settings.url, project: this.projectId ?? settings.project, jobName: settings.jobName, labels: spoolLabels(settings) },
+          this.projectNames,
+          undelivered,
+        );
+      } catch (error) {
+        this.spooled = {
+          attempts: undelivered.length,
+          attachmentsLeftOut: 0,
+          refused: `cannot write ${this.spoolDir}: ${errorMessage(error)}`,
+        };
+      }
     }
     process.stderr.write(`${this.summary(settings, late)}\n`);
+  }
+
+  /** Sends each spooled report for this server as an import, deleting it once the server took it. */
+  private async sendSpool(settings: Settings): Promise<void> {
+    for (const file of spooledFiles(this.spoolDir)) {
+      if (this.http!.down) return;
+      let text: string;
+      try {
+        text = fs.readFileSync(file, 'utf8');
+      } catch {
+        continue; // Sent and deleted meanwhile by a parallel run (a shard on the same machine).
+      }
+      const target = spoolTargetOf(text);
+      if (!target || target.url !== settings.url) continue;
+      const query = new URLSearchParams({
+        name: `${target.jobName} (spooled)`.slice(0, 256),
+        format: 'playwright',
+        // The file's name: a retry, or a parallel run sending the same file, is the same import.
+        idempotencyKey: `spool:${path.basename(file, '.json')}`,
+        ...target.labels,
+      });
+      try {
+        await this.http!.raw(`/projects/${encodeURIComponent(target.project)}/imports?${query}`, Buffer.from(text), 'application/json');
+        fs.rmSync(file, { force: true });
+        this.spoolSent++;
+      } catch (error) {
+        // One refused file (a project gone, a key without access) must not hold back the others.
+        this.failed(error);
+      }
+    }
+  }
+
+  /** Closes the launch: `POST /testmgmt/jobs/{jobId}/complete` (idempotent on the server). */
+  private async closeJob(): Promise<void> {
+    if (!this.jobId) return;
+    await this.http!.json('POST', `/testmgmt/jobs/${this.jobId}/complete`);
+    this.jobClosed = true;
   }
 
   private endHeldSteps(run: RunState, resultStatus: string): void {
@@ -240,6 +318,8 @@ export default class AttestReporter implements Reporter {
   /** Counts every failed call; says the first one, so a dead server is one line, not one per result. */
   private failed(error: unknown): void {
     this.failures++;
+    if (error instanceof SendError && error.outage) this.outage = true;
+    else if (error instanceof SendError && error.status !== undefined) this.refusals++;
     if (this.failures === 1) {
       const message = error instanceof Error ? error.message : String(error);
       process.stderr.write(`attest: ${message} (further failures are counted in the summary)\n`);
@@ -251,7 +331,15 @@ export default class AttestReporter implements Reporter {
     const parts = [
       `attest: sent ${runs} runs, ${steps} steps, ${attachments} attachments to ${settings.url} (job ${this.jobId ?? 'not created'})`,
     ];
-    if (this.failures) parts.push(`${this.failures} calls failed`);
+    if (this.failures) parts.push(`${this.failures} calls failed${this.refusals ? ` (${this.refusals} refused)` : ''}`);
+    if (this.spoolSent) parts.push(`sent ${this.spoolSent} spooled reports from ${this.spoolDir}`);
+    if (this.spooled?.file) {
+      const leftOut = this.spooled.attachmentsLeftOut ? ` without ${this.spooled.attachmentsLeftOut} attachments (the spool is full)` : '';
+      parts.push(`spooled ${this.spooled.attempts} runs to ${this.spooled.file}${leftOut}; the next run sends them`);
+    } else if (this.spooled?.refused) {
+      parts.push(`${this.spooled.attempts} runs lost: ${this.spooled.refused}`);
+    }
+    if (this.jobId && !this.jobClosed) parts.push('the job was not closed (the server ends it after its idle time)');
     if (skipped) parts.push(`${skipped} items not sent (what they belong to was not created)`);
     const drops = [...this.queue!.drops].map(([kind, n]) => `${n} ${kind}`);
     if (drops.length) parts.push(`dropped ${drops.join(', ')}`);
@@ -259,6 +347,14 @@ export default class AttestReporter implements Reporter {
     return parts.join('; ');
   }
 }
+
+/** The labels a spooled report's import carries: the import takes no `ciUrl`. */
+function spoolLabels(settings: Settings): Record<string, string> {
+  const { ciUrl: _ciUrl, ...labels } = settings.labels;
+  return Object.fromEntries(Object.entries(labels).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+}
+
+const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** Only `test.step`s under `test.step`s: what the JSON report keeps (a step inside a hook is dropped there too). */
 function isReportedStep(step: TestStep): boolean {

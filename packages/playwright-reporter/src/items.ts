@@ -43,6 +43,8 @@ export interface RunState {
   nextStep: number;
   nextPost: number;
   nextArtifact: number;
+  /** Its completion reached the server: the attempt is delivered, and never spooled. */
+  delivered?: boolean;
 }
 
 export interface StepInput {
@@ -247,6 +249,7 @@ export function completeRunItem(http: AttestHttp, run: RunState, counts: Counts,
     async send() {
       if (!run.id) return void counts.skipped++;
       await http.json('PATCH', `/testmgmt/testruns/${run.id}`, { status: 'completed', verdict });
+      run.delivered = true;
     },
   };
 }

@@ -1,4 +1,6 @@
-/** What the reporter takes in `playwright.config.ts`: `['@attest/playwright-reporter', { … }]`. */
+import { detectCi } from './ci.ts';
+
+/** What the reporter takes in `playwright.config.ts`: `['@attest-hq/playwright-reporter', { … }]`. */
 export interface AttestReporterOptions {
   /** The Attest instance, e.g. `https://attest.example.com` (without `/api/v1`). Env `ATTEST_URL`. */
   url?: string;
@@ -10,11 +12,23 @@ export interface AttestReporterOptions {
   project?: string;
   /** The job's name. Env `ATTEST_JOB_NAME`; default `Playwright <date time>`. */
   jobName?: string;
-  /** Run labels, copied onto the job and every run. Env `ATTEST_ENVIRONMENT`, `ATTEST_BRANCH`, `ATTEST_BUILD`, `ATTEST_COMMIT`. */
+  /**
+   * Run labels, copied onto the job and every run. Env `ATTEST_ENVIRONMENT`, `ATTEST_BRANCH`, `ATTEST_BUILD`,
+   * `ATTEST_COMMIT`; without them, `branch`, `build` and `commit` come from the CI system's own variables (ci.ts).
+   */
   environment?: string;
   branch?: string;
   build?: string;
   commit?: string;
+  /** A link to the CI build, shown on the job and run pages. Env `ATTEST_CI_URL`; default the CI system's build page. */
+  ciUrl?: string;
+  /**
+   * Where results wait when the server cannot be reached, to be sent by the next run. Env `ATTEST_SPOOL_DIR`;
+   * default `.attest-spool` beside the Playwright configuration.
+   */
+  spoolDir?: string;
+  /** Most bytes the spool folder holds; a run that does not fit is spooled without attachments, or not at all (default 100 MB). */
+  maxSpoolBytes?: number;
   /** How long `onEnd` waits for the queue to drain before giving up on the rest (ms). Env `ATTEST_FLUSH_TIMEOUT_MS`; default 30 000. */
   flushTimeoutMs?: number;
   /** Most items waiting to be sent; beyond it the oldest steps and attachments are dropped (default 1 000). */
@@ -29,7 +43,12 @@ export interface Settings {
   user?: string;
   project: string;
   jobName: string;
-  labels: { environment?: string; branch?: string; build?: string; commit?: string };
+  labels: { environment?: string; branch?: string; build?: string; commit?: string; ciUrl?: string };
+  /** The CI system the labels came from, if any. */
+  ci?: string;
+  /** `undefined`: beside the Playwright configuration, known at `onBegin`. */
+  spoolDir?: string;
+  maxSpoolBytes: number;
   flushTimeoutMs: number;
   maxQueuedItems: number;
   maxQueuedBytes: number;
@@ -53,10 +72,14 @@ export function resolveSettings(
   const user = pick(options.user, 'ATTEST_USER');
   if (isOldFormatKey(apiKey) && !user) return { off: 'an old-format (UUID) key needs its owner’s e-mail (set ATTEST_USER)' };
   const labels: Settings['labels'] = {};
+  const ci = detectCi(env);
   for (const label of ['environment', 'branch', 'build', 'commit'] as const) {
-    const value = pick(options[label], `ATTEST_${label.toUpperCase()}`);
+    const value = pick(options[label], `ATTEST_${label.toUpperCase()}`) ?? (label === 'environment' ? undefined : ci?.[label]);
     if (value) labels[label] = value;
   }
+  const ciUrl = pick(options.ciUrl, 'ATTEST_CI_URL') ?? ci?.ciUrl;
+  if (ciUrl) labels.ciUrl = ciUrl;
+  const spoolDir = pick(options.spoolDir, 'ATTEST_SPOOL_DIR');
   return {
     url: url.replace(/\/+$/, ''),
     apiKey,
@@ -64,6 +87,9 @@ export function resolveSettings(
     project,
     jobName: pick(options.jobName, 'ATTEST_JOB_NAME') ?? `Playwright ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`,
     labels,
+    ...(ci ? { ci: ci.system } : {}),
+    ...(spoolDir ? { spoolDir } : {}),
+    maxSpoolBytes: positive(options.maxSpoolBytes, 100 * 1024 * 1024),
     flushTimeoutMs: positive(options.flushTimeoutMs ?? Number(env.ATTEST_FLUSH_TIMEOUT_MS), 30_000),
     maxQueuedItems: positive(options.maxQueuedItems, 1_000),
     maxQueuedBytes: positive(options.maxQueuedBytes, 200 * 1024 * 1024),

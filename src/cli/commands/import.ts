@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { zipSync } from 'fflate';
+import { detectCi } from '../../../packages/playwright-reporter/src/ci.ts';
 import { type AttestClient, v1 } from '../../client/index.ts';
 import { CliError } from '../output.ts';
 import { progressOf } from '../progress.ts';
@@ -108,9 +109,9 @@ export function importCommand(program: Command): void {
       .option('--name <name>', "the job's name (default: the report's name, else the file's)")
       .option('--format <format>', 'auto, junit or playwright (default: auto, by content)')
       .option('--environment <name>', 'run label: where the tests ran')
-      .option('--branch <name>', 'run label: the source branch')
-      .option('--build <name>', 'run label: the build under test')
-      .option('--commit <sha>', 'run label: the commit under test')
+      .option('--branch <name>', 'run label: the source branch (default: from the CI system, see docs/imports.md)')
+      .option('--build <name>', 'run label: the build under test (default: the CI build number)')
+      .option('--commit <sha>', 'run label: the commit under test (default: from the CI system)')
       .option(
         '--idempotency-key <key>',
         'retries and re-runs with this key answer the first import (default: the SHA-256 of the upload and options)',
@@ -124,13 +125,15 @@ export function importCommand(program: Command): void {
     try {
       const project = await client.call(v1.projects.getProject, { params: { projectId: options.project } });
       const file = packUpload(target, mode);
+      // GitHub Actions, GitLab CI, Jenkins, CircleCI, Azure Pipelines and Buildkite say which build this is.
+      const ci = detectCi(process.env);
       const fields = {
         name: options.name,
         format: options.format,
         environment: options.environment,
-        branch: options.branch,
-        build: options.build,
-        commit: options.commit,
+        branch: options.branch ?? ci?.branch,
+        build: options.build ?? ci?.build,
+        commit: options.commit ?? ci?.commit,
       };
       // The default key is the upload and its options: re-running the same command is the same import,
       // and the same file with another --branch is a new one.
