@@ -3,12 +3,15 @@
 // 700) halves start-up CPU and saves about 12 MB of memory (docs/performance.md). Type checking is
 // `npm run typecheck`; native and optional packages stay external and load from node_modules.
 import fs from 'node:fs';
+import path from 'node:path';
 import { build } from 'esbuild';
 
-fs.rmSync('dist', { recursive: true, force: true });
+// ATTEST_BUILD_DIR builds elsewhere than dist/ (the packaging test stages a tarball without touching the checkout's dist/).
+const out = path.resolve(process.env.ATTEST_BUILD_DIR ?? 'dist');
+fs.rmSync(out, { recursive: true, force: true });
 await build({
   entryPoints: { 'server/main': 'src/server/main.ts', 'cli/main': 'src/cli/main.ts' },
-  outdir: 'dist',
+  outdir: out,
   chunkNames: 'chunks/[name]-[hash]',
   bundle: true,
   splitting: true,
@@ -26,4 +29,4 @@ await build({
 // The web interface (web/, Vite): hashed, immutable assets in dist/web, which the server serves at `/`.
 // Vite reports each file's gzip size; the login and run pages' budget is in docs/web.md.
 const { build: viteBuild } = await import('vite');
-await viteBuild({ configFile: 'web/vite.config.ts', logLevel: 'info' });
+await viteBuild({ configFile: 'web/vite.config.ts', logLevel: 'info', build: { outDir: path.join(out, 'web'), emptyOutDir: true } });
