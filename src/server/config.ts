@@ -109,6 +109,12 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Origins allowed by CORS; empty disables CORS. */
   corsOrigins: string[];
+  /**
+   * How long a launch (a job created with no tests) may stay idle before it counts as ended
+   * (`ATTEST_LAUNCH_IDLE_MINUTES`, default 60): no run of it open, and none created or finished for
+   * that long. Derived when the job is read, against the clock; nothing is written.
+   */
+  launchIdleMinutes: number;
   /** Minutes between blob garbage collections (0 disables), and how old an unreferenced blob must be to go. */
   gcIntervalMinutes: number;
   gcGraceMinutes: number;
@@ -121,12 +127,6 @@ export interface Config {
 
 type Env = Record<string, string | undefined>;
 
-  /**
-   * How long a launch (a job created with no tests) may stay idle before it counts as ended
-   * (`ATTEST_LAUNCH_IDLE_MINUTES`, default 60): no run of it open, and none created or finished for
-   * that long. Derived when the job is read, against the clock; nothing is written.
-   */
-  launchIdleMinutes: number;
 const MiB = 1024 * 1024;
 
 class Reader {
@@ -279,6 +279,7 @@ export function loadConfig(env: Env = process.env): Config {
     lingerMaxBytes: r.int('ATTEST_LINGER_MAX_BYTES', 64 * MiB, 0, 1024 * 1024 * MiB),
     shutdownTimeoutMs: r.int('ATTEST_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     corsOrigins: r.list('ATTEST_CORS_ORIGINS'),
+    launchIdleMinutes: r.int('ATTEST_LAUNCH_IDLE_MINUTES', 60, 1, 30 * 24 * 60),
     gcIntervalMinutes: r.int('ATTEST_GC_INTERVAL_MINUTES', 60, 0, 7 * 24 * 60),
     gcGraceMinutes: r.int('ATTEST_GC_GRACE_MINUTES', 60, 1, 30 * 24 * 60),
     crashAt: undefined,
@@ -294,7 +295,6 @@ export function loadConfig(env: Env = process.env): Config {
         r.problems.push(`ATTEST_CRASH_AT must be <point>:<n> with a point among ${CRASH_POINTS.join(', ')} (got "${crashAt}")`);
       }
     }
-    launchIdleMinutes: r.int('ATTEST_LAUNCH_IDLE_MINUTES', 60, 1, 30 * 24 * 60),
   }
   if (config.keyDefaultDays > config.keyMaxDays) {
     r.problems.push('ATTEST_KEY_DEFAULT_DAYS must not exceed ATTEST_KEY_MAX_DAYS');
