@@ -291,6 +291,32 @@ for (const dialect of DIALECTS) {
       });
     });
 
+    describe('graceful shutdown does not wait out a lingering close (LOAD-4b)', () => {
+      let closing: TestServer;
+      before(async () => {
+        closing = await startTestServer(dialect, { ATTEST_LINGER_MS: '120000', ATTEST_LINGER_IDLE_MS: '120000' });
+      });
+      after(() => closing.close());
+
+      test('closing the app ends a refused body still trickling in, and the close completes', async () => {
+        const connection = new RawConnection(closing.url);
+        const drip = trickle(connection, 100);
+        try {
+          await connection.write(`${postHead(undefined, 100_000_000)}{"name":"`);
+          await connection.received(/^HTTP\/1\.1 401 /);
+          const started = Date.now();
+          // The app's own close (graceful shutdown), without the harness cutting connections.
+          await closing.app.close();
+          const tookMs = Date.now() - started;
+          assert.ok(tookMs < 10_000, `the close took ${tookMs} ms (the default shutdown timeout is 10 s; the linger two minutes)`);
+          assert.equal(await openConnections(closing), 0);
+        } finally {
+          drip.stop();
+          connection.destroy();
+        }
+      });
+    });
+
     describe('Expect: 100-continue is answered after authentication and authorisation (LOAD-4c)', () => {
       test('a POST without a key that expects 100-continue gets its 401 and no 100 Continue', async () => {
         const connection = new RawConnection(server.url);

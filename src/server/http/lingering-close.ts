@@ -30,13 +30,22 @@ export interface LingerLimits {
  * Node calls `socket.destroySoon()` after the last answer on a connection (`Connection: close`);
  * that is the one place the close can be taken over, so it is replaced on the socket itself.
  */
-export function lingerAfterAnswer(request: IncomingMessage, limits: LingerLimits): void {
+export function lingerAfterAnswer(request: IncomingMessage, limits: LingerLimits, lingering: Set<Socket>): void {
   const socket = request.socket as Socket | null;
   if (limits.lingerMs === 0 || !socket || socket.destroyed) return;
-  socket.destroySoon = () => linger(socket, request, limits);
+  socket.destroySoon = () => linger(socket, request, limits, lingering);
 }
 
-function linger(socket: Socket, request: IncomingMessage, limits: LingerLimits): void {
+/**
+ * Ends every lingering close at once: a server shutting down does not wait for bodies it refused.
+ * Called before the server stops listening, so graceful shutdown waits only for requests it serves.
+ */
+export function endLingering(lingering: Set<Socket>): void {
+  for (const socket of lingering) socket.destroy();
+  lingering.clear();
+}
+
+function linger(socket: Socket, request: IncomingMessage, limits: LingerLimits, lingering: Set<Socket>): void {
   // The body ended meanwhile: nothing is left in flight, and the socket closes as Node would close it.
   if (request.complete || request.destroyed) {
     closeWhenWritten(socket);
@@ -54,7 +63,9 @@ function linger(socket: Socket, request: IncomingMessage, limits: LingerLimits):
   };
   // Every byte in: the body's end (or the client's FIN) leaves nothing unread, so the close is a FIN.
   const done = (): void => closeWhenWritten(socket);
+  lingering.add(socket);
   socket.once('close', () => {
+    lingering.delete(socket);
     clearTimeout(total);
     clearTimeout(idle);
     socket.off('data', onData);

@@ -4,7 +4,7 @@ import type { ErrorObject } from 'ajv';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError, ERRORS, type ErrorCode, type FieldError } from '../errors.ts';
-import { type LingerLimits, lingerAfterAnswer } from '../http/lingering-close.ts';
+import { endLingering, type LingerLimits, lingerAfterAnswer } from '../http/lingering-close.ts';
 import { sendProblem, toProblem } from '../http/problem.ts';
 import { fieldErrors as describeErrors } from '../validation.ts';
 
@@ -140,6 +140,12 @@ function hasUnreadBody(request: FastifyRequest): boolean {
 /** The one error handler: coded errors become RFC 9457 problems, anything else a logged, bare 500. */
 export const errorsPlugin = fp(
   async (app: FastifyInstance, { limits }: { limits: LingerLimits }) => {
+    const lingering = new Set<Socket>();
+    // Shutting down, the server stops reading refused bodies rather than waiting out their linger.
+    app.addHook('preClose', (done) => {
+      endLingering(lingering);
+      done();
+    });
     app.setErrorHandler((error, request, reply) => {
       const problem = classifyError(error as Error, request);
       // Every 503 tells clients when to come back, whether or not the thrower chose a delay.
@@ -150,7 +156,7 @@ export const errorsPlugin = fp(
       // is read and dropped for a bounded time, so the client reads the answer instead of a reset.
       if (hasUnreadBody(request)) {
         reply.header('connection', 'close');
-        lingerAfterAnswer(request.raw, limits);
+        lingerAfterAnswer(request.raw, limits, lingering);
       }
       return sendProblem(reply, problem);
     });
