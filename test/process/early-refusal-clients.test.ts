@@ -17,6 +17,8 @@ import { waitFor } from '../helpers/wait.ts';
 // reaches Node's fetch, Node's http, curl and Python's requests in 20 of 20 tries at 35 KB and at
 // 5 MB, from the server directly and through nginx configured as docs/behind-nginx.md says (no 502).
 // The server runs as its own process, as in production; the clients are separate from it.
+// SQLite only: the refusals are decided before any dialect-specific work (test/api/early-refusal.test.ts
+// checks lingering and Expect on both databases), and the matrix moves about 5.6 GB, once is enough.
 
 const execFileAsync = promisify(execFile);
 
@@ -435,6 +437,11 @@ describe('[sqlite] early refusals reach every client (LOAD-4b, LOAD-4c)', { skip
   });
 
   test('nginx logged no upstream failure', () => {
-    assert.doesNotMatch(nginx.errorLog(), /upstream|reset by peer|broken pipe/i, nginx.errorLog());
+    // Warnings (a request body buffered to a temporary file) are expected; errors are not.
+    const errors = nginx
+      .errorLog()
+      .split('\n')
+      .filter((line) => /\[(error|crit|alert|emerg)\]|reset by peer|broken pipe|prematurely closed/i.test(line));
+    assert.deepEqual(errors, []);
   });
 });

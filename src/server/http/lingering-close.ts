@@ -101,9 +101,10 @@ type ContinuingResponse = ServerResponse & { _sent100?: boolean };
  * handles `checkContinue`; then a client that waits for it (curl does, for bodies over 1 KB) sends
  * its whole body even when the answer is a 401. Here the `100 Continue` goes out when something
  * first reads the body: a JSON body is read after authentication and the role check, a multipart
- * upload only in its handler, after the project's visibility, the rate limit and the quota. A
- * request refused before that gets its final answer without `100 Continue`, and the client never
- * sends the body (Node then closes the connection, since the client may still send it).
+ * upload only in its handler, after the project's visibility and the rate limit (its quota is
+ * checked after the metadata part). A request refused before that gets its final answer without
+ * `100 Continue`, and the client never sends the body (Node then closes the connection, since the
+ * client may still send it).
  */
 export function continueWhenBodyIsRead(server: Server): void {
   server.on('checkContinue', (request: IncomingMessage, response: ContinuingResponse) => {
