@@ -100,7 +100,7 @@ for (const dialect of DIALECTS) {
       assert.match(out, /^ {2}\[passed\] 3\. Add the blue mug/m, 'nested steps are indented');
       assert.match(out, /expected:\n\s+The home page shows/);
       const attachments = [...out.matchAll(/^\[\[ATTACHMENT\|(.+)\]\]$/gm)].map((match) => match[1]!);
-      assert.equal(attachments.length, 16, "12 screenshots, the three images of the visual diff, and the log");
+      assert.equal(attachments.length, 16, '12 screenshots, the three images of the visual diff, and the log');
       for (const file of attachments) assert.ok(files[file], `${file} is in the archive`);
       assert.ok(suite?.properties?.some((p) => p.name === 'branch' && p.value === 'main'));
     });
