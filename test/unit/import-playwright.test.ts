@@ -92,7 +92,8 @@ describe('Playwright JSON import: a real report', { skip: !browserAvailable() },
       assert.ok(failed.slice(0, -1).every((s) => s.attachments.length === 0));
       assert.deepEqual(
         c.attachments.map((a) => [a.name, a.kind]),
-        [['error-context', 'log']],
+        // Playwright names it `error-context` (text/markdown); stored as `error-context.md`, so as Markdown.
+        [['error-context.md', 'log']],
       );
     }
     // Attached inside a step, but the JSON report does not say which: the run's.
@@ -109,7 +110,7 @@ describe('Playwright JSON import: a real report', { skip: !browserAvailable() },
     );
   });
 
-  test('stdout and stderr cells; a test that skips itself inside a step skips that step', () => {
+  test('stdout and stderr cells; a test that skips itself inside a step skips that step and keeps its reason', () => {
     const [title] = attempts('shows the shop title');
     assert.deepEqual(
       title!.cells.map((c) => [c.name, c.text]),
@@ -123,7 +124,8 @@ describe('Playwright JSON import: a real report', { skip: !browserAvailable() },
       skipped!.steps.map((s) => [s.title, s.status, s.error]),
       [['Open the loyalty page', 'skipped', 'Error: Test is skipped: loyalty points are not built yet']],
     );
-    assert.deepEqual([skipped!.cells, skipped!.attachments], [[], []]);
+    // The skip's reason, as the JUnit import keeps `<skipped message>`.
+    assert.deepEqual([skipped!.cells, skipped!.attachments], [[{ name: 'skipped', text: 'loyalty points are not built yet' }], []]);
   });
 
   test('looksLikePlaywright tells the report from other JSON', () => {
