@@ -83,7 +83,7 @@ export function importRoutes(ctx: AppContext) {
       owner: pathProject,
       handler: async (request, reply) => {
         if (Number(request.headers['content-length'] ?? 0) > ctx.config.maxImportBytes + 1024 * 1024) {
-          reply.header('connection', 'close');
+          // Refused before reading a byte (the error handler drops the body, bounded: LOAD-4b).
           throw tooLarge(ctx);
         }
         let upload: ImportUpload;
