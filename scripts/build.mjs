@@ -10,7 +10,9 @@ import { build } from 'esbuild';
 const out = path.resolve(process.env.ATTEST_BUILD_DIR ?? 'dist');
 fs.rmSync(out, { recursive: true, force: true });
 await build({
-  entryPoints: { 'server/main': 'src/server/main.ts', 'cli/main': 'src/cli/main.ts' },
+  // The import worker (src/import/worker-pool.ts) is an entry of its own: a worker thread loads a
+  // module file, and finds dist/server/import-worker.js beside the server's.
+  entryPoints: { 'server/main': 'src/server/main.ts', 'server/import-worker': 'src/import/worker.ts', 'cli/main': 'src/cli/main.ts' },
   outdir: out,
   chunkNames: 'chunks/[name]-[hash]',
   bundle: true,

@@ -2,13 +2,20 @@ import path from 'node:path';
 import yauzl from 'yauzl';
 import { ImportInputError } from './model.ts';
 
-/** What an uploaded archive may expand to (IMP-5): each is a configuration option of the server. */
+/** What an uploaded archive may expand to (IMP-5, IMP-7): each is a configuration option of the server. */
 export interface ArchiveLimits {
   /** Most entries (files and folders). */
   maxEntries: number;
   /** Most bytes all files expand to together. */
   maxExpandedBytes: number;
+  /** Most bytes an entry that is a report (`isReport`) may declare; larger ones are refused before they are expanded. */
+  maxReportBytes?: number;
+  /** Whether an entry is a report, from its name and its first {@link HEAD_BYTES} bytes (all of it when shorter). */
+  isReport?: (name: string, head: Uint8Array) => boolean;
 }
+
+/** What is expanded of an entry to tell whether it is a report. */
+export const HEAD_BYTES = 4096;
 
 /**
  * Deflate cannot shrink data more than about 1,032 to 1; real reports and screenshots stay far
@@ -51,17 +58,52 @@ function archiveFault(file: string, error: unknown): ImportInputError {
   return new ImportInputError(file, `is not a readable ZIP archive (${message})`);
 }
 
+/** The first `count` bytes an entry expands to: its stream is destroyed as soon as they are in, the rest never inflated. */
+async function headOf(zip: yauzl.ZipFile, entry: yauzl.Entry, count: number): Promise<Uint8Array> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  // Leaving the loop destroys the stream (and its inflater).
+  for await (const chunk of await zip.openReadStreamPromise(entry)) {
+    chunks.push(chunk as Buffer);
+    size += (chunk as Buffer).length;
+    if (size >= count) break;
+  }
+  return Buffer.concat(chunks).subarray(0, count);
+}
+
+/**
+ * An entry expanded into one array of exactly its declared size (no chunks held twice, and an array
+ * of its own: the worker hands it over without a copy). yauzl refuses the first byte past the
+ * declared size and an entry that ends short of it; `budget` is the bytes the whole archive may
+ * still expand to, counted on the bytes themselves, whatever the headers say.
+ */
+async function expand(file: string, zip: yauzl.ZipFile, entry: yauzl.Entry, budget: number): Promise<Uint8Array> {
+  const out = new Uint8Array(entry.uncompressedSize);
+  let at = 0;
+  for await (const chunk of await zip.openReadStreamPromise(entry)) {
+    const bytes = chunk as Buffer;
+    if (at + bytes.length > Math.min(budget, out.length)) {
+      throw new ImportInputError(file, `entry "${entry.fileName.slice(0, 200)}" expands beyond the size it declares or the upload's limit`);
+    }
+    out.set(bytes, at);
+    at += bytes.length;
+  }
+  return out;
+}
+
 /**
  * The files of a ZIP, by their path inside it. Every entry is checked before anything is
  * expanded: names are plain relative paths, the count and the declared sizes are within the
- * limits, and no entry is a bomb. Expanding then runs through zlib's streams (off the event loop)
- * and stops at an entry's declared size: yauzl refuses an entry that would give more, so a lying
- * header costs no more than the checked numbers. A broken archive is an ImportInputError.
+ * limits, no entry is a bomb, and no report declares more than a report may be (its first 4 KB
+ * are expanded to tell a report from an attachment). Expanding then runs through zlib's streams
+ * and stops at once when an entry passes its declared size or the archive passes its limit, so a
+ * lying header costs no more than the checked numbers. A broken archive is an ImportInputError.
  */
-export async function readArchive(file: string, bytes: Buffer, limits: ArchiveLimits): Promise<Map<string, Uint8Array>> {
+export async function readArchive(file: string, bytes: Uint8Array, limits: ArchiveLimits): Promise<Map<string, Uint8Array>> {
   let zip: yauzl.ZipFile;
   try {
-    zip = await yauzl.fromBufferPromise(bytes, { validateEntrySizes: true, strictFileNames: false });
+    const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    zip = await yauzl.fromBufferPromise(buffer, { validateEntrySizes: true, strictFileNames: false });
   } catch (error) {
     throw archiveFault(file, error);
   }
@@ -81,11 +123,22 @@ export async function readArchive(file: string, bytes: Buffer, limits: ArchiveLi
     if (expanded > limits.maxExpandedBytes) {
       throw new ImportInputError(file, `expands to ${expanded} bytes; an import takes at most ${limits.maxExpandedBytes}`);
     }
+    const { maxReportBytes, isReport } = limits;
+    if (maxReportBytes !== undefined && isReport) {
+      for (const entry of entries) {
+        if (entry.uncompressedSize <= maxReportBytes || !isReport(entry.fileName, await headOf(zip, entry, HEAD_BYTES))) continue;
+        throw new ImportInputError(
+          file,
+          `entry "${entry.fileName.slice(0, 200)}" declares ${entry.uncompressedSize} bytes; a report file may be at most ${maxReportBytes}`,
+        );
+      }
+    }
     const files = new Map<string, Uint8Array>();
+    let budget = limits.maxExpandedBytes;
     for (const entry of entries) {
-      const chunks: Buffer[] = [];
-      for await (const chunk of await zip.openReadStreamPromise(entry)) chunks.push(chunk as Buffer);
-      files.set(entry.fileName, Buffer.concat(chunks));
+      const expandedEntry = await expand(file, zip, entry, budget);
+      budget -= expandedEntry.length;
+      files.set(entry.fileName, expandedEntry);
     }
     return files;
   } catch (error) {

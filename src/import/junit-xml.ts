@@ -22,7 +22,8 @@ const MAX_ELEMENT_DEPTH = 100;
 const DTD = /<!(?:DOCTYPE|ENTITY)/i;
 const ROOTS = new Set(['testsuites', 'testsuite']);
 
-const parser = new XMLParser({
+/** fast-xml-parser's options; a parser is made per document, since one keeps the last document it read (60 MB after a 60 MB report). */
+const PARSER_OPTIONS = {
   preserveOrder: true,
   ignoreAttributes: false,
   attributeNamePrefix: '',
@@ -35,11 +36,20 @@ const parser = new XMLParser({
   ignorePiTags: true,
   cdataPropName: '#cdata',
   maxNestedTags: MAX_ELEMENT_DEPTH,
-});
+} as const;
 
 /** Parses a JUnit report's bytes: a `<testsuites>` or `<testsuite>` root, or an ImportInputError. */
 export function readJUnitXml(file: string, bytes: Uint8Array): XmlElement {
-  const text = decodeXmlBytes(file, bytes);
+  return readJUnitDocument(file, { text: decodeXmlBytes(file, bytes) });
+}
+
+/**
+ * A decoded JUnit report parsed, as `readJUnitXml`. The text is taken out of `document`, so that
+ * once parsed nothing holds it (the caller keeps only the emptied holder).
+ */
+export function readJUnitDocument(file: string, document: { text?: string }): XmlElement {
+  let text: string | undefined = document.text ?? '';
+  document.text = undefined;
   // Looked for outside CDATA: there `<!DOCTYPE html>` is only text a failure quotes.
   if (DTD.test(text.includes('<![CDATA[') ? text.replace(/<!\[CDATA\[[\s\S]*?\]\]>/g, '') : text)) {
     throw new ImportInputError(
@@ -53,7 +63,10 @@ export function readJUnitXml(file: string, bytes: Uint8Array): XmlElement {
     const where = col === undefined ? `line ${line ?? 1}` : `line ${line}, column ${col}`;
     throw new ImportInputError(file, `is not well-formed XML: ${msg} (${where})`);
   }
-  const root = toElements(parseOrdered(file, text)).find((node) => node.name !== '');
+  const nodes = parseOrdered(file, text);
+  // The parser's tree holds copies of the texts: the document's own text can go (60 MB for a 60 MB report).
+  text = undefined;
+  const root = toElements(nodes).find((node) => node.name !== '');
   if (!root) throw new ImportInputError(file, 'has no root element');
   if (!ROOTS.has(root.name)) {
     throw new ImportInputError(file, `is not a JUnit XML report: its root element is <${root.name}>, not <testsuites> or <testsuite>`);
@@ -63,7 +76,7 @@ export function readJUnitXml(file: string, bytes: Uint8Array): XmlElement {
 
 function parseOrdered(file: string, text: string): unknown[] {
   try {
-    return parser.parse(text) as unknown[];
+    return new XMLParser(PARSER_OPTIONS).parse(text) as unknown[];
   } catch (error) {
     // The validator passed, so this is a limit (nesting depth) or a parser quirk: still bad input.
     const reason =
@@ -74,10 +87,16 @@ function parseOrdered(file: string, text: string): unknown[] {
   }
 }
 
-/** fast-xml-parser's ordered output (`[{ tag: [...children], ':@': {attrs} }, { '#text': … }]`) as XmlElements; text nodes become nameless elements. */
+/**
+ * fast-xml-parser's ordered output (`[{ tag: [...children], ':@': {attrs} }, { '#text': … }]`) as
+ * XmlElements; text nodes become nameless elements. Each node is let go of once converted, so the
+ * two trees of a large report are never whole in memory at once.
+ */
 function toElements(nodes: unknown[]): XmlElement[] {
   const out: XmlElement[] = [];
-  for (const node of nodes) {
+  for (let at = 0; at < nodes.length; at++) {
+    const node = nodes[at];
+    nodes[at] = undefined;
     if (typeof node !== 'object' || node === null) continue;
     const record = node as Record<string, unknown>;
     for (const key of Object.keys(record)) {
@@ -105,10 +124,17 @@ function cdataText(value: unknown): string {
   return value.map((part) => String((part as Record<string, unknown>)['#text'] ?? '')).join('');
 }
 
+/**
+ * A string of its own. The parser's attribute values are slices of the whole document (V8 makes a
+ * substring of 13 characters or more a view on its parent), so one test name kept in a report
+ * would keep a 60 MB document alive with it.
+ */
+const own = (text: string): string => (text.length < 13 ? text : Buffer.from(text, 'utf8').toString('utf8'));
+
 function toAttrs(raw: unknown): Map<string, string> {
   const attrs = new Map<string, string>();
   if (typeof raw !== 'object' || raw === null) return attrs;
-  for (const [name, value] of Object.entries(raw)) attrs.set(name, decodeEntities(String(value)));
+  for (const [name, value] of Object.entries(raw)) attrs.set(name, own(decodeEntities(String(value))));
   return attrs;
 }
 

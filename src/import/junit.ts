@@ -17,7 +17,7 @@
 
 import { buildCase, type CaseContext, readProperties, UNNAMED } from './junit-case.ts';
 import { cell, cleanOutput, normaliseTimestamp } from './junit-values.ts';
-import { readJUnitXml, type XmlElement } from './junit-xml.ts';
+import { readJUnitDocument, readJUnitXml, type XmlElement } from './junit-xml.ts';
 import { type ImportedCase, type ImportedCell, type ImportedReport, ImportInputError } from './model.ts';
 
 export { looksLikeJUnit } from './junit-xml.ts';
@@ -47,7 +47,15 @@ interface Walk {
 }
 
 export function parseJUnit(file: string, bytes: Uint8Array): ImportedReport {
-  const root = readJUnitXml(file, bytes);
+  return reportOf(file, readJUnitXml(file, bytes));
+}
+
+/** A decoded report read, its text taken out of `document` (as `readJUnitDocument` does). */
+export function parseJUnitDocument(file: string, document: { text?: string }): ImportedReport {
+  return reportOf(file, readJUnitDocument(file, document));
+}
+
+function reportOf(file: string, root: XmlElement): ImportedReport {
   const walk: Walk = { file, cases: [], warnings: [], pending: [] };
   const top: SuiteScope = { suites: [], labels: {} };
   if (root.name === 'testsuite') walkSuite(root, top, walk);
@@ -63,10 +71,17 @@ export function parseJUnit(file: string, bytes: Uint8Array): ImportedReport {
   };
 }
 
+/** Put in place of an element once read: a large report's tree goes as its cases are made. */
+const READ: XmlElement = { name: '', attrs: new Map(), children: [], text: '' };
+
 function walkChildren(el: XmlElement, scope: SuiteScope, walk: Walk): void {
-  for (const child of el.children) {
+  const { children } = el;
+  for (let at = 0; at < children.length; at++) {
+    const child = children[at] as XmlElement;
     if (child.name === 'testsuite') walkSuite(child, scope, walk);
     else if (child.name === 'testcase') addCase(child, scope, walk);
+    else continue;
+    children[at] = READ;
   }
 }
 

@@ -1,18 +1,19 @@
-import sjson from 'secure-json-parse';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Static } from 'typebox';
 import type { ImportOptions } from '../../api/v1/imports.ts';
 import { TEST_FULL_NAME_MAX } from '../../api/v1/runs.ts';
-import { readArchive } from '../../import/archive.ts';
-import { looksLikeJUnit, parseJUnit } from '../../import/junit.ts';
-import { type ImportedReport, ImportInputError } from '../../import/model.ts';
-import { looksLikePlaywright, parsePlaywright, playwrightReportOf } from '../../import/playwright.ts';
+import { ImportInputError } from '../../import/model.ts';
+import type { ReadUpload } from '../../import/upload.ts';
+import { checkInWorker, type HostInput, readInWorker } from '../../import/worker-pool.ts';
 import type { AppContext } from '../context.ts';
 import type { ImportsTable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 
 // Reading an upload (IMP-5): everything an import holds is read and checked here, before anything
-// is stored; whatever is wrong with it is a 400 that names the file.
+// is stored; whatever is wrong with it is a 400 that names the file. The reading itself (expanding,
+// parsing) runs in a worker thread (IMP-7, src/import/worker-pool.ts), off the event loop.
 
+export type { ReadUpload } from '../../import/upload.ts';
 export type ImportOptionsInput = Static<typeof ImportOptions>;
 export type SourceType = ImportsTable['source_type'];
 
@@ -30,12 +31,6 @@ export interface ImportUpload {
   options: ImportOptionsInput;
 }
 
-/** The reports an upload holds, and the archive's files their attachments may name. */
-export interface ReadUpload {
-  reports: ImportedReport[];
-  files: Map<string, Uint8Array>;
-}
-
 /** The type of an upload from its first bytes, when its Content-Type did not say (a multipart file part). */
 export function sniffType(bytes: Uint8Array): SourceType {
   if (bytes[0] === 0x50 && bytes[1] === 0x4b) return 'zip';
@@ -46,99 +41,71 @@ export function sniffType(bytes: Uint8Array): SourceType {
   return start.startsWith('{') || start.startsWith('[') ? 'json' : 'xml';
 }
 
-/** `<` signs counted without decoding: an upper bound of the tags a parser would build. */
-function tagCount(bytes: Uint8Array): number {
-  let count = 0;
-  for (let at = bytes.indexOf(0x3c); at !== -1; at = bytes.indexOf(0x3c, at + 1)) count++;
-  return count;
+/** An upload kept as a blob, read again: its bytes come as they are read from the store. */
+export interface StoredUpload extends Omit<ImportUpload, 'bytes'> {
+  size: number;
+  chunks: AsyncIterable<Uint8Array>;
 }
 
-/**
- * One report file read, with the bounds that keep a hostile one from taking the process down.
- * Anything a parser throws is the file's fault: a report of a valid syntax but an odd shape can
- * trip a parser's assumptions (a number where a message was expected), and is still a 400.
- */
-function readReport(file: string, bytes: Uint8Array, kind: 'junit' | 'playwright', parsed?: unknown): ImportedReport {
-  if (bytes.length > REPORT_MAX_BYTES) {
-    throw new ImportInputError(file, `is ${bytes.length} bytes; a report file may be at most ${REPORT_MAX_BYTES}`);
+/** Bytes handed over to the worker per turn of the event loop, at most. */
+const SLICE_BYTES = 4 * 1024 * 1024;
+
+/** A buffer as slices, one per turn of the event loop. */
+export async function* slicesOf(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
+  for (let at = 0; at < bytes.length; at += SLICE_BYTES) {
+    if (at > 0) await nextTurn();
+    yield bytes.subarray(at, at + SLICE_BYTES);
   }
-  if (kind === 'junit' && tagCount(bytes) > XML_TAGS_MAX) throw new ImportInputError(file, `holds more than ${XML_TAGS_MAX} XML tags`);
+}
+
+/** What the worker is given: the upload, and the bounds of this server. */
+function inputOf(ctx: AppContext, upload: ImportUpload | StoredUpload): HostInput {
+  const { size, chunks } = 'bytes' in upload ? { size: upload.bytes.length, chunks: slicesOf(upload.bytes) } : upload;
+  return {
+    fileName: upload.fileName,
+    size,
+    chunks,
+    type: upload.type,
+    format: upload.options.format ?? 'auto',
+    limits: {
+      maxEntries: ctx.config.maxImportEntries,
+      maxExpandedBytes: ctx.config.maxImportExpandedBytes,
+      maxReportBytes: REPORT_MAX_BYTES,
+      maxXmlTags: XML_TAGS_MAX,
+      fullNameMax: TEST_FULL_NAME_MAX,
+    },
+  };
+}
+
+/** A worker's reading, its input faults as the 400 they are. */
+async function inputFaults<T>(reading: Promise<T>): Promise<T> {
   try {
-    if (kind === 'junit') return parseJUnit(file, bytes);
-    return parsed === undefined ? parsePlaywright(file, bytes) : playwrightReportOf(file, parsed);
-  } catch (error) {
-    if (error instanceof ImportInputError) throw error;
-    throw new ImportInputError(file, `is not a report this import can read (${(error as Error).message ?? String(error)})`);
-  }
-}
-
-/** A JSON file of an archive, parsed once: the Playwright report it holds, or undefined for any other JSON (an attachment). */
-function playwrightIn(bytes: Uint8Array): unknown {
-  if (bytes.length > REPORT_MAX_BYTES) return undefined;
-  try {
-    const value: unknown = sjson.parse(Buffer.from(bytes).toString('utf8'), { protoAction: 'error', constructorAction: 'error' });
-    return looksLikePlaywright(value) ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-async function readReports(upload: ImportUpload, config: AppContext['config']): Promise<ReadUpload> {
-  const format = upload.options.format ?? 'auto';
-  if (upload.type === 'xml') {
-    if (format === 'playwright') throw new ImportInputError(upload.fileName, 'is XML; a Playwright report is JSON');
-    return { reports: [readReport(upload.fileName, upload.bytes, 'junit')], files: new Map() };
-  }
-  if (upload.type === 'json') {
-    if (format === 'junit') throw new ImportInputError(upload.fileName, 'is JSON; JUnit reports are XML');
-    return { reports: [readReport(upload.fileName, upload.bytes, 'playwright')], files: new Map() };
-  }
-  const files = await readArchive(upload.fileName, upload.bytes, {
-    maxEntries: config.maxImportEntries,
-    maxExpandedBytes: config.maxImportExpandedBytes,
-  });
-  const reports: ImportedReport[] = [];
-  for (const [name, bytes] of [...files].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    const lower = name.toLowerCase();
-    if (lower.endsWith('.xml') && format !== 'playwright' && looksLikeJUnit(bytes)) reports.push(readReport(name, bytes, 'junit'));
-    else if (lower.endsWith('.json') && format !== 'junit') {
-      const report = playwrightIn(bytes);
-      if (report !== undefined) reports.push(readReport(name, bytes, 'playwright', report));
-    }
-  }
-  if (reports.length === 0) {
-    throw new ImportInputError(upload.fileName, 'holds no JUnit XML (*.xml) or Playwright JSON report (*.json)');
-  }
-  return { reports, files };
-}
-
-/** Unpaired UTF-16 halves (a cut emoji, `&#xD800;`): the database would store U+FFFD, so the name is made so first. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
-/**
- * A test's full name as stored and looked up: no NUL (PostgreSQL refuses it), at most
- * TEST_FULL_NAME_MAX characters, well-formed UTF-16, so the name written is the name found again.
- */
-export const storedFullName = (name: string): string =>
-  name.replaceAll('\0', '').slice(0, TEST_FULL_NAME_MAX).replace(LONE_SURROGATE, '\uFFFD') || '(unnamed)';
-
-/** Reads and checks a whole upload; any fault is a 400 naming the file, before anything is stored (IMP-5). */
-export async function readUpload(ctx: AppContext, upload: ImportUpload): Promise<ReadUpload> {
-  let read: ReadUpload;
-  try {
-    read = await readReports(upload, ctx.config);
+    return await reading;
   } catch (error) {
     if (error instanceof ImportInputError) throw new AppError('INVALID_INPUT', error.message);
     throw error;
   }
-  const runs = read.reports.reduce((sum, report) => sum + report.cases.length, 0);
+}
+
+function checkRuns(upload: { fileName: string }, runs: number): void {
   if (runs === 0) throw new AppError('INVALID_INPUT', `${upload.fileName}: holds no test case to import.`);
   if (runs > IMPORT_RUNS_MAX) {
     throw new AppError('INVALID_INPUT', `The upload holds ${runs} test cases; an import takes at most ${IMPORT_RUNS_MAX}.`);
   }
-  for (const report of read.reports) {
-    for (const testCase of report.cases) testCase.fullName = storedFullName(testCase.fullName);
-    if (report.name !== undefined) report.name = report.name.replaceAll('\0', '');
-  }
+}
+
+/** Checks a whole upload as an import would read it; any fault is a 400 naming the file, before anything is stored (IMP-5). */
+export async function checkUpload(ctx: AppContext, upload: ImportUpload): Promise<void> {
+  const { runs } = await inputFaults(checkInWorker(inputOf(ctx, upload)));
+  checkRuns(upload, runs);
+}
+
+/** Reads a whole upload into its reports (names made storable) and its archive's files; faults as `checkUpload`. */
+export async function readUpload(ctx: AppContext, upload: ImportUpload | StoredUpload): Promise<ReadUpload> {
+  const read = await inputFaults(readInWorker(inputOf(ctx, upload)));
+  checkRuns(
+    upload,
+    read.reports.reduce((sum, report) => sum + report.cases.length, 0),
+  );
   return read;
 }

@@ -1,7 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { buffer } from 'node:stream/consumers';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Static } from 'typebox';
 import type { ImportRecord } from '../../api/v1/imports.ts';
+import type { ImportedCase, ImportedStep } from '../../import/model.ts';
 import type { AppContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
@@ -20,7 +21,7 @@ import { inTransaction } from '../db/repositories/transaction.ts';
 import type { ImportsTable } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
 import { canonicalJson } from './fingerprint.ts';
-import { type ImportOptionsInput, type ImportUpload, type ReadUpload, readUpload } from './import-reading.ts';
+import { checkUpload, type ImportOptionsInput, type ImportUpload, type ReadUpload, readUpload, slicesOf } from './import-reading.ts';
 import { type ImportTarget, type PlacedCase, writeCases } from './import-writer.ts';
 import type { JobRequest } from './jobs.ts';
 import { ensureTestsByFullName } from './tests.ts';
@@ -39,10 +40,60 @@ type ImportSummary = Pick<Static<typeof ImportRecord>, 'counts' | 'files'> & {
 };
 /** Cases written per transaction: short enough not to hold the writer long, large enough to be cheap. */
 const BATCH_CASES = 250;
+/**
+ * Text (characters of cells, step titles and errors) and inline bytes per transaction, about: a
+ * batch of cases with long output is cut short, so one transaction (synchronous on SQLite) never
+ * holds the event loop for long (IMP-7). A case is never split: its run commits whole.
+ */
+const BATCH_CHARS = 512 * 1024;
+/** Tests found or created per transaction. */
+const TESTS_PER_TRANSACTION = 100;
+/** Bytes hashed per turn of the event loop. */
+const HASH_SLICE_BYTES = 4 * 1024 * 1024;
 /** Errors kept per report file in the import's summary. */
 const FILE_ERRORS_MAX = 100;
 
-const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+/** A large upload's SHA-256, a slice per turn of the event loop (60 MB at once would hold it for about 50 ms). */
+async function sha256(bytes: Uint8Array): Promise<string> {
+  const hash = createHash('sha256');
+  for (let at = 0; at < bytes.length; at += HASH_SLICE_BYTES) {
+    if (at > 0) await nextTurn();
+    hash.update(bytes.subarray(at, at + HASH_SLICE_BYTES));
+  }
+  return hash.digest('hex');
+}
+
+/** A case's size as a transaction writes it, about: its texts and inline bytes. */
+function caseChars(testCase: ImportedCase): number {
+  const ofStep = (step: ImportedStep): number =>
+    step.title.length +
+    (step.error?.length ?? 0) +
+    step.cells.reduce((sum, cell) => sum + cell.text.length, 0) +
+    step.attachments.reduce((sum, attachment) => sum + (attachment.body?.byteLength ?? 0), 0) +
+    step.steps.reduce((sum, child) => sum + ofStep(child), 0);
+  return (
+    testCase.cells.reduce((sum, cell) => sum + cell.text.length, 0) +
+    testCase.attachments.reduce((sum, attachment) => sum + (attachment.body?.byteLength ?? 0), 0) +
+    testCase.steps.reduce((sum, step) => sum + ofStep(step), 0)
+  );
+}
+
+/** The cases in order, cut into transactions of at most BATCH_CASES cases and about BATCH_CHARS of text. */
+function* batchesOf(cases: readonly PlacedCase[]): Generator<PlacedCase[]> {
+  let batch: PlacedCase[] = [];
+  let chars = 0;
+  for (const placed of cases) {
+    const size = caseChars(placed.testCase);
+    if (batch.length > 0 && (batch.length >= BATCH_CASES || chars + size > BATCH_CHARS)) {
+      yield batch;
+      batch = [];
+      chars = 0;
+    }
+    batch.push(placed);
+    chars += size;
+  }
+  if (batch.length > 0) yield batch;
+}
 
 /**
  * Accepts an import: checks the whole upload, keeps its bytes as a blob and records the import
@@ -54,7 +105,7 @@ export async function startImport(
   input: { projectId: string; actorId: string; upload: ImportUpload },
 ): Promise<{ record: ImportsTable; created: boolean }> {
   const { projectId, upload } = input;
-  const digest = sha256(upload.bytes);
+  const digest = await sha256(upload.bytes);
   const key = upload.options.idempotencyKey;
   // The same upload is the same file with the same options: a retry. Anything else reusing the key is a 409.
   const sameUpload = (row: ImportsTable) =>
@@ -74,12 +125,8 @@ export async function startImport(
     return { record: earlier, created: false };
   }
 
-  await readUpload(ctx, upload);
-  const blob = await ctx.blobs.put(
-    (async function* () {
-      yield upload.bytes;
-    })(),
-  );
+  await checkUpload(ctx, upload);
+  const blob = await ctx.blobs.put(slicesOf(upload.bytes));
   const record: ImportsTable = {
     id: randomUUID(),
     project_id: projectId,
@@ -141,12 +188,24 @@ export async function runImport(ctx: AppContext, importId: string): Promise<void
   }
 }
 
-/** An import's upload, read again from the blob kept at acceptance. */
+/**
+ * An import's upload, read again from the blob kept at acceptance: streamed from the store into
+ * the worker, never whole in this thread.
+ */
 async function readAgain(ctx: AppContext, row: ImportsTable): Promise<ReadUpload> {
   const source = await ctx.blobs.get(row.source_sha256);
   if (!source) throw new AppError('UNAVAILABLE', 'The uploaded report is no longer stored; upload it again.');
-  const bytes = await buffer(source);
-  return readUpload(ctx, { fileName: row.file_name, bytes, type: row.source_type, options: JSON.parse(row.options) });
+  try {
+    return await readUpload(ctx, {
+      fileName: row.file_name,
+      size: row.source_size,
+      chunks: source,
+      type: row.source_type,
+      options: JSON.parse(row.options),
+    });
+  } finally {
+    source.destroy();
+  }
 }
 
 /** Imports acknowledged before a restart but not finished: queued again, in the order they came. */
@@ -208,6 +267,26 @@ async function jobOf(ctx: AppContext, row: ImportsTable, read: ReadUpload, optio
   return jobId;
 }
 
+/** The project's tests of the cases, found or created a hundred names at a time (all at once held SQLite's event loop for 300 ms). */
+async function ensureTests(
+  ctx: AppContext,
+  row: ImportsTable,
+  placed: readonly PlacedCase[],
+  now: string,
+): Promise<{ ids: Map<string, string>; created: number }> {
+  const names = [...new Set(placed.map((p) => p.testCase.fullName))];
+  const ids = new Map<string, string>();
+  let created = 0;
+  for (let at = 0; at < names.length; at += TESTS_PER_TRANSACTION) {
+    if (at > 0) await nextTurn();
+    const fullNames = names.slice(at, at + TESTS_PER_TRANSACTION);
+    const found = await ensureTestsByFullName(ctx.db, { projectId: row.project_id, fullNames, actorId: row.created_by, now });
+    for (const [name, id] of found.ids) ids.set(name, id);
+    created += found.created;
+  }
+  return { ids, created };
+}
+
 async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload): Promise<void> {
   const options = JSON.parse(row.options) as ImportOptionsInput;
   await updateImport(ctx.db, row.id, { status: 'processing', started_at: row.started_at ?? ctx.clock().toISOString() });
@@ -217,13 +296,7 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
   placed.forEach((p, i) => {
     p.index = i;
   });
-  const fullNames = placed.map((p) => p.testCase.fullName);
-  const { ids: testIds, created: testsCreated } = await ensureTestsByFullName(ctx.db, {
-    projectId: row.project_id,
-    fullNames,
-    actorId: row.created_by,
-    now,
-  });
+  const { ids: testIds, created: testsCreated } = await ensureTests(ctx, row, placed, now);
   const target: ImportTarget = {
     importId: row.id,
     projectId: row.project_id,
@@ -265,17 +338,28 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
     return updateImport(ctx.db, row.id, { summary: JSON.stringify(partial) });
   };
   await progress(placed.length - todo.length);
-  for (let i = 0; i < todo.length; i += BATCH_CASES) {
+  let written = placed.length - todo.length;
+  const resumed = written > 0;
+  const rows = { steps: 0, cells: 0, attachments: 0 };
+  for (const batch of batchesOf(todo)) {
     // Stopping: the batches written so far stay; the next start resumes after them.
     if (ctx.background.stopping) throw new Interrupted();
-    const outcome = await writeCases(ctx, target, todo.slice(i, i + BATCH_CASES), read.files);
+    const outcome = await writeCases(ctx, target, batch, read.files);
     missing += outcome.attachmentsMissing;
+    rows.steps += outcome.steps;
+    rows.cells += outcome.cells;
+    rows.attachments += outcome.attachments;
     for (const problem of outcome.problems) files.get(problem.file)?.errors.push(problem.message);
-    await progress(placed.length - todo.length + Math.min(i + BATCH_CASES, todo.length));
+    written += batch.length;
+    await progress(written);
     ctx.crashPoint('import-after-batch');
+    // Requests waiting behind the batch go first.
+    await nextTurn();
   }
-  // What the job holds, counted from its rows: right also for an import resumed after a crash.
-  Object.assign(counts, await contentCountsOfJob(ctx.db, jobId), { attachmentsMissing: missing });
+  // What the job holds: the rows this process wrote, or, for an import resumed after a crash (whose
+  // first attempt's batches are not all known), counted from the job's rows. Counting reads every
+  // cell of the job, on SQLite on the event loop (about a second for 60 MB of cells).
+  Object.assign(counts, resumed ? await contentCountsOfJob(ctx.db, jobId) : rows, { attachmentsMissing: missing });
   const summary: ImportSummary = {
     counts,
     files: [...files.values()].map((f) => ({ ...f, errors: f.errors.slice(0, FILE_ERRORS_MAX) })),

@@ -1,0 +1,235 @@
+/**
+ * The host side of the import worker (`worker.ts`, IMP-7): reads uploads in worker threads, at
+ * most {@link MAX_WORKERS} at once (more wait their turn), so the event loop only ever copies
+ * chunks in (a few megabytes a turn at most) and takes small pieces out.
+ *
+ * A worker is kept for the next upload for a while ({@link IDLE_MS}), unless it just read a large
+ * one: then it is ended, and its heap given back to the system at once. Each worker's heap is
+ * capped ({@link HEAP_MB}): an upload that needs more to be read is refused (a 400), and the server
+ * is untouched.
+ */
+
+import { Worker } from 'node:worker_threads';
+import { type ImportedReport, ImportInputError } from './model.ts';
+import type { ReadUpload, UploadInput } from './upload.ts';
+import type { HostMessage, ReadRequest, WorkerMessage } from './worker.ts';
+
+/** Uploads read at once; on a machine of two cores, one is left to the server for requests. */
+export const MAX_WORKERS = 2;
+/** How long an idle worker is kept for the next upload. */
+const IDLE_MS = 10_000;
+/** A worker that read an upload of this size or more is ended after it. */
+const LARGE_UPLOAD_BYTES = 8 * 1024 * 1024;
+/** A worker's old generation at most: a 64 MiB report of 600,000 tags needs about 300 MB of it. */
+export const HEAP_MB = 384;
+
+/**
+ * The worker's module. Under tsx (tests, `npm run dev`) it is the TypeScript source beside this
+ * file, loaded through tsx's loader, which a worker does not inherit; in the esbuild bundle this
+ * code sits in dist/server/main.js or in a chunk of dist/chunks/, and the worker is the entry
+ * point dist/server/import-worker.js (scripts/build.mjs): `../server/` finds it from both.
+ */
+function startWorker(): Worker {
+  const options = { resourceLimits: { maxOldGenerationSizeMb: HEAP_MB, maxYoungGenerationSizeMb: 8 }, name: 'attest-import' };
+  if (import.meta.url.endsWith('.ts')) {
+    const tsx = import.meta.resolve('tsx/esm/api');
+    const source = new URL('./worker.ts', import.meta.url).href;
+    const boot = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source)}); });`;
+    return new Worker(boot, { ...options, eval: true });
+  }
+  return new Worker(new URL('../server/import-worker.js', import.meta.url), options);
+}
+
+interface Slot {
+  worker: Worker;
+  idleTimer?: NodeJS.Timeout;
+}
+
+const idle: Slot[] = [];
+const waiting: (() => void)[] = [];
+let live = 0;
+
+function startSlot(): Slot {
+  const slot: Slot = { worker: startWorker() };
+  // A job listens for its worker's errors itself; between jobs one must not take the process down.
+  slot.worker.on('error', () => {});
+  slot.worker.once('exit', () => {
+    // An idle worker that died: its place is free again.
+    const at = idle.indexOf(slot);
+    if (at === -1) return;
+    idle.splice(at, 1);
+    clearTimeout(slot.idleTimer);
+    live--;
+    waiting.shift()?.();
+  });
+  return slot;
+}
+
+async function acquire(): Promise<Slot> {
+  for (;;) {
+    const slot = idle.pop();
+    if (slot) {
+      clearTimeout(slot.idleTimer);
+      slot.worker.ref();
+      return slot;
+    }
+    if (live < MAX_WORKERS) {
+      live++;
+      try {
+        return startSlot();
+      } catch (error) {
+        live--;
+        throw error;
+      }
+    }
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  }
+}
+
+function release(slot: Slot, keep: boolean): void {
+  if (keep) {
+    // An idle worker keeps no process alive, and ends on its own after a while.
+    slot.worker.unref();
+    slot.idleTimer = setTimeout(() => {
+      const at = idle.indexOf(slot);
+      if (at !== -1) idle.splice(at, 1);
+      live--;
+      void slot.worker.terminate();
+    }, IDLE_MS).unref();
+    idle.push(slot);
+  } else {
+    live--;
+    void slot.worker.terminate();
+  }
+  waiting.shift()?.();
+}
+
+/** One exchange with a worker: messages sent, and answers taken in order; a worker's death fails what is awaited. */
+function converse(worker: Worker, fileName: string) {
+  const inbox: WorkerMessage[] = [];
+  let pending: { resolve: (message: WorkerMessage) => void; reject: (error: unknown) => void } | undefined;
+  let failure: unknown;
+  const fail = (error: unknown) => {
+    failure ??= error;
+    pending?.reject(failure);
+    pending = undefined;
+  };
+  const onMessage = (message: WorkerMessage) => {
+    if (pending) {
+      pending.resolve(message);
+      pending = undefined;
+    } else inbox.push(message);
+  };
+  const onError = (error: Error & { code?: string }) => {
+    if (error.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+      fail(new ImportInputError(fileName, `needs more memory to be read than an import may use (${HEAP_MB} MB)`));
+    } else fail(error);
+  };
+  const onExit = (code: number) => fail(new Error(`the import worker stopped (exit code ${code})`));
+  worker.on('message', onMessage);
+  worker.on('error', onError);
+  worker.on('exit', onExit);
+  return {
+    get broken() {
+      return failure !== undefined;
+    },
+    send(message: HostMessage, transfer: ArrayBuffer[] = []) {
+      if (failure === undefined) worker.postMessage(message, transfer);
+    },
+    receive(): Promise<WorkerMessage> {
+      const next = inbox.shift();
+      if (next) return Promise.resolve(next);
+      if (failure !== undefined) return Promise.reject(failure);
+      return new Promise((resolve, reject) => {
+        pending = { resolve, reject };
+      });
+    },
+    close() {
+      worker.off('message', onMessage);
+      worker.off('error', onError);
+      worker.off('exit', onExit);
+    },
+  };
+}
+
+/** The worker's answer as what it is: an ImportInputError with the same message, or a server fault. */
+function failureOf(message: Extract<WorkerMessage, { op: 'error' }>): Error {
+  if (message.input) {
+    const error = new ImportInputError(message.file, '');
+    error.message = message.message;
+    return error;
+  }
+  const error = new Error(`the import worker failed: ${message.message}`);
+  if (message.stack) error.stack = message.stack;
+  return error;
+}
+
+/** An upload as the host hands it over: what to read, and its bytes as they come (a buffer's slices, or a stored blob's stream). */
+export interface HostInput extends Omit<UploadInput, 'bytes'> {
+  size: number;
+  chunks: AsyncIterable<Uint8Array>;
+}
+
+async function inWorker<T>(
+  input: HostInput,
+  mode: ReadRequest['mode'],
+  take: (first: { runs: number; reports: ImportedReport[] }, next: () => Promise<WorkerMessage>) => Promise<T>,
+): Promise<T> {
+  const slot = await acquire();
+  const talk = converse(slot.worker, input.fileName);
+  let healthy = false;
+  try {
+    const { size } = input;
+    talk.send({ op: 'read', fileName: input.fileName, type: input.type, format: input.format, limits: input.limits, size, mode });
+    let sent = 0;
+    for await (const chunk of input.chunks) {
+      if (sent + chunk.byteLength > size) throw new Error(`the upload holds more than the ${size} bytes it was said to`);
+      // A copy of the chunk, moved: posting a view would copy the whole buffer under it.
+      const copy = new Uint8Array(chunk);
+      talk.send({ op: 'bytes', chunk: copy }, [copy.buffer as ArrayBuffer]);
+      sent += chunk.byteLength;
+    }
+    if (sent !== size) throw new Error(`the upload ended after ${sent} of the ${size} bytes it was said to hold`);
+    const first = await talk.receive();
+    if (first.op === 'error') {
+      healthy = true;
+      throw failureOf(first);
+    }
+    if (first.op !== 'read') throw new Error(`the import worker answered ${first.op} to a read`);
+    const result = await take(first, async () => {
+      talk.send({ op: 'next' });
+      const piece = await talk.receive();
+      if (piece.op === 'error') throw failureOf(piece);
+      return piece;
+    });
+    healthy = true;
+    return result;
+  } finally {
+    talk.close();
+    release(slot, healthy && !talk.broken && input.size < LARGE_UPLOAD_BYTES);
+  }
+}
+
+/** Reads an upload in a worker only to check it: its count of cases, or the ImportInputError that refuses it. */
+export function checkInWorker(input: HostInput): Promise<{ runs: number }> {
+  return inWorker(input, 'check', async (first) => ({ runs: first.runs }));
+}
+
+/** Reads an upload in a worker: its reports, whole, and the files of its archive. */
+export function readInWorker(input: HostInput): Promise<ReadUpload> {
+  return inWorker(input, 'full', async (first, next) => {
+    const reports = first.reports;
+    const files = new Map<string, Uint8Array>();
+    for (let piece = await next(); piece.op !== 'end'; piece = await next()) {
+      if (piece.op === 'cases') {
+        const cases = (reports[piece.report] as ImportedReport).cases;
+        for (const testCase of piece.cases) cases.push(testCase);
+      } else if (piece.op === 'file') {
+        files.set(piece.name, piece.bytes);
+      } else {
+        throw new Error(`the import worker sent ${piece.op} among its pieces`);
+      }
+    }
+    return { reports, files };
+  });
+}

@@ -1,0 +1,171 @@
+/**
+ * The import worker (IMP-7): a worker thread that reads uploads into reports, so expanding a ZIP
+ * and parsing a 60 MB report never hold the server's event loop. `worker-pool.ts` is its host, and
+ * the protocol's only other end:
+ *
+ * - in: `read` (what to read, and its size), then `bytes` slices until that size is in;
+ * - out: `read` (the reports without their cases, and the count of cases) or `error`;
+ * - then, in `full` mode, each `next` asks for one piece: a `cases` batch of one report, a `file`
+ *   of the archive (its bytes moved, not copied), or `end`.
+ *
+ * Pieces are small (about a megabyte of text) and asked for one at a time, so the host takes each
+ * in a turn of its event loop of its own instead of all of them in one.
+ */
+
+import { parentPort } from 'node:worker_threads';
+import type { ImportedAttachment, ImportedCase, ImportedStep } from './model.ts';
+import { ImportInputError } from './model.ts';
+import { type ReadUpload, readUploadBytes, type UploadFormat, type UploadLimits, type UploadType } from './upload.ts';
+
+export interface ReadRequest {
+  op: 'read';
+  fileName: string;
+  type: UploadType;
+  format: UploadFormat;
+  limits: UploadLimits;
+  size: number;
+  /** `check`: only whether it reads, and its count of cases; `full`: the reports and files too. */
+  mode: 'check' | 'full';
+}
+
+export type HostMessage = ReadRequest | { op: 'bytes'; chunk: Uint8Array } | { op: 'next' };
+
+export type WorkerMessage =
+  | { op: 'read'; runs: number; reports: ReadUpload['reports'] }
+  | { op: 'error'; input: boolean; file: string; message: string; stack?: string }
+  | { op: 'cases'; report: number; cases: ImportedCase[] }
+  | { op: 'file'; name: string; bytes: Uint8Array }
+  | { op: 'end' };
+
+/** Text per `cases` piece, about: large enough to be cheap, small enough to take in one short turn. */
+const PIECE_CHARS = 1024 * 1024;
+/** Cases per piece at most, whatever their size. */
+const PIECE_CASES = 500;
+
+const port = parentPort;
+if (!port) throw new Error('src/import/worker.ts runs as a worker thread only');
+
+/** An inline body as an array of its own: a view on a larger buffer would be copied whole. */
+const ownBytes = (bytes: Uint8Array) =>
+  bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes);
+
+/** Inline bytes: an attachment's own, and those of the images it groups (a visual diff's). */
+type WithBody = { body?: Uint8Array };
+
+function ownBody(holder: WithBody): number {
+  if (!holder.body) return 0;
+  holder.body = ownBytes(holder.body);
+  return holder.body.byteLength;
+}
+
+function ownAttachments(attachments: ImportedAttachment[]): number {
+  let size = 0;
+  for (const attachment of attachments) {
+    size += ownBody(attachment);
+    const images = (attachment as { images?: Record<string, WithBody> }).images;
+    for (const image of Object.values(images ?? {})) size += ownBody(image);
+  }
+  return size;
+}
+
+/** A step tree's size in characters and bytes, its inline bodies made arrays of their own on the way. */
+function stepWeight(step: ImportedStep): number {
+  let size = step.title.length + (step.error?.length ?? 0) + ownAttachments(step.attachments);
+  for (const cell of step.cells) size += cell.text.length;
+  for (const child of step.steps) size += stepWeight(child);
+  return size;
+}
+
+function caseWeight(testCase: ImportedCase): number {
+  let size = testCase.fullName.length + ownAttachments(testCase.attachments);
+  for (const cell of testCase.cells) size += cell.text.length;
+  for (const step of testCase.steps) size += stepWeight(step);
+  return size;
+}
+
+/** What a `full` reading hands over after its first answer, piece by piece. */
+function* piecesOf(read: ReadUpload): Generator<{ message: WorkerMessage; transfer: ArrayBuffer[] }> {
+  for (const [report, { cases }] of read.reports.entries()) {
+    let batch: ImportedCase[] = [];
+    let chars = 0;
+    for (let at = 0; at < cases.length; at++) {
+      const testCase = cases[at] as ImportedCase;
+      // Let go of as it is sent: the host's copy grows as this one shrinks.
+      (cases as (ImportedCase | undefined)[])[at] = undefined;
+      batch.push(testCase);
+      chars += caseWeight(testCase);
+      if (chars >= PIECE_CHARS || batch.length >= PIECE_CASES) {
+        yield { message: { op: 'cases', report, cases: batch }, transfer: [] };
+        batch = [];
+        chars = 0;
+      }
+    }
+    if (batch.length > 0) yield { message: { op: 'cases', report, cases: batch }, transfer: [] };
+  }
+  for (const [name, bytes] of read.files) {
+    read.files.delete(name);
+    const own = ownBytes(bytes);
+    yield { message: { op: 'file', name, bytes: own }, transfer: [own.buffer as ArrayBuffer] };
+  }
+  yield { message: { op: 'end' }, transfer: [] };
+}
+
+let request: ReadRequest | undefined;
+let received: Uint8Array | undefined;
+let filled = 0;
+let pieces: Generator<{ message: WorkerMessage; transfer: ArrayBuffer[] }> | undefined;
+
+const send = (message: WorkerMessage, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
+
+async function read(job: ReadRequest): Promise<void> {
+  // The reading takes the bytes over, and lets go of them as soon as it can.
+  const input = { fileName: job.fileName, bytes: received ?? new Uint8Array(0), type: job.type, format: job.format, limits: job.limits };
+  received = undefined;
+  try {
+    const result = await readUploadBytes(input);
+    const runs = result.reports.reduce((sum, report) => sum + report.cases.length, 0);
+    if (job.mode === 'check') {
+      send({ op: 'read', runs, reports: [] });
+      return;
+    }
+    send({ op: 'read', runs, reports: result.reports.map((report) => ({ ...report, cases: [] })) });
+    pieces = piecesOf(result);
+  } catch (error) {
+    const input = error instanceof ImportInputError;
+    send({
+      op: 'error',
+      input,
+      file: input ? error.file : job.fileName,
+      message: (error as Error)?.message ?? String(error),
+      stack: input ? undefined : (error as Error)?.stack,
+    });
+  }
+}
+
+port.on('message', (message: HostMessage) => {
+  if (message.op === 'read') {
+    request = message;
+    received = new Uint8Array(message.size);
+    filled = 0;
+    pieces = undefined;
+  } else if (message.op === 'bytes') {
+    if (!received || filled + message.chunk.byteLength > received.length) throw new Error('bytes past the size announced');
+    received.set(message.chunk, filled);
+    filled += message.chunk.byteLength;
+  } else {
+    const next = pieces?.next();
+    if (!next || next.done) {
+      pieces = undefined;
+      send({ op: 'end' });
+    } else {
+      send(next.value.message, next.value.transfer);
+      if (next.value.message.op === 'end') pieces = undefined;
+    }
+    return;
+  }
+  if (request && received && filled === received.length) {
+    const job = request;
+    request = undefined;
+    void read(job);
+  }
+});
