@@ -9,7 +9,6 @@ import { createDatabase } from './db/database.ts';
 import { FrozenAnswers } from './http/frozen-answers.ts';
 import { HotBlobs } from './http/hot-blobs.ts';
 import { DEVICE_ANSWERS_BYTES, KeptAnswers, KeptOwners, textBytes } from './http/kept-answers.ts';
-import { continueWhenBodyIsRead } from './http/lingering-close.ts';
 import { lazyChildren, redactUrl } from './http/request-logger.ts';
 import { ThumbnailRenderer } from './media/thumbnails.ts';
 import { compressionPlugin } from './plugins/compression.ts';
@@ -82,8 +81,6 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   });
 
   lazyChildren(app.log);
-  // `100 Continue` only once the request passed the checks that could refuse it (LOAD-4c).
-  continueWhenBodyIsRead(app.server);
 
   const database = await createDatabase(config, {
     onConnectionLost: (error) => app.log.warn({ err: error }, 'a PostgreSQL connection broke while idle; the pool opens a new one'),

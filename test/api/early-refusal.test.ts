@@ -136,17 +136,45 @@ for (const dialect of DIALECTS) {
     after(() => server.close());
 
     describe('early refusals close lingering (LOAD-4b)', () => {
-      test('a POST refused with 401 before its body is read is answered at once with Connection: close, and the server ends its side', async () => {
+      test('a POST refused with 401 before its body is read is answered at once; the rest of the body is dropped and the connection serves the next request', async () => {
         const connection = new RawConnection(server.url);
         try {
           await connection.write(`${postHead(undefined, 1_000_000)}{"name":"`);
+          // The whole answer, while 999 991 bytes of the body are still to come.
           const text = await connection.received(/^HTTP\/1\.1 401 [\s\S]*\r\n\r\n\{[\s\S]*\}$/);
-          assert.match(text, /\r\nconnection: close\r\n/i);
-          await waitFor(() => connection.ended, { message: "the server's FIN after the answer" });
+          // Node closes the socket right after an answer saying `Connection: close`, unread bytes or not.
+          assert.doesNotMatch(text, /\r\nconnection: close\r\n/i);
+          await connection.write(Buffer.alloc(1_000_000 - 9, 'a'));
+          await connection.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\r\n');
+          await connection.received(/\}HTTP\/1\.1 200 /);
+          assert.equal(connection.error, undefined, 'no reset');
+          assert.equal(connection.ended, false, 'the connection is kept');
         } finally {
           connection.destroy();
         }
       });
+
+      for (const [asked, version, header] of [
+        ['Connection: close', '1.1', 'Connection: close\r\n'],
+        ['HTTP/1.0, as nginx forwards', '1.0', ''],
+      ] as const) {
+        test(`a refused POST whose client closes after the answer (${asked}) is answered once the rest of its body is read, and the connection ends cleanly`, async () => {
+          const connection = new RawConnection(server.url);
+          const rest = Buffer.alloc(8 * 1024 * 1024, 'a');
+          try {
+            const head = postHead(undefined, rest.length + 9, header).replace(' HTTP/1.1\r\n', ` HTTP/${version}\r\n`);
+            await connection.write(`${head}{"name":"`);
+            // Node closes after this answer: had it gone out before the body was read, these bytes would meet a reset.
+            await connection.write(rest);
+            const text = await connection.received(/^HTTP\/1\.[01] 401 [\s\S]*\r\n\r\n\{[\s\S]*\}$/, 20_000);
+            assert.match(text, /\r\nconnection: close\r\n/i);
+            await waitFor(() => connection.ended, { message: "the server's FIN after the answer" });
+            assert.equal(connection.error, undefined, 'no reset');
+          } finally {
+            connection.destroy();
+          }
+        });
+      }
 
       test('the rest of the body is read after the answer: a client that sends it all sees the connection end cleanly, never reset', async () => {
         const connection = new RawConnection(server.url);
@@ -174,9 +202,11 @@ for (const dialect of DIALECTS) {
               'Content-Type: multipart/form-data; boundary=xyz\r\nAccept: application/json\r\n' +
               `service.api-token: ${server.admin.key}\r\nContent-Length: ${rest.length + 7}\r\n\r\n--xyz\r\n`,
           );
-          const text = await connection.received(/^HTTP\/1\.1 404 [\s\S]*\r\n\r\n\{/);
-          assert.match(text, /\r\nconnection: close\r\n/i);
+          const text = await connection.received(/^HTTP\/1\.1 404 [\s\S]*\r\n\r\n\{[\s\S]*\}$/);
+          assert.doesNotMatch(text, /\r\nconnection: close\r\n/i);
           await connection.write(rest);
+          await connection.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\r\n');
+          await connection.received(/\}HTTP\/1\.1 200 /, 20_000);
           connection.end();
           await connection.closed(20_000);
           assert.equal(connection.error, undefined, 'no reset');
@@ -223,6 +253,23 @@ for (const dialect of DIALECTS) {
           const lingered = (await serverClosedAll(bounded)) - answered;
           assert.ok(lingered >= 900, `closed ${lingered} ms after the answer, before the idle time`);
           assert.ok(lingered < 2900, `closed ${lingered} ms after the answer: the idle time, not the whole linger, ended it`);
+        } finally {
+          connection.destroy();
+        }
+      });
+
+      test('a client that asked to close and stops sending gets its answer after ATTEST_LINGER_IDLE_MS, then the connection closes', async () => {
+        await serverClosedAll(bounded);
+        const connection = new RawConnection(bounded.url);
+        try {
+          await connection.write(`${postHead(undefined, 1_000_000, 'Connection: close\r\n')}{"name":"`);
+          const sent = Date.now();
+          await connection.received(/^HTTP\/1\.1 401 [\s\S]*\r\n\r\n\{[\s\S]*\}$/);
+          const waited = Date.now() - sent;
+          assert.ok(waited >= 900, `answered ${waited} ms after the body stopped, before the idle time`);
+          assert.ok(waited < 2900, `answered ${waited} ms after the body stopped: the idle time, not the whole linger, ended the wait`);
+          await waitFor(() => connection.ended, { message: "the server's FIN after the answer" });
+          assert.equal(connection.error, undefined, 'no reset');
         } finally {
           connection.destroy();
         }

@@ -1,6 +1,10 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
+// Public Node APIs only (docs/decisions.md): the server's `checkContinue` event,
+// `response.writeContinue()`, the request's `resume`, `data` and `end` events, `unpipe()` and
+// `resume()`, the socket's `close` event and `destroy()`. Nothing of Node's own is replaced or read.
+
 /** How long, and how much, a refused request's body is still read after the answer (LOAD-4b). */
 export interface LingerLimits {
   /** Longest time the body is read after the answer (`ATTEST_LINGER_MS`); 0 closes at once. */
@@ -11,29 +15,71 @@ export interface LingerLimits {
   lingerMaxBytes: number;
 }
 
+/** Requests that were sent `100 Continue`. */
+const continued = new WeakSet<IncomingMessage>();
+
+/** Sockets whose request was answered while the rest of its body is still read and dropped. */
+const draining = new WeakSet<Socket>();
+
 /**
- * Lingering close, as nginx does it (LOAD-4b). A request refused before its body was read to the end
- * is answered with `Connection: close`, and Node then closes the socket as soon as the answer is
- * written. Closing a socket with unread bytes makes the kernel send a reset instead of a FIN, and a
- * reset also throws away what the client has received but not yet read: a client still sending its
- * body (Node's fetch, Python's requests, nginx forwarding to Attest) reports EPIPE or a reset, or
- * nginx a 502, instead of the 401 or 403 that was sent.
- *
- * So the close Node would do is replaced, for this one socket: the answer goes out and the sending
- * side is shut (a FIN after the answer); the rest of the body is then read and discarded until it
- * ends or the client closes its side, and only then is the socket closed. A client that keeps
- * sending is cut off all the same after `lingerMs`, after `lingerIdleMs` without a byte, or after
- * `lingerMaxBytes` bytes; and the request deadline (`ATTEST_REQUEST_TIMEOUT_MS`) still applies, as
- * Node's check of it closes the socket of a request not received in time (the client-error handler
- * destroys a socket it can no longer write to).
- *
- * Node calls `socket.destroySoon()` after the last answer on a connection (`Connection: close`);
- * that is the one place the close can be taken over, so it is replaced on the socket itself.
+ * Whether the connection is reading and dropping the rest of a refused request's body: a client error
+ * on it (the request deadline passing, the client ending part way) closes it and is never answered,
+ * since the request has an answer of its own.
  */
-export function lingerAfterAnswer(request: IncomingMessage, limits: LingerLimits, lingering: Set<Socket>): void {
+export const drainsRefusedBody = (socket: Socket): boolean => draining.has(socket);
+
+/** Whether the client sent `Expect: 100-continue` and still waits for `100 Continue` before its body. */
+function awaitsContinue(request: IncomingMessage): boolean {
+  const expect = request.headers.expect;
+  return expect !== undefined && request.httpVersion === '1.1' && /(?:^|\W)100-continue(?:$|\W)/i.test(expect) && !continued.has(request);
+}
+
+/**
+ * Whether the connection closes after the answer whatever the server does: the client asked for it
+ * (`Connection: close`, or HTTP/1.0 without `keep-alive`, RFC 9112 section 9.3). nginx talks to its
+ * upstream that way by default, and so does Node's `http.request` without a keep-alive agent.
+ */
+function clientCloses(request: IncomingMessage): boolean {
+  const options = (request.headers.connection ?? '').toLowerCase().split(',');
+  const has = (token: string) => options.some((option) => option.trim() === token);
+  return has('close') || (request.httpVersion === '1.0' && !has('keep-alive'));
+}
+
+/**
+ * Lingering close, as nginx does it (LOAD-4b), for a request refused before its body was read to
+ * the end; the caller then answers it. Closing a connection with unread bytes makes the kernel send
+ * a reset instead of a FIN, and a reset also throws away what the client has received but not yet
+ * read: a client still sending its body (Node's fetch, Python's requests, nginx forwarding to
+ * Attest) would report EPIPE or a reset, or nginx a 502, instead of the 401 or 403 that was sent.
+ * So the rest of the body is read and dropped, as long as the limits allow, and only then may the
+ * connection close. Resolves with whether the answer must carry `Connection: close` (lingering off).
+ *
+ * - A keep-alive connection (HTTP/1.1's default) gets its answer at once, without `Connection:
+ *   close`: Node would close the socket right after such an answer. The body is drained behind it,
+ *   and once it has ended the connection serves the client's next request like any other. A client
+ *   still sending when a limit is crossed has its connection cut.
+ * - A connection the client closes after the answer (`Connection: close`, HTTP/1.0: nginx by
+ *   default) gets its answer after the body has been drained; Node then closes it with nothing
+ *   unread. A limit crossed ends the wait, and the answer goes out then.
+ * - A client that sent `Expect: 100-continue` and was not told to continue has sent no body: it gets
+ *   its answer at once, and Node closes the connection (LOAD-4c).
+ *
+ * The limits: `lingerMs` in all, `lingerIdleMs` without a byte, `lingerMaxBytes` bytes; and the
+ * request deadline (`ATTEST_REQUEST_TIMEOUT_MS`) still applies, as Node's check of it reports the
+ * unfinished request as a client error, which closes a draining connection (`drainsRefusedBody`).
+ * `lingering` holds the draining sockets, so a shutting-down server ends them (`endLingering`).
+ */
+export async function lingerBeforeAnswer(request: IncomingMessage, limits: LingerLimits, lingering: Set<Socket>): Promise<boolean> {
   const socket = request.socket as Socket | null;
-  if (limits.lingerMs === 0 || !socket || socket.destroyed) return;
-  socket.destroySoon = () => linger(socket, request, limits, lingering);
+  if (!socket || socket.destroyed) return false;
+  if (limits.lingerMs === 0) return true;
+  if (awaitsContinue(request)) return false;
+  if (!clientCloses(request)) {
+    drain(request, socket, limits, lingering, () => socket.destroy());
+    return false;
+  }
+  await new Promise<void>((answer) => drain(request, socket, limits, lingering, answer, answer));
+  return false;
 }
 
 /**
@@ -45,75 +91,78 @@ export function endLingering(lingering: Set<Socket>): void {
   lingering.clear();
 }
 
-function linger(socket: Socket, request: IncomingMessage, limits: LingerLimits, lingering: Set<Socket>): void {
-  // The body ended meanwhile: nothing is left in flight, and the socket closes as Node would close it.
-  if (request.complete || request.destroyed) {
-    closeWhenWritten(socket);
+/**
+ * Reads the request's body to its end and drops it. `overLimit` is called once when a limit is
+ * crossed, `done` when the body has ended or the connection closed; either stops the watch.
+ */
+function drain(
+  request: IncomingMessage,
+  socket: Socket,
+  limits: LingerLimits,
+  lingering: Set<Socket>,
+  overLimit: () => void,
+  done: () => void = () => {},
+): void {
+  if (request.complete) {
+    done();
     return;
   }
-  const total = setTimeout(() => socket.destroy(), limits.lingerMs);
-  const idle = setTimeout(() => socket.destroy(), Math.min(limits.lingerIdleMs, limits.lingerMs));
+  const cut = (): void => {
+    stop();
+    overLimit();
+  };
+  const total = setTimeout(cut, limits.lingerMs);
+  const idle = setTimeout(cut, Math.min(limits.lingerIdleMs, limits.lingerMs));
   let read = 0;
-  // Counted on the socket: once the answer is out, Node's parser drops the body's bytes rather than
-  // handing them to the request (it is "dumped"), but it still ends the request at the body's end.
   const onData = (chunk: Buffer): void => {
     read += chunk.length;
-    if (read > limits.lingerMaxBytes) socket.destroy();
+    if (read > limits.lingerMaxBytes) cut();
     else idle.refresh();
   };
-  // Every byte in: the body's end (or the client's FIN) leaves nothing unread, so the close is a FIN.
-  const done = (): void => closeWhenWritten(socket);
-  lingering.add(socket);
-  socket.once('close', () => {
-    lingering.delete(socket);
+  const ended = (): void => {
+    stop();
+    done();
+  };
+  function stop(): void {
     clearTimeout(total);
     clearTimeout(idle);
-    socket.off('data', onData);
-    request.off('end', done);
-  });
-  socket.on('data', onData);
-  socket.once('end', done);
-  request.once('end', done);
-  // Whatever was reading the body (a multipart parser that gave up) lets go of it, and it is drained.
-  request.unpipe();
-  request.removeAllListeners('data');
-  request.resume();
-  // The answer, then a FIN; an HTTP server's sockets are half-open, so reading goes on.
-  socket.end();
-}
-
-/** Closes the socket once what was written to it has been handed to the kernel (a close never drops the answer). */
-function closeWhenWritten(socket: Socket): void {
-  if (socket.writableFinished) {
-    socket.destroy();
-    return;
+    request.off('data', onData);
+    request.off('end', ended);
+    socket.off('close', ended);
+    lingering.delete(socket);
+    draining.delete(socket);
   }
-  socket.end();
-  socket.once('finish', () => socket.destroy());
+  lingering.add(socket);
+  draining.add(socket);
+  request.on('data', onData);
+  request.once('end', ended);
+  socket.once('close', ended);
+  // Whatever was reading the body (a multipart parser that gave up) lets go of it; the data listener
+  // above keeps it flowing, so Node hands every chunk to it and the parser finds the body's end.
+  request.unpipe();
+  request.resume();
 }
-
-/** Node's own flag on a response: whether `100 Continue` went out. */
-type ContinuingResponse = ServerResponse & { _sent100?: boolean };
 
 /**
  * `Expect: 100-continue` is answered only once the request passed the checks that refuse it
  * (LOAD-4c). Node answers `100 Continue` by itself as soon as the headers arrive unless the server
- * handles `checkContinue`; then a client that waits for it (curl does, for bodies over 1 KB) sends
- * its whole body even when the answer is a 401. Here the `100 Continue` goes out when something
- * first reads the body: a JSON body is read after authentication and the role check, a multipart
+ * handles `checkContinue`; then a client that waits for it (curl does, for large bodies) sends its
+ * whole body even when the answer is a 401. Here the `100 Continue` goes out when something first
+ * reads the body, which is when the request starts flowing (its `resume` event: Fastify's body
+ * parsers and the multipart reader both read it that way). A JSON body is read after
+ * authentication and the role check, and after the body's size and type were accepted; a multipart
  * upload only in its handler, after the project's visibility and the rate limit (its quota is
  * checked after the metadata part). A request refused before that gets its final answer without
- * `100 Continue`, and the client never sends the body (Node then closes the connection, since the
- * client may still send it).
+ * `100 Continue`; the client never sends the body, and Node closes the connection after the answer.
  */
 export function continueWhenBodyIsRead(server: Server): void {
-  server.on('checkContinue', (request: IncomingMessage, response: ContinuingResponse) => {
-    const read = request._read;
-    request._read = function continueThenRead(this: IncomingMessage, size: number): void {
-      request._read = read;
-      if (!response.headersSent && !response._sent100) response.writeContinue();
-      read.call(this, size);
-    };
+  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    request.once('resume', () => {
+      // A request answered first is resumed only to drop its body: too late for 100 Continue.
+      if (response.headersSent || response.writableEnded) return;
+      continued.add(request);
+      response.writeContinue();
+    });
     server.emit('request', request, response);
   });
 }

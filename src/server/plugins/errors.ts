@@ -4,7 +4,7 @@ import type { ErrorObject } from 'ajv';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError, ERRORS, type ErrorCode, type FieldError } from '../errors.ts';
-import { endLingering, type LingerLimits, lingerAfterAnswer } from '../http/lingering-close.ts';
+import { continueWhenBodyIsRead, drainsRefusedBody, endLingering, type LingerLimits, lingerBeforeAnswer } from '../http/lingering-close.ts';
 import { sendProblem, toProblem } from '../http/problem.ts';
 import { fieldErrors as describeErrors } from '../validation.ts';
 
@@ -112,9 +112,10 @@ export function clientErrorAnswerer(log: () => FastifyBaseLogger) {
         : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
           ? 'REQUEST_TIMEOUT'
           : 'INVALID_INPUT';
-    // Like Node's own handler: never write a second status line into a response already under way.
+    // Like Node's own handler: never write a second status line into a response already under way,
+    // nor after a refused request's answer while the rest of its body is dropped (LOAD-4b).
     const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
-    if (!socket.writable || error.code === 'ECONNRESET' || inFlight?.headersSent) {
+    if (!socket.writable || error.code === 'ECONNRESET' || inFlight?.headersSent || drainsRefusedBody(socket)) {
       socket.destroy();
       return;
     }
@@ -137,26 +138,32 @@ function hasUnreadBody(request: FastifyRequest): boolean {
   return declared && !raw.readableEnded;
 }
 
-/** The one error handler: coded errors become RFC 9457 problems, anything else a logged, bare 500. */
+/**
+ * The one error handler: coded errors become RFC 9457 problems, anything else a logged, bare 500.
+ * It also owns what an early refusal does to its connection: `100 Continue` only once the body is
+ * read (LOAD-4c), and a lingering close for a body refused unread (LOAD-4b).
+ */
 export const errorsPlugin = fp(
   async (app: FastifyInstance, { limits }: { limits: LingerLimits }) => {
+    continueWhenBodyIsRead(app.server);
     const lingering = new Set<Socket>();
     // Shutting down, the server stops reading refused bodies rather than waiting out their linger.
     app.addHook('preClose', (done) => {
       endLingering(lingering);
       done();
     });
-    app.setErrorHandler((error, request, reply) => {
+    app.setErrorHandler(async (error, request, reply) => {
       const problem = classifyError(error as Error, request);
       // Every 503 tells clients when to come back, whether or not the thrower chose a delay.
       if (problem.status === 503 && !problem.extras.headers?.['retry-after']) reply.header('retry-after', '5');
       // Refused before its body was read to the end (an early 401, 403, 404, 413, 415, 429 or 507):
-      // the connection closes after the answer rather than reading, and waiting up to the request
-      // timeout for, a body nobody will look at. It closes lingering (LOAD-4b): what is still sent
-      // is read and dropped for a bounded time, so the client reads the answer instead of a reset.
+      // the rest of the body is read and dropped, bounded, so the client reads the answer instead
+      // of a reset, and a slow body cannot hold the connection up to the request timeout (LOAD-4b).
+      // A `Connection: close` set by a handler would make Node close the socket on the unread bytes
+      // at once: it is taken back, and only with lingering off (ATTEST_LINGER_MS=0) is one sent.
       if (hasUnreadBody(request)) {
-        reply.header('connection', 'close');
-        lingerAfterAnswer(request.raw, limits, lingering);
+        if (reply.hasHeader('connection')) reply.removeHeader('connection');
+        if (await lingerBeforeAnswer(request.raw, limits, lingering)) reply.header('connection', 'close');
       }
       return sendProblem(reply, problem);
     });

@@ -47,8 +47,7 @@ export function artifactRoutes(ctx: AppContext) {
       handler: async (request, reply) => {
         const declared = Number(request.headers['content-length'] ?? 0);
         if (declared > uploadRequestLimit(ctx.config)) {
-          // Refused before reading a byte; closing the connection spares reading the body at all.
-          reply.header('connection', 'close');
+          // Refused before reading a byte (the error handler drops the body, bounded: LOAD-4b).
           throw new AppError('PAYLOAD_TOO_LARGE', uploadTooLarge(ctx.config));
         }
         if (!request.isMultipart()) {
@@ -57,19 +56,14 @@ export function artifactRoutes(ctx: AppContext) {
             'An upload takes a body of type multipart/form-data (the metadata part first, then the file parts): send Content-Type: multipart/form-data.',
           );
         }
-        try {
-          const result = await ingestArtifact(ctx, {
-            projectId: request.projectId,
-            userId: request.principal.user.id,
-            parts: multipartParts(ctx, request),
-          });
-          reply.code(result.created ? 201 : 200);
-          return presentDetails(result.artifact);
-        } catch (error) {
-          // Refused part way: close the connection instead of reading the rest of the body.
-          if (!request.raw.complete) reply.header('connection', 'close');
-          throw error;
-        }
+        // Refused part way, the error handler drops the rest of the body, bounded (LOAD-4b).
+        const result = await ingestArtifact(ctx, {
+          projectId: request.projectId,
+          userId: request.principal.user.id,
+          parts: multipartParts(ctx, request),
+        });
+        reply.code(result.created ? 201 : 200);
+        return presentDetails(result.artifact);
       },
     }),
 
