@@ -247,7 +247,7 @@ for (const dialect of DIALECTS) {
         await serverClosedAll(bounded);
         const connection = new RawConnection(bounded.url);
         try {
-          await connection.write(`${postHead(undefined, 1_000_000)}{"name":"`);
+          await connection.write(`${postHead(undefined, 200_000)}{"name":"`);
           await connection.received(/^HTTP\/1\.1 401 /);
           const answered = Date.now();
           const lingered = (await serverClosedAll(bounded)) - answered;
@@ -262,7 +262,7 @@ for (const dialect of DIALECTS) {
         await serverClosedAll(bounded);
         const connection = new RawConnection(bounded.url);
         try {
-          await connection.write(`${postHead(undefined, 1_000_000, 'Connection: close\r\n')}{"name":"`);
+          await connection.write(`${postHead(undefined, 200_000, 'Connection: close\r\n')}{"name":"`);
           const sent = Date.now();
           await connection.received(/^HTTP\/1\.1 401 [\s\S]*\r\n\r\n\{[\s\S]*\}$/);
           const waited = Date.now() - sent;
@@ -280,12 +280,25 @@ for (const dialect of DIALECTS) {
         const connection = new RawConnection(bounded.url);
         const drip = trickle(connection, 200);
         try {
-          await connection.write(`${postHead(undefined, 1_000_000)}{"name":"`);
+          await connection.write(`${postHead(undefined, 200_000)}{"name":"`);
           await connection.received(/^HTTP\/1\.1 401 /);
           const closed = await serverClosedAll(bounded);
           assert.ok(closed - connection.started >= 2900, `closed after ${closed - connection.started} ms, before ATTEST_LINGER_MS`);
         } finally {
           drip.stop();
+          connection.destroy();
+        }
+      });
+
+      test('a body declared larger than ATTEST_LINGER_MAX_BYTES is not lingered on: the answer says Connection: close and the connection ends', async () => {
+        await serverClosedAll(bounded);
+        const connection = new RawConnection(bounded.url);
+        try {
+          await connection.write(`${postHead(undefined, 1_000_000)}{"name":"`);
+          const text = await connection.received(/^HTTP\/1\.1 401 [\s\S]*\r\n\r\n\{[\s\S]*\}$/);
+          assert.match(text, /\r\nconnection: close\r\n/i);
+          await waitFor(() => connection.ended, { message: "the server's FIN after the answer" });
+        } finally {
           connection.destroy();
         }
       });
@@ -296,9 +309,12 @@ for (const dialect of DIALECTS) {
         // Far more than the loopback's socket buffers hold: the client cannot finish sending it.
         const rest = Buffer.alloc(64 * 1024 * 1024, 'a');
         try {
-          await connection.write(`${postHead(undefined, rest.length + 9)}{"name":"`);
-          await connection.received(/^HTTP\/1\.1 401 /);
-          await connection.write(rest);
+          // A chunked body announces no length: it is lingered on, and the bytes read are counted.
+          const head = postHead(undefined, 0).replace('Content-Length: 0\r\n', 'Transfer-Encoding: chunked\r\n');
+          await connection.write(`${head}9\r\n{"name":"\r\n`);
+          const text = await connection.received(/^HTTP\/1\.1 401 [\s\S]*\r\n\r\n\{[\s\S]*\}$/);
+          assert.doesNotMatch(text, /\r\nconnection: close\r\n/i);
+          await connection.write(Buffer.concat([Buffer.from(`${rest.length.toString(16)}\r\n`), rest]));
           await waitFor(() => connection.error, { timeoutMs: 20_000, message: 'the client saw its connection reset' });
           assert.match(String(connection.error), /ECONNRESET|EPIPE/);
           // Well before the linger time or the idle time could have ended it.
@@ -326,7 +342,7 @@ for (const dialect of DIALECTS) {
         const connection = new RawConnection(strict.url);
         const drip = trickle(connection, 100);
         try {
-          await connection.write(`${postHead(undefined, 100_000_000)}{"name":"`);
+          await connection.write(`${postHead(undefined, 60_000_000)}{"name":"`);
           await connection.received(/^HTTP\/1\.1 401 /);
           const closedAfter = (await serverClosedAll(strict)) - connection.started;
           assert.ok(closedAfter >= timeoutMs - 100, `closed after ${closedAfter} ms, before the request timeout`);
@@ -349,7 +365,7 @@ for (const dialect of DIALECTS) {
         const connection = new RawConnection(closing.url);
         const drip = trickle(connection, 100);
         try {
-          await connection.write(`${postHead(undefined, 100_000_000)}{"name":"`);
+          await connection.write(`${postHead(undefined, 60_000_000)}{"name":"`);
           await connection.received(/^HTTP\/1\.1 401 /);
           const started = Date.now();
           // The app's own close (graceful shutdown), without the harness cutting connections.

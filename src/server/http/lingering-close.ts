@@ -52,7 +52,9 @@ function clientCloses(request: IncomingMessage): boolean {
  * read: a client still sending its body (Node's fetch, Python's requests, nginx forwarding to
  * Attest) would report EPIPE or a reset, or nginx a 502, instead of the 401 or 403 that was sent.
  * So the rest of the body is read and dropped, as long as the limits allow, and only then may the
- * connection close. Resolves with whether the answer must carry `Connection: close` (lingering off).
+ * connection close. Resolves with whether the answer must carry `Connection: close`, after which
+ * Node closes the connection at once: with lingering off, and for a body declared larger than
+ * `lingerMaxBytes`, which a linger could never drain.
  *
  * - A keep-alive connection (HTTP/1.1's default) gets its answer at once, without `Connection:
  *   close`: Node would close the socket right after such an answer. The body is drained behind it,
@@ -72,7 +74,8 @@ function clientCloses(request: IncomingMessage): boolean {
 export async function lingerBeforeAnswer(request: IncomingMessage, limits: LingerLimits, lingering: Set<Socket>): Promise<boolean> {
   const socket = request.socket as Socket | null;
   if (!socket || socket.destroyed) return false;
-  if (limits.lingerMs === 0) return true;
+  // A body declared larger than the bytes a linger reads could never be drained: closed at once.
+  if (limits.lingerMs === 0 || Number(request.headers['content-length']) > limits.lingerMaxBytes) return true;
   if (awaitsContinue(request)) return false;
   if (!clientCloses(request)) {
     drain(request, socket, limits, lingering, () => socket.destroy());
