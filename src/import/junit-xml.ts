@@ -50,8 +50,10 @@ export function readJUnitXml(file: string, bytes: Uint8Array): XmlElement {
 export function readJUnitDocument(file: string, document: { text?: string }): XmlElement {
   let text: string | undefined = document.text ?? '';
   document.text = undefined;
-  // Looked for outside CDATA: there `<!DOCTYPE html>` is only text a failure quotes.
-  if (DTD.test(text.includes('<![CDATA[') ? text.replace(/<!\[CDATA\[[\s\S]*?\]\]>/g, '') : text)) {
+  const { skeleton, texts } = outline(text);
+  // Looked for outside CDATA: there `<!DOCTYPE html>` is only text a failure quotes. (The outline
+  // keeps all markup; only long texts and CDATA contents are out of it.)
+  if (DTD.test(skeleton.includes('<![CDATA[') ? skeleton.replace(/<!\[CDATA\[[\s\S]*?\]\]>/g, '') : skeleton)) {
     throw new ImportInputError(
       file,
       'XML with a DTD or entity declarations is refused (a test report never needs one; entity expansion and external entities are attack vectors)',
@@ -63,15 +65,67 @@ export function readJUnitDocument(file: string, document: { text?: string }): Xm
     const where = col === undefined ? `line ${line ?? 1}` : `line ${line}, column ${col}`;
     throw new ImportInputError(file, `is not well-formed XML: ${msg} (${where})`);
   }
-  const nodes = parseOrdered(file, text);
-  // The parser's tree holds copies of the texts: the document's own text can go (60 MB for a 60 MB report).
   text = undefined;
-  const root = toElements(nodes).find((node) => node.name !== '');
+  const root = toElements(parseOrdered(file, skeleton), texts).find((node) => node.name !== '');
   if (!root) throw new ImportInputError(file, 'has no root element');
   if (!ROOTS.has(root.name)) {
     throw new ImportInputError(file, `is not a JUnit XML report: its root element is <${root.name}>, not <testsuites> or <testsuite>`);
   }
   return root;
+}
+
+/** Texts and CDATA contents this long or longer are kept out of what the parser reads. */
+const LONG_TEXT = 256;
+
+/**
+ * The document with each long text and CDATA content replaced by a marker, and what each marker
+ * stands for (views on the document, not copies). The parser copies every text it reads, so a
+ * report of long outputs would be in memory twice, 60 MB more for a 60 MB report; it reads the
+ * outline instead, and the texts come back as the tree is built. Markup is found as XML defines it
+ * (comments, CDATA, processing instructions, tags with quoted attribute values that may hold `>`);
+ * on anything else the rest of the document is kept as it is, and the validator, which reads the
+ * whole document, says what is wrong with it.
+ */
+function outline(text: string): { skeleton: string; texts: Map<string, string> } {
+  const nonce = `\uE000${Math.random().toString(36).slice(2)}`;
+  const texts = new Map<string, string>();
+  const parts: string[] = [];
+  let copied = 0;
+  const cut = (start: number, end: number) => {
+    if (end - start < LONG_TEXT) return;
+    const marker = `${nonce}:${texts.size}\uE001`;
+    parts.push(text.slice(copied, start), marker);
+    texts.set(marker, text.slice(start, end));
+    copied = end;
+  };
+  for (let at = text.indexOf('<'); at !== -1; ) {
+    let end: number;
+    if (text.startsWith('<!--', at)) end = text.indexOf('-->', at + 4) + 3;
+    else if (text.startsWith('<![CDATA[', at)) {
+      const close = text.indexOf(']]>', at + 9);
+      if (close !== -1) cut(at + 9, close);
+      end = close === -1 ? 2 : close + 3;
+    } else if (text.startsWith('<?', at)) end = text.indexOf('?>', at + 2) + 2;
+    else {
+      let quote = 0;
+      let i = at + 1;
+      for (; i < text.length; i++) {
+        const c = text.charCodeAt(i);
+        if (quote !== 0) {
+          if (c === quote) quote = 0;
+        } else if (c === 0x22 || c === 0x27) quote = c;
+        else if (c === 0x3e) break;
+      }
+      end = i < text.length ? i + 1 : 2;
+    }
+    if (end <= 2) break;
+    const next = text.indexOf('<', end);
+    cut(end, next === -1 ? text.length : next);
+    at = next;
+  }
+  if (copied === 0) return { skeleton: text, texts };
+  parts.push(text.slice(copied));
+  return { skeleton: parts.join(''), texts };
 }
 
 function parseOrdered(file: string, text: string): unknown[] {
@@ -92,7 +146,7 @@ function parseOrdered(file: string, text: string): unknown[] {
  * XmlElements; text nodes become nameless elements. Each node is let go of once converted, so the
  * two trees of a large report are never whole in memory at once.
  */
-function toElements(nodes: unknown[]): XmlElement[] {
+function toElements(nodes: unknown[], texts: ReadonlyMap<string, string>): XmlElement[] {
   const out: XmlElement[] = [];
   for (let at = 0; at < nodes.length; at++) {
     const node = nodes[at];
@@ -101,16 +155,19 @@ function toElements(nodes: unknown[]): XmlElement[] {
     const record = node as Record<string, unknown>;
     for (const key of Object.keys(record)) {
       if (key === ':@') continue;
-      out.push(toElement(key, record[key], record[':@']));
+      out.push(toElement(key, record[key], record[':@'], texts));
     }
   }
   return out;
 }
 
-function toElement(key: string, value: unknown, rawAttrs: unknown): XmlElement {
-  if (key === '#text') return { name: '', attrs: new Map(), children: [], text: decodeEntities(String(value)) };
-  if (key === '#cdata') return { name: '', attrs: new Map(), children: [], text: cdataText(value) };
-  const children = toElements(Array.isArray(value) ? value : []);
+function toElement(key: string, value: unknown, rawAttrs: unknown, texts: ReadonlyMap<string, string>): XmlElement {
+  if (key === '#text') {
+    const raw = String(value);
+    return { name: '', attrs: new Map(), children: [], text: decodeEntities(texts.get(raw) ?? raw) };
+  }
+  if (key === '#cdata') return { name: '', attrs: new Map(), children: [], text: cdataText(value, texts) };
+  const children = toElements(Array.isArray(value) ? value : [], texts);
   const text = children
     .filter((child) => child.name === '')
     .map((child) => child.text)
@@ -119,9 +176,14 @@ function toElement(key: string, value: unknown, rawAttrs: unknown): XmlElement {
 }
 
 /** A CDATA section arrives as `[{ '#text': raw }]`: its text is literal, never entity-decoded. */
-function cdataText(value: unknown): string {
+function cdataText(value: unknown, texts: ReadonlyMap<string, string>): string {
   if (!Array.isArray(value)) return '';
-  return value.map((part) => String((part as Record<string, unknown>)['#text'] ?? '')).join('');
+  return value
+    .map((part) => {
+      const raw = String((part as Record<string, unknown>)['#text'] ?? '');
+      return texts.get(raw) ?? raw;
+    })
+    .join('');
 }
 
 /**

@@ -18,7 +18,7 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 const samples = [];
 let running = true;
 parentPort.on('message', () => { running = false; });
-const started = performance.now();
+let started = performance.now();
 const poll = () => new Promise((resolve) => {
   const at = performance.now();
   const request = http.get(workerData.url, { agent, headers: { accept: 'application/json' } }, (response) => {
@@ -28,6 +28,10 @@ const poll = () => new Promise((resolve) => {
   request.on('error', () => resolve({ at: at - started, ms: performance.now() - at, status: 0 }));
 });
 (async () => {
+  // One poll first, not counted: the first request of a thread loads and compiles the HTTP client.
+  await poll();
+  started = performance.now();
+  parentPort.postMessage('ready');
   while (running) {
     samples.push(await poll());
     // The sampling period.
@@ -38,13 +42,21 @@ const poll = () => new Promise((resolve) => {
 })();
 `;
 
-/** Starts polling `url` every `intervalMs`; `stop()` resolves with every sample taken. */
-export function pollHealth(url: string, intervalMs = 50): { stop(): Promise<HealthSample[]> } {
+/**
+ * Starts polling `url` every `intervalMs`, and resolves once the poller is warm (its first, uncounted
+ * poll answered); `stop()` resolves with every sample taken after it.
+ */
+export async function pollHealth(url: string, intervalMs = 50): Promise<{ stop(): Promise<HealthSample[]> }> {
   const worker = new Worker(POLLER, { eval: true, workerData: { url, intervalMs } });
+  let ready!: () => void;
+  const warm = new Promise<void>((resolve) => {
+    ready = resolve;
+  });
   const result = new Promise<HealthSample[]>((resolve, reject) => {
-    worker.once('message', resolve);
+    worker.on('message', (message: 'ready' | HealthSample[]) => (message === 'ready' ? ready() : resolve(message)));
     worker.once('error', reject);
   });
+  await Promise.race([warm, result]);
   return {
     async stop() {
       worker.postMessage('stop');

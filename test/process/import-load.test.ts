@@ -169,7 +169,7 @@ describe('large imports keep the server answering (IMP-7)', { skip: process.plat
           const measured = async (body: Buffer, type: string) => {
             const baseline = procStatus(server.pid, 'VmRSS');
             resetPeak(server.pid);
-            const poller = pollHealth(`${server.url}/api/v1/health`, 50);
+            const poller = await pollHealth(`${server.url}/api/v1/health`, 50);
             const started = Date.now();
             try {
               const answer = await post(body, type);

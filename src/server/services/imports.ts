@@ -353,8 +353,11 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
     written += batch.length;
     await progress(written);
     ctx.crashPoint('import-after-batch');
-    // Requests waiting behind the batch go first.
+    // Requests waiting behind the batch go first. On SQLite, a WAL checkpoint under way (in its
+    // worker) finishes before the next batch: batch after batch would otherwise grow the WAL to the
+    // serving connection's own backstop checkpoint, which copies it on the event loop.
     await nextTurn();
+    await ctx.database.checkpointer?.idle();
   }
   // What the job holds: the rows this process wrote, or, for an import resumed after a crash (whose
   // first attempt's batches are not all known), counted from the job's rows. Counting reads every
