@@ -94,13 +94,13 @@ export interface Config {
    */
   requestTimeoutMs: number;
   /**
-   * Lingering close, as nginx does it (its `lingering_time` and `lingering_timeout`): a request
-   * refused before its body was read to the end is answered with `Connection: close`, and Attest
-   * then keeps reading and discarding the body, for at most `lingerMs` (`ATTEST_LINGER_MS`, default
-   * 30000; 0 closes at once) and `lingerMaxBytes` bytes (`ATTEST_LINGER_MAX_BYTES`, default 64 MiB),
-   * and for no longer than `lingerIdleMs` without a byte (`ATTEST_LINGER_IDLE_MS`, default 5000),
-   * before it closes. Closing on unread bytes makes the kernel send a reset, which destroys the
-   * answer before a client still sending has read it.
+   * Lingering close, as nginx does it (its `lingering_time` and `lingering_timeout`): the rest of
+   * the body of a request refused before it was read to the end is read and discarded (behind the
+   * answer on a keep-alive connection, before it on one that closes), for at most `lingerMs`
+   * (`ATTEST_LINGER_MS`, default 30000; 0 closes at once) and `lingerMaxBytes` bytes
+   * (`ATTEST_LINGER_MAX_BYTES`, default 64 MiB), and for no longer than `lingerIdleMs` without a
+   * byte (`ATTEST_LINGER_IDLE_MS`, default 5000). Closing on unread bytes makes the kernel send a
+   * reset, which destroys the answer before a client still sending has read it (LOAD-4b).
    */
   lingerMs: number;
   lingerIdleMs: number;
