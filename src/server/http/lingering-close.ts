@@ -5,9 +5,9 @@ import type { Socket } from 'node:net';
 // `response.writeContinue()`, the request's `resume`, `data` and `end` events, `unpipe()` and
 // `resume()`, the socket's `close` event and `destroy()`. Nothing of Node's own is replaced or read.
 
-/** How long, and how much, a refused request's body is still read after the answer (LOAD-4b). */
+/** How long, and how much, of a refused request's body is still read and dropped (LOAD-4b). */
 export interface LingerLimits {
-  /** Longest time the body is read after the answer (`ATTEST_LINGER_MS`); 0 closes at once. */
+  /** Longest time the rest of the body is read (`ATTEST_LINGER_MS`); 0 closes at once. */
   lingerMs: number;
   /** Longest pause between two reads of it (`ATTEST_LINGER_IDLE_MS`). */
   lingerIdleMs: number;
