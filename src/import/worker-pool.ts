@@ -48,6 +48,14 @@ interface Slot {
 const idle: Slot[] = [];
 const waiting: (() => void)[] = [];
 let live = 0;
+/** Workers being ended: a new one starts after they are gone, so two large heaps never overlap (an import's check, then its reading). */
+const ending = new Set<Promise<number>>();
+
+function end(slot: Slot): void {
+  const ended = slot.worker.terminate();
+  ending.add(ended);
+  void ended.finally(() => ending.delete(ended));
+}
 
 function startSlot(): Slot {
   const slot: Slot = { worker: startWorker() };
@@ -75,6 +83,7 @@ async function acquire(): Promise<Slot> {
     }
     if (live < MAX_WORKERS) {
       live++;
+      if (ending.size > 0) await Promise.allSettled([...ending]);
       try {
         return startSlot();
       } catch (error) {
@@ -94,12 +103,12 @@ function release(slot: Slot, keep: boolean): void {
       const at = idle.indexOf(slot);
       if (at !== -1) idle.splice(at, 1);
       live--;
-      void slot.worker.terminate();
+      end(slot);
     }, IDLE_MS).unref();
     idle.push(slot);
   } else {
     live--;
-    void slot.worker.terminate();
+    end(slot);
   }
   waiting.shift()?.();
 }
