@@ -233,6 +233,21 @@ for (const dialect of DIALECTS) {
         // A reporter's or the CLI's complete call after it is answered as the job is.
         assert.deepEqual(await complete(job.id), job);
       });
+
+      test('carries its ciUrl onto the job and every run it writes', async () => {
+        const ciUrl = 'https://ci.example.com/job/shop/912/';
+        const xml = `<testsuite name="${unique('s')}"><testcase classname="a" name="one"/><testcase classname="a" name="two"/></testsuite>`;
+        const accepted = await tester.client.importReport(projectA, { name: 'r.xml', bytes: Buffer.from(xml) }, { ciUrl });
+        const record = await waitFor(async () => {
+          const r = await viewer.client.call(v1.imports.getImport, { params: { projectId: projectA, importId: String(accepted.id) } });
+          return r.status === 'completed' || r.status === 'failed' ? r : undefined;
+        });
+        assert.equal(record.status, 'completed');
+        assert.equal((await getJob(record.jobId as string)).ciUrl, ciUrl);
+        const runs = (await viewer.client.call(v1.runs.listRuns, { query: { jobId: record.jobId as string } })).items;
+        assert.equal(runs.length, 2);
+        for (const run of runs) assert.equal(run.ciUrl, ciUrl);
+      });
     });
 
     describe('ciUrl', () => {

@@ -102,11 +102,18 @@ describe('Playwright live reporter: spool, refusals, CI variables, closing the l
       ATTEST_URL: server.url,
       ATTEST_API_KEY: tester.key,
       ATTEST_CONFIG_DIR: tempDir('attest-config-'),
+      // `attest import` in a CI job fills the build's labels and its link, as the reporter does.
+      ...GITHUB,
     });
     assert.equal(result.code, 0, result.output);
     const record = JSON.parse(result.stdout);
     assert.equal(record.status, 'completed', result.output);
     assert.equal(record.counts.runs, 3);
+    const job = await tester.client.call(v1.jobs.getJob, { params: { jobId: record.jobId } });
+    assert.deepEqual(
+      { branch: job.branch, commit: job.commit, ciUrl: job.ciUrl },
+      { branch: 'feature/badge', commit: GITHUB.GITHUB_SHA, ciUrl: 'https://github.com/acme/shop/actions/runs/9912' },
+    );
     assert.equal(record.counts.attachmentsMissing, 0);
     const runs = (await tester.client.call(v1.runs.listRuns, { query: { projectId: project.id, jobId: record.jobId } })).items;
     const badge = runs.find((r) => r.name === 'the badge matches its baseline')!;

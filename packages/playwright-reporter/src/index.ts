@@ -348,10 +348,9 @@ export default class AttestReporter implements Reporter {
   }
 }
 
-/** The labels a spooled report's import carries: the import takes no `ciUrl`. */
+/** The labels a spooled report's import carries (its `ciUrl` included): the run's own. */
 function spoolLabels(settings: Settings): Record<string, string> {
-  const { ciUrl: _ciUrl, ...labels } = settings.labels;
-  return Object.fromEntries(Object.entries(labels).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  return Object.fromEntries(Object.entries(settings.labels).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
 }
 
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));

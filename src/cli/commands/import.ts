@@ -134,6 +134,7 @@ export function importCommand(program: Command): void {
         branch: options.branch ?? ci?.branch,
         build: options.build ?? ci?.build,
         commit: options.commit ?? ci?.commit,
+        ciUrl: ci?.ciUrl,
       };
       // The default key is the upload and its options: re-running the same command is the same import,
       // and the same file with another --branch is a new one.

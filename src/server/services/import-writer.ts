@@ -26,6 +26,8 @@ export interface ImportTarget {
   now: string;
   /** Labels the import was given; they win over a report's own properties. */
   labels: { environment?: string; branch?: string; build?: string; commit?: string };
+  /** The CI build the import came from (`ciUrl`), on every run it writes. */
+  ciUrl: string | null;
   testIds: Map<string, string>;
 }
 
@@ -183,7 +185,7 @@ function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRun
     keep: 0,
     // Kept by the artifacts triggers (migration 0007).
     artifact_count: 0,
-    ci_url: null,
+    ci_url: target.ciUrl,
   };
 }
 

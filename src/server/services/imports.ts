@@ -260,7 +260,7 @@ async function jobOf(ctx: AppContext, row: ImportsTable, read: ReadUpload, optio
       idempotency_fingerprint: null,
       // Open while the import writes it, a batch at a time; closed when the import ends (JOB-1).
       closed_at: null,
-      ci_url: null,
+      ci_url: options.ciUrl ?? null,
     });
     await updateImport(trx, row.id, { job_id: jobId });
   });
@@ -304,6 +304,7 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
     actorId: row.created_by,
     now,
     labels: { environment: options.environment, branch: options.branch, build: options.build, commit: options.commit },
+    ciUrl: options.ciUrl ?? null,
     testIds,
   };
   const earlier = row.summary === null ? undefined : (JSON.parse(row.summary) as ImportSummary);
