@@ -24,9 +24,8 @@ export interface ImportTarget {
   jobId: string;
   actorId: string | null;
   now: string;
-  /** Labels the import was given; they win over a report's own properties. */
+  /** Labels the import was given (they win over a report's own properties), and its CI build's link. */
   labels: { environment?: string; branch?: string; build?: string; commit?: string };
-  /** The CI build the import came from (`ciUrl`), on every run it writes. */
   ciUrl: string | null;
   testIds: Map<string, string>;
 }
@@ -183,8 +182,7 @@ function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRun
     idempotency_key: `import:${target.importId}:${placed.index}`,
     idempotency_fingerprint: null,
     keep: 0,
-    // Kept by the artifacts triggers (migration 0007).
-    artifact_count: 0,
+    artifact_count: 0, // kept by the artifacts triggers (migration 0007)
     ci_url: target.ciUrl,
   };
 }
