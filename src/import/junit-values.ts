@@ -43,6 +43,9 @@ const PYTEST_BANNER = /^-{3,} Captured (?:Log|Out|Err) -{3,}$/;
 
 /** Output text as worth showing: pytest's empty sections dropped, blank edges trimmed. */
 export function cleanOutput(text: string): string {
+  // Without a banner or a CR, splitting and joining again gives the same text: kept as it is, so a
+  // long output stays a view on its document instead of a copy beside it (IMP-7).
+  if (!text.includes('\r') && !text.includes(' Captured ')) return trimBlankEdges(text);
   const kept: string[] = [];
   let section: string[] = [];
   const flush = () => {
@@ -69,6 +72,8 @@ const ATTACHMENT_LINE = /^[ \t]*\[\[ATTACHMENT\|([^\]\r\n]+)\]\][ \t]*$/;
 /** The Jenkins `[[ATTACHMENT|path]]` lines of an output, and the output without them. */
 export function takeAttachmentLines(text: string): { text: string; paths: string[] } {
   const paths: string[] = [];
+  // Nothing to take out and no CR to drop: the same text (not a copy of it).
+  if (!text.includes('\r') && !text.includes('[[ATTACHMENT|')) return { text, paths };
   const lines = text.split(/\r?\n/).filter((line) => {
     const match = ATTACHMENT_LINE.exec(line);
     if (match) paths.push((match[1] as string).trim());

@@ -34,6 +34,12 @@ export interface UploadInput {
   type: UploadType;
   format: UploadFormat;
   limits: UploadLimits;
+  /**
+   * A full garbage collection, asked for where a large buffer or text was just let go of: the
+   * worker's heap only collects its old generation when it grows, so a 60 MB upload's bytes would
+   * otherwise stay beside its decoded text and its runs until the worker ends.
+   */
+  collect?: () => void;
 }
 
 /** The reports an upload holds, and the archive's files their attachments may name. */
@@ -53,6 +59,9 @@ function tagCount(bytes: Uint8Array): number {
 type Take = () => Uint8Array;
 
 const EMPTY = new Uint8Array(0);
+
+/** A report this large has its bytes collected once decoded (a full collection costs milliseconds: not one per small file). */
+export const COLLECT_BYTES = 8 * 1024 * 1024;
 
 function checkSize(file: string, bytes: Uint8Array, limits: UploadLimits): void {
   if (bytes.length > limits.maxReportBytes) {
@@ -78,13 +87,17 @@ function parsed(file: string, read: () => ImportedReport): ImportedReport {
  * bytes are let go of once decoded, and the decoded text once parsed: a 60 MB report is never in
  * memory three times over.
  */
-function readJUnitReport(file: string, take: Take, limits: UploadLimits): ImportedReport {
+function readJUnitReport(file: string, take: Take, limits: UploadLimits, collect?: () => void): ImportedReport {
+  let size = 0;
   const document = ((): { text?: string } => {
     const bytes = take();
+    size = bytes.length;
     checkSize(file, bytes, limits);
     if (tagCount(bytes) > limits.maxXmlTags) throw new ImportInputError(file, `holds more than ${limits.maxXmlTags} XML tags`);
     return { text: decodeXmlBytes(file, bytes) };
   })();
+  // The bytes are garbage now (whoever handed them over kept none): a large report's are given back before parsing.
+  if (size >= COLLECT_BYTES) collect?.();
   return parsed(file, () => parseJUnitDocument(file, document));
 }
 
@@ -118,7 +131,7 @@ async function readReports(input: UploadInput): Promise<ReadUpload> {
   const { fileName, type, format, limits } = input;
   if (type === 'xml') {
     if (format === 'playwright') throw new ImportInputError(fileName, 'is XML; a Playwright report is JSON');
-    return { reports: [readJUnitReport(fileName, () => takeBytes(input), limits)], files: new Map() };
+    return { reports: [readJUnitReport(fileName, () => takeBytes(input), limits, input.collect)], files: new Map() };
   }
   if (type === 'json') {
     if (format === 'junit') throw new ImportInputError(fileName, 'is JSON; JUnit reports are XML');
@@ -143,7 +156,8 @@ async function readReports(input: UploadInput): Promise<ReadUpload> {
   for (const name of [...files.keys()].sort()) {
     const lower = name.toLowerCase();
     const bytes = files.get(name) ?? EMPTY;
-    if (lower.endsWith('.xml') && format !== 'playwright' && looksLikeJUnit(bytes)) reports.push(readJUnitReport(name, take(name), limits));
+    if (lower.endsWith('.xml') && format !== 'playwright' && looksLikeJUnit(bytes))
+      reports.push(readJUnitReport(name, take(name), limits, input.collect));
     else if (lower.endsWith('.json') && format !== 'junit') {
       const report = playwrightIn(bytes, limits);
       if (report !== undefined) reports.push(readPlaywrightReport(name, take(name)(), limits, report));

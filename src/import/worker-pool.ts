@@ -197,6 +197,10 @@ async function inWorker<T>(
       const copy = new Uint8Array(chunk);
       talk.send({ op: 'bytes', chunk: copy }, [copy.buffer as ArrayBuffer]);
       sent += chunk.byteLength;
+      // One slice in flight at most: a worker still starting would otherwise have the whole upload
+      // queued for it, beside the buffer it then copies it into.
+      const took = await talk.receive();
+      if (took.op !== 'took') throw new Error(`the import worker answered ${took.op} to a slice`);
     }
     if (sent !== size) throw new Error(`the upload ended after ${sent} of the ${size} bytes it was said to hold`);
     const first = await talk.receive();

@@ -3,7 +3,8 @@
  * and parsing a 60 MB report never hold the server's event loop. `worker-pool.ts` is its host, and
  * the protocol's only other end:
  *
- * - in: `read` (what to read, and its size), then `bytes` slices until that size is in;
+ * - in: `read` (what to read, and its size), then `bytes` slices until that size is in, each sent
+ *   once the one before is answered `took` (slices never queue up while a worker starts);
  * - out: `read` (the reports without their cases, and the count of cases) or `error`;
  * - then, in `full` mode, each `next` asks for one piece: a `cases` batch of one report, a `file`
  *   of the archive (its bytes moved, not copied), or `end`.
@@ -12,10 +13,12 @@
  * in a turn of its event loop of its own instead of all of them in one.
  */
 
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { parentPort } from 'node:worker_threads';
 import type { ImportedAttachment, ImportedCase, ImportedStep } from './model.ts';
 import { ImportInputError } from './model.ts';
-import { type ReadUpload, readUploadBytes, type UploadFormat, type UploadLimits, type UploadType } from './upload.ts';
+import { COLLECT_BYTES, type ReadUpload, readUploadBytes, type UploadFormat, type UploadLimits, type UploadType } from './upload.ts';
 
 export interface ReadRequest {
   op: 'read';
@@ -35,7 +38,8 @@ export type WorkerMessage =
   | { op: 'error'; input: boolean; file: string; message: string; stack?: string }
   | { op: 'cases'; report: number; cases: ImportedCase[] }
   | { op: 'file'; name: string; bytes: Uint8Array }
-  | { op: 'end' };
+  | { op: 'end' }
+  | { op: 'took' };
 
 /** Text per `cases` piece, about: large enough to be cheap, small enough to take in one short turn. */
 const PIECE_CHARS = 1024 * 1024;
@@ -110,6 +114,20 @@ function* piecesOf(read: ReadUpload): Generator<{ message: WorkerMessage; transf
   yield { message: { op: 'end' }, transfer: [] };
 }
 
+/**
+ * V8's full garbage collection, for this worker's heap only. Node gives no API for it but the
+ * `--expose-gc` flag, which is turned on just long enough to take the function from a fresh
+ * context and then off again (contexts made later get no `gc`).
+ */
+const collect: () => void = (() => {
+  setFlagsFromString('--expose-gc');
+  try {
+    return runInNewContext('gc') as () => void;
+  } finally {
+    setFlagsFromString('--no-expose-gc');
+  }
+})();
+
 let request: ReadRequest | undefined;
 let received: Uint8Array | undefined;
 let filled = 0;
@@ -119,10 +137,19 @@ const send = (message: WorkerMessage, transfer: ArrayBuffer[] = []) => port.post
 
 async function read(job: ReadRequest): Promise<void> {
   // The reading takes the bytes over, and lets go of them as soon as it can.
-  const input = { fileName: job.fileName, bytes: received ?? new Uint8Array(0), type: job.type, format: job.format, limits: job.limits };
+  const input = {
+    fileName: job.fileName,
+    bytes: received ?? new Uint8Array(0),
+    type: job.type,
+    format: job.format,
+    limits: job.limits,
+    collect,
+  };
   received = undefined;
   try {
     const result = await readUploadBytes(input);
+    // A large document and its element tree are garbage now: only the runs are left.
+    if (job.size >= COLLECT_BYTES) collect();
     const runs = result.reports.reduce((sum, report) => sum + report.cases.length, 0);
     if (job.mode === 'check') {
       send({ op: 'read', runs, reports: [] });
@@ -152,6 +179,7 @@ port.on('message', (message: HostMessage) => {
     if (!received || filled + message.chunk.byteLength > received.length) throw new Error('bytes past the size announced');
     received.set(message.chunk, filled);
     filled += message.chunk.byteLength;
+    send({ op: 'took' });
   } else {
     const next = pieces?.next();
     if (!next || next.done) {
@@ -166,6 +194,8 @@ port.on('message', (message: HostMessage) => {
   if (request && received && filled === received.length) {
     const job = request;
     request = undefined;
-    void read(job);
+    // Read in a turn of its own: run from this handler, its frame would keep the whole upload's
+    // buffer alive (a root of the heap) for as long as the reading takes.
+    setImmediate(() => void read(job));
   }
 });
