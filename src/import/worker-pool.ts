@@ -176,8 +176,13 @@ function failureOf(message: Extract<WorkerMessage, { op: 'error' }>): Error {
 /** An upload as the host hands it over: what to read, and its bytes as they come (a buffer's slices, or a stored blob's stream). */
 export interface HostInput extends Omit<UploadInput, 'bytes'> {
   size: number;
-  chunks: AsyncIterable<Uint8Array>;
+  /** The bytes as they come; or `whole`, an array whose buffer is its own, moved to the worker at once (and then empty here). */
+  chunks?: AsyncIterable<Uint8Array>;
+  whole?: Uint8Array;
 }
+
+/** Whether an array can be moved to a worker whole: it is all of its buffer (a view on a shared pool is not). */
+export const movable = (bytes: Uint8Array): boolean => bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
 
 async function inWorker<T>(
   input: HostInput,
@@ -191,7 +196,15 @@ async function inWorker<T>(
     const { size } = input;
     talk.send({ op: 'read', fileName: input.fileName, type: input.type, format: input.format, limits: input.limits, size, mode });
     let sent = 0;
-    for await (const chunk of input.chunks) {
+    if (input.whole) {
+      if (!movable(input.whole) || input.whole.byteLength !== size)
+        throw new Error('the upload handed over whole is not a buffer of its own');
+      talk.send({ op: 'bytes', chunk: input.whole }, [input.whole.buffer as ArrayBuffer]);
+      sent = size;
+      const took = await talk.receive();
+      if (took.op !== 'took') throw new Error(`the import worker answered ${took.op} to the upload`);
+    }
+    for await (const chunk of input.chunks ?? []) {
       if (sent + chunk.byteLength > size) throw new Error(`the upload holds more than the ${size} bytes it was said to`);
       // A copy of the chunk, moved: posting a view would copy the whole buffer under it.
       const copy = new Uint8Array(chunk);
@@ -223,9 +236,30 @@ async function inWorker<T>(
   }
 }
 
-/** Reads an upload in a worker only to check it: its count of cases, or the ImportInputError that refuses it. */
-export function checkInWorker(input: HostInput): Promise<{ runs: number }> {
-  return inWorker(input, 'check', async (first) => ({ runs: first.runs }));
+/**
+ * Reads an upload in a worker only to check it (its count of cases, or the ImportInputError that
+ * refuses it), then, while the worker is still held, gives
+ * `keep` its count of cases and the upload's bytes back from the worker, slice by slice: an upload
+ * moved over whole (`whole`) is then never in this thread again, and its memory goes with the worker.
+ */
+export function checkAndKeepInWorker<T>(
+  input: HostInput,
+  keep: (runs: number, chunks: AsyncIterable<Uint8Array>) => Promise<T>,
+): Promise<T> {
+  return inWorker(input, 'keep', async (first, next) => {
+    let ended = false;
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      for (let piece = await next(); piece.op !== 'end'; piece = await next()) {
+        if (piece.op !== 'slice') throw new Error(`the import worker sent ${piece.op} among the upload's slices`);
+        yield piece.chunk;
+      }
+      ended = true;
+    }
+    const result = await keep(first.runs, chunks());
+    // A keeper that did not take every slice leaves the worker mid-answer: it is not reused.
+    if (!ended) throw new Error('the upload kept was not read to its end');
+    return result;
+  });
 }
 
 /** Reads an upload in a worker: its reports, whole, and the files of its archive. */

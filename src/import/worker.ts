@@ -7,7 +7,11 @@
  *   once the one before is answered `took` (slices never queue up while a worker starts);
  * - out: `read` (the reports without their cases, and the count of cases) or `error`;
  * - then, in `full` mode, each `next` asks for one piece: a `cases` batch of one report, a `file`
- *   of the archive (its bytes moved, not copied), or `end`.
+ *   of the archive (its bytes moved, not copied), or `end`; in `keep` mode, a `slice` of the upload
+ *   as it came, or `end`.
+ *
+ * An upload handed over whole (one `bytes` message of its full size, its buffer moved) is taken as
+ * it is, not copied.
  *
  * Pieces are small (about a megabyte of text) and asked for one at a time, so the host takes each
  * in a turn of its event loop of its own instead of all of them in one.
@@ -27,8 +31,12 @@ export interface ReadRequest {
   format: UploadFormat;
   limits: UploadLimits;
   size: number;
-  /** `check`: only whether it reads, and its count of cases; `full`: the reports and files too. */
-  mode: 'check' | 'full';
+  /**
+   * `keep`: only whether it reads, and its count of cases, then the upload's own bytes back in
+   * slices (the host stores them, and so never holds the upload itself while it is read); `full`:
+   * the reports and files.
+   */
+  mode: 'keep' | 'full';
 }
 
 export type HostMessage = ReadRequest | { op: 'bytes'; chunk: Uint8Array } | { op: 'next' };
@@ -39,7 +47,8 @@ export type WorkerMessage =
   | { op: 'cases'; report: number; cases: ImportedCase[] }
   | { op: 'file'; name: string; bytes: Uint8Array }
   | { op: 'end' }
-  | { op: 'took' };
+  | { op: 'took' }
+  | { op: 'slice'; chunk: Uint8Array };
 
 /** Text per `cases` piece, about: large enough to be cheap, small enough to take in one short turn. */
 const PIECE_CHARS = 1024 * 1024;
@@ -128,6 +137,18 @@ const collect: () => void = (() => {
   }
 })();
 
+/** Bytes per `slice` of a kept upload. */
+const SLICE_BYTES = 4 * 1024 * 1024;
+
+/** A kept upload's bytes, in copies of a slice each (moved, so the host takes them without a copy). */
+function* slicesOf(bytes: Uint8Array): Generator<{ message: WorkerMessage; transfer: ArrayBuffer[] }> {
+  for (let at = 0; at < bytes.length; at += SLICE_BYTES) {
+    const chunk = bytes.slice(at, at + SLICE_BYTES);
+    yield { message: { op: 'slice', chunk }, transfer: [chunk.buffer as ArrayBuffer] };
+  }
+  yield { message: { op: 'end' }, transfer: [] };
+}
+
 let request: ReadRequest | undefined;
 let received: Uint8Array | undefined;
 let filled = 0;
@@ -136,7 +157,8 @@ let pieces: Generator<{ message: WorkerMessage; transfer: ArrayBuffer[] }> | und
 const send = (message: WorkerMessage, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 
 async function read(job: ReadRequest): Promise<void> {
-  // The reading takes the bytes over, and lets go of them as soon as it can.
+  // The reading takes the bytes over, and lets go of them as soon as it can (unless they are kept).
+  const kept = job.mode === 'keep' ? received : undefined;
   const input = {
     fileName: job.fileName,
     bytes: received ?? new Uint8Array(0),
@@ -151,8 +173,9 @@ async function read(job: ReadRequest): Promise<void> {
     // A large document and its element tree are garbage now: only the runs are left.
     if (job.size >= COLLECT_BYTES) collect();
     const runs = result.reports.reduce((sum, report) => sum + report.cases.length, 0);
-    if (job.mode === 'check') {
+    if (job.mode !== 'full') {
       send({ op: 'read', runs, reports: [] });
+      if (kept) pieces = slicesOf(kept);
       return;
     }
     send({ op: 'read', runs, reports: result.reports.map((report) => ({ ...report, cases: [] })) });
@@ -172,13 +195,19 @@ async function read(job: ReadRequest): Promise<void> {
 port.on('message', (message: HostMessage) => {
   if (message.op === 'read') {
     request = message;
-    received = new Uint8Array(message.size);
+    received = undefined;
     filled = 0;
     pieces = undefined;
   } else if (message.op === 'bytes') {
-    if (!received || filled + message.chunk.byteLength > received.length) throw new Error('bytes past the size announced');
-    received.set(message.chunk, filled);
-    filled += message.chunk.byteLength;
+    const { chunk } = message;
+    const size = request?.size ?? 0;
+    if (filled + chunk.byteLength > size) throw new Error('bytes past the size announced');
+    if (filled === 0 && chunk.byteLength === size) received = chunk;
+    else {
+      received ??= new Uint8Array(size);
+      received.set(chunk, filled);
+    }
+    filled += chunk.byteLength;
     send({ op: 'took' });
   } else {
     const next = pieces?.next();
@@ -191,7 +220,8 @@ port.on('message', (message: HostMessage) => {
     }
     return;
   }
-  if (request && received && filled === received.length) {
+  if (request && filled === request.size) {
+    received ??= new Uint8Array(0);
     const job = request;
     request = undefined;
     // Read in a turn of its own: run from this handler, its frame would keep the whole upload's

@@ -4,7 +4,7 @@ import type { ImportOptions } from '../../api/v1/imports.ts';
 import { TEST_FULL_NAME_MAX } from '../../api/v1/runs.ts';
 import { ImportInputError } from '../../import/model.ts';
 import type { ReadUpload } from '../../import/upload.ts';
-import { checkInWorker, type HostInput, readInWorker } from '../../import/worker-pool.ts';
+import { checkAndKeepInWorker, type HostInput, movable, readInWorker } from '../../import/worker-pool.ts';
 import type { AppContext } from '../context.ts';
 import type { ImportsTable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
@@ -94,13 +94,33 @@ function checkRuns(upload: { fileName: string }, runs: number): void {
   }
 }
 
-/** Checks a whole upload as an import would read it; any fault is a 400 naming the file, before anything is stored (IMP-5). */
-export async function checkUpload(ctx: AppContext, upload: ImportUpload): Promise<void> {
-  const { runs } = await inputFaults(checkInWorker(inputOf(ctx, upload)));
-  checkRuns(upload, runs);
+/**
+ * Checks a whole upload as an import would read it, then has `store` keep its bytes, which come back from
+ * the worker that checked it, slice by slice. The upload's buffer is moved to that worker when it is
+ * a buffer of its own (a request body of any size but the smallest): `upload.bytes` is empty
+ * afterwards, and the server holds no copy of a large upload while its import is read and written
+ * (IMP-7), the worker's memory going back to the system when it ends.
+ */
+export async function checkAndStoreUpload<T>(
+  ctx: AppContext,
+  upload: ImportUpload,
+  store: (chunks: AsyncIterable<Uint8Array>) => Promise<T>,
+): Promise<T> {
+  const input = inputOf(ctx, upload);
+  if (movable(upload.bytes)) {
+    input.chunks = undefined;
+    input.whole = upload.bytes;
+  }
+  // Any fault is a 400 naming the file, before anything is stored (IMP-5).
+  return inputFaults(
+    checkAndKeepInWorker(input, async (runs, chunks) => {
+      checkRuns(upload, runs);
+      return store(chunks);
+    }),
+  );
 }
 
-/** Reads a whole upload into its reports (names made storable) and its archive's files; faults as `checkUpload`. */
+/** Reads a whole upload into its reports (names made storable) and its archive's files; faults as `checkAndStoreUpload`. */
 export async function readUpload(ctx: AppContext, upload: ImportUpload | StoredUpload): Promise<ReadUpload> {
   const read = await inputFaults(readInWorker(inputOf(ctx, upload)));
   checkRuns(

@@ -21,7 +21,7 @@ import { inTransaction } from '../db/repositories/transaction.ts';
 import type { ImportsTable } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
 import { canonicalJson } from './fingerprint.ts';
-import { checkUpload, type ImportOptionsInput, type ImportUpload, type ReadUpload, readUpload, slicesOf } from './import-reading.ts';
+import { checkAndStoreUpload, type ImportOptionsInput, type ImportUpload, type ReadUpload, readUpload } from './import-reading.ts';
 import { type ImportTarget, type PlacedCase, writeCases } from './import-writer.ts';
 import type { JobRequest } from './jobs.ts';
 import { ensureTestsByFullName } from './tests.ts';
@@ -125,8 +125,14 @@ export async function startImport(
     return { record: earlier, created: false };
   }
 
-  await checkUpload(ctx, upload);
-  const blob = await ctx.blobs.put(slicesOf(upload.bytes));
+  // Checked in a worker, then kept as a blob from the bytes that worker hands back: a large body moves
+  // to the worker, and is not in this thread while the import is read again and written (IMP-7).
+  const size = upload.bytes.length;
+  const blob = await checkAndStoreUpload(ctx, upload, (chunks) => ctx.blobs.put(chunks));
+  if (blob.sha256 !== digest || blob.size !== size) {
+    blob.release();
+    throw new Error(`the upload kept (${blob.size} bytes, ${blob.sha256}) is not the upload received (${size} bytes, ${digest})`);
+  }
   const record: ImportsTable = {
     id: randomUUID(),
     project_id: projectId,
@@ -135,7 +141,7 @@ export async function startImport(
     file_name: upload.fileName.replaceAll('\0', '').slice(0, 256) || 'report',
     source_type: upload.type,
     source_sha256: blob.sha256,
-    source_size: upload.bytes.length,
+    source_size: size,
     options: JSON.stringify(upload.options),
     summary: null,
     error: null,
