@@ -70,7 +70,8 @@ function loginCommand(program: Command): void {
           const withSession = new AttestClient({ baseUrl: url, apiKey: session.key });
           const created = await withSession.call(v1.users.createApiKey, {
             params: { email: options.email },
-            body: { name: `attest CLI on ${os.hostname()}`.slice(0, 200) },
+            // A key minted through a session confirms the password again (SEC-2f): the one just read.
+            body: { name: `attest CLI on ${os.hostname()}`.slice(0, 200), password },
           });
           settings = { url, apiKey: created.key };
         } else {
