@@ -26,6 +26,8 @@ import { type ImportTarget, type PlacedCase, writeCases } from './import-writer.
 import type { JobRequest } from './jobs.ts';
 import { ensureTestsByFullName } from './tests.ts';
 
+const BATCHES_PER_CHECKPOINT = 16; // batches (512 KB of text at most) between two WAL checkpoints on SQLite
+
 // Imports of test reports (docs/imports.md): the upload is read and checked whole before anything
 // is stored (IMP-5), kept as a blob with its import row (202), then written as a job of completed
 // runs in the background, a batch of cases per transaction, resumable after a restart (IMP-4).
@@ -348,6 +350,7 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
   let written = placed.length - todo.length;
   const resumed = written > 0;
   const rows = { steps: 0, cells: 0, attachments: 0 };
+  let batchesSinceCheckpoint = 0;
   for (const batch of batchesOf(todo)) {
     // Stopping: the batches written so far stay; the next start resumes after them.
     if (ctx.background.stopping) throw new Interrupted();
@@ -360,10 +363,14 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
     written += batch.length;
     await progress(written);
     ctx.crashPoint('import-after-batch');
-    // Requests waiting behind the batch go first. On SQLite, a WAL checkpoint under way (in its
-    // worker) finishes before the next batch: batch after batch would otherwise grow the WAL to the
-    // serving connection's own backstop checkpoint, which copies it on the event loop.
+    // Requests waiting behind the batch go first. On SQLite a WAL checkpoint (its worker's) is asked
+    // for every few batches and awaited, so the WAL restarts: a 60 MB import grew it past the serving
+    // connection's backstop checkpoint, which synced 64 MB on the event loop (a 250-300 ms stall).
     await nextTurn();
+    if (++batchesSinceCheckpoint >= BATCHES_PER_CHECKPOINT) {
+      batchesSinceCheckpoint = 0;
+      ctx.database.checkpointer?.tick();
+    }
     await ctx.database.checkpointer?.idle();
   }
   // What the job holds: the rows this process wrote, or, for an import resumed after a crash (whose
