@@ -6,7 +6,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { unzipSync, zipSync } from 'fflate';
+import { unzipSync } from 'fflate';
 import { parse as parseJunit, type TestCase, type TestSuites } from 'junit2json';
 import { XrayExecution } from '../../src/api/v1/results.ts';
 import { v1 } from '../../src/client/index.ts';
@@ -15,7 +15,7 @@ import { browserAvailable, launchChromium } from '../helpers/browser.ts';
 import { attest } from '../helpers/cli.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser } from '../helpers/factories.ts';
-import { type PlaywrightRun, runPlaywrightFixture } from '../helpers/playwright-fixture.ts';
+import { type PlaywrightRun, runPlaywrightFixture, zipFolder } from '../helpers/playwright-fixture.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -44,20 +44,6 @@ const playwrightRun = () => {
   fixture ??= runPlaywrightFixture({}, { config: JOB_CONFIG });
   return fixture;
 };
-
-/** The run's output folder as a CI job would archive it: report.json and test-results/. */
-function zipOfFolder(dir: string): Uint8Array {
-  const entries: Record<string, Uint8Array> = {};
-  const walk = (at: string) => {
-    for (const entry of fs.readdirSync(at, { withFileTypes: true })) {
-      const full = path.join(at, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else entries[path.relative(dir, full).split(path.sep).join('/')] = fs.readFileSync(full);
-    }
-  };
-  walk(dir);
-  return zipSync(entries);
-}
 
 async function javaAvailable(): Promise<boolean> {
   const found = await execFileAsync('java', ['-version']).then(
@@ -132,7 +118,7 @@ for (const dialect of DIALECTS) {
       const admin = server.admin.client;
       const accepted = await admin.importReport(
         project.id,
-        { name: 'playwright-report.zip', bytes: zipOfFolder(run.outDir) },
+        { name: 'playwright-report.zip', bytes: zipFolder(run.outDir) },
         { name: 'Nightly' },
       );
       const record = await waitFor(

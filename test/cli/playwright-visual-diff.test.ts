@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { zipSync } from 'fflate';
 import { v1 } from '../../src/client/index.ts';
@@ -14,6 +13,7 @@ import {
   runPlaywrightFixture,
   serverRunShape,
   writeBadgeBaseline,
+  zipFolder,
 } from '../helpers/playwright-fixture.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -22,20 +22,6 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 // (baseline, actual, diff: the bytes Playwright wrote) on the step that made the assertion, instead
 // of three loose screenshots on the run. Also the small things of the same run: a skip keeps its
 // reason as a `skipped` cell, and `error-context` is stored as `error-context.md`, text/markdown.
-
-/** Everything under a folder, as a CI job would archive it, by path relative to it. */
-function zipFolder(dir: string): Uint8Array {
-  const entries: Record<string, Uint8Array> = {};
-  const walk = (at: string) => {
-    for (const entry of fs.readdirSync(at, { withFileTypes: true })) {
-      const full = path.join(at, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else entries[path.relative(dir, full).split(path.sep).join('/')] = fs.readFileSync(full);
-    }
-  };
-  walk(dir);
-  return zipSync(entries);
-}
 
 describe('Playwright visual comparisons become visual diffs, live and imported [sqlite]', { skip: !browserAvailable() }, () => {
   let server: TestServer;

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { zipSync } from 'fflate';
 import sharp from 'sharp';
 import { CI_MARKERS } from '../../packages/playwright-reporter/src/ci.ts';
 import { type AttestClient, v1 } from '../../src/client/index.ts';
@@ -99,6 +100,20 @@ export async function writeBadgeBaseline(outDir: string): Promise<void> {
 }
 
 /** The JSON report, as Playwright wrote it. */
+/** A run's output folder as a CI job would archive it (report.json, test-results/), by path relative to it. */
+export function zipFolder(dir: string): Uint8Array {
+  const entries: Record<string, Uint8Array> = {};
+  const walk = (at: string) => {
+    for (const entry of fs.readdirSync(at, { withFileTypes: true })) {
+      const full = path.join(at, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else entries[path.relative(dir, full).split(path.sep).join('/')] = fs.readFileSync(full);
+    }
+  };
+  walk(dir);
+  return zipSync(entries);
+}
+
 export function readPlaywrightReport(run: PlaywrightRun): PlaywrightReport {
   return JSON.parse(fs.readFileSync(run.reportPath, 'utf8')) as PlaywrightReport;
 }
