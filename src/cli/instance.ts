@@ -12,6 +12,7 @@ import { KeptAnswers, KeptOwners, textBytes } from '../server/http/kept-answers.
 import { ThumbnailRenderer } from '../server/media/thumbnails.ts';
 import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from '../server/security/credentials-cache.ts';
 import { FailureLimiter } from '../server/security/failure-limiter.ts';
+import { LegacyKeyDigests } from '../server/security/legacy-key-digests.ts';
 import { LoginThrottle } from '../server/security/login-throttle.ts';
 import { CliError } from './output.ts';
 
@@ -74,6 +75,7 @@ export function commandContext(instance: Awaited<ReturnType<typeof openInstance>
     clock: () => new Date(),
     log: silentLogger as unknown as FastifyBaseLogger,
     lastUsedWrites: new Map(),
+    legacyKeys: new LegacyKeyDigests(),
     authFailures: new FailureLimiter(config.authFailuresPerMinute),
     logins: new LoginThrottle(),
     credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),

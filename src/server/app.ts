@@ -26,9 +26,11 @@ import { upkeepPlugin } from './plugins/upkeep.ts';
 import { webPlugin } from './plugins/web.ts';
 import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from './security/credentials-cache.ts';
 import { FailureLimiter } from './security/failure-limiter.ts';
+import { LegacyKeyDigests } from './security/legacy-key-digests.ts';
 import { LoginThrottle } from './security/login-throttle.ts';
 import { bootstrapAdmin } from './services/bootstrap.ts';
 import { IMAGE_USES_BYTES, imageUsesBytes } from './services/images.ts';
+import { refreshLegacyKeyDigests } from './services/users.ts';
 import { createValidatorCompiler, lazySerializers } from './validation.ts';
 
 export { API_VERSIONS, type ApiVersion } from './plugins/contract.ts';
@@ -44,6 +46,8 @@ export interface BuildOptions {
 /** Builds the production application: every Fastify option here, every concern a named plugin. */
 export async function buildApp(options: BuildOptions): Promise<FastifyInstance> {
   const { config } = options;
+  // The request log masks old-format keys pasted into URLs: it needs their digests, loaded below.
+  const legacyKeys = new LegacyKeyDigests();
   const app: FastifyInstance = Fastify({
     logger: {
       level: config.logLevel,
@@ -54,7 +58,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       serializers: {
         req: (req: { method: string; url: string; ip?: string; params?: unknown }) => ({
           method: req.method,
-          url: redactUrl(req.url, req.params),
+          url: redactUrl(req.url, req.params, legacyKeys.isKey),
           remoteAddress: req.ip,
         }),
       },
@@ -102,6 +106,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     clock: options.clock ?? (() => new Date()),
     log: app.log,
     lastUsedWrites: new Map(),
+    legacyKeys,
     authFailures: new FailureLimiter(config.authFailuresPerMinute),
     logins: new LoginThrottle(),
     credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
@@ -113,6 +118,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     thumbnails: new ThumbnailRenderer(config),
     background: new BackgroundTasks((name, error) => app.log.error({ err: error }, `${name} failed`)),
   };
+  await refreshLegacyKeyDigests(ctx);
   app.decorate('attest', ctx);
   app.addHook('preClose', async () => {
     state = 'stopping';

@@ -12,6 +12,7 @@ import type { KeptAnswers, KeptOwners } from './http/kept-answers.ts';
 import type { ThumbnailRenderer } from './media/thumbnails.ts';
 import type { CredentialsCache } from './security/credentials-cache.ts';
 import type { FailureLimiter } from './security/failure-limiter.ts';
+import type { LegacyKeyDigests } from './security/legacy-key-digests.ts';
 import type { LoginThrottle } from './security/login-throttle.ts';
 
 /** An image and the projects known to use it: a positive fact learned from the database (PERF-6). */
@@ -40,6 +41,8 @@ export interface AppContext {
   authFailures: FailureLimiter;
   /** Password guesses per account, and the clients each account signed in from (SEC-2d). */
   logins: LoginThrottle;
+  /** Digests of the stored old-format keys, so the request log can mask one pasted into a URL (SEC-2a). */
+  legacyKeys: LegacyKeyDigests;
   /** Principals of keys that authenticated, until access changes (PERF-1). */
   credentials: CredentialsCache<Principal>;
   /** Completed runs' results as bytes (PERF-2). */

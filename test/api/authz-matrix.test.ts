@@ -368,13 +368,21 @@ async function databaseFingerprint(server: TestServer, tables: string[]): Promis
 async function createCaller(server: TestServer, spec: (typeof CALLERS)[number]): Promise<Caller> {
   const email = `${unique(`${spec.name}-`)}@example.test`;
   await admin(server).call(v1.users.createUser, { body: { email, name: spec.name, roles: [spec.role] } });
-  const key = (await admin(server).call(v1.users.createApiKey, { params: { email }, body: { name: 'matrix' } })).key;
+  const created = await admin(server).call(v1.users.createApiKey, { params: { email }, body: { name: 'matrix' } });
+  const key = created.key;
   if (spec.name === 'outsider') {
     const elsewhere = await createProject(server, 'outsider home');
     await admin(server).call(v1.projects.addMember, { params: { projectId: elsewhere.id, email } });
   }
-  // The first use of a key records it; do it now so no later (refused) call writes anything.
+  // The first use of a key records it; do it now so no later (refused) call writes anything. The
+  // record is written after the answer: wait for it, or it may land inside the next comparison.
   await server.client(key).call(v1.meta.getMe);
+  await waitFor(
+    async () =>
+      (await server.app.attest.db.selectFrom('api_keys').select('last_used_at').where('id', '=', created.id).executeTakeFirst())
+        ?.last_used_at,
+    { message: `the first use of ${spec.name}'s key to be recorded` },
+  );
   return { ...spec, email, key };
 }
 

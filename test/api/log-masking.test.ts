@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { v1 } from '../../src/client/index.ts';
-import { SECRET_SCANNING_REGEX } from '../../src/server/security/api-key.ts';
+import { emailDigest, keyDigest, SECRET_SCANNING_REGEX } from '../../src/server/security/api-key.ts';
+import { refreshLegacyKeyDigests } from '../../src/server/services/users.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser } from '../helpers/factories.ts';
 import { rawRequest } from '../helpers/http.ts';
@@ -44,6 +46,10 @@ for (const dialect of DIALECTS) {
         `/api/v1/projects?${standard}`,
         `/api/v1/testmgmt/testruns?projectId=${project.id}&jobId=key-${legacy}`,
         `/api/v1/me?api_key=${standard}`,
+        // An old-format key in an id's place: shaped like an id, but a stored key.
+        `/api/v1/testmgmt/testruns/${legacy}/results`,
+        `/api/v1/projects/${legacy.toUpperCase()}`,
+        `/api/v1/testmgmt/testruns?projectId=${project.id}&jobId=${legacy}`,
       ];
       const requestIds: string[] = [];
       for (const path of paths) {
@@ -92,6 +98,49 @@ for (const dialect of DIALECTS) {
       );
       // A path no route matches declares no id: every UUID in it is masked, the project's id too.
       assert.equal(loggedAs(`/api/v1/projects/${project.id}/${legacy}`), '/api/v1/projects/[redacted]/[redacted]');
+      assert.equal(loggedAs(`/api/v1/testmgmt/testruns/${legacy}/results`), '/api/v1/testmgmt/testruns/[redacted]/results');
+      assert.equal(
+        loggedAs(`/api/v1/testmgmt/testruns?projectId=${project.id}&jobId=${legacy}`),
+        `/api/v1/testmgmt/testruns?projectId=${project.id}&jobId=%5Bredacted%5D`,
+        'an id query parameter holding a stored key',
+      );
+    });
+
+    test('an old-format key another instance stored is masked in an id position once the digests are read again', async () => {
+      const user = await createUser(server, ['tester']);
+      const elsewhere = randomUUID();
+      const db = server.app.attest.db;
+      const owner = await db.selectFrom('users').select('id').where('email', '=', user.email).executeTakeFirstOrThrow();
+      // What another instance (or `attest admin-key` beside a running server) writes: a row this process never saw.
+      await db
+        .insertInto('api_keys')
+        .values({
+          id: randomUUID(),
+          user_id: owner.id,
+          name: 'stored elsewhere',
+          format: 'legacy',
+          scope: 'full',
+          key_digest: keyDigest(elsewhere, 'legacy'),
+          email_digest: emailDigest(user.email),
+          display_hint: 'elsewhere',
+          created_at: new Date().toISOString(),
+          created_by: null,
+          expires_at: null,
+          last_used_at: null,
+          revoked_at: null,
+        })
+        .execute();
+      const path = `/api/v1/testmgmt/testruns/${elsewhere}/results`;
+      const logged = async () => {
+        const answer = await rawRequest({ base: server.url, path }, { headers: { 'service.api-token': server.admin.key } });
+        const requestId = String(answer.headers['x-request-id']);
+        await waitForRequestLogs(server, [requestId]);
+        const entry = logEntries(server).find((e) => e.msg === 'incoming request' && e.reqId === requestId);
+        return (entry?.req as { url: string } | undefined)?.url;
+      };
+      assert.equal(await logged(), path, 'not yet known here: logged as the id it looks like');
+      await refreshLegacyKeyDigests(server.app.attest);
+      assert.equal(await logged(), '/api/v1/testmgmt/testruns/[redacted]/results');
     });
   });
 }

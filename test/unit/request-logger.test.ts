@@ -3,7 +3,8 @@ import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
 import Fastify from 'fastify';
 import { lazyChildren, redactUrl } from '../../src/server/http/request-logger.ts';
-import { generateKey } from '../../src/server/security/api-key.ts';
+import { generateKey, keyDigest } from '../../src/server/security/api-key.ts';
+import { LegacyKeyDigests } from '../../src/server/security/legacy-key-digests.ts';
 
 // The per-request logger (AUTH-9): pino's child is made only for a line at an enabled level, and
 // every line names the request, then its key and user, as a child made at once would.
@@ -119,5 +120,34 @@ describe('keys anywhere in a logged URL are masked; resource ids are kept (AUTH-
       '/api/v1/projects?limit=5&name=a%20b',
       'nothing masked: the query as sent',
     );
+  });
+
+  test('a UUID in an id position that is a stored old-format key is masked, path and query alike', () => {
+    const stored = new LegacyKeyDigests();
+    stored.add(keyDigest(legacy, 'legacy'));
+    const masked = (url: string, params?: unknown) => decodeURIComponent(redactUrl(url, params, stored.isKey));
+    assert.equal(
+      masked(`/api/v1/testmgmt/testruns/${legacy}/results`, { testRunId: legacy }),
+      '/api/v1/testmgmt/testruns/[redacted]/results',
+    );
+    assert.equal(
+      masked(`/api/v1/testmgmt/testruns/${legacy.toUpperCase()}`, { testRunId: legacy.toUpperCase() }),
+      '/api/v1/testmgmt/testruns/[redacted]',
+      'in capitals too',
+    );
+    assert.equal(masked(`/api/v1/testmgmt/testruns/${runId}`, { testRunId: runId }), `/api/v1/testmgmt/testruns/${runId}`, 'ids stay');
+    assert.equal(masked(`/api/v1/testmgmt/testruns?jobId=${legacy}`), '/api/v1/testmgmt/testruns?jobId=[redacted]');
+    assert.equal(masked(`/api/v1/tests?ids=${runId},${legacy}&limit=2`), '/api/v1/tests?ids=[redacted]&limit=2', 'a list holding one');
+    assert.equal(masked(`/api/v1/tests?ids=${runId}`), `/api/v1/tests?ids=${runId}`);
+  });
+
+  test('the stored digests are replaced on a refresh, and an empty set hashes nothing', () => {
+    const stored = new LegacyKeyDigests();
+    assert.equal(stored.isKey(legacy), false);
+    stored.replace([keyDigest(legacy, 'legacy')]);
+    assert.equal(stored.isKey(legacy), true);
+    assert.equal(stored.isKey(runId), false);
+    stored.replace([]);
+    assert.equal(stored.isKey(legacy), false, 'a refresh drops what the database no longer holds');
   });
 });

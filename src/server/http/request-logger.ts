@@ -147,10 +147,10 @@ const holdsKey = (text: string, uuidIsId: boolean) => STANDARD_KEY_LIKE.test(tex
  * - one holding a UUID, the shape of an old-format key, is masked too, unless it is the value of
  *   an id parameter: a path parameter the matched route declares (`/testruns/{testRunId}`, from
  *   `params`) or a query parameter named like one (`?jobId=`). Those UUIDs are resource ids, which
- *   the logs exist to show; an old-format key pasted into an id's place is the one case that stays,
- *   since nothing short of a lookup tells it from an id, and the request answers 404 anyway.
+ *   the logs exist to show, unless `isOldFormatKey` knows the UUID as a stored old-format key (an
+ *   old-format key pasted into an id's place): then it is masked as well.
  */
-export function redactUrl(url: string, params?: unknown): string {
+export function redactUrl(url: string, params?: unknown, isOldFormatKey: (uuid: string) => boolean = () => false): string {
   if (!MIGHT_HOLD_KEY.test(url) && !url.includes('?')) return url;
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
@@ -161,7 +161,8 @@ export function redactUrl(url: string, params?: unknown): string {
       .split('/')
       .map((segment) => {
         const text = decoded(segment);
-        return holdsKey(text, ids?.has(text) === true && UUID_LIKE.exec(text)?.[0] === text) ? REDACTED : segment;
+        const isId = ids?.has(text) === true && UUID_LIKE.exec(text)?.[0] === text && !isOldFormatKey(text);
+        return holdsKey(text, isId) ? REDACTED : segment;
       })
       .join('/');
   }
@@ -170,7 +171,7 @@ export function redactUrl(url: string, params?: unknown): string {
   const parsed = new URLSearchParams(query);
   let masked = false;
   for (const [name, value] of parsed) {
-    if (maskedParameter(name, value)) {
+    if (maskedParameter(name, value, isOldFormatKey)) {
       masked = true;
       break;
     }
@@ -179,16 +180,19 @@ export function redactUrl(url: string, params?: unknown): string {
   const out = new URLSearchParams();
   for (const [name, value] of parsed) {
     if (holdsKey(name, false)) out.append(REDACTED, REDACTED);
-    else out.append(name, maskedParameter(name, value) ? REDACTED : value);
+    else out.append(name, maskedParameter(name, value, isOldFormatKey) ? REDACTED : value);
   }
   return `${loggedPath}?${out.toString()}`;
 }
 
 /** Whether a query parameter is logged masked: a credential's name, or a key in its name or value. */
-const maskedParameter = (name: string, value: string) =>
-  SENSITIVE_QUERY.test(name) || holdsKey(name, false) || holdsKey(value, ID_NAME.test(name) && isIdList(value));
+const maskedParameter = (name: string, value: string, isOldFormatKey: (uuid: string) => boolean) =>
+  SENSITIVE_QUERY.test(name) || holdsKey(name, false) || holdsKey(value, ID_NAME.test(name) && isIdList(value, isOldFormatKey));
 
-/** A value of an id query parameter: one UUID or a comma-separated list of them, nothing else glued on. */
-function isIdList(value: string): boolean {
-  return value.split(',').every((part) => UUID_LIKE.exec(part)?.[0] === part || !UUID_LIKE.test(part));
+/**
+ * A value of an id query parameter: one UUID or a comma-separated list of them, nothing else glued
+ * on, and none a stored old-format key.
+ */
+function isIdList(value: string, isOldFormatKey: (uuid: string) => boolean): boolean {
+  return value.split(',').every((part) => (UUID_LIKE.exec(part)?.[0] === part && !isOldFormatKey(part)) || !UUID_LIKE.test(part));
 }

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import type { AppContext } from '../context.ts';
 import { collectGarbage } from '../services/maintenance.ts';
 import { sweepRetention } from '../services/retention.ts';
+import { refreshLegacyKeyDigests } from '../services/users.ts';
 
 /**
  * Runs `task` every `minutes` while the server is up and ready (0: never): one run at a time; a
@@ -29,7 +30,7 @@ function every(app: FastifyInstance, ctx: AppContext, minutes: number, what: str
 
 /**
  * The server's own upkeep on timers: blob garbage collection every `gcIntervalMinutes` (DUR-10),
- * and the retention sweep every `retentionIntervalMinutes` (RET-2; across instances one sweeps at a
+ * the old-format key digests the request log masks by every minute (SEC-2a), and the retention sweep every `retentionIntervalMinutes` (RET-2; across instances one sweeps at a
  * time, through the database's lock). Garbage collection then frees what the sweep deleted.
  */
 export const upkeepPlugin = fp(
@@ -38,6 +39,7 @@ export const upkeepPlugin = fp(
       const report = await collectGarbage(ctx, { graceMs: ctx.config.gcGraceMinutes * 60_000 });
       if (report.deleted > 0 || report.removedFolders > 0) ctx.log.info({ gc: report }, 'blob garbage collection');
     });
+    every(app, ctx, 1, 'reading the old-format key digests', () => refreshLegacyKeyDigests(ctx));
     every(app, ctx, ctx.config.retentionIntervalMinutes, 'retention sweep', async () => {
       const report = await sweepRetention(ctx);
       if (report.deleted > 0) ctx.log.info({ retention: { deleted: report.deleted } }, 'retention sweep');

@@ -9,6 +9,7 @@ import {
   findKeyOfUser,
   insertApiKey,
   type KeyFilter,
+  legacyKeyDigests,
   listKeysOfUser,
   revokeKey,
   revokeKeysOfUser,
@@ -284,6 +285,8 @@ export async function createApiKey(
     last_used_at: null,
     revoked_at: null,
   };
+  // Known to the request log before any request can use it (a failed insert only masks a UUID more).
+  if (row.format === 'legacy') ctx.legacyKeys.add(row.key_digest);
   try {
     await inTransaction(executor, async (trx) => {
       // Sessions are not counted against the limit and not audited: every login makes one.
@@ -308,6 +311,11 @@ export async function createApiKey(
     throw error;
   }
   return { row, secret };
+}
+
+/** Reads the stored old-format keys' digests again: keys another instance or the CLI stored join the set. */
+export async function refreshLegacyKeyDigests(ctx: AppContext): Promise<void> {
+  ctx.legacyKeys.replace(await legacyKeyDigests(ctx.db));
 }
 
 export type CreateApiKeyInput = BodyOf<typeof createApiKeyEndpoint>;

@@ -97,3 +97,9 @@ export async function listKeysOfUser(
   if (since !== undefined) query = query.where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', since)]));
   return keysetPage(query, { columns: ['created_at', 'id'], direction: 'desc' }, page);
 }
+
+/** The digests of every stored old-format key, revoked and expired ones included. */
+export async function legacyKeyDigests(executor: Executor): Promise<string[]> {
+  const rows = await executor.selectFrom('api_keys').select('key_digest').where('format', '=', 'legacy').execute();
+  return rows.map((row) => row.key_digest);
+}
