@@ -1,9 +1,6 @@
-import { randomUUID } from 'node:crypto';
-import { buffer } from 'node:stream/consumers';
 import sjson from 'secure-json-parse';
 import type { Static } from 'typebox';
 import { ArtifactMetadata } from '../../api/v1/artifacts.ts';
-import { BlobStorageError } from '../blob/blob-store.ts';
 import { type AppContext, nowIso } from '../context.ts';
 import { isForeignKeyViolation, isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
@@ -13,31 +10,32 @@ import {
   findArtifactByIdempotencyKey,
   findVisibleArtifacts,
   imagesOfArtifacts,
-  insertArtifact,
   listArtifactsOfRun,
-  storeImage,
 } from '../db/repositories/artifacts.ts';
 import { findStepOfRun } from '../db/repositories/results.ts';
 import { findRun, runWithArtifactCount } from '../db/repositories/runs.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
-import type { ArtifactImageRow, ArtifactImagesTable, ArtifactsTable, TestRunsTable, VisibleProjects } from '../db/types.ts';
+import type { ArtifactsTable, TestRunsTable, VisibleProjects } from '../db/types.ts';
 import { AppError, found, invalid, notFound } from '../errors.ts';
-import { artifactType, sanitizeArtifactName } from '../media/file-names.ts';
-import { KEEP_FOR_DECODE_MAX_BYTES, KeptBytes } from '../media/kept-bytes.ts';
-import { type Inspected, UploadInspection } from '../media/upload-inspection.ts';
+import { sanitizeArtifactName } from '../media/file-names.ts';
 import { compileValidator, isUuid, rejectNulCharacters } from '../validation.ts';
+import {
+  type ArtifactDraft,
+  type ArtifactWithImages,
+  type ImageRole,
+  type StoredFile,
+  storeFile,
+  uploadFailure,
+  writeArtifact,
+} from './evidence-writer.ts';
 import { digestParts, sameDigests, storedDigests } from './upload-digests.ts';
 import { assertQuotaLeft, assertWithinQuota } from './usage.ts';
 
-type Kind = ArtifactsTable['kind'];
-type ImageRole = ArtifactImagesTable['role'];
-type Metadata = Static<typeof ArtifactMetadata>;
+// Re-exported for the upload route: they live with the writer that uploads and imports share.
+export { type ArtifactWithImages, uploadFailure } from './evidence-writer.ts';
 
-/** An artifact with its images in their order: what the details of an artifact show. */
-export interface ArtifactWithImages {
-  row: ArtifactsTable;
-  images: ArtifactImageRow[];
-}
+type Kind = ArtifactsTable['kind'];
+type Metadata = Static<typeof ArtifactMetadata>;
 
 /** The run an upload or a listing names, if it belongs to that project; any other is as unknown as a missing one. */
 function runInProject<R extends TestRunsTable>(run: R | undefined, projectId: string): R {
@@ -82,26 +80,6 @@ function filePartsOf(kind: Kind): { part: string; role: ImageRole | undefined }[
   return [{ part: 'file', role: kind === 'screenshot' ? 'screenshot' : undefined }];
 }
 
-/**
- * Maps a failure while reading or storing an upload onto the problem catalogue: storage failures
- * become 507/503 (DUR-7), multipart limit errors 413, a malformed or cut-off body 400. Errors of
- * our own code (TypeError and the like) pass through and are reported as the bugs they are.
- */
-export function uploadFailure(ctx: AppContext, error: unknown): unknown {
-  if (error instanceof AppError) return error;
-  if (error instanceof BlobStorageError) {
-    ctx.log.error({ err: error }, 'storing an upload failed');
-    return error.reason === 'full'
-      ? new AppError('STORAGE_FULL', 'The storage is full; nothing was stored.')
-      : new AppError('UNAVAILABLE', 'The storage failed; nothing was stored. Retry later.', { headers: { 'retry-after': '5' } });
-  }
-  if (error instanceof TypeError || error instanceof RangeError || error instanceof ReferenceError) return error;
-  const { code, statusCode } = (error ?? {}) as { code?: string; statusCode?: number };
-  if (statusCode === 413) return new AppError('PAYLOAD_TOO_LARGE', 'The upload has more files, parts or fields than allowed.');
-  if (code === 'FST_INVALID_JSON_FIELD_ERROR') return invalid('/body/metadata', 'is not valid JSON');
-  return new AppError('INVALID_INPUT', 'The multipart body is malformed or ended early.');
-}
-
 async function readText(stream: AsyncIterable<Uint8Array>, maxBytes: number): Promise<string> {
   const chunks: Uint8Array[] = [];
   let bytes = 0;
@@ -142,12 +120,144 @@ async function detailsOf(ctx: AppContext, row: ArtifactsTable): Promise<Artifact
   return { row, images: images.get(row.id) ?? [] };
 }
 
-export interface StoredFile extends Inspected {
-  part: string;
-  role: ImageRole | undefined;
-  sha256: string;
-  size: number;
-  release(): void;
+type UploadRun = NonNullable<Awaited<ReturnType<typeof runWithArtifactCount>>>;
+
+/** What an upload's metadata part names, checked: the artifact's kind and storable name, its run and step. */
+interface UploadTarget {
+  metadata: Metadata;
+  name: string;
+  run: UploadRun;
+  stepId: string | null;
+}
+
+/** The step an upload's metadata names, by id or by key, as a step of the run; null when it names none. */
+async function stepOfUpload(ctx: AppContext, runId: string, metadata: Metadata): Promise<string | null> {
+  if (metadata.stepId === undefined && metadata.stepKey === undefined) return null;
+  const step = metadata.stepId !== undefined ? { id: metadata.stepId.toLowerCase() } : { key: metadata.stepKey as string };
+  const stepId = (await findStepOfRun(ctx.db, runId, step)) ?? null;
+  if (stepId === null) {
+    const field = metadata.stepId !== undefined ? 'stepId' : 'stepKey';
+    throw invalid(`/body/metadata/${field}`, 'does not name a step of this run');
+  }
+  return stepId;
+}
+
+/** Reads the metadata part (the first) and finds the run and step it names in the project. */
+async function readUploadTarget(ctx: AppContext, parts: AsyncIterator<UploadPart>, projectId: string): Promise<UploadTarget> {
+  const metadata = await readMetadata((await parts.next()).value as UploadPart | undefined);
+  const name = sanitizeArtifactName(metadata.name);
+  if (name === '') throw invalid('/body/metadata/name', 'is empty once control characters and slashes are removed');
+  const run = runInProject(await runWithArtifactCount(ctx.db, metadata.testRunId.toLowerCase()), projectId);
+  return { metadata, name, run, stepId: await stepOfUpload(ctx, run.id, metadata) };
+}
+
+/**
+ * A retry answers the first artifact only when it is the same upload: the same kind, name and
+ * step, and the same bytes in every file part. Anything else reusing the key is a 409, like
+ * results posts and run creation.
+ */
+async function replayUpload(
+  ctx: AppContext,
+  target: UploadTarget,
+  stored: ArtifactsTable,
+  digests: () => Promise<Map<string, string>>,
+): Promise<{ created: false; artifact: ArtifactWithImages }> {
+  if (stored.kind !== target.metadata.kind || stored.name !== target.name || stored.step_id !== target.stepId) {
+    throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the run for another kind, name or step.');
+  }
+  const artifact = await detailsOf(ctx, stored);
+  if (!sameDigests(storedDigests(artifact), await digests())) {
+    throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the run with other content.');
+  }
+  return { created: false, artifact };
+}
+
+/** Cheap refusals before a byte is stored; each is judged again under the lock of the final transaction. */
+async function refuseEarly(ctx: AppContext, run: UploadRun, projectId: string): Promise<void> {
+  assertRunTakesArtifacts(run.status);
+  assertRoomForArtifact(ctx, run.artifact_count);
+  // Only a project with a quota pays for its check (RET-5).
+  if (run.quota_bytes !== null) await assertQuotaLeft(ctx.db, projectId);
+}
+
+const releaseAll = (files: readonly StoredFile[]): void => {
+  for (const file of files) file.release();
+};
+
+/** Streams the file parts after the metadata into the blob store: each part the kind takes, once. A failure releases what was stored. */
+async function storeFileParts(ctx: AppContext, parts: AsyncIterator<UploadPart>, kind: Kind): Promise<StoredFile[]> {
+  const expected = filePartsOf(kind);
+  const stored: StoredFile[] = [];
+  try {
+    for (let next = await parts.next(); !next.done; next = await parts.next()) {
+      const part = next.value;
+      const slot = expected.find((e) => e.part === part.name);
+      if (part.type !== 'file' || !slot) {
+        const allowed = expected.map((e) => e.part).join(', ');
+        throw invalid(`/body/${part.name}`, `is not a part a ${kind} upload takes (after metadata: ${allowed})`);
+      }
+      if (stored.some((s) => s.part === part.name)) throw invalid(`/body/${part.name}`, 'is sent more than once');
+      stored.push(await storeFile(ctx, part.stream, slot));
+    }
+    const absent = expected.find((e) => !stored.some((s) => s.part === e.part));
+    if (absent) throw invalid(`/body/${absent.part}`, `is required for a ${kind} upload`);
+    return stored;
+  } catch (error) {
+    releaseAll(stored);
+    throw error;
+  }
+}
+
+/** The artifact the stored parts make: its content is its file or a visual diff's diff image; its images come in the order sent. */
+function uploadDraft(ctx: AppContext, userId: string, target: UploadTarget, stored: StoredFile[]): ArtifactDraft {
+  return {
+    projectId: target.run.project_id,
+    runId: target.run.id,
+    stepId: target.stepId,
+    kind: target.metadata.kind,
+    name: target.name,
+    idempotencyKey: target.metadata.idempotencyKey ?? null,
+    createdAt: nowIso(ctx),
+    createdBy: userId,
+    content: stored.find((s) => s.part === 'file' || s.part === 'diff') as StoredFile,
+    images: stored.flatMap((file) => (file.role ? [{ role: file.role, file }] : [])),
+  };
+}
+
+/**
+ * The rows of an upload whose blobs are all durable (put resolved), committed together. The run stays
+ * locked until they are, so a concurrent completion or another upload's count check waits for this one.
+ */
+function commitUploadRows(ctx: AppContext, draft: ArtifactDraft, stored: StoredFile[]): Promise<ArtifactWithImages> {
+  return inTransaction(ctx.db, async (trx) => {
+    const locked = runInProject(await runWithArtifactCount(trx, draft.runId, true), draft.projectId);
+    assertRunTakesArtifacts(locked.status);
+    assertRoomForArtifact(ctx, locked.artifact_count);
+    if (locked.quota_bytes !== null) await assertWithinQuota(trx, draft.projectId, stored);
+    const artifact = await writeArtifact(trx, draft);
+    ctx.crashPoint('before-commit');
+    return artifact;
+  });
+}
+
+/** Commits the upload; a concurrent retry with the same key that committed first is answered instead. */
+async function commitUpload(
+  ctx: AppContext,
+  target: UploadTarget,
+  draft: ArtifactDraft,
+  stored: StoredFile[],
+): Promise<{ created: boolean; artifact: ArtifactWithImages }> {
+  try {
+    return { created: true, artifact: await commitUploadRows(ctx, draft, stored) };
+  } catch (error) {
+    if (draft.idempotencyKey !== null && isUniqueViolation(error)) {
+      const winner = await findArtifactByIdempotencyKey(ctx.db, draft.runId, draft.idempotencyKey);
+      if (winner) return replayUpload(ctx, target, winner, async () => new Map(stored.map((file) => [file.part, file.sha256])));
+    }
+    // The run or step was deleted meanwhile.
+    if (isForeignKeyViolation(error)) throw notFound('The test run or step');
+    throw error;
+  }
 }
 
 /**
@@ -161,179 +271,27 @@ export async function ingestArtifact(
   input: { projectId: string; userId: string; parts: AsyncIterable<UploadPart> },
 ): Promise<{ created: boolean; artifact: ArtifactWithImages }> {
   const parts = input.parts[Symbol.asyncIterator]();
-  const metadata = await readMetadata((await parts.next()).value as UploadPart | undefined);
-  const name = sanitizeArtifactName(metadata.name);
-  if (name === '') throw invalid('/body/metadata/name', 'is empty once control characters and slashes are removed');
-
-  const run = runInProject(await runWithArtifactCount(ctx.db, metadata.testRunId.toLowerCase()), input.projectId);
-  let stepId: string | null = null;
-  if (metadata.stepId !== undefined || metadata.stepKey !== undefined) {
-    const step = metadata.stepId !== undefined ? { id: metadata.stepId.toLowerCase() } : { key: metadata.stepKey as string };
-    stepId = (await findStepOfRun(ctx.db, run.id, step)) ?? null;
-    if (stepId === null) {
-      const field = metadata.stepId !== undefined ? 'stepId' : 'stepKey';
-      throw invalid(`/body/metadata/${field}`, 'does not name a step of this run');
-    }
-  }
-
-  // A retry answers the first artifact only when it is the same upload: the same kind, name and
-  // step, and the same bytes in every file part. Anything else reusing the key is a 409, like
-  // results posts and run creation.
-  const replay = async (stored: ArtifactsTable, digests: () => Promise<Map<string, string>>) => {
-    if (stored.kind !== metadata.kind || stored.name !== name || stored.step_id !== stepId) {
-      throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the run for another kind, name or step.');
-    }
-    const artifact = await detailsOf(ctx, stored);
-    if (!sameDigests(storedDigests(artifact), await digests())) {
-      throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the run with other content.');
-    }
-    return { created: false, artifact };
-  };
-  if (metadata.idempotencyKey !== undefined) {
-    const stored = await findArtifactByIdempotencyKey(ctx.db, run.id, metadata.idempotencyKey);
-    if (stored) {
-      return replay(stored, () =>
-        digestParts(parts).catch((error: unknown) => {
-          throw uploadFailure(ctx, error);
-        }),
-      );
-    }
-  }
-  // Cheap early refusals; both are checked again under the lock of the final transaction.
-  assertRunTakesArtifacts(run.status);
-  assertRoomForArtifact(ctx, run.artifact_count);
-  // Only a project with a quota pays for its check (RET-5).
-  if (run.quota_bytes !== null) await assertQuotaLeft(ctx.db, input.projectId);
-
-  const expected = filePartsOf(metadata.kind);
-  const stored: StoredFile[] = [];
-  try {
-    for (let next = await parts.next(); !next.done; next = await parts.next()) {
-      const part = next.value;
-      const slot = expected.find((e) => e.part === part.name);
-      if (part.type !== 'file' || !slot) {
-        const allowed = expected.map((e) => e.part).join(', ');
-        throw invalid(`/body/${part.name}`, `is not a part a ${metadata.kind} upload takes (after metadata: ${allowed})`);
-      }
-      if (stored.some((s) => s.part === part.name)) throw invalid(`/body/${part.name}`, 'is sent more than once');
-      stored.push(await storeFile(ctx, part.stream, slot));
-    }
-    const absent = expected.find((e) => !stored.some((s) => s.part === e.part));
-    if (absent) throw invalid(`/body/${absent.part}`, `is required for a ${metadata.kind} upload`);
-
-    // The artifact's own content: its file, or a visual diff's diff image.
-    const content = stored.find((s) => s.part === 'file' || s.part === 'diff') as StoredFile;
-    const now = nowIso(ctx);
-    const images: ArtifactImageRow[] = [];
-    const row: ArtifactsTable = {
-      id: randomUUID(),
-      project_id: input.projectId,
-      run_id: run.id,
-      step_id: stepId,
-      kind: metadata.kind,
-      name,
-      // Images keep the type of their bytes; other files may take a text type from their name.
-      content_type: content.role ? content.contentType : artifactType(content.contentType, name),
-      size: content.size,
-      sha256: content.sha256,
-      idempotency_key: metadata.idempotencyKey ?? null,
-      created_at: now,
-      created_by: input.userId,
-    };
-    try {
-      await inTransaction(ctx.db, async (trx) => {
-        // Every blob is durable by now (put resolved); the rows that reference them commit together.
-        // The run stays locked until they do, so a concurrent completion or another upload's count
-        // check waits for this one.
-        const locked = runInProject(await runWithArtifactCount(trx, run.id, true), input.projectId);
-        assertRunTakesArtifacts(locked.status);
-        assertRoomForArtifact(ctx, locked.artifact_count);
-        if (locked.quota_bytes !== null) await assertWithinQuota(trx, input.projectId, stored);
-        const links: ArtifactImagesTable[] = [];
-        for (const file of stored) {
-          if (!file.role) continue;
-          const image = await storeImage(trx, {
-            id: randomUUID(),
-            sha256: file.sha256,
-            content_type: file.contentType,
-            width: file.width as number,
-            height: file.height as number,
-            size: file.size,
-            thumbnail_sha256: null,
-            created_at: now,
-          });
-          // The stored row (an earlier upload's, for known bytes) is what the answer shows: no read-back after the commit.
-          images.push({ ...image, artifact_id: row.id, role: file.role, position: links.length });
-          links.push({ artifact_id: row.id, image_id: image.id, role: file.role, position: links.length });
-        }
-        await insertArtifact(trx, row, links);
-        ctx.crashPoint('before-commit');
+  const target = await readUploadTarget(ctx, parts, input.projectId);
+  const key = target.metadata.idempotencyKey;
+  const earlier = key === undefined ? undefined : await findArtifactByIdempotencyKey(ctx.db, target.run.id, key);
+  if (earlier) {
+    const sentDigests = () =>
+      digestParts(parts).catch((error: unknown) => {
+        throw uploadFailure(ctx, error);
       });
-    } catch (error) {
-      // A concurrent retry with the same key committed first: answer with its artifact.
-      if (metadata.idempotencyKey !== undefined && isUniqueViolation(error)) {
-        const winner = await findArtifactByIdempotencyKey(ctx.db, run.id, metadata.idempotencyKey);
-        if (winner) return replay(winner, async () => new Map(stored.map((file) => [file.part, file.sha256])));
-      }
-      // The run or step was deleted meanwhile.
-      if (isForeignKeyViolation(error)) throw notFound('The test run or step');
-      throw error;
-    }
-    ctx.crashPoint('after-commit-before-response');
-    return { created: true, artifact: { row, images } };
+    return replayUpload(ctx, target, earlier, sentDigests);
+  }
+  await refuseEarly(ctx, target.run, input.projectId);
+  const stored = await storeFileParts(ctx, parts, target.metadata.kind);
+  try {
+    const outcome = await commitUpload(ctx, target, uploadDraft(ctx, input.userId, target, stored), stored);
+    if (outcome.created) ctx.crashPoint('after-commit-before-response');
+    return outcome;
   } finally {
     // Each blob is held from its put until its row has committed, or never will: garbage
     // collection may judge it from now on.
-    for (const file of stored) file.release();
+    releaseAll(stored);
   }
-}
-
-/** A file already in memory (an imported report's attachment), through the same checks as an upload's file part. */
-export function storeFileBytes(ctx: AppContext, bytes: Uint8Array, image: boolean): Promise<StoredFile> {
-  async function* once() {
-    yield bytes;
-  }
-  return storeFile(ctx, once(), { part: 'file', role: image ? 'screenshot' : undefined });
-}
-
-/** Streams one file part through the inspection into the blob store. */
-async function storeFile(
-  ctx: AppContext,
-  stream: AsyncIterable<Uint8Array>,
-  slot: { part: string; role: ImageRole | undefined },
-): Promise<StoredFile> {
-  const { config } = ctx;
-  const image = slot.role !== undefined;
-  const inspection = new UploadInspection({
-    image,
-    maxBytes: image ? config.maxImageBytes : config.maxArtifactBytes,
-    maxSide: config.maxImageSide,
-    maxPixels: config.maxImagePixels,
-    maxAnimationPixels: config.maxAnimationPixels,
-  });
-  const kept = image ? new KeptBytes(KEEP_FOR_DECODE_MAX_BYTES) : undefined;
-  try {
-    const blob = await ctx.blobs.put(kept ? kept.keep(inspection.pass(stream)) : inspection.pass(stream));
-    try {
-      // Decoded (from memory when kept) before anything is acknowledged; if not, released unreferenced for GC.
-      if (image) {
-        const bytes = kept?.bytes();
-        await ctx.thumbnails.checkDecodes(async () => bytes ?? readBlob(ctx, blob.sha256), bytes, blob.sha256);
-      }
-    } catch (error) {
-      blob.release();
-      throw error;
-    }
-    return { ...slot, ...inspection.result(), sha256: blob.sha256, size: blob.size, release: blob.release };
-  } catch (error) {
-    throw uploadFailure(ctx, error);
-  }
-}
-
-async function readBlob(ctx: AppContext, sha256: string): Promise<Buffer> {
-  const source = await ctx.blobs.get(sha256);
-  if (!source) throw new Error(`the blob ${sha256} just stored is missing`);
-  return buffer(source);
 }
 
 /** The largest request body an upload can need: the bigger of one artifact file and a visual diff's three images, plus room for metadata and part headers. */

@@ -1,17 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { TEXT_MAX } from '../../api/common.ts';
 import { RUN_RESULT_ITEMS_MAX, STEP_DEPTH_MAX, STEP_TITLE_MAX } from '../../api/v1/results.ts';
-import { ArchiveIndex, resolveAttachment } from '../../import/archive.ts';
-import type { ImportedAttachment, ImportedCase, ImportedCell, ImportedFile, ImportedReport, ImportedStep } from '../../import/model.ts';
+import type { ImportedCase, ImportedCell, ImportedReport, ImportedStep } from '../../import/model.ts';
 import type { AppContext } from '../context.ts';
-import { insertArtifact, upsertImage } from '../db/repositories/artifacts.ts';
 import { insertCells, insertSteps } from '../db/repositories/results.ts';
 import { insertRuns } from '../db/repositories/runs.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
-import type { ArtifactImagesTable, ArtifactsTable, StepsTable, TestRunsTable, TextCellsTable } from '../db/types.ts';
-import { AppError } from '../errors.ts';
-import { artifactType, sanitizeArtifactName } from '../media/file-names.ts';
-import { type StoredFile, storeFileBytes } from './artifacts.ts';
+import type { Executor, StepsTable, TestRunsTable, TextCellsTable } from '../db/types.ts';
+import { sanitizeArtifactName } from '../media/file-names.ts';
+import { writeArtifact } from './evidence-writer.ts';
+import {
+  filesOf,
+  type PendingAttachment,
+  type Problems,
+  releaseAttachments,
+  type StoredAttachment,
+  storeAttachments,
+} from './import-attachments.ts';
 import { fitsQuota, hasQuota } from './usage.ts';
 
 // Turns imported cases into rows (IMP-1, IMP-2): one completed run per case, its step tree,
@@ -42,7 +47,7 @@ export interface BatchOutcome {
   cells: number;
   attachments: number;
   /** Per report file: what could not be stored (attachments, items past a run's limit), and why. */
-  problems: { file: string; message: string }[];
+  problems: Problems;
   /** Attachments among them. */
   attachmentsMissing: number;
 }
@@ -87,14 +92,7 @@ interface Sink {
   steps: StepsTable[];
   cells: TextCellsTable[];
   attachments: PendingAttachment[];
-  problems: BatchOutcome['problems'];
-}
-
-interface PendingAttachment {
-  attachment: ImportedAttachment;
-  stepId: string | null;
-  runId: string;
-  file: string;
+  problems: Problems;
 }
 
 /** Rows of one case: the run, its steps depth first (each followed by its cells), then run-level cells. */
@@ -187,95 +185,46 @@ function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRun
   };
 }
 
-/** Archive indexes by the files they index: built once per import, not once per batch. */
-const indexes = new WeakMap<ReadonlyMap<string, Uint8Array>, ArchiveIndex>();
-function indexOf(files: ReadonlyMap<string, Uint8Array>): ArchiveIndex {
-  let index = indexes.get(files);
-  if (!index) {
-    index = new ArchiveIndex(files);
-    indexes.set(files, index);
-  }
-  return index;
-}
-
-/** The bytes of an attachment (or of one image of a visual diff): inline, or the archive file it names. */
-function attachmentBytes(files: ReadonlyMap<string, Uint8Array>, pending: PendingAttachment, file?: ImportedFile): Uint8Array | string {
-  const attachment = file ?? pending.attachment;
-  if (attachment.body) return attachment.body;
-  if (attachment.path === undefined) return `attachment "${attachment.name}" has neither a path nor a body`;
-  const entry = resolveAttachment(indexOf(files), pending.file, attachment.path);
-  const bytes = entry === undefined ? undefined : files.get(entry);
-  return bytes ?? `attachment "${attachment.name}" names ${attachment.path}, which the upload does not hold`;
-}
-
-interface StoredAttachment {
-  pending: PendingAttachment;
-  /** The artifact's content; for a visual diff, its diff image. */
-  stored: StoredFile;
-  /** A visual diff's images in their listed order: baseline, actual, diff (the last one is `stored`). */
-  images?: { role: 'baseline' | 'actual' | 'diff'; file: StoredFile }[];
-}
-
-const VISUAL_DIFF_ROLES = ['baseline', 'actual', 'diff'] as const;
-
-/**
- * A visual diff's three images stored as images; `undefined` when one is missing or no raster image,
- * and then the caller keeps them as separate attachments (`asSeparateImages`), as they came.
- */
-async function storeVisualDiff(
-  ctx: AppContext,
-  files: ReadonlyMap<string, Uint8Array>,
-  pending: PendingAttachment,
-  problems: BatchOutcome['problems'],
-): Promise<StoredAttachment | undefined> {
-  const images = pending.attachment.images!;
-  const bytes = VISUAL_DIFF_ROLES.map((role) => attachmentBytes(files, pending, images[role]));
-  const missing = bytes.find((b): b is string => typeof b === 'string');
-  if (missing !== undefined) {
-    problems.push({
-      file: pending.file,
-      message: `visual diff "${pending.attachment.name}": ${missing}; its other images are kept as screenshots`,
+/** The artifact rows of the stored attachments, within the batch's transaction; answers how many were written. */
+async function writeAttachmentRows(
+  trx: Executor,
+  target: ImportTarget,
+  stored: readonly StoredAttachment[],
+  problems: Problems,
+): Promise<number> {
+  // Past the project's quota (RET-5) an attachment is left out, and said so; the run stays.
+  // A project without a quota costs one lookup per batch, not one per attachment.
+  const capped = stored.length > 0 && (await hasQuota(trx, target.projectId));
+  let written = 0;
+  for (const attachment of stored) {
+    const { pending, content, images } = attachment;
+    if (capped && !(await fitsQuota(trx, target.projectId, filesOf(attachment)))) {
+      problems.push({
+        file: pending.file,
+        message: `attachment "${pending.attachment.name}" was left out: the project's quota is reached`,
+      });
+      continue;
+    }
+    await writeArtifact(trx, {
+      projectId: target.projectId,
+      runId: pending.runId,
+      stepId: pending.stepId,
+      kind: pending.attachment.kind,
+      name: sanitizeArtifactName(pending.attachment.name) || 'attachment',
+      idempotencyKey: null,
+      createdAt: target.now,
+      createdBy: target.actorId,
+      content,
+      images,
     });
-    return undefined;
+    written++;
   }
-  const stored: { role: (typeof VISUAL_DIFF_ROLES)[number]; file: StoredFile }[] = [];
-  try {
-    for (const [i, role] of VISUAL_DIFF_ROLES.entries())
-      stored.push({ role, file: await storeFileBytes(ctx, bytes[i] as Uint8Array, true) });
-  } catch (error) {
-    for (const { file } of stored) file.release();
-    if (!(error instanceof AppError) || error.code !== 'UNSUPPORTED_MEDIA_TYPE') throw error;
-    problems.push({
-      file: pending.file,
-      message: `visual diff "${pending.attachment.name}": an image is no PNG, JPEG, GIF or WebP; kept as files`,
-    });
-    return undefined;
-  }
-  return { pending, stored: stored[2]!.file, images: stored };
-}
-
-/** A visual diff that cannot be stored as one: its images as the screenshots they were in the report. */
-function asSeparateImages(pending: PendingAttachment): PendingAttachment[] {
-  const images = pending.attachment.images!;
-  return VISUAL_DIFF_ROLES.map((role) => ({ ...pending, attachment: { ...images[role], kind: 'screenshot' as const } }));
-}
-
-/** Stores one attachment's bytes; a screenshot that is no raster image is kept as a plain file. */
-async function storeAttachment(ctx: AppContext, bytes: Uint8Array, pending: PendingAttachment): Promise<StoredFile> {
-  if (pending.attachment.kind !== 'screenshot') return storeFileBytes(ctx, bytes, false);
-  try {
-    return await storeFileBytes(ctx, bytes, true);
-  } catch (error) {
-    if (!(error instanceof AppError) || error.code !== 'UNSUPPORTED_MEDIA_TYPE') throw error;
-    pending.attachment = { ...pending.attachment, kind: 'file' };
-    return storeFileBytes(ctx, bytes, false);
-  }
+  return written;
 }
 
 /**
  * Writes a batch of cases: attachment blobs first (durable before any row names them), then one
- * transaction for the runs, steps, cells, images and artifacts. A problem with one attachment (missing,
- * too large, unreadable) is reported for its file and the rest goes on.
+ * transaction for the runs, steps, cells, images and artifacts.
  */
 export async function writeCases(
   ctx: AppContext,
@@ -285,115 +234,23 @@ export async function writeCases(
 ): Promise<BatchOutcome> {
   const sink: Sink = { steps: [], cells: [], attachments: [], problems: [] };
   const runs = batch.map((placed) => caseRows(target, placed, sink));
-  const problems = sink.problems;
-  const stored: StoredAttachment[] = [];
-  const perRun = new Map<string, number>();
-  let storedRows = 0;
-  let expanded = 0;
+  const { stored, expanded } = await storeAttachments(ctx, sink.attachments, files, sink.problems);
+  let written = 0;
   try {
-    const queue = [...sink.attachments];
-    for (let pending = queue.shift(); pending; pending = queue.shift()) {
-      if (pending.attachment.kind === 'visual-diff' && pending.attachment.images) {
-        const count = perRun.get(pending.runId) ?? 0;
-        if (count >= ctx.config.maxArtifactsPerRun) {
-          problems.push({
-            file: pending.file,
-            message: `a run holds at most ${ctx.config.maxArtifactsPerRun} artifacts; "${pending.attachment.name}" was left out`,
-          });
-          continue;
-        }
-        const visual = await storeVisualDiff(ctx, files, pending, problems);
-        if (visual) {
-          stored.push(visual);
-          perRun.set(pending.runId, count + 1);
-        } else {
-          // Three attachments where one was counted; one that is missing counts as missing.
-          expanded += 2;
-          queue.unshift(...asSeparateImages(pending).filter((image) => typeof attachmentBytes(files, image) !== 'string'));
-        }
-        continue;
-      }
-      const bytes = attachmentBytes(files, pending);
-      if (typeof bytes === 'string') {
-        problems.push({ file: pending.file, message: bytes });
-        continue;
-      }
-      const count = perRun.get(pending.runId) ?? 0;
-      if (count >= ctx.config.maxArtifactsPerRun) {
-        problems.push({
-          file: pending.file,
-          message: `a run holds at most ${ctx.config.maxArtifactsPerRun} artifacts; "${pending.attachment.name}" was left out`,
-        });
-        continue;
-      }
-      try {
-        stored.push({ pending, stored: await storeAttachment(ctx, bytes, pending) });
-        perRun.set(pending.runId, count + 1);
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        problems.push({ file: pending.file, message: `attachment "${pending.attachment.name}": ${error.message}` });
-      }
-    }
     await inTransaction(ctx.db, async (trx) => {
       await insertRuns(trx, runs);
       await insertSteps(trx, sink.steps);
       await insertCells(trx, sink.cells);
-      // Past the project's quota (RET-5) an attachment is left out, and said so; the run stays.
-      // A project without a quota costs one lookup per batch, not one per attachment.
-      const capped = stored.length > 0 && (await hasQuota(trx, target.projectId));
-      for (const { pending, stored: file, images } of stored) {
-        if (capped && !(await fitsQuota(trx, target.projectId, images ? images.map((image) => image.file) : [file]))) {
-          problems.push({
-            file: pending.file,
-            message: `attachment "${pending.attachment.name}" was left out: the project's quota is reached`,
-          });
-          continue;
-        }
-        storedRows++;
-        const name = sanitizeArtifactName(pending.attachment.name) || 'attachment';
-        const row: ArtifactsTable = {
-          id: randomUUID(),
-          project_id: target.projectId,
-          run_id: pending.runId,
-          step_id: pending.stepId,
-          kind: pending.attachment.kind,
-          name,
-          content_type: file.role ? file.contentType : artifactType(file.contentType, name),
-          size: file.size,
-          sha256: file.sha256,
-          idempotency_key: null,
-          created_at: target.now,
-          created_by: target.actorId,
-        };
-        const links: ArtifactImagesTable[] = [];
-        // A screenshot has one image; a visual diff its baseline, actual and diff, in that order.
-        for (const image of images ?? (file.role ? [{ role: 'screenshot' as const, file }] : [])) {
-          const imageId = await upsertImage(trx, {
-            id: randomUUID(),
-            sha256: image.file.sha256,
-            content_type: image.file.contentType,
-            width: image.file.width as number,
-            height: image.file.height as number,
-            size: image.file.size,
-            thumbnail_sha256: null,
-            created_at: target.now,
-          });
-          links.push({ artifact_id: row.id, image_id: imageId, role: image.role, position: links.length });
-        }
-        await insertArtifact(trx, row, links);
-      }
+      written = await writeAttachmentRows(trx, target, stored, sink.problems);
     });
   } finally {
-    for (const { stored: file, images } of stored) {
-      if (images) for (const image of images) image.file.release();
-      else file.release();
-    }
+    releaseAttachments(stored);
   }
   return {
     steps: sink.steps.length,
     cells: sink.cells.length,
-    attachments: storedRows,
-    problems,
-    attachmentsMissing: sink.attachments.length + expanded - storedRows,
+    attachments: written,
+    problems: sink.problems,
+    attachmentsMissing: sink.attachments.length + expanded - written,
   };
 }
