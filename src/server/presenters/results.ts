@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
-import type { ResultStep, RunResults, TextCell } from '../../api/v1/results.ts';
+import type { AppendResultsReply, ResultStep, RunResults, TextCell } from '../../api/v1/results.ts';
 import type { StepsTable, TextCellsTable } from '../db/types.ts';
-import type { RunResultsContent } from '../services/results.ts';
+import type { AppendedItem, AppendedResults, RunResultsContent } from '../services/results.ts';
 
 export function presentTextCell(row: TextCellsTable): Static<typeof TextCell> {
   return {
@@ -45,5 +45,19 @@ export function presentRunResults({ run, steps, cells }: RunResultsContent): Sta
     verdict: run.verdict,
     cells: runCells,
     steps: steps.map((step) => presentStep(step, stepCells.get(step.id) ?? [])),
+  };
+}
+
+type AppendedReply = Static<typeof AppendResultsReply>;
+
+function presentAppendedItem(item: AppendedItem): AppendedReply['cells'][number] {
+  return { id: item.id, key: item.key, created: item.created };
+}
+
+/** The answer to a results post: what became of each posted step and cell, in the order posted. */
+export function presentAppendedResults({ steps, cells }: AppendedResults): AppendedReply {
+  return {
+    steps: steps.map((step) => ({ ...presentAppendedItem(step), updated: step.updated, cells: step.cells.map(presentAppendedItem) })),
+    cells: cells.map(presentAppendedItem),
   };
 }

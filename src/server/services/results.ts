@@ -1,12 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from 'typebox';
-import {
-  type AppendResultsBody,
-  type AppendResultsReply,
-  RESULT_ITEMS_MAX,
-  RUN_RESULT_ITEMS_MAX,
-  STEP_DEPTH_MAX,
-} from '../../api/v1/results.ts';
+import { type AppendResultsBody, RESULT_ITEMS_MAX, RUN_RESULT_ITEMS_MAX, STEP_DEPTH_MAX } from '../../api/v1/results.ts';
 import type { AppContext } from '../context.ts';
 import {
   findCellsByKey,
@@ -27,9 +21,32 @@ import { AppError, found, invalid } from '../errors.ts';
 import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
 
 export type ResultsInput = Static<typeof AppendResultsBody>;
-export type ResultsReceipt = Static<typeof AppendResultsReply>;
 type StepInput = NonNullable<ResultsInput['steps']>[number];
-type CellInput = Omit<NonNullable<ResultsInput['cells']>[number], 'stepId' | 'stepKey'>;
+type PostedCell = NonNullable<ResultsInput['cells']>[number];
+type CellInput = Omit<PostedCell, 'stepId' | 'stepKey'>;
+
+/** What became of one posted item: its id and key, and whether this post stored it (else it was stored before). */
+export interface AppendedItem {
+  id: string;
+  key: string | null;
+  created: boolean;
+}
+
+/** What became of one posted step: whether this post finished a stored running step, and its inline cells. */
+export interface AppendedStep extends AppendedItem {
+  updated: boolean;
+  cells: AppendedItem[];
+}
+
+/**
+ * What a results post did, item by item in the order posted (presenters/results.ts makes it the
+ * answer). A post with an idempotency key keeps it as JSON (`result_posts.receipt`) for its retries:
+ * stored receipts hold these field names, so they stay.
+ */
+export interface AppendedResults {
+  steps: AppendedStep[];
+  cells: AppendedItem[];
+}
 
 function assertTakesResults(run: Pick<TestRunsTable, 'status'>): void {
   if (run.status === 'queued')
@@ -37,14 +54,14 @@ function assertTakesResults(run: Pick<TestRunsTable, 'status'>): void {
   if (run.status !== 'running') throw new AppError('RUN_FROZEN', `The run is ${run.status}; its results are frozen.`);
 }
 
-/** The receipt of an earlier post with this key (the same body), or undefined; 409 for another body. */
-async function replayedPost(trx: Executor, runId: string, key: string, body: unknown): Promise<ResultsReceipt | undefined> {
+/** The outcome of an earlier post with this key (the same body), or undefined; 409 for another body. */
+async function replayedPost(trx: Executor, runId: string, key: string, body: unknown): Promise<AppendedResults | undefined> {
   const earlier = await findResultPost(trx, runId, key);
   if (!earlier) return undefined;
   if (!fingerprintMatches(earlier.fingerprint, body)) {
     throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the run with another body.');
   }
-  return JSON.parse(earlier.receipt) as ResultsReceipt;
+  return JSON.parse(earlier.receipt) as AppendedResults;
 }
 
 /** Stored steps of the run with the given keys (client keys) or ids, by that key or id. */
@@ -81,6 +98,199 @@ function collectKeys<T extends { key?: string }>(
 const normaliseTime = (value: string | undefined) => (value === undefined ? null : new Date(value).toISOString());
 
 /**
+ * Checks what can be checked of a post without the run: its size, its keys (unique per run across
+ * the whole post, inline cells included) and that no item names its step or parent twice. Answers
+ * the step and cell keys it holds.
+ */
+function checkPost(
+  steps: readonly StepInput[],
+  cells: readonly PostedCell[],
+): { stepKeys: Map<string, string>; cellKeys: Map<string, string> } {
+  const inlineCells = steps.reduce((sum, step) => sum + (step.cells?.length ?? 0), 0);
+  const items = steps.length + cells.length + inlineCells;
+  if (items > RESULT_ITEMS_MAX) throw invalid('/body', `holds ${items} steps and cells; one post takes at most ${RESULT_ITEMS_MAX}`);
+  const stepKeys = collectKeys(steps, (i) => `/body/steps/${i}`);
+  const cellKeys = collectKeys(cells, (i) => `/body/cells/${i}`);
+  for (const [i, step] of steps.entries()) collectKeys(step.cells ?? [], (j) => `/body/steps/${i}/cells/${j}`, cellKeys);
+  steps.forEach((step, i) => {
+    if (step.parentKey !== undefined && step.parentId !== undefined)
+      throw invalid(`/body/steps/${i}/parentId`, 'cannot be combined with parentKey');
+  });
+  cells.forEach((cell, i) => {
+    if (cell.stepKey !== undefined && cell.stepId !== undefined)
+      throw invalid(`/body/cells/${i}/stepId`, 'cannot be combined with stepKey');
+  });
+  return { stepKeys, cellKeys };
+}
+
+/** Every stored step the post may name: by key (its own keys, parents, cell targets) or by id. */
+function namedSteps(
+  steps: readonly StepInput[],
+  cells: readonly PostedCell[],
+  stepKeys: Map<string, string>,
+): { keys: Set<string>; ids: Set<string> } {
+  const keys = new Set(stepKeys.keys());
+  const ids = new Set<string>();
+  for (const step of steps) {
+    if (step.parentKey !== undefined) keys.add(step.parentKey);
+    if (step.parentId !== undefined) ids.add(step.parentId);
+  }
+  for (const cell of cells) {
+    if (cell.stepKey !== undefined) keys.add(cell.stepKey);
+    if (cell.stepId !== undefined) ids.add(cell.stepId);
+  }
+  return { keys, ids };
+}
+
+/** The rows a post adds, each at the run's next position, and the stored running steps it finishes. */
+interface Plan {
+  runId: string;
+  now: string;
+  position: number;
+  /** Stored steps the post names by key, then also this post's keyed steps as they are planned. */
+  byKey: Map<string, StoredStep>;
+  byId: Map<string, StoredStep>;
+  storedCells: Map<string, string>;
+  newSteps: StepsTable[];
+  newCells: TextCellsTable[];
+  finishes: { id: string; step: StepInput }[];
+}
+
+/**
+ * A post's plan, started at the run's next position with the stored steps and cells the post names.
+ * Every stored step and cell took a position in turn: at 0 the run holds none, so a run's first post
+ * (a reporter's bulk post) looks nothing up.
+ */
+async function startPlan(
+  trx: Executor,
+  runId: string,
+  now: string,
+  named: { keys: Set<string>; ids: Set<string> },
+  cellKeys: Set<string>,
+): Promise<Plan> {
+  const position = await nextResultPosition(trx, runId);
+  const empty = position === 0;
+  return {
+    runId,
+    now,
+    position,
+    byKey: empty ? new Map() : await storedSteps(trx, runId, 'client_key', named.keys),
+    byId: empty ? new Map() : await storedSteps(trx, runId, 'id', named.ids),
+    storedCells: empty ? new Map() : await storedCellIds(trx, runId, cellKeys),
+    newSteps: [],
+    newCells: [],
+    finishes: [],
+  };
+}
+
+/** A cell of the post at the next position; a keyed cell already stored is not stored again. */
+function planCell(plan: Plan, cell: CellInput, stepId: string | null): AppendedItem {
+  const stored = cell.key === undefined ? undefined : plan.storedCells.get(cell.key);
+  if (stored !== undefined) return { id: stored, key: cell.key ?? null, created: false };
+  const row: TextCellsTable = {
+    id: randomUUID(),
+    run_id: plan.runId,
+    step_id: stepId,
+    client_key: cell.key ?? null,
+    position: plan.position++,
+    name: cell.name,
+    // The validator fills in the default; a caller that skipped it gets the same.
+    media_type: cell.mediaType ?? 'text/plain',
+    text: cell.text,
+    created_at: plan.now,
+  };
+  plan.newCells.push(row);
+  return { id: row.id, key: row.client_key, created: true };
+}
+
+/** The step a new step nests under, named by `parentKey` or `parentId`; undefined at the top. */
+function parentOf(plan: Plan, step: StepInput, i: number): StoredStep | undefined {
+  if (step.parentKey !== undefined) {
+    const parent = plan.byKey.get(step.parentKey);
+    if (!parent) throw invalid(`/body/steps/${i}/parentKey`, 'names no step of this run posted before it');
+    return parent;
+  }
+  if (step.parentId === undefined) return undefined;
+  const parent = plan.byId.get(step.parentId);
+  if (!parent) throw invalid(`/body/steps/${i}/parentId`, 'names no step of this run');
+  return parent;
+}
+
+/** A step new to the run at the next position, then its inline cells. */
+function planNewStep(plan: Plan, step: StepInput, i: number): AppendedStep {
+  const parent = parentOf(plan, step, i);
+  const depth = (parent?.depth ?? 0) + 1;
+  if (depth > STEP_DEPTH_MAX) throw invalid(`/body/steps/${i}`, `nests ${depth} levels deep; at most ${STEP_DEPTH_MAX}`);
+  const row: StepsTable = {
+    id: randomUUID(),
+    run_id: plan.runId,
+    parent_id: parent?.id ?? null,
+    depth,
+    client_key: step.key ?? null,
+    position: plan.position++,
+    title: step.title,
+    status: step.status,
+    started_at: normaliseTime(step.startedAt),
+    duration_ms: step.durationMs ?? null,
+    error_message: step.error ?? null,
+    created_at: plan.now,
+  };
+  plan.newSteps.push(row);
+  // Later steps of this post may nest under it by key.
+  if (step.key !== undefined) plan.byKey.set(step.key, { id: row.id, client_key: row.client_key, status: row.status, depth });
+  const cells = (step.cells ?? []).map((cell) => planCell(plan, cell, row.id));
+  return { id: row.id, key: row.client_key, created: true, updated: false, cells };
+}
+
+/**
+ * A step of the post. A stored step changes only from running to finished: anything else repeats
+ * a post already applied (a retry), so the step is skipped whole, inline cells included, keyed or not.
+ */
+function planStep(plan: Plan, step: StepInput, i: number): AppendedStep {
+  const stored = step.key === undefined ? undefined : plan.byKey.get(step.key);
+  if (!stored) return planNewStep(plan, step, i);
+  const key = step.key ?? null;
+  if (stored.status !== 'running' || step.status === 'running') return { id: stored.id, key, created: false, updated: false, cells: [] };
+  plan.finishes.push({ id: stored.id, step });
+  const cells = (step.cells ?? []).map((cell) => planCell(plan, cell, stored.id));
+  return { id: stored.id, key, created: false, updated: true, cells };
+}
+
+/** The step a run-level cell attaches to, by `stepKey` or `stepId`; null for the run itself. */
+function stepOfCell(plan: Plan, cell: PostedCell, i: number): string | null {
+  if (cell.stepKey !== undefined) {
+    const step = plan.byKey.get(cell.stepKey);
+    if (!step) throw invalid(`/body/cells/${i}/stepKey`, 'names no step of this run');
+    return step.id;
+  }
+  if (cell.stepId === undefined) return null;
+  const step = plan.byId.get(cell.stepId);
+  if (!step) throw invalid(`/body/cells/${i}/stepId`, 'names no step of this run');
+  return step.id;
+}
+
+/** Writes a plan: steps first (cells and child steps reference them, a parent precedes its children), then cells, then finished steps. */
+async function writePlan(ctx: AppContext, trx: Executor, plan: Plan): Promise<void> {
+  if (plan.position > RUN_RESULT_ITEMS_MAX) {
+    throw new AppError(
+      'UNPROCESSABLE',
+      `The run would hold ${plan.position} steps and cells; a run holds at most ${RUN_RESULT_ITEMS_MAX}.`,
+    );
+  }
+  await insertSteps(trx, plan.newSteps);
+  ctx.crashPoint('results-mid-transaction');
+  await insertCells(trx, plan.newCells);
+  for (const { id, step } of plan.finishes) {
+    await finishStep(trx, id, {
+      status: step.status,
+      duration_ms: step.durationMs ?? null,
+      error_message: step.error ?? null,
+      ...(step.startedAt !== undefined ? { started_at: normaliseTime(step.startedAt) } : {}),
+    });
+  }
+}
+
+/**
  * Appends steps and text cells to a running run in one transaction (all or nothing).
  *
  * Items take the run's next positions in the order posted (each step, then its inline
@@ -95,163 +305,30 @@ export async function appendResults(
   input: ResultsInput,
   /** An open transaction to append within (a run recorded in one call); else its own. */
   transaction?: Executor,
-): Promise<ResultsReceipt> {
+): Promise<AppendedResults> {
   const steps = input.steps ?? [];
   const cells = input.cells ?? [];
-  const inlineCells = steps.reduce((sum, step) => sum + (step.cells?.length ?? 0), 0);
-  if (steps.length + cells.length + inlineCells > RESULT_ITEMS_MAX) {
-    throw invalid(
-      '/body',
-      `holds ${steps.length + cells.length + inlineCells} steps and cells; one post takes at most ${RESULT_ITEMS_MAX}`,
-    );
-  }
-
-  // Keys are unique per run across the whole post, inline cells included.
-  const stepKeys = collectKeys(steps, (i) => `/body/steps/${i}`);
-  const cellKeys = collectKeys(cells, (i) => `/body/cells/${i}`);
-  for (const [i, step] of steps.entries()) collectKeys(step.cells ?? [], (j) => `/body/steps/${i}/cells/${j}`, cellKeys);
-  steps.forEach((step, i) => {
-    if (step.parentKey !== undefined && step.parentId !== undefined)
-      throw invalid(`/body/steps/${i}/parentId`, 'cannot be combined with parentKey');
-  });
-  cells.forEach((cell, i) => {
-    if (cell.stepKey !== undefined && cell.stepId !== undefined)
-      throw invalid(`/body/cells/${i}/stepId`, 'cannot be combined with stepKey');
-  });
-
+  const { stepKeys, cellKeys } = checkPost(steps, cells);
   const now = ctx.clock().toISOString();
   const key = input.idempotencyKey;
   const fingerprint = key === undefined ? undefined : bodyFingerprint(input);
-  const append = async (trx: Executor): Promise<ResultsReceipt> => {
+  return inTransaction(transaction ?? ctx.db, async (trx) => {
     const run = found(await lockRunStatus(trx, runId), 'The test run');
     // A retry is answered before the status check: the run may have finished since the first post.
-    if (key !== undefined && fingerprint !== undefined) {
-      const replay = await replayedPost(trx, runId, key, input);
-      if (replay) return replay;
-    }
+    const replay = key === undefined ? undefined : await replayedPost(trx, runId, key, input);
+    if (replay) return replay;
     assertTakesResults(run);
-
-    // Every stored step the post may name: by key (its own keys, parents, cell targets) or by id.
-    const namedKeys = new Set([...stepKeys.keys()]);
-    const namedIds = new Set<string>();
-    for (const step of steps) {
-      if (step.parentKey !== undefined) namedKeys.add(step.parentKey);
-      if (step.parentId !== undefined) namedIds.add(step.parentId);
-    }
-    for (const cell of cells) {
-      if (cell.stepKey !== undefined) namedKeys.add(cell.stepKey);
-      if (cell.stepId !== undefined) namedIds.add(cell.stepId);
-    }
-    // Every stored step and cell took a position in turn: at 0 the run holds none, so a run's
-    // first post (a reporter's bulk post) looks nothing up.
-    const firstPosition = await nextResultPosition(trx, runId);
-    const empty = firstPosition === 0;
-    const byKey = empty ? new Map<string, StoredStep>() : await storedSteps(trx, runId, 'client_key', namedKeys);
-    const byId = empty ? new Map<string, StoredStep>() : await storedSteps(trx, runId, 'id', namedIds);
-    const storedCells = empty ? new Map<string, string>() : await storedCellIds(trx, runId, new Set(cellKeys.keys()));
-
-    let position = firstPosition;
-    const newSteps: StepsTable[] = [];
-    const newCells: TextCellsTable[] = [];
-    const finishes: { id: string; step: StepInput }[] = [];
-
-    const addCell = (cell: CellInput, stepId: string | null): { id: string; key: string | null; created: boolean } => {
-      const stored = cell.key === undefined ? undefined : storedCells.get(cell.key);
-      if (stored !== undefined) return { id: stored, key: cell.key ?? null, created: false };
-      const row: TextCellsTable = {
-        id: randomUUID(),
-        run_id: runId,
-        step_id: stepId,
-        client_key: cell.key ?? null,
-        position: position++,
-        name: cell.name,
-        // The validator fills in the default; a caller that skipped it gets the same.
-        media_type: cell.mediaType ?? 'text/plain',
-        text: cell.text,
-        created_at: now,
-      };
-      newCells.push(row);
-      return { id: row.id, key: row.client_key, created: true };
+    const plan = await startPlan(trx, runId, now, namedSteps(steps, cells, stepKeys), new Set(cellKeys.keys()));
+    const appended: AppendedResults = {
+      steps: steps.map((step, i) => planStep(plan, step, i)),
+      cells: cells.map((cell, i) => planCell(plan, cell, stepOfCell(plan, cell, i))),
     };
-
-    const stepReceipts = steps.map((step, i) => {
-      const key = step.key ?? null;
-      const stored = step.key === undefined ? undefined : byKey.get(step.key);
-      if (stored) {
-        // A stored step changes only from running to finished. Anything else repeats a post already
-        // applied (a retry), so the step is skipped whole, inline cells included, keyed or not.
-        if (stored.status !== 'running' || step.status === 'running')
-          return { id: stored.id, key, created: false, updated: false, cells: [] };
-        finishes.push({ id: stored.id, step });
-        return { id: stored.id, key, created: false, updated: true, cells: (step.cells ?? []).map((cell) => addCell(cell, stored.id)) };
-      }
-
-      let parent: StoredStep | undefined;
-      if (step.parentKey !== undefined) {
-        parent = byKey.get(step.parentKey);
-        if (!parent) throw invalid(`/body/steps/${i}/parentKey`, 'names no step of this run posted before it');
-      } else if (step.parentId !== undefined) {
-        parent = byId.get(step.parentId);
-        if (!parent) throw invalid(`/body/steps/${i}/parentId`, 'names no step of this run');
-      }
-      const depth = (parent?.depth ?? 0) + 1;
-      if (depth > STEP_DEPTH_MAX) throw invalid(`/body/steps/${i}`, `nests ${depth} levels deep; at most ${STEP_DEPTH_MAX}`);
-      const row: StepsTable = {
-        id: randomUUID(),
-        run_id: runId,
-        parent_id: parent?.id ?? null,
-        depth,
-        client_key: key,
-        position: position++,
-        title: step.title,
-        status: step.status,
-        started_at: normaliseTime(step.startedAt),
-        duration_ms: step.durationMs ?? null,
-        error_message: step.error ?? null,
-        created_at: now,
-      };
-      newSteps.push(row);
-      // Later steps of this post may nest under it by key.
-      if (step.key !== undefined) byKey.set(step.key, { id: row.id, client_key: key, status: row.status, depth });
-      return { id: row.id, key, created: true, updated: false, cells: (step.cells ?? []).map((cell) => addCell(cell, row.id)) };
-    });
-
-    const cellReceipts = cells.map((cell, i) => {
-      let stepId: string | null = null;
-      if (cell.stepKey !== undefined) {
-        const step = byKey.get(cell.stepKey);
-        if (!step) throw invalid(`/body/cells/${i}/stepKey`, 'names no step of this run');
-        stepId = step.id;
-      } else if (cell.stepId !== undefined) {
-        const step = byId.get(cell.stepId);
-        if (!step) throw invalid(`/body/cells/${i}/stepId`, 'names no step of this run');
-        stepId = step.id;
-      }
-      return addCell(cell, stepId);
-    });
-
-    if (position > RUN_RESULT_ITEMS_MAX) {
-      throw new AppError('UNPROCESSABLE', `The run would hold ${position} steps and cells; a run holds at most ${RUN_RESULT_ITEMS_MAX}.`);
-    }
-    // Steps first: cells and child steps reference them, and a parent precedes its children.
-    await insertSteps(trx, newSteps);
-    ctx.crashPoint('results-mid-transaction');
-    await insertCells(trx, newCells);
-    for (const { id, step } of finishes) {
-      await finishStep(trx, id, {
-        status: step.status,
-        duration_ms: step.durationMs ?? null,
-        error_message: step.error ?? null,
-        ...(step.startedAt !== undefined ? { started_at: normaliseTime(step.startedAt) } : {}),
-      });
-    }
-    const receipt = { steps: stepReceipts, cells: cellReceipts };
+    await writePlan(ctx, trx, plan);
     if (key !== undefined && fingerprint !== undefined) {
-      await insertResultPost(trx, { run_id: runId, idempotency_key: key, fingerprint, receipt: JSON.stringify(receipt), created_at: now });
+      await insertResultPost(trx, { run_id: runId, idempotency_key: key, fingerprint, receipt: JSON.stringify(appended), created_at: now });
     }
-    return receipt;
-  };
-  return inTransaction(transaction ?? ctx.db, append);
+    return appended;
+  });
 }
 
 export interface RunResultsContent {

@@ -2,7 +2,7 @@ import * as api from '../../../api/v1/results.ts';
 import type { AppContext } from '../../context.ts';
 import { sendFrozen } from '../../http/frozen-answers.ts';
 import { sendRunExport } from '../../http/run-export.ts';
-import { presentRunResults } from '../../presenters/results.ts';
+import { presentAppendedResults, presentRunResults } from '../../presenters/results.ts';
 import { appendResults, readResults } from '../../services/results.ts';
 import { runOwner } from '../owners.ts';
 import { route } from '../route.ts';
@@ -11,9 +11,7 @@ export function resultRoutes(ctx: AppContext) {
   return [
     route(api.appendResults, {
       owner: (request) => runOwner(ctx, request),
-      handler: async (request) => {
-        return appendResults(ctx, request.params.testRunId, request.body ?? {});
-      },
+      handler: async (request) => presentAppendedResults(await appendResults(ctx, request.params.testRunId, request.body ?? {})),
     }),
 
     route(api.getResults, {
