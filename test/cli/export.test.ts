@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { v1 } from '../../src/client/index.ts';
 import { sha256 } from '../helpers/blob-files.ts';
+import { builtEntry } from '../helpers/built.ts';
 import { attest } from '../helpers/cli.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { type EvidenceRun, runWithEvidence } from '../helpers/export-fixture.ts';
@@ -35,7 +36,7 @@ const manifestOf = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'm
 
 /** The `attest export` process, with its JSON progress lines on stderr read one by one. */
 function spawnExport(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'export', ...args, '--json'], {
+  const child = spawn(process.execPath, [builtEntry('cli/main'), 'export', ...args, '--json'], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

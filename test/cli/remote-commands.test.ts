@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { v1 } from '../../src/client/index.ts';
+import { builtEntry } from '../helpers/built.ts';
 import { attest } from '../helpers/cli.ts';
 import { createProject } from '../helpers/factories.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -19,7 +20,7 @@ function attestWithInput(args: string[], env: Record<string, string>, input: str
   return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
     const child = execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', ...args],
+      [builtEntry('cli/main'), ...args],
       { env: { ...process.env, ...env } },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
     );

@@ -1,20 +1,18 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { AttestClient } from '../../src/client/index.ts';
 import type { Dialect } from '../../src/server/db/types.ts';
+import { builtEntry } from './built.ts';
 import { createPostgresDatabase } from './dialects.ts';
 import { NO_RETRY } from './http.ts';
 import { delay } from './wait.ts';
 
-// The real server as a child process (`node --import tsx src/server/main.ts`), for tests that kill
-// it (DUR-13) or measure its memory.
+// The real server as a child process (`node dist/server/main.js`, the build users run), for tests
+// that kill it (DUR-13) or measure its memory.
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** tsx's loader by absolute URL: `--import tsx` would resolve it from the working folder. */
-const TSX = import.meta.resolve('tsx');
 
 export interface SpawnedServer {
   child: ChildProcess;
@@ -65,7 +63,7 @@ export interface LaunchOptions {
   unset?: string[];
 }
 
-/** Starts `src/server/main.ts` on 127.0.0.1 and a free port, without waiting for anything. */
+/** Starts the built server (`dist/server/main.js`) on 127.0.0.1 and a free port, without waiting for anything. */
 export function launchServer(storage: ServerStorage, env: Record<string, string> = {}, options: LaunchOptions = {}): LaunchedServer {
   const environment: NodeJS.ProcessEnv = {
     ...process.env,
@@ -82,7 +80,7 @@ export function launchServer(storage: ServerStorage, env: Record<string, string>
   };
   for (const name of options.unset ?? []) delete environment[name];
   // Absolute paths, so the process starts the same from any working folder.
-  const child = spawn(process.execPath, ['--import', TSX, path.join(REPO_ROOT, 'src', 'server', 'main.ts')], {
+  const child = spawn(process.execPath, [builtEntry('server/main')], {
     cwd: options.cwd ?? REPO_ROOT,
     env: environment,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -113,7 +111,7 @@ export function launchServer(storage: ServerStorage, env: Record<string, string>
   return { child, output, stdout, stderr, exited, listening };
 }
 
-/** Starts `src/server/main.ts` on 127.0.0.1 and a free port; resolves once it prints `attest listening <url>`. */
+/** Starts the built server (`dist/server/main.js`) on 127.0.0.1 and a free port; resolves once it prints `attest listening <url>`. */
 export async function spawnServer(
   storage: ServerStorage,
   env: Record<string, string> = {},

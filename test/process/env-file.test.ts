@@ -8,6 +8,7 @@ import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { generateKey } from '../../src/server/security/api-key.ts';
+import { builtEntry } from '../helpers/built.ts';
 import { createStorage, type LaunchedServer, launchServer, spawnServer } from '../helpers/spawned-server.ts';
 
 // `.env` in the working folder is read by the server and the CLI, as .env.example says; a variable
@@ -113,14 +114,10 @@ describe('.env in the working folder', () => {
     const environment = { ...process.env };
     delete environment.ATTEST_DATA_DIR;
     delete environment.ATTEST_DATABASE_URL;
-    await promisify(execFile)(
-      process.execPath,
-      ['--import', import.meta.resolve('tsx'), path.join(REPO_ROOT, 'src', 'cli', 'main.ts'), 'migrate'],
-      {
-        cwd,
-        env: environment,
-      },
-    );
+    await promisify(execFile)(process.execPath, [builtEntry('cli/main'), 'migrate'], {
+      cwd,
+      env: environment,
+    });
     assert.ok(fs.existsSync(path.join(cwd, 'from-dotenv', 'attest.db')), 'the database is in the folder .env names');
   });
 });
