@@ -2,6 +2,7 @@
 // and the CLI into dist/ with esbuild. One bundle instead of ~1,500 module files (TypeBox alone is
 // 700) halves start-up CPU and saves about 12 MB of memory (docs/performance.md). Type checking is
 // `npm run typecheck`; native and optional packages stay external and load from node_modules.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
@@ -9,6 +10,15 @@ import { build } from 'esbuild';
 // ATTEST_BUILD_DIR builds elsewhere than dist/ (the packaging test stages a tarball without touching the checkout's dist/).
 const out = path.resolve(process.env.ATTEST_BUILD_DIR ?? 'dist');
 fs.rmSync(out, { recursive: true, force: true });
+
+// The Playwright reporter package first: the server imports its result mapping and CI detection
+// through the package's exports (`@attest-hq/playwright-reporter/mapping`, `/ci`), as any consumer
+// would, and those point at its compiled dist/.
+const reporter = path.resolve('packages/playwright-reporter');
+fs.rmSync(path.join(reporter, 'dist'), { recursive: true, force: true });
+execFileSync(process.execPath, [path.resolve('node_modules/typescript/bin/tsc'), '-p', path.join(reporter, 'tsconfig.build.json')], {
+  stdio: 'inherit',
+});
 await build({
   // The import worker (src/import/worker-pool.ts) is an entry of its own: a worker thread loads a
   // module file, and finds dist/server/import-worker.js beside the server's.

@@ -1,19 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { FastifyBaseLogger } from 'fastify';
-import { BackgroundTasks } from '../server/background.ts';
 import { createBlobStore } from '../server/blob/create-blob-store.ts';
 import { type Config, loadConfig } from '../server/config.ts';
-import type { AppContext } from '../server/context.ts';
+import { type AppContext, createContext } from '../server/context.ts';
 import { createDatabase, DataFolderBusyError } from '../server/db/database.ts';
-import { FrozenAnswers } from '../server/http/frozen-answers.ts';
-import { HotBlobs } from '../server/http/hot-blobs.ts';
-import { KeptAnswers, KeptOwners, textBytes } from '../server/http/kept-answers.ts';
-import { ThumbnailRenderer } from '../server/media/thumbnails.ts';
-import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from '../server/security/credentials-cache.ts';
-import { FailureLimiter } from '../server/security/failure-limiter.ts';
-import { LegacyKeyDigests } from '../server/security/legacy-key-digests.ts';
-import { LoginThrottle } from '../server/security/login-throttle.ts';
 import { CliError } from './output.ts';
 
 /**
@@ -48,43 +38,6 @@ export async function openInstance(whileRunning: string) {
   return { config, database, blobs };
 }
 
-const silent = () => {};
-const silentLogger = {
-  level: 'silent',
-  fatal: silent,
-  error: silent,
-  warn: silent,
-  info: silent,
-  debug: silent,
-  trace: silent,
-  silent,
-  child: () => silentLogger,
-};
-
 /** The services' context for a command that reuses them outside the server (no requests, no logs). */
-export function commandContext(instance: Awaited<ReturnType<typeof openInstance>>): AppContext {
-  const { config, database, blobs } = instance;
-  return {
-    config,
-    readiness: () => 'starting',
-    db: database.db,
-    dialect: database.dialect,
-    database,
-    blobs,
-    crashPoint: () => {},
-    clock: () => new Date(),
-    log: silentLogger as unknown as FastifyBaseLogger,
-    lastUsedWrites: new Map(),
-    legacyKeys: new LegacyKeyDigests(),
-    authFailures: new FailureLimiter(config.authFailuresPerMinute),
-    logins: new LoginThrottle(),
-    credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
-    frozenResults: new FrozenAnswers(config.resultsCacheBytes),
-    deviceAnswers: new KeptAnswers(0, textBytes),
-    imageUses: new KeptAnswers(0, () => 0),
-    owners: new KeptOwners(0),
-    hotBlobs: new HotBlobs(config.imageCacheBytes),
-    thumbnails: new ThumbnailRenderer(config),
-    background: new BackgroundTasks(() => undefined),
-  };
-}
+export const commandContext = (instance: Awaited<ReturnType<typeof openInstance>>): Promise<AppContext> =>
+  createContext(instance.config, { database: instance.database, blobs: instance.blobs });

@@ -1,4 +1,3 @@
-import sjson from 'secure-json-parse';
 import {
   artifactNameOf,
   attachmentKind,
@@ -16,7 +15,8 @@ import {
   stripAnsi,
   verdictOf,
   visualDiffStep,
-} from '../../packages/playwright-reporter/src/mapping.ts';
+} from '@attest-hq/playwright-reporter/mapping';
+import sjson from 'secure-json-parse';
 import {
   type ImportedAttachment,
   type ImportedCase,

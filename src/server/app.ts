@@ -1,16 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { BackgroundTasks } from './background.ts';
-import { createBlobStore } from './blob/create-blob-store.ts';
 import type { Config } from './config.ts';
-import type { AppContext } from './context.ts';
-import { crashTrigger } from './crash-points.ts';
-import { createDatabase } from './db/database.ts';
-import { FrozenAnswers } from './http/frozen-answers.ts';
-import { HotBlobs } from './http/hot-blobs.ts';
-import { DEVICE_ANSWERS_BYTES, KeptAnswers, KeptOwners, textBytes } from './http/kept-answers.ts';
-import { lazyChildren, redactUrl } from './http/request-logger.ts';
-import { ThumbnailRenderer } from './media/thumbnails.ts';
+import { createContext } from './context.ts';
+import { redactUrl, requestLogger } from './http/request-logger.ts';
 import { compressionPlugin } from './plugins/compression.ts';
 import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
 import { durableAnswersPlugin } from './plugins/durable-answers.ts';
@@ -24,13 +16,8 @@ import { recoveryPlugin } from './plugins/recovery.ts';
 import { securityHeadersPlugin } from './plugins/security-headers.ts';
 import { upkeepPlugin } from './plugins/upkeep.ts';
 import { webPlugin } from './plugins/web.ts';
-import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from './security/credentials-cache.ts';
-import { FailureLimiter } from './security/failure-limiter.ts';
-import { LegacyKeyDigests } from './security/legacy-key-digests.ts';
-import { LoginThrottle } from './security/login-throttle.ts';
+import type { LegacyKeyDigests } from './security/legacy-key-digests.ts';
 import { bootstrapAdmin } from './services/bootstrap.ts';
-import { IMAGE_USES_BYTES, imageUsesBytes } from './services/images.ts';
-import { refreshLegacyKeyDigests } from './services/users.ts';
 import { createValidatorCompiler, lazySerializers } from './validation.ts';
 
 export { API_VERSIONS, type ApiVersion } from './plugins/contract.ts';
@@ -46,8 +33,8 @@ export interface BuildOptions {
 /** Builds the production application: every Fastify option here, every concern a named plugin. */
 export async function buildApp(options: BuildOptions): Promise<FastifyInstance> {
   const { config } = options;
-  // The request log masks old-format keys pasted into URLs: it needs their digests, loaded below.
-  const legacyKeys = new LegacyKeyDigests();
+  // The request log masks old-format keys pasted into URLs: it needs their digests, which the context holds.
+  let legacyKeys: LegacyKeyDigests | undefined;
   const app: FastifyInstance = Fastify({
     logger: {
       level: config.logLevel,
@@ -58,7 +45,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       serializers: {
         req: (req: { method: string; url: string; ip?: string; params?: unknown }) => ({
           method: req.method,
-          url: redactUrl(req.url, req.params, legacyKeys.isKey),
+          url: redactUrl(req.url, req.params, legacyKeys?.isKey),
           remoteAddress: req.ip,
         }),
       },
@@ -73,6 +60,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       headersTimeout: Math.min(60_000, config.requestTimeoutMs),
       connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(config.requestTimeoutMs / 2))),
     },
+    childLoggerFactory: requestLogger,
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
@@ -84,41 +72,12 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     clientErrorHandler: clientErrorAnswerer(() => app.log),
   });
 
-  lazyChildren(app.log);
-
-  const database = await createDatabase(config, {
-    onConnectionLost: (error) => app.log.warn({ err: error }, 'a PostgreSQL connection broke while idle; the pool opens a new one'),
-    log: app.log,
-  }).catch((error: unknown) => {
-    app.log.fatal({ err: error }, 'cannot open the database');
+  let state: 'starting' | 'ready' | 'stopping' = 'starting';
+  const ctx = await createContext(config, { log: app.log, clock: options.clock, readiness: () => state }).catch((error: unknown) => {
+    app.log.fatal({ err: error }, 'cannot open the database or the blob store');
     throw error;
   });
-  let state: 'starting' | 'ready' | 'stopping' = 'starting';
-  const crashPoint = crashTrigger(config.crashAt);
-  const ctx: AppContext = {
-    readiness: () => state,
-    config,
-    db: database.db,
-    dialect: database.dialect,
-    database,
-    blobs: createBlobStore(config, crashPoint),
-    crashPoint,
-    clock: options.clock ?? (() => new Date()),
-    log: app.log,
-    lastUsedWrites: new Map(),
-    legacyKeys,
-    authFailures: new FailureLimiter(config.authFailuresPerMinute),
-    logins: new LoginThrottle(),
-    credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
-    frozenResults: new FrozenAnswers(config.resultsCacheBytes),
-    deviceAnswers: new KeptAnswers(DEVICE_ANSWERS_BYTES, textBytes),
-    imageUses: new KeptAnswers(IMAGE_USES_BYTES, imageUsesBytes),
-    owners: new KeptOwners(),
-    hotBlobs: new HotBlobs(config.imageCacheBytes),
-    thumbnails: new ThumbnailRenderer(config),
-    background: new BackgroundTasks((name, error) => app.log.error({ err: error }, `${name} failed`)),
-  };
-  await refreshLegacyKeyDigests(ctx);
+  legacyKeys = ctx.legacyKeys;
   app.decorate('attest', ctx);
   app.addHook('preClose', async () => {
     state = 'stopping';

@@ -1,28 +1,37 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Role } from '../api/endpoint.ts';
-import type { BackgroundTasks } from './background.ts';
+import { BackgroundTasks } from './background.ts';
 import type { BlobStore } from './blob/blob-store.ts';
+import { createBlobStore } from './blob/create-blob-store.ts';
+import { type Change, Changes } from './changes.ts';
 import type { Config } from './config.ts';
-import type { CrashPoint } from './crash-points.ts';
-import type { DatabaseHandle } from './db/database.ts';
-import type { DB, Dialect, ImagesTable } from './db/types.ts';
-import type { FrozenAnswers } from './http/frozen-answers.ts';
-import type { HotBlobs } from './http/hot-blobs.ts';
-import type { KeptAnswers, KeptOwners } from './http/kept-answers.ts';
-import type { ThumbnailRenderer } from './media/thumbnails.ts';
-import type { CredentialsCache } from './security/credentials-cache.ts';
-import type { FailureLimiter } from './security/failure-limiter.ts';
-import type { LegacyKeyDigests } from './security/legacy-key-digests.ts';
-import type { LoginThrottle } from './security/login-throttle.ts';
+import { type CrashPoint, crashTrigger } from './crash-points.ts';
+import { createDatabase, type DatabaseHandle } from './db/database.ts';
+import { legacyKeyDigests } from './db/repositories/api-keys.ts';
+import type { DB, Dialect } from './db/types.ts';
+import { FrozenAnswers } from './http/frozen-answers.ts';
+import { HotBlobs } from './http/hot-blobs.ts';
+import {
+  DEVICE_ANSWERS_BYTES,
+  IMAGE_USES_BYTES,
+  type ImageUses,
+  imageUsesBytes,
+  KeptAnswers,
+  KeptOwners,
+  textBytes,
+} from './http/kept-answers.ts';
+import { ThumbnailRenderer } from './media/thumbnails.ts';
+import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from './security/credentials-cache.ts';
+import { FailureLimiter } from './security/failure-limiter.ts';
+import { LegacyKeyDigests } from './security/legacy-key-digests.ts';
+import { LoginThrottle } from './security/login-throttle.ts';
+import type { Principal } from './security/principal.ts';
 
-/** An image and the projects known to use it: a positive fact learned from the database (PERF-6). */
-export interface ImageUses {
-  image: ImagesTable;
-  projects: ReadonlySet<string>;
-}
-
-/** Explicit dependencies handed to services and routes; tests build it with their own clock. */
-export interface AppContext {
+/**
+ * What services are handed: the ports they use (database, blobs, clock, config, log), the
+ * security state that authentication keeps, the background queue and the thumbnail decoder, and
+ * `changes`, where they say what a write changed. Not the answers the HTTP layer keeps.
+ */
+export interface ServiceContext {
   config: Config;
   /** Whether start-up recovery is done and the process is not shutting down. */
   readiness: () => 'starting' | 'ready' | 'stopping';
@@ -35,6 +44,8 @@ export interface AppContext {
   crashPoint: (point: CrashPoint) => void;
   clock: () => Date;
   log: FastifyBaseLogger;
+  /** What committed writes changed, for whoever keeps answers that may show it. */
+  changes: Changes;
   /** Last-used timestamps already written, per key id: the write is throttled to once a minute. */
   lastUsedWrites: Map<string, number>;
   /** Failed authentications per client address (SEC-2b), shared by the key check and the login. */
@@ -45,6 +56,14 @@ export interface AppContext {
   legacyKeys: LegacyKeyDigests;
   /** Principals of keys that authenticated, until access changes (PERF-1). */
   credentials: CredentialsCache<Principal>;
+  /** The bounded thumbnail decoder (FILE-3). */
+  thumbnails: ThumbnailRenderer;
+  /** Work after the answer: imports being written (IMP-4). */
+  background: BackgroundTasks;
+}
+
+/** Answers the HTTP layer keeps in memory, each until a change may have made it stale. */
+export interface KeptHttpAnswers {
   /** Completed runs' results as bytes (PERF-2). */
   frozenResults: FrozenAnswers;
   /** Serialised device answers, each until a write to its device (PERF-5). */
@@ -55,20 +74,103 @@ export interface AppContext {
   owners: KeptOwners;
   /** Bytes of often-read images (PERF-3). */
   hotBlobs: HotBlobs;
-  /** The bounded thumbnail decoder (FILE-3). */
-  thumbnails: ThumbnailRenderer;
-  /** Work after the answer: imports being written (IMP-4). */
-  background: BackgroundTasks;
 }
 
-/** The authenticated caller of a request. */
-export interface Principal {
-  user: { id: string; email: string; name: string; roles: Role[] };
-  /** The effective role: the user's highest role, capped at viewer for a read-only key. */
-  role: Role;
-  key: { id: string; format: 'standard' | 'legacy' | 'session'; scope: 'full' | 'read'; expiresAt: string | null };
-  /** Projects the caller may see: every project for admins, else their memberships. */
-  projects: 'all' | Set<string>;
+/** What routes and plugins are handed: the services' context and the answers kept for HTTP. */
+export interface AppContext extends ServiceContext, KeptHttpAnswers {}
+
+/** What a caller of `createContext` may supply instead of what it would make. */
+export interface ContextParts {
+  /** The server's logger; a silent one by default (commands). */
+  log?: FastifyBaseLogger;
+  /** Injected time (tests); the wall clock by default. */
+  clock?: () => Date;
+  readiness?: () => 'starting' | 'ready' | 'stopping';
+  /** A database already open (a command that opened the instance itself); else one is opened. */
+  database?: DatabaseHandle;
+  blobs?: BlobStore;
 }
+
+/**
+ * The one way to build the context, for the server, the commands and tests: opens the database
+ * (unless given) and the blob store, makes the security state and the kept answers, and wires the
+ * kept answers to `changes`. The old-format key digests are read once here (SEC-2a).
+ */
+export async function createContext(config: Config, parts: ContextParts = {}): Promise<AppContext> {
+  const log = parts.log ?? silentLogger;
+  const database =
+    parts.database ??
+    (await createDatabase(config, {
+      onConnectionLost: (error) => log.warn({ err: error }, 'a PostgreSQL connection broke while idle; the pool opens a new one'),
+      log,
+    }));
+  const crashPoint = crashTrigger(config.crashAt);
+  const ctx: AppContext = {
+    config,
+    readiness: parts.readiness ?? (() => 'starting'),
+    db: database.db,
+    dialect: database.dialect,
+    database,
+    blobs: parts.blobs ?? createBlobStore(config, crashPoint),
+    crashPoint,
+    clock: parts.clock ?? (() => new Date()),
+    log,
+    changes: new Changes(),
+    lastUsedWrites: new Map(),
+    authFailures: new FailureLimiter(config.authFailuresPerMinute),
+    logins: new LoginThrottle(),
+    legacyKeys: new LegacyKeyDigests(),
+    credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
+    thumbnails: new ThumbnailRenderer(config),
+    background: new BackgroundTasks((name, error) => log.error({ err: error }, `${name} failed`)),
+    frozenResults: new FrozenAnswers(config.resultsCacheBytes),
+    deviceAnswers: new KeptAnswers(DEVICE_ANSWERS_BYTES, textBytes),
+    imageUses: new KeptAnswers(IMAGE_USES_BYTES, imageUsesBytes),
+    owners: new KeptOwners(),
+    hotBlobs: new HotBlobs(config.imageCacheBytes),
+  };
+  ctx.changes.on((change) => forgetStale(ctx, change));
+  ctx.legacyKeys.replace(await legacyKeyDigests(ctx.db));
+  return ctx;
+}
+
+/** Forgets the kept answers a change may have made stale. */
+function forgetStale(kept: KeptHttpAnswers, change: Change): void {
+  switch (change.kind) {
+    case 'runs-deleted':
+      kept.frozenResults.invalidate();
+      kept.imageUses.forgetAll();
+      kept.owners.forgetAll();
+      return;
+    case 'test-deleted':
+      kept.owners.forget('test', change.testId);
+      return;
+    case 'artifact-deleted':
+      // Its images may have no visible use left; no run's results show artifacts, so those stay kept.
+      kept.imageUses.forgetAll();
+      kept.owners.forget('artifact', change.artifactId);
+      return;
+    case 'device-written':
+      kept.deviceAnswers.forget(change.deviceId);
+      return;
+    case 'thumbnail-stored':
+      kept.imageUses.forget(change.imageId);
+      return;
+  }
+}
+
+const silent = () => {};
+/** The logger of a context nobody reads the log of (a command): every line dropped. */
+const silentLogger = {
+  level: 'silent',
+  fatal: silent,
+  error: silent,
+  warn: silent,
+  info: silent,
+  debug: silent,
+  trace: silent,
+  silent,
+  child: () => silentLogger,
+} as unknown as FastifyBaseLogger;
 
 export const nowIso = (ctx: { clock: () => Date }) => ctx.clock().toISOString();

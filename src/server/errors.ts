@@ -81,3 +81,11 @@ export function found<T>(row: T | undefined, what: string): T {
   if (row === undefined) throw notFound(what);
   return row;
 }
+
+/**
+ * A reason the server cannot start (a busy or unsafe data folder, an unreachable database, a blob
+ * store it cannot use): `main.ts` prints its message and exits 1, without a stack.
+ */
+export class StartupError extends Error {
+  override name = 'StartupError';
+}

@@ -1,13 +1,10 @@
 import { buildApp, onListening } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
-import { StartupError } from './db/database.ts';
 import { EnvFileError, loadEnvFile } from './env-file.ts';
-import { keepTickObjectShape } from './tick-shape.ts';
+import { StartupError } from './errors.ts';
 
 /** Reads the environment (and `.env`), starts the server, and shuts it down gracefully on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
-  // Before start-up's garbage collections: process.nextTick stays fast for the life of the process.
-  keepTickObjectShape();
   let config: ReturnType<typeof loadConfig>;
   try {
     loadEnvFile();

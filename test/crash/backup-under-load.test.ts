@@ -7,7 +7,7 @@ import { after, describe, mock, test } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { v1 } from '../../src/client/index.ts';
-import { backupEmbedded, restoreEmbedded } from '../../src/server/db/backup.ts';
+import { backupEmbedded, restoreEmbedded } from '../../src/server/backup/backup.ts';
 import { generateKey } from '../../src/server/security/api-key.ts';
 import { verifyStorage } from '../../src/server/services/maintenance.ts';
 import { sha256 } from '../helpers/blob-files.ts';

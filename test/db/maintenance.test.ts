@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { v1 } from '../../src/client/index.ts';
-import { backupEmbedded, restoreEmbedded } from '../../src/server/db/backup.ts';
+import { backupEmbedded, restoreEmbedded } from '../../src/server/backup/backup.ts';
 import { collectGarbage, verifyStorage } from '../../src/server/services/maintenance.ts';
 import { blobFile, sha256 } from '../helpers/blob-files.ts';
 import { DIALECTS } from '../helpers/dialects.ts';

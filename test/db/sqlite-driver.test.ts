@@ -3,14 +3,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { CamelCasePlugin, type Generated, Kysely, Migrator, SqliteDialect, sql, type Transaction } from 'kysely';
-import {
-  CachingSqliteDialect,
-  EACH_ROW,
-  type EachRowQuery,
-  inlineLimit,
-  StatementCache,
-  sqliteTransactionRunner,
-} from '../../src/server/db/sqlite-driver.ts';
+import { CachingSqliteDialect, EACH_ROW, type EachRowQuery, inlineLimit, StatementCache } from '../../src/server/db/sqlite-driver.ts';
 import { tempDir } from '../helpers/data-folders.ts';
 
 interface Db {
@@ -233,6 +226,39 @@ describe('[sqlite] the statement-caching driver', () => {
     }
   });
 
+  test('what Kysely compiles gets both: its LIMIT written in, and a row builder for its rows', async () => {
+    // Both rely on the text Kysely writes (` limit ?` at the end, column names from `columns()`): if
+    // a Kysely upgrade wrote it otherwise, the answers would stay right and only this test would
+    // notice that the driver no longer applies either.
+    const file = path.join(tempDir(), 'applies.db');
+    const database = new SQLite(file);
+    database.exec('CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, size INTEGER)');
+    const dialect = new CachingSqliteDialect({ database });
+    const db = new Kysely<Db>({ dialect });
+    try {
+      await db.insertInto('items').values({ name: 'a', size: 1 }).execute();
+      await db.selectFrom('items').selectAll().orderBy('id').limit(7).execute();
+      await db.selectFrom('items').select('name').orderBy('id').limit(3).offset(1).execute();
+      await db.selectFrom('items').select('name').where('id', '=', 1).limit(1).executeTakeFirst();
+      const texts = dialect.statements?.texts() ?? [];
+      const selects = texts.filter((text) => text.startsWith('select'));
+      assert.deepEqual(
+        selects.map((text) => text.slice(text.indexOf(' limit '))),
+        [' limit 7', ' limit 3 offset ?', ' limit 1'],
+        `the limits were not written in: ${selects.join(' | ')}`,
+      );
+      for (const text of selects) {
+        const cached = dialect.statements?.peek(text);
+        assert.ok(cached?.toObject, `no row builder for ${text}`);
+        assert.equal(cached?.statement.reader, true);
+      }
+      const insert = texts.find((text) => text.startsWith('insert'));
+      assert.equal(dialect.statements?.peek(insert as string)?.toObject, undefined, 'a writer returns no rows to build');
+    } finally {
+      await db.destroy();
+    }
+  });
+
   test('inlineLimit writes in only a non-negative whole limit that ends the statement', () => {
     assert.deepEqual(inlineLimit('select * from t where a = ? limit ?', ['x', 1]), {
       sql: 'select * from t where a = ? limit 1',
@@ -301,17 +327,12 @@ describe('[sqlite] the statement-caching driver', () => {
     }
   });
 
-  describe('transactions run straight on the connection (sqliteTransactionRunner)', () => {
-    const run = <T>(db: Kysely<Db>, work: (trx: Transaction<Db>) => Promise<T>) => {
-      const runner = sqliteTransactionRunner(db as Kysely<unknown>);
-      assert.ok(runner, 'a database opened with CachingSqliteDialect has a runner');
-      return runner(db, work);
-    };
+  describe('Kysely’s own transactions on the caching driver', () => {
+    const run = <T>(db: Kysely<Db>, work: (trx: Transaction<Db>) => Promise<T>) => db.transaction().execute(work);
 
     test('commit once, roll back on an error and pass it on, and refuse statements after the end', async () => {
       const { ours, theirs, commits, statements, database, close } = open();
       try {
-        assert.equal(sqliteTransactionRunner(theirs as Kysely<unknown>), undefined, 'Kysely’s own dialect has none');
         const before = { commits: commits(), statements: statements() };
         let kept: Transaction<Db> | undefined;
         const ids = await run(ours, async (trx) => {
@@ -387,7 +408,7 @@ describe('[sqlite] the statement-caching driver', () => {
           assert.deepEqual((await camel.execute(trx.withPlugin(new CamelCasePlugin()))).rows, [{ itemName: 'x' }]);
           assert.throws(() => trx.transaction(), /not supported/);
         });
-        // A database with plugins keeps Kysely's own transactions, which apply them.
+        // Plugins given to the database apply inside its transactions too.
         await run(ours.withPlugin(new CamelCasePlugin()), async (trx) => {
           assert.deepEqual((await camel.execute(trx)).rows, [{ itemName: 'x' }]);
         });

@@ -148,6 +148,102 @@ describe('the layers of src/server', () => {
   });
 });
 
+/**
+ * The floors of src, bottom first: a module may import only from floors below its own (and from its
+ * own folder). docs/ARCHITECTURE.md draws the same picture; each folder README says what its floor
+ * may import. A unit is a folder of src/server (repositories apart from db), a file directly in
+ * src/server, or a folder of src.
+ */
+const FLOORS: string[][] = [
+  ['api', 'server/errors', 'server/crash-points', 'server/version', 'server/env-file'],
+  ['client', 'server/config', 'server/validation'],
+  [
+    'export',
+    'import',
+    'server/db',
+    'server/blob',
+    'server/media',
+    'server/security',
+    'server/background',
+    'server/changes',
+    'server/openapi',
+  ],
+  ['server/db/repositories', 'server/backup', 'server/http'],
+  ['server/context'],
+  ['server/services'],
+  ['server/presenters'],
+  ['server/routes'],
+  ['server/plugins'],
+  ['server/app'],
+  ['server/main'],
+  ['cli'],
+];
+const FLOOR = new Map(FLOORS.flatMap((units, floor) => units.map((unit) => [unit, floor] as const)));
+const SRC = path.join(ROOT, 'src');
+
+/** The unit a file belongs to (see FLOORS). */
+function unitOf(file: string): string {
+  const parts = path.relative(SRC, file).split(path.sep);
+  if (parts[0] !== 'server') return parts[0] as string;
+  if (parts.length === 2) return `server/${(parts[1] as string).replace(/\.tsx?$/, '')}`;
+  if (parts[1] === 'db' && parts[2] === 'repositories') return 'server/db/repositories';
+  return `server/${parts[1]}`;
+}
+
+/** Every import between two units that does not go down a floor; units without a floor are named too. */
+function upwardImports(edges: { from: string; to: string }[]): string[] {
+  const offences: string[] = [];
+  for (const { from, to } of edges) {
+    const [a, b] = [unitOf(from), unitOf(to)];
+    if (a === b) continue;
+    const [fa, fb] = [FLOOR.get(a), FLOOR.get(b)];
+    if (fa === undefined || fb === undefined)
+      offences.push(`${rel(from)} → ${rel(to)}: ${fa === undefined ? a : b} has no floor in FLOORS`);
+    else if (fa <= fb) offences.push(`${rel(from)} (${a}, floor ${fa}) imports ${rel(to)} (${b}, floor ${fb})`);
+  }
+  return offences;
+}
+
+/** Imports from src to src, and from src to anything else in the repository that is not a package. */
+const EDGES = FILES.flatMap((file) =>
+  importsOf(file)
+    .map(({ specifier }) => resolve(file, specifier))
+    .filter((target): target is string => target !== undefined)
+    .map((to) => ({ from: file, to })),
+);
+
+describe('the floors of src: no import goes up or across, folders included', () => {
+  test('every import between two units goes down a floor', () => {
+    assert.deepEqual(upwardImports(EDGES.filter(({ to }) => to.startsWith(SRC + path.sep))), []);
+  });
+
+  test('the check catches a reintroduced upward import: db → blob, blob → db, security or http → context, services → presenters', () => {
+    const planted = [
+      { from: path.join(SERVER, 'db', 'backup.ts'), to: path.join(SERVER, 'blob', 'blob-store.ts') },
+      { from: path.join(SERVER, 'blob', 'create-blob-store.ts'), to: path.join(SERVER, 'db', 'database.ts') },
+      { from: path.join(SERVER, 'security', 'roles.ts'), to: path.join(SERVER, 'context.ts') },
+      { from: path.join(SERVER, 'http', 'blob-download.ts'), to: path.join(SERVER, 'context.ts') },
+      { from: path.join(SERVER, 'services', 'jobs.ts'), to: path.join(SERVER, 'presenters', 'jobs.ts') },
+      { from: path.join(SERVER, 'db', 'database.ts'), to: path.join(SERVER, 'db', 'repositories', 'users.ts') },
+    ];
+    assert.equal(upwardImports(planted).length, planted.length);
+    assert.deepEqual(upwardImports([{ from: path.join(SERVER, 'services', 'jobs.ts'), to: path.join(SERVER, 'db', 'types.ts') }]), []);
+  });
+
+  test('src reaches nothing else in the repository by path: shared code comes through a package export', () => {
+    const outside = EDGES.filter(({ to }) => !to.startsWith(SRC + path.sep)).map(({ from, to }) => `${rel(from)} → ${rel(to)}`);
+    assert.deepEqual(outside, []);
+  });
+
+  test('every unit of src has a floor', () => {
+    const units = new Set(FILES.map(unitOf));
+    assert.deepEqual(
+      [...units].filter((unit) => !FLOOR.has(unit)),
+      [],
+    );
+  });
+});
+
 describe('biome.json noRestrictedImports', () => {
   test('fails the lint on a route or service that imports Kysely or the database module', { timeout: 60_000 }, () => {
     // A planted violation, linted with the project's own configuration: the rule must catch it.

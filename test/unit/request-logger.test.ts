@@ -2,14 +2,16 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
 import Fastify from 'fastify';
-import { lazyChildren, redactUrl } from '../../src/server/http/request-logger.ts';
+import { RequestLogger, redactUrl, requestLogger } from '../../src/server/http/request-logger.ts';
 import { generateKey, keyDigest } from '../../src/server/security/api-key.ts';
 import { LegacyKeyDigests } from '../../src/server/security/legacy-key-digests.ts';
 
 // The per-request logger (AUTH-9): pino's child is made only for a line at an enabled level, and
 // every line names the request, then its key and user, as a child made at once would.
 
-function pinoAt(level: string, lazy = true) {
+type Logger = ReturnType<typeof requestLogger> & { setBindings(b: Record<string, unknown>): void; isLevelEnabled(level: string): boolean };
+
+function pinoAt(level: string) {
   const lines: Record<string, unknown>[] = [];
   const stream = new PassThrough();
   stream.on('data', (chunk: Buffer) => {
@@ -17,18 +19,21 @@ function pinoAt(level: string, lazy = true) {
   });
   let children = 0;
   const app = Fastify({ logger: { level, stream, onChild: () => children++ } });
-  if (lazy) lazyChildren(app.log);
-  return { log: app.log, lines, children: () => children };
+  return {
+    app,
+    /** What Fastify's childLoggerFactory hook gets for a request. */
+    lazy: (bindings: Record<string, unknown>, options: object = {}) => requestLogger(app.log, bindings, options) as Logger,
+    eager: (bindings: Record<string, unknown>) => app.log.child(bindings) as Logger,
+    lines,
+    children: () => children,
+  };
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 test('lines below the level make no child; the first line written carries every binding given so far', async () => {
   const pino = pinoAt('warn');
-  const logger = pino.log.child({ reqId: 'r-1' }, {}) as ReturnType<typeof pino.log.child> & {
-    setBindings(b: Record<string, unknown>): void;
-    isLevelEnabled(level: string): boolean;
-  };
+  const logger = pino.lazy({ reqId: 'r-1' });
   logger.info('request completed');
   logger.debug({ detail: 1 }, 'noise');
   logger.setBindings({ keyId: 'k-1', userId: 'u-1' });
@@ -49,10 +54,8 @@ test('lines below the level make no child; the first line written carries every 
 
 test('the lines equal those of pino child made at once', async () => {
   const lazy = pinoAt('info');
-  const eager = pinoAt('info', false);
-  const a = lazy.log.child({ reqId: 'r-2' }, {}) as unknown as { setBindings(b: object): void; info(o: object, m: string): void };
-  const b = eager.log.child({ reqId: 'r-2' }) as unknown as { setBindings(b: object): void; info(o: object, m: string): void };
-  for (const logger of [a, b]) {
+  const eager = pinoAt('info');
+  for (const logger of [lazy.lazy({ reqId: 'r-2' }), eager.eager({ reqId: 'r-2' })]) {
     logger.setBindings({ keyId: 'k-2' });
     logger.info({ responseTime: 1.5 }, 'request completed');
   }
@@ -63,8 +66,31 @@ test('the lines equal those of pino child made at once', async () => {
 
 test('a route with its own level or serializers gets pino child at once', () => {
   const pino = pinoAt('warn');
-  pino.log.child({ reqId: 'r-3' }, { level: 'debug' });
+  pino.lazy({ reqId: 'r-3' }, { level: 'debug' });
   assert.equal(pino.children(), 1);
+});
+
+test('Fastify gives each request the lazy logger through childLoggerFactory, bound to its request id', async () => {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new PassThrough();
+  stream.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+  });
+  const app = Fastify({ logger: { level: 'warn', stream }, childLoggerFactory: requestLogger, genReqId: () => 'r-4' });
+  let kind = '';
+  app.get('/', async (request) => {
+    kind = request.log.constructor.name;
+    request.log.warn('from the route');
+    return {};
+  });
+  await app.inject({ url: '/' });
+  await app.close();
+  await settle();
+  assert.equal(kind, RequestLogger.name);
+  assert.deepEqual(
+    lines.filter((line) => line.msg === 'from the route').map((line) => line.reqId),
+    ['r-4'],
+  );
 });
 
 test('credential-looking query values are masked in logged URLs', () => {

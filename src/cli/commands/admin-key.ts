@@ -20,7 +20,7 @@ export function adminKeyCommand(program: Command): void {
       }
       const instance = await openInstance('mint the key, then start it again');
       try {
-        const minted = await mintAdminKey(commandContext(instance), options.email, options.format as 'standard' | 'legacy');
+        const minted = await mintAdminKey(await commandContext(instance), options.email, options.format as 'standard' | 'legacy');
         const heading = minted.created
           ? `created the admin ${minted.email} with a new key`
           : `${minted.promoted ? 'made ' : ''}${minted.email}${minted.promoted ? ' an admin, with' : ':'} a new admin key`;

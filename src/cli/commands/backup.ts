@@ -10,7 +10,7 @@ export function backupCommand(program: Command): void {
     .option('--json', 'print the report as JSON')
     .action(async (destination: string, options: { json?: boolean }) => {
       const { loadConfig } = await import('../../server/config.ts');
-      const { backupEmbedded } = await import('../../server/db/backup.ts');
+      const { backupEmbedded } = await import('../../server/backup/backup.ts');
       const { requireDatabase } = await import('../instance.ts');
       const config = loadConfig();
       if (config.databaseUrl)

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { detectCi } from '@attest-hq/playwright-reporter/ci';
 import type { Command } from 'commander';
 import { zipSync } from 'fflate';
-import { detectCi } from '../../../packages/playwright-reporter/src/ci.ts';
 import { type AttestClient, v1 } from '../../client/index.ts';
 import { CliError } from '../output.ts';
 import { progressOf } from '../progress.ts';

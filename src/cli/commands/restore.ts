@@ -10,7 +10,7 @@ export function restoreCommand(program: Command): void {
     .option('--json', 'print the report as JSON')
     .action(async (backup: string, options: { json?: boolean }) => {
       const { loadConfig } = await import('../../server/config.ts');
-      const { restoreEmbedded } = await import('../../server/db/backup.ts');
+      const { restoreEmbedded } = await import('../../server/backup/backup.ts');
       const config = loadConfig();
       if (config.databaseUrl)
         throw new CliError('attest restore restores backups of embedded (SQLite) instances; unset ATTEST_DATABASE_URL, or use pg_restore');

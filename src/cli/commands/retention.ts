@@ -13,7 +13,7 @@ export function retentionCommand(program: Command): void {
       const { commandContext, openInstance } = await import('../instance.ts');
       const instance = await openInstance('apply retention, then start it again');
       try {
-        const result = await sweepRetention(commandContext(instance), { dryRun: options.dryRun });
+        const result = await sweepRetention(await commandContext(instance), { dryRun: options.dryRun });
         await instance.database.durable();
         const lines = result.projects.map((p) => {
           const rules =

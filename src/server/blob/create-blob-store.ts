@@ -1,6 +1,6 @@
 import type { Config } from '../config.ts';
 import type { CrashPoint } from '../crash-points.ts';
-import { StartupError } from '../db/database.ts';
+import { StartupError } from '../errors.ts';
 import type { BlobStore } from './blob-store.ts';
 import { FsBlobStore } from './fs-blob-store.ts';
 

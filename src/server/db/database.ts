@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { StartupError } from '../errors.ts';
 import { BACKSTOP_CHECKPOINT_PAGES, WalCheckpointer } from './checkpointer.ts';
 import * as initial from './migrations/2026-11-22-0001-initial.ts';
 import * as idempotency from './migrations/2026-11-22-0002-idempotency.ts';
@@ -69,10 +70,6 @@ export interface DatabaseHandle {
   /** SQLite: the worker that checkpoints the WAL beside the server (tests read its count). */
   checkpointer?: WalCheckpointer;
   close(): Promise<void>;
-}
-
-export class StartupError extends Error {
-  override name = 'StartupError';
 }
 
 const NETWORK_FS = /^(nfs\d*|cifs|smb\d*|smbfs|fuse(\..*)?|9p|afs|ceph|glusterfs|lustre|sshfs|davfs)$/;

@@ -4,15 +4,12 @@ import {
   type DatabaseConnection,
   type DialectAdapter,
   type Driver,
-  type Kysely,
   type QueryResult,
   SelectQueryNode,
   SqliteAdapter,
   SqliteDialect,
-  type Transaction,
   type TransactionSettings,
 } from 'kysely';
-import { runSqliteTransaction } from './sqlite-transaction.ts';
 
 /** How many prepared statements the connection keeps; the application sends far fewer distinct SQL texts. */
 export const STATEMENT_CACHE_SIZE = 300;
@@ -53,6 +50,16 @@ export class StatementCache {
 
   get size(): number {
     return this.statements.size;
+  }
+
+  /** The cached statement for `sql`, if any, without preparing it or counting a use (tests). */
+  peek(sql: string): CachedStatement | undefined {
+    return this.statements.get(sql);
+  }
+
+  /** The SQL texts held, least recently used first (tests). */
+  texts(): string[] {
+    return [...this.statements.keys()];
   }
 
   /** The statement for `sql`, prepared on first use. A text that fails to prepare throws and is not kept. */
@@ -193,14 +200,15 @@ const ROLLBACK = CompiledQuery.raw('rollback');
 /** Kysely's own SQLite driver, except that statements are prepared once and reused, and commits are reported. */
 class CachingSqliteDriver implements Driver {
   private readonly connection: CachingSqliteConnection;
+  readonly statements: StatementCache;
   /** One connection: a caller waits until the one before it released it (Kysely's own mutex, as a promise chain). */
   private queue: Promise<void> = Promise.resolve();
   private release: (() => void) | undefined;
 
   constructor(private readonly options: CachingSqliteOptions) {
-    const cache = new StatementCache(options.database, options.cacheSize ?? STATEMENT_CACHE_SIZE);
+    this.statements = new StatementCache(options.database, options.cacheSize ?? STATEMENT_CACHE_SIZE);
     const none = () => {};
-    this.connection = new CachingSqliteConnection(options.database, cache, options.onCommit ?? none, options.onStatement ?? none);
+    this.connection = new CachingSqliteConnection(options.database, this.statements, options.onCommit ?? none, options.onStatement ?? none);
   }
 
   async init(): Promise<void> {}
@@ -253,35 +261,21 @@ class CachingSqliteDriver implements Driver {
 
 const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
-/** How a transaction on the database runs (`runSqliteTransaction`). */
-export type SqliteTransactionRunner = <DB, T>(db: Kysely<DB>, work: (trx: Transaction<DB>) => Promise<T>) => Promise<T>;
-
 /**
  * Kysely's SQLite adapter, except that it says SQLite's DDL is transactional, which it is: the
  * Migrator then applies all pending migrations and records them in one transaction. Without it a
  * crash inside a migration (one that rebuilds a table between its DROP and its RENAME) would leave
- * the schema half changed, the data gone, or a migration that cannot run again. It also carries the
- * database's transaction runner, which `inTransaction` finds through it.
+ * the schema half changed, the data gone, or a migration that cannot run again.
  */
-class CachingSqliteAdapter extends SqliteAdapter {
-  constructor(readonly runTransaction: SqliteTransactionRunner) {
-    super();
-  }
-
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
   override get supportsTransactionalDdl(): boolean {
     return true;
   }
 }
 
-/** The transaction runner of a database opened with CachingSqliteDialect; undefined for any other. */
-export function sqliteTransactionRunner(db: Kysely<unknown>): SqliteTransactionRunner | undefined {
-  const adapter = db.getExecutor().adapter;
-  return adapter instanceof CachingSqliteAdapter ? adapter.runTransaction : undefined;
-}
-
 /** SqliteDialect with the statement-caching driver and transactional migrations; the compiler and introspector stay Kysely's. */
 export class CachingSqliteDialect extends SqliteDialect {
-  /** The driver made for the Kysely instance being built: Kysely asks for the driver, then the adapter. */
+  /** The driver made last (one Kysely instance per dialect): its statement cache is what tests inspect. */
   private driver: CachingSqliteDriver | undefined;
 
   constructor(private readonly options: CachingSqliteOptions) {
@@ -294,8 +288,11 @@ export class CachingSqliteDialect extends SqliteDialect {
   }
 
   override createAdapter(): DialectAdapter {
-    const driver = this.driver;
-    if (!driver) throw new Error('CachingSqliteDialect: the driver is made before the adapter');
-    return new CachingSqliteAdapter((db, work) => runSqliteTransaction(driver, this, db, work));
+    return new TransactionalDdlSqliteAdapter();
+  }
+
+  /** The statement cache of the driver made last (tests: what SQL texts ran, and how). */
+  get statements(): StatementCache | undefined {
+    return this.driver?.statements;
   }
 }

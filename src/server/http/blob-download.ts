@@ -1,12 +1,21 @@
 import type { Readable } from 'node:stream';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { RASTER_TYPES } from '../../api/v1/artifacts.ts';
 import type { BlobDownload, BlobStore, ByteRange } from '../blob/blob-store.ts';
-import type { AppContext } from '../context.ts';
+import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { asciiFileName, imageFileName } from '../media/file-names.ts';
 import { ByteLru } from './byte-lru.ts';
 import { matchesEtag } from './etag.ts';
+import type { HotBlobs } from './hot-blobs.ts';
+
+/** What sending a blob needs: the store, the hot-image cache, the offload settings and the log. */
+export interface BlobSending {
+  blobs: BlobStore;
+  hotBlobs: HotBlobs;
+  config: Pick<Config, 'blobOffload' | 'blobOffloadPrefix'>;
+  log: FastifyBaseLogger;
+}
 
 /** The policy raw.githubusercontent.com sends: nothing loads, nothing runs, even if a browser renders it as HTML. */
 const SANDBOX_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
@@ -57,7 +66,7 @@ function buildContentDisposition(download: Pick<BlobDownload, 'contentType' | 'f
  * `X-Accel-Redirect`, or the file's absolute path for `X-Sendfile`. Undefined when the store keeps
  * no files.
  */
-function offloadTarget(ctx: AppContext, sha256: string): { header: string; target: string } | undefined {
+function offloadTarget(ctx: BlobSending, sha256: string): { header: string; target: string } | undefined {
   const store = ctx.blobs as BlobStore & { blobPath?: (sha256: string) => string };
   if (typeof store.blobPath !== 'function') return undefined;
   const file = store.blobPath(sha256);
@@ -95,7 +104,7 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
  * sent in the same tick; only a read from the store waits.
  */
 export function sendBlob(
-  ctx: AppContext,
+  ctx: BlobSending,
   request: FastifyRequest,
   reply: FastifyReply,
   download: BlobDownload,

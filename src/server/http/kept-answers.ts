@@ -1,9 +1,10 @@
+import type { ImagesTable } from '../db/types.ts';
 import { ByteLru } from './byte-lru.ts';
 
 // Answers kept in memory until a write may have changed them: a byte-bounded LRU with a
 // generation, so an answer read while a write was under way is never kept. Behind the device
 // answers (PERF-5), the completed runs' results (PERF-2, `frozen-answers.ts`), the projects known
-// to use each image (PERF-6, `services/images.ts`) and the owners of runs, tests, jobs and
+// to use each image (PERF-6, `routes/image-access.ts`) and the owners of runs, tests, jobs and
 // artifacts (PERF-7, `routes/owners.ts`).
 
 /** Room for the device answers: about 4,000 devices of 500 bytes; a lab rarely has more. */
@@ -11,6 +12,18 @@ export const DEVICE_ANSWERS_BYTES = 4 * 1024 * 1024;
 
 /** The size of a kept JSON text: UTF-16 code units × 2. */
 export const textBytes = (text: string) => 2 * text.length;
+
+/** An image and the projects known to use it: a positive fact learned from the database (PERF-6). */
+export interface ImageUses {
+  image: ImagesTable;
+  projects: ReadonlySet<string>;
+}
+
+/** Room for the image uses kept (PERF-6): about 4,000 images seen by a few projects each. */
+export const IMAGE_USES_BYTES = 2 * 1024 * 1024;
+
+/** About what an entry holds: the image row, and an id per project. */
+export const imageUsesBytes = (uses: ImageUses) => 600 + 80 * uses.projects.size;
 
 /** Room for the owners kept (PERF-7): about 20,000 runs, tests, jobs, artifacts and projects. */
 export const OWNERS_BYTES = 4 * 1024 * 1024;

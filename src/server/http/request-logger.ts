@@ -4,13 +4,10 @@ import type { FastifyBaseLogger } from 'fastify';
 //
 // Every request gets its own logger, bound to its request id and, once authenticated, to the key and
 // user ids (AUTH-9). Making pino's child and re-serialising its bindings cost about 5% of a cached
-// read, for lines that at the default levels are mostly never written. So the child is made on the
-// first line written at an enabled level, with every binding given until then.
-//
-// Fastify makes each request's logger with the application logger's `child`, unless given a factory
-// of its own; but it checks the logger a custom factory returns on every request (an array and seven
-// look-ups, about 2% of a cached read's CPU). So the application logger's own `child` makes the lazy
-// logger (`lazyChildren`).
+// read, for lines that at the default levels are mostly never written. So Fastify's
+// `childLoggerFactory` (`requestLogger`) answers a lazy logger: pino's child is made on the first
+// line written at an enabled level, with every binding given until then. It uses pino's public
+// methods only (`child`, `setBindings`, `bindings`, `isLevelEnabled`).
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 type Bindings = Record<string, unknown>;
@@ -20,16 +17,12 @@ type PinoLogger = FastifyBaseLogger & {
   isLevelEnabled(level: string): boolean;
 };
 
-type PinoChild = (this: PinoLogger, bindings: Bindings, options?: object) => PinoLogger;
-
 export class RequestLogger {
   #child: PinoLogger | undefined;
 
   constructor(
     private readonly parent: PinoLogger,
     private readonly pending: Bindings,
-    /** pino's own `child`, which makes the real logger. */
-    private readonly pinoChild: PinoChild,
   ) {}
 
   get level(): string {
@@ -84,22 +77,18 @@ export class RequestLogger {
   }
 
   #real(): PinoLogger {
-    this.#child ??= this.pinoChild.call(this.parent, this.pending);
+    this.#child ??= this.parent.child(this.pending) as PinoLogger;
     return this.#child;
   }
 }
 
 /**
- * Makes `logger.child(bindings)`, and its children's, answer a lazy request logger; a child with
- * options of its own (a route's level or serializers; none has them today) is pino's at once.
- * Fastify's default child-logger factory calls it for every request.
+ * Fastify's `childLoggerFactory`: each request's logger is a lazy one; a route with a level or
+ * serializers of its own (none has them today) gets pino's child at once.
  */
-export function lazyChildren(logger: FastifyBaseLogger): void {
-  const pinoChild = logger.child as unknown as PinoChild;
-  (logger as unknown as { child: PinoChild }).child = function child(this: PinoLogger, bindings: Bindings, options?: object) {
-    if (options !== undefined && Object.keys(options).length > 0) return pinoChild.call(this, bindings, options);
-    return new RequestLogger(this, bindings, pinoChild) as unknown as PinoLogger;
-  };
+export function requestLogger(logger: FastifyBaseLogger, bindings: Bindings, options: object): FastifyBaseLogger {
+  if (Object.keys(options).length > 0) return logger.child(bindings, options);
+  return new RequestLogger(logger as PinoLogger, bindings) as unknown as FastifyBaseLogger;
 }
 
 const SENSITIVE_QUERY = /key|token|secret|password|user/i;

@@ -1,10 +1,11 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction as HookDone } from 'fastify';
 import type { TSchema } from 'typebox';
 import type { Endpoint, Role } from '../../api/endpoint.ts';
-import type { AppContext, Principal } from '../context.ts';
+import type { AppContext } from '../context.ts';
 import { AppError } from '../errors.ts';
 import type { RouteImpl } from '../routes/route.ts';
 import { emailDigest, LEGACY_KEY_PATTERN } from '../security/api-key.ts';
+import type { Principal } from '../security/principal.ts';
 import { canSeeProject, roleAtLeast } from '../security/roles.ts';
 import { authenticate, knownPrincipal } from '../services/authenticate.ts';
 import { rejectNulCharacters } from '../validation.ts';

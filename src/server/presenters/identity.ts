@@ -2,8 +2,8 @@ import type { Static } from 'typebox';
 import type { Me } from '../../api/v1/meta.ts';
 import type { Member, Project, ProjectUsage } from '../../api/v1/projects.ts';
 import type { ApiKey, AuditEntry, User } from '../../api/v1/users.ts';
-import type { Principal } from '../context.ts';
 import type { ApiKeysTable, AuditLogTable, ProjectMembersTable, ProjectWithUsage, UsersTable } from '../db/types.ts';
+import type { Principal } from '../security/principal.ts';
 import { parseRoles } from '../security/roles.ts';
 
 export function presentUser(row: UsersTable): Static<typeof User> {

@@ -1,9 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BodyOf, Endpoint, ParamsOf, QueryOf } from '../../api/endpoint.ts';
 import type { Config } from '../config.ts';
-import type { AppContext, Principal } from '../context.ts';
+import type { AppContext } from '../context.ts';
 import type { PageRequest } from '../db/pagination.ts';
 import { invalid } from '../errors.ts';
+import type { Principal } from '../security/principal.ts';
 import { isUuid } from '../validation.ts';
 
 declare module 'fastify' {

@@ -1,5 +1,5 @@
 import { ROLES, type Role } from '../../api/endpoint.ts';
-import type { Principal } from '../context.ts';
+import type { Principal } from './principal.ts';
 
 /** The highest of a user's roles (viewer when none is known). */
 export function highestRole(roles: readonly string[]): Role {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import { type AuditFilter, insertAuditEntry, listAuditLog as listAuditRows } from '../db/repositories/audit.ts';
 import type { AuditLogTable, Executor } from '../db/types.ts';
@@ -23,7 +23,7 @@ export type AuditAction =
 
 /** Appends an audit entry inside the caller's transaction, so the change and its record commit together. */
 export async function audit(
-  ctx: AppContext,
+  ctx: ServiceContext,
   trx: Executor,
   entry: {
     actorUserId: string | null;
@@ -48,5 +48,5 @@ export async function audit(
   });
 }
 
-export const listAuditLog = (ctx: AppContext, filter: AuditFilter, page: PageRequest): Promise<Page<AuditLogTable>> =>
+export const listAuditLog = (ctx: ServiceContext, filter: AuditFilter, page: PageRequest): Promise<Page<AuditLogTable>> =>
   listAuditRows(ctx.db, filter, page);

@@ -1,9 +1,10 @@
-import type { AppContext, Principal } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { findKeyWithUserByDigest, touchKeyLastUsed } from '../db/repositories/api-keys.ts';
 import { projectIdsOfUser } from '../db/repositories/users.ts';
 import type { ApiKeysTable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 import { classifyToken, digestsMatch, emailDigest, KEY_PREFIXES, keyDigest } from '../security/api-key.ts';
+import type { Principal } from '../security/principal.ts';
 import { highestRole, parseRoles } from '../security/roles.ts';
 import { checkPassword } from './password-check.ts';
 import { createApiKey } from './users.ts';
@@ -29,7 +30,7 @@ export const unauthenticated = () =>
  * A key that succeeds goes into the credentials cache, where `knownPrincipal` finds it until access
  * changes (PERF-1); failures are never cached. The access hook asks the cache first.
  */
-export async function authenticate(ctx: AppContext, token: string | undefined, userHeader: string | undefined): Promise<Principal> {
+export async function authenticate(ctx: ServiceContext, token: string | undefined, userHeader: string | undefined): Promise<Principal> {
   if (!token) throw unauthenticated();
   const shape = classifyToken(token);
   if (shape === 'invalid' || (shape === 'legacy' && !ctx.config.legacyKeys)) throw unauthenticated();
@@ -71,7 +72,7 @@ const credentialsKey = (digest: string, shape: ReturnType<typeof classifyToken>,
   shape === 'legacy' ? `${digest}\n${userHeader ?? ''}` : digest;
 
 /** The cached principal for this entry, unless it expired meanwhile; its use is recorded. */
-function usableCached(ctx: AppContext, cacheKey: string): Principal | undefined {
+function usableCached(ctx: ServiceContext, cacheKey: string): Principal | undefined {
   const now = ctx.clock();
   const cached = ctx.credentials.get(cacheKey, now.getTime());
   if (cached) recordKeyUse(ctx, cached.key.id, now);
@@ -82,7 +83,7 @@ function usableCached(ctx: AppContext, cacheKey: string): Principal | undefined 
  * The caller, when the credentials cache already knows them (PERF-1): answered without waiting, so
  * the access hook finishes in the same tick. Undefined means "ask `authenticate`", never "refused".
  */
-export function knownPrincipal(ctx: AppContext, token: string | undefined, userHeader: string | undefined): Principal | undefined {
+export function knownPrincipal(ctx: ServiceContext, token: string | undefined, userHeader: string | undefined): Principal | undefined {
   if (!token) return undefined;
   // The checksum needs no checking here: only digests of keys that passed every check are kept,
   // and no other token has the same SHA-256.
@@ -94,7 +95,7 @@ export function knownPrincipal(ctx: AppContext, token: string | undefined, userH
 const LAST_USED_INTERVAL_MS = 60_000;
 
 /** Updates `last_used_at` at most once a minute per key, off the request's critical path. */
-function recordKeyUse(ctx: AppContext, keyId: string, now: Date): void {
+function recordKeyUse(ctx: ServiceContext, keyId: string, now: Date): void {
   const last = ctx.lastUsedWrites.get(keyId);
   if (last !== undefined && now.getTime() - last < LAST_USED_INTERVAL_MS) return;
   ctx.lastUsedWrites.set(keyId, now.getTime());
@@ -111,7 +112,7 @@ function recordKeyUse(ctx: AppContext, keyId: string, now: Date): void {
  * CI job's bad key behind the same NAT must not lock its people out of the web login).
  */
 export async function logIn(
-  ctx: AppContext,
+  ctx: ServiceContext,
   credentials: { email: string; password: string },
   client: { ip: string; requestId: string },
 ): Promise<{ row: ApiKeysTable; secret: string }> {

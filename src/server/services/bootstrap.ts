@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { anyUserExists } from '../db/repositories/users.ts';
 import { classifyToken } from '../security/api-key.ts';
 import { type Actor, createApiKey, createUser, findActiveUser, setRoles } from './users.ts';
@@ -35,7 +35,7 @@ export function adminKeyBanner(key: MintedKey, heading: string): string {
  * ATTEST_ADMIN_EMAIL with the key in ATTEST_ADMIN_API_KEY (standard or old format), or generate a
  * key and print it once. No default credentials exist (SEC-8b).
  */
-export async function bootstrapAdmin(ctx: AppContext, announce: (message: string) => void): Promise<void> {
+export async function bootstrapAdmin(ctx: ServiceContext, announce: (message: string) => void): Promise<void> {
   if (await anyUserExists(ctx.db)) return;
   const email = ctx.config.adminEmail ?? 'admin@attest.local';
   const given = ctx.config.adminApiKey;
@@ -74,7 +74,7 @@ export async function bootstrapAdmin(ctx: AppContext, announce: (message: string
  * (ATTEST_KEY_MAX_DAYS).
  */
 export async function mintAdminKey(
-  ctx: AppContext,
+  ctx: ServiceContext,
   email: string,
   format: 'standard' | 'legacy',
 ): Promise<MintedKey & { created: boolean; promoted: boolean }> {

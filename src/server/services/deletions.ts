@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { deleteJobRow, findJob } from '../db/repositories/jobs.ts';
 import { countRunsOfTest, deleteRunRow, deleteRunsWhere, findRun } from '../db/repositories/runs.ts';
 import { deleteTestRow, findTest } from '../db/repositories/tests.ts';
@@ -18,14 +18,12 @@ import type { Actor } from './users.ts';
  * (PERF-7). Called once the deletion has committed, before it is acknowledged. (A single artifact's
  * deletion forgets the image uses and its own owner only: no run's results show artifacts.)
  */
-export function forgetKeptContent(ctx: AppContext): void {
-  ctx.frozenResults.invalidate();
-  ctx.imageUses.forgetAll();
-  ctx.owners.forgetAll();
+export function forgetKeptContent(ctx: ServiceContext): void {
+  ctx.changes.emit({ kind: 'runs-deleted' });
 }
 
 /** Deletes a run and everything it holds. */
-export async function deleteRun(ctx: AppContext, runId: string, actor: Actor): Promise<void> {
+export async function deleteRun(ctx: ServiceContext, runId: string, actor: Actor): Promise<void> {
   await inTransaction(ctx.db, async (trx) => {
     const run = found(await findRun(trx, runId), 'The test run');
     await deleteRunRow(trx, run.id);
@@ -43,7 +41,7 @@ export async function deleteRun(ctx: AppContext, runId: string, actor: Actor): P
 }
 
 /** Deletes a job with all its runs. Answers how many runs went. */
-export async function deleteJob(ctx: AppContext, jobId: string, actor: Actor): Promise<{ runs: number }> {
+export async function deleteJob(ctx: ServiceContext, jobId: string, actor: Actor): Promise<{ runs: number }> {
   const runs = await inTransaction(ctx.db, async (trx) => {
     const job = found(await findJob(trx, jobId), 'The job');
     const deleted = await deleteRunsWhere(trx, 'job_id', job.id);
@@ -66,7 +64,12 @@ export async function deleteJob(ctx: AppContext, jobId: string, actor: Actor): P
  * Deletes a test definition. While runs reference it the answer is 409, unless `cascade` asks for
  * its runs (its history) to go too.
  */
-export async function deleteTest(ctx: AppContext, testId: string, options: { cascade: boolean }, actor: Actor): Promise<{ runs: number }> {
+export async function deleteTest(
+  ctx: ServiceContext,
+  testId: string,
+  options: { cascade: boolean },
+  actor: Actor,
+): Promise<{ runs: number }> {
   const runs = await inTransaction(ctx.db, async (trx) => {
     const test = found(await findTest(trx, testId), 'The test');
     const referencing = await countRunsOfTest(trx, test.id);
@@ -89,6 +92,6 @@ export async function deleteTest(ctx: AppContext, testId: string, options: { cas
     return deleted;
   });
   if (runs > 0) forgetKeptContent(ctx);
-  else ctx.owners.forget('test', testId);
+  else ctx.changes.emit({ kind: 'test-deleted', testId });
   return { runs };
 }

@@ -1,6 +1,6 @@
 import type { BodyOf } from '../../api/endpoint.ts';
 import type { registerDevice as registerDeviceEndpoint, updateDevice as updateDeviceEndpoint } from '../../api/v1/devices.ts';
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import {
@@ -20,14 +20,14 @@ import { AppError, found, notFound } from '../errors.ts';
 export type RegisterDeviceInput = BodyOf<typeof registerDeviceEndpoint>;
 export type UpdateDeviceInput = BodyOf<typeof updateDeviceEndpoint>;
 
-export const getDevice = async (ctx: AppContext, deviceId: string): Promise<DevicesTable> =>
+export const getDevice = async (ctx: ServiceContext, deviceId: string): Promise<DevicesTable> =>
   found(await findDevice(ctx.db, deviceId), 'The device');
 
-export const listDevices = (ctx: AppContext, filter: DeviceFilter, page: PageRequest): Promise<Page<DevicesTable>> =>
+export const listDevices = (ctx: ServiceContext, filter: DeviceFilter, page: PageRequest): Promise<Page<DevicesTable>> =>
   listDeviceRows(ctx.db, filter, page);
 
 /** Registers a device under its own id (serial, UDID); an id already registered is a 409. */
-export async function registerDevice(ctx: AppContext, input: RegisterDeviceInput): Promise<DevicesTable> {
+export async function registerDevice(ctx: ServiceContext, input: RegisterDeviceInput): Promise<DevicesTable> {
   const now = ctx.clock().toISOString();
   const row: DevicesTable = {
     id: input.id,
@@ -61,7 +61,7 @@ export async function registerDevice(ctx: AppContext, input: RegisterDeviceInput
  * Applies the fields given and returns the device as stored; labels given replace the old ones.
  * Updates and deletions forget the device's kept answer once they are done (PERF-5).
  */
-export async function updateDevice(ctx: AppContext, deviceId: string, input: UpdateDeviceInput): Promise<DevicesTable> {
+export async function updateDevice(ctx: ServiceContext, deviceId: string, input: UpdateDeviceInput): Promise<DevicesTable> {
   return writingDevice(ctx, deviceId, () =>
     inTransaction(ctx.db, async (trx) => {
       const current = found(await findDevice(trx, deviceId), 'The device');
@@ -88,15 +88,15 @@ export async function updateDevice(ctx: AppContext, deviceId: string, input: Upd
  * Runs a write to one device and forgets the device's kept answer after it (PERF-5), whether it
  * committed or failed (a rollback only costs a miss), so the very next request reads what is stored.
  */
-async function writingDevice<T>(ctx: AppContext, deviceId: string, write: () => Promise<T>): Promise<T> {
+async function writingDevice<T>(ctx: ServiceContext, deviceId: string, write: () => Promise<T>): Promise<T> {
   try {
     return await write();
   } finally {
-    ctx.deviceAnswers.forget(deviceId);
+    ctx.changes.emit({ kind: 'device-written', deviceId });
   }
 }
 
 /** Removes a device from the lab; runs keep their history. */
-export async function deleteDevice(ctx: AppContext, deviceId: string): Promise<void> {
+export async function deleteDevice(ctx: ServiceContext, deviceId: string): Promise<void> {
   if (!(await writingDevice(ctx, deviceId, () => deleteDeviceRow(ctx.db, deviceId)))) throw notFound('The device');
 }

@@ -5,7 +5,7 @@ import { TEST_FULL_NAME_MAX } from '../../api/v1/runs.ts';
 import { ImportInputError } from '../../import/model.ts';
 import type { ReadUpload } from '../../import/upload.ts';
 import { checkAndKeepInWorker, type HostInput, movable, readInWorker } from '../../import/worker-pool.ts';
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import type { ImportsTable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 
@@ -59,7 +59,7 @@ export async function* slicesOf(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
 }
 
 /** What the worker is given: the upload, and the bounds of this server. */
-function inputOf(ctx: AppContext, upload: ImportUpload | StoredUpload): HostInput {
+function inputOf(ctx: ServiceContext, upload: ImportUpload | StoredUpload): HostInput {
   const { size, chunks } = 'bytes' in upload ? { size: upload.bytes.length, chunks: slicesOf(upload.bytes) } : upload;
   return {
     fileName: upload.fileName,
@@ -102,7 +102,7 @@ function checkRuns(upload: { fileName: string }, runs: number): void {
  * (IMP-7), the worker's memory going back to the system when it ends.
  */
 export async function checkAndStoreUpload<T>(
-  ctx: AppContext,
+  ctx: ServiceContext,
   upload: ImportUpload,
   store: (chunks: AsyncIterable<Uint8Array>) => Promise<T>,
 ): Promise<T> {
@@ -121,7 +121,7 @@ export async function checkAndStoreUpload<T>(
 }
 
 /** Reads a whole upload into its reports (names made storable) and its archive's files; faults as `checkAndStoreUpload`. */
-export async function readUpload(ctx: AppContext, upload: ImportUpload | StoredUpload): Promise<ReadUpload> {
+export async function readUpload(ctx: ServiceContext, upload: ImportUpload | StoredUpload): Promise<ReadUpload> {
   const read = await inputFaults(readInWorker(inputOf(ctx, upload)));
   checkRuns(
     upload,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Static } from 'typebox';
 import { NAME_MAX } from '../../api/common.ts';
 import { type createJob as createJobEndpoint, JOB_RUNS_MAX, type JobProgress } from '../../api/v1/jobs.ts';
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import { deviceIdsWithLabels, knownDeviceIds } from '../db/repositories/devices.ts';
@@ -60,7 +60,7 @@ export interface JobClock {
   launchIdleMs: number;
 }
 
-export const jobClock = (ctx: AppContext): JobClock => ({
+export const jobClock = (ctx: ServiceContext): JobClock => ({
   now: ctx.clock().toISOString(),
   launchIdleMs: ctx.config.launchIdleMinutes * 60_000,
 });
@@ -130,16 +130,16 @@ export async function viewJobs(executor: Executor, rows: readonly JobsTable[], c
   });
 }
 
-async function loadJobView(ctx: AppContext, executor: Executor, jobId: string): Promise<JobView> {
+async function loadJobView(ctx: ServiceContext, executor: Executor, jobId: string): Promise<JobView> {
   const row = found(await findJob(executor, jobId), 'The job');
   const [view] = await viewJobs(executor, [row], jobClock(ctx));
   return view as JobView;
 }
 
-export const getJob = (ctx: AppContext, jobId: string) => loadJobView(ctx, ctx.db, jobId);
+export const getJob = (ctx: ServiceContext, jobId: string) => loadJobView(ctx, ctx.db, jobId);
 
 /** A project's jobs, newest first, each with the state its runs give it. */
-export async function listJobs(ctx: AppContext, projectId: string, page: PageRequest): Promise<Page<JobView>> {
+export async function listJobs(ctx: ServiceContext, projectId: string, page: PageRequest): Promise<Page<JobView>> {
   const rows = await listJobRows(ctx.db, projectId, page);
   return { items: await viewJobs(ctx.db, rows.items, jobClock(ctx)), nextCursor: rows.nextCursor };
 }
@@ -172,7 +172,7 @@ function defaultJobName(testNames: string[]): string {
 }
 
 /** The job created earlier with this key, if the body is the same; 409 if the key came with another body. */
-async function replayedJob(ctx: AppContext, projectId: string, key: string, body: unknown): Promise<JobView | undefined> {
+async function replayedJob(ctx: ServiceContext, projectId: string, key: string, body: unknown): Promise<JobView | undefined> {
   const earlier = await findJobByIdempotencyKey(ctx.db, projectId, key);
   if (!earlier) return undefined;
   if (!fingerprintMatches(earlier.idempotency_fingerprint, body)) {
@@ -187,7 +187,7 @@ async function replayedJob(ctx: AppContext, projectId: string, key: string, body
  * is a launch that runs join (a reporter's). A key used before answers the job it made, `created: false`.
  */
 export async function createJob(
-  ctx: AppContext,
+  ctx: ServiceContext,
   projectId: string,
   input: CreateJobInput,
   actorId: string,
@@ -207,7 +207,7 @@ export async function createJob(
   }
 }
 
-async function recordJob(ctx: AppContext, projectId: string, input: CreateJobInput, actorId: string): Promise<JobView> {
+async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJobInput, actorId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
   const ciUrl = checkedCiUrl(input.ciUrl, '/body/ciUrl');
   return inTransaction(ctx.db, async (trx) => {
@@ -281,7 +281,7 @@ async function recordJob(ctx: AppContext, projectId: string, input: CreateJobInp
  * Cancels a job: its queued runs are aborted at once; runs already running belong to a runner and
  * finish (or are aborted) through it. A completed or already cancelled job is a conflict.
  */
-export async function cancelJob(ctx: AppContext, jobId: string): Promise<JobView> {
+export async function cancelJob(ctx: ServiceContext, jobId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
   return inTransaction(ctx.db, async (trx) => {
     const before = await loadJobView(ctx, trx, jobId);
@@ -302,7 +302,7 @@ export async function cancelJob(ctx: AppContext, jobId: string): Promise<JobView
  * timeout already ended is closed as well (it stays completed). A cancelled job, or a job
  * with tests (it completes with its runs), is a conflict.
  */
-export async function completeJob(ctx: AppContext, jobId: string): Promise<JobView> {
+export async function completeJob(ctx: ServiceContext, jobId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
   return inTransaction(ctx.db, async (trx) => {
     const before = await loadJobView(ctx, trx, jobId);

@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { findActiveUserByEmail } from '../db/repositories/users.ts';
 import type { UsersTable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
@@ -17,7 +17,7 @@ import { verifyPassword } from '../security/password.ts';
  *   caller's failures at the same address, or on the same account from elsewhere, do not lock out
  *   the person who signs in there, while the pair's own failures end that pass.
  */
-export async function checkPassword(ctx: AppContext, email: string, password: string, ip: string): Promise<UsersTable | undefined> {
+export async function checkPassword(ctx: ServiceContext, email: string, password: string, ip: string): Promise<UsersTable | undefined> {
   const account = emailDigest(email);
   const addressSubject = `login:${ip}`;
   const now = ctx.clock().getTime();

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BodyOf } from '../../api/endpoint.ts';
 import type { createProject as createProjectEndpoint, updateProject as updateProjectEndpoint } from '../../api/v1/projects.ts';
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import {
@@ -42,14 +42,14 @@ async function withUsage(executor: Executor, projects: ProjectsTable[]): Promise
   return projects.map((project) => ({ ...project, usage: usage.get(project.id) as UsageCounters }));
 }
 
-export async function getProject(ctx: AppContext, projectId: string): Promise<ProjectWithUsage> {
+export async function getProject(ctx: ServiceContext, projectId: string): Promise<ProjectWithUsage> {
   const [project] = await withUsage(ctx.db, [found(await findProject(ctx.db, projectId), 'The project')]);
   return project as ProjectWithUsage;
 }
 
 /** The projects the caller may see, by key; with `key` (any case), only the one with that key. */
 export async function listProjects(
-  ctx: AppContext,
+  ctx: ServiceContext,
   visible: VisibleProjects,
   page: PageRequest,
   key?: string,
@@ -59,7 +59,7 @@ export async function listProjects(
 }
 
 /** Creates a project with its creator as the first member. */
-export async function createProject(ctx: AppContext, input: CreateProjectInput, creatorId: string): Promise<ProjectWithUsage> {
+export async function createProject(ctx: ServiceContext, input: CreateProjectInput, creatorId: string): Promise<ProjectWithUsage> {
   const now = ctx.clock().toISOString();
   const row: ProjectsTable = {
     id: randomUUID(),
@@ -96,7 +96,7 @@ export async function createProject(ctx: AppContext, input: CreateProjectInput, 
  * is audited.
  */
 export async function updateProject(
-  ctx: AppContext,
+  ctx: ServiceContext,
   projectId: string,
   input: UpdateProjectInput,
   actor: Actor & { admin: boolean },
@@ -127,7 +127,7 @@ export async function updateProject(
  * Deletes a project. Child rows go with it (ON DELETE CASCADE); blobs they referenced become
  * unreferenced and are reclaimed by the blob garbage collector.
  */
-export async function deleteProject(ctx: AppContext, projectId: string, actor: Actor): Promise<void> {
+export async function deleteProject(ctx: ServiceContext, projectId: string, actor: Actor): Promise<void> {
   await changingAccess(ctx.credentials, () =>
     inTransaction(ctx.db, async (trx) => {
       const project = found(await findProject(trx, projectId), 'The project');
@@ -148,11 +148,11 @@ export async function deleteProject(ctx: AppContext, projectId: string, actor: A
 }
 
 /** A project's active members, by name. */
-export const listMembers = (ctx: AppContext, projectId: string, page: PageRequest): Promise<Page<MemberRow>> =>
+export const listMembers = (ctx: ServiceContext, projectId: string, page: PageRequest): Promise<Page<MemberRow>> =>
   listMemberRows(ctx.db, projectId, page);
 
 /** Adds a user to a project; adding a member twice changes nothing. Returns the membership. */
-export async function addMember(ctx: AppContext, projectId: string, email: string, actor: Actor): Promise<MemberRow> {
+export async function addMember(ctx: ServiceContext, projectId: string, email: string, actor: Actor): Promise<MemberRow> {
   const user = await requireActiveUser(ctx.db, email);
   const member = await changingAccess(ctx.credentials, () =>
     inTransaction(ctx.db, async (trx) => {
@@ -175,7 +175,7 @@ export async function addMember(ctx: AppContext, projectId: string, email: strin
 }
 
 /** Removes a user from a project; a user who is not a member (or no user at all) is a 404. */
-export async function removeMember(ctx: AppContext, projectId: string, email: string, actor: Actor): Promise<void> {
+export async function removeMember(ctx: ServiceContext, projectId: string, email: string, actor: Actor): Promise<void> {
   await changingAccess(ctx.credentials, () =>
     inTransaction(ctx.db, async (trx) => {
       const user = await findActiveUserByEmail(trx, normaliseEmail(email));

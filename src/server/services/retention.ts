@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import type { RetentionPolicy } from '../../api/v1/projects.ts';
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { deleteRuns, expiredRuns, type Policy, projectsForRetention, setKeep, trySweepLock } from '../db/repositories/retention.ts';
 import { findRun } from '../db/repositories/runs.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
@@ -26,7 +26,7 @@ export interface RetentionReport {
 }
 
 /** The instance default from configuration: the rules whose variables are not 0. */
-export function defaultRules(config: AppContext['config']): RetentionRules {
+export function defaultRules(config: ServiceContext['config']): RetentionRules {
   return {
     ...(config.retentionDays > 0 ? { days: config.retentionDays } : {}),
     ...(config.retentionFailedDays > 0 ? { failedDays: config.retentionFailedDays } : {}),
@@ -44,7 +44,7 @@ function policyOf(rules: RetentionRules, now: number): Policy {
  * them). On PostgreSQL each batch takes the sweep's advisory lock, so of several instances only one
  * sweeps at a time; another that finds it taken stops and leaves the work to it.
  */
-export async function sweepRetention(ctx: AppContext, options: { dryRun?: boolean } = {}): Promise<RetentionReport> {
+export async function sweepRetention(ctx: ServiceContext, options: { dryRun?: boolean } = {}): Promise<RetentionReport> {
   const report: RetentionReport = { dryRun: options.dryRun === true, deleted: 0, projects: [] };
   const now = ctx.clock().getTime();
   const fallback = defaultRules(ctx.config);
@@ -90,7 +90,7 @@ export async function sweepRetention(ctx: AppContext, options: { dryRun?: boolea
 }
 
 /** Marks a run to keep (a run still going may be marked ahead: retention only ever expires finished runs), or unmarks it. */
-export async function keepRun(ctx: AppContext, runId: string, keep: boolean): Promise<TestRunsTable> {
+export async function keepRun(ctx: ServiceContext, runId: string, keep: boolean): Promise<TestRunsTable> {
   const run = found(await findRun(ctx.db, runId), 'The test run');
   if (!(await setKeep(ctx.db, run.id, keep))) throw new AppError('NOT_FOUND', 'The test run is not there any more.');
   return { ...run, keep: keep ? 1 : 0 };

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from 'typebox';
 import type { createRun as createRunEndpoint, listRuns as listRunsEndpoint, updateRun as updateRunEndpoint } from '../../api/v1/runs.ts';
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import { findDeviceId } from '../db/repositories/devices.ts';
@@ -38,10 +38,11 @@ const NEXT_STATUSES: Record<RunStatus, readonly RunStatus[]> = {
 
 export const isFinished = (status: RunStatus) => status === 'completed' || status === 'aborted';
 
-export const getRun = async (ctx: AppContext, runId: string): Promise<TestRunsTable> => found(await findRun(ctx.db, runId), 'The test run');
+export const getRun = async (ctx: ServiceContext, runId: string): Promise<TestRunsTable> =>
+  found(await findRun(ctx.db, runId), 'The test run');
 
 /** The run created earlier with this key, if the body is the same; 409 if the key came with another body. */
-async function replayedRun(ctx: AppContext, projectId: string, key: string, body: unknown): Promise<TestRunsTable | undefined> {
+async function replayedRun(ctx: ServiceContext, projectId: string, key: string, body: unknown): Promise<TestRunsTable | undefined> {
   const earlier = await findRunByIdempotencyKey(ctx.db, projectId, key);
   if (earlier && !fingerprintMatches(earlier.idempotency_fingerprint, body)) {
     throw new AppError('STATE_CONFLICT', 'This idempotencyKey was already used in the project with another body.');
@@ -55,7 +56,7 @@ async function replayedRun(ctx: AppContext, projectId: string, key: string, body
  * body) it answers the stored run, `created: false`, and records nothing.
  */
 export async function createRun(
-  ctx: AppContext,
+  ctx: ServiceContext,
   projectId: string,
   input: CreateRunInput,
   actorId: string,
@@ -83,7 +84,7 @@ export async function createRun(
  * (JOB-1); another project's job is as unknown as a missing one. A launch the idle timeout ended
  * takes the run and is open again (JOB-2): its end was a presumption, and refusing would lose results.
  */
-async function assertJobTakesRuns(ctx: AppContext, projectId: string, jobId: string): Promise<void> {
+async function assertJobTakesRuns(ctx: ServiceContext, projectId: string, jobId: string): Promise<void> {
   const job = await findJob(ctx.db, jobId);
   if (job?.project_id !== projectId) throw invalid('/body/jobId', 'names no job of this project');
   if (job.cancelled_at !== null) throw new AppError('STATE_CONFLICT', 'The job is cancelled; it takes no more runs.');
@@ -91,7 +92,7 @@ async function assertJobTakesRuns(ctx: AppContext, projectId: string, jobId: str
 }
 
 async function recordRun(
-  ctx: AppContext,
+  ctx: ServiceContext,
   projectId: string,
   input: CreateRunInput,
   actorId: string,
@@ -163,7 +164,7 @@ async function recordRun(
 
 /** A project's runs, newest first, narrowed by every filter given (`projectId` is the resolved one, not the query's). */
 export async function listRuns(
-  ctx: AppContext,
+  ctx: ServiceContext,
   projectId: string,
   filters: Omit<RunFilters, 'projectId'>,
   page: PageRequest,
@@ -191,7 +192,7 @@ function checkVerdict(change: RunChange): void {
  * call must not fail); any other step off the lifecycle is a 409. Finishing a run (completed or
  * aborted) stamps `finished_at`, which freezes its results, and releases any runner lease.
  */
-export async function changeRunStatus(ctx: AppContext, runId: string, change: RunChange): Promise<TestRunsTable> {
+export async function changeRunStatus(ctx: ServiceContext, runId: string, change: RunChange): Promise<TestRunsTable> {
   checkVerdict(change);
   const now = ctx.clock().toISOString();
   return inTransaction(ctx.db, async (trx) => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { NAME_MAX } from '../../api/common.ts';
 import { CreateTestBody } from '../../api/v1/tests.ts';
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import { decisiveVerdictBefore, latestRunsOfTest } from '../db/repositories/runs.ts';
 import { findTest, insertTest, insertTestsByFullName, listTests as listTestRows, testsByFullName } from '../db/repositories/tests.ts';
@@ -51,7 +51,7 @@ export function testFromJsonBody(raw: unknown): NewTest {
   };
 }
 
-export async function createTest(ctx: AppContext, projectId: string, test: NewTest, actorId: string): Promise<TestsTable> {
+export async function createTest(ctx: ServiceContext, projectId: string, test: NewTest, actorId: string): Promise<TestsTable> {
   const row: TestsTable = {
     id: randomUUID(),
     project_id: projectId,
@@ -69,7 +69,8 @@ export async function createTest(ctx: AppContext, projectId: string, test: NewTe
   return row;
 }
 
-export const getTest = async (ctx: AppContext, testId: string): Promise<TestsTable> => found(await findTest(ctx.db, testId), 'The test');
+export const getTest = async (ctx: ServiceContext, testId: string): Promise<TestsTable> =>
+  found(await findTest(ctx.db, testId), 'The test');
 
 /** A test's latest runs, newest first, each with whether its verdict flipped, and their counts. */
 export interface TestHistory {
@@ -87,7 +88,7 @@ const decisive = (run: TestRunsTable): 'passed' | 'failed' | undefined =>
  * nothing about flakiness and are stepped over. The run compared with may be older than the
  * window, so it is read once, below the window's oldest run.
  */
-export async function getTestHistory(ctx: AppContext, testId: string, limit: number): Promise<TestHistory> {
+export async function getTestHistory(ctx: ServiceContext, testId: string, limit: number): Promise<TestHistory> {
   found(await findTest(ctx.db, testId), 'The test');
   const rows = await latestRunsOfTest(ctx.db, testId, limit);
   const oldest = rows[rows.length - 1];
@@ -108,7 +109,7 @@ export async function getTestHistory(ctx: AppContext, testId: string, limit: num
   return { testId, runs, summary };
 }
 
-export const listTests = (ctx: AppContext, projectId: string, page: PageRequest): Promise<Page<TestsTable>> =>
+export const listTests = (ctx: ServiceContext, projectId: string, page: PageRequest): Promise<Page<TestsTable>> =>
   listTestRows(ctx.db, projectId, page);
 
 /** A test's display name from its full name: the full name, cut to the name limit with an ellipsis. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BodyOf, Role } from '../../api/endpoint.ts';
 import type { createApiKey as createApiKeyEndpoint } from '../../api/v1/users.ts';
-import type { AppContext, Principal } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import {
@@ -31,6 +31,7 @@ import { AppError, found, notFound } from '../errors.ts';
 import { classifyToken, displayHint, emailDigest, generateKey, keyDigest, normaliseEmail } from '../security/api-key.ts';
 import { changingAccess } from '../security/credentials-cache.ts';
 import { hashPassword } from '../security/password.ts';
+import type { Principal } from '../security/principal.ts';
 import { audit } from './audit.ts';
 import { checkPassword } from './password-check.ts';
 
@@ -67,15 +68,15 @@ export async function requireActiveUser(executor: Executor, email: string): Prom
  * The user an admin-or-self operation addresses. Non-admins may only address themselves; any other
  * e-mail answers 404 whether or not it belongs to someone, so e-mails cannot be probed.
  */
-async function addressableUser(ctx: AppContext, principal: Principal, email: string): Promise<UsersTable> {
+async function addressableUser(ctx: ServiceContext, principal: Principal, email: string): Promise<UsersTable> {
   if (principal.role !== 'admin' && normaliseEmail(email) !== principal.user.email) throw notFound('The user');
   return requireActiveUser(ctx.db, email);
 }
 
-export const getUser = (ctx: AppContext, email: string, caller: Principal): Promise<UsersTable> => addressableUser(ctx, caller, email);
+export const getUser = (ctx: ServiceContext, email: string, caller: Principal): Promise<UsersTable> => addressableUser(ctx, caller, email);
 
 /** Active users by e-mail, narrowed to a role and to e-mails containing `email`. */
-export function listUsers(ctx: AppContext, filter: { role?: Role; email?: string }, page: PageRequest): Promise<Page<UsersTable>> {
+export function listUsers(ctx: ServiceContext, filter: { role?: Role; email?: string }, page: PageRequest): Promise<Page<UsersTable>> {
   return listUserRows(ctx.db, { role: filter.role, emailContains: filter.email ? normaliseEmail(filter.email) : undefined }, page);
 }
 
@@ -83,12 +84,12 @@ export function listUsers(ctx: AppContext, filter: { role?: Role; email?: string
  * The projects the caller is a member of. Non-admins' memberships were read when they
  * authenticated; admins see every project, so theirs are read here.
  */
-export async function memberProjectIds(ctx: AppContext, principal: Principal): Promise<string[]> {
+export async function memberProjectIds(ctx: ServiceContext, principal: Principal): Promise<string[]> {
   return principal.projects === 'all' ? projectIdsOfUser(ctx.db, principal.user.id) : [...principal.projects];
 }
 
 export async function createUser(
-  ctx: AppContext,
+  ctx: ServiceContext,
   input: { email: string; name: string; roles?: Role[]; password?: string },
   actor: Actor,
 ): Promise<UsersTable> {
@@ -127,7 +128,7 @@ export async function createUser(
  * Runs `change` in a transaction after locking the admin set, and refuses (409) when it would
  * leave no active admin. Locking makes two concurrent demotions of the last two admins serialise.
  */
-async function withAdminInvariant<T>(ctx: AppContext, change: (trx: Executor) => Promise<T>): Promise<T> {
+async function withAdminInvariant<T>(ctx: ServiceContext, change: (trx: Executor) => Promise<T>): Promise<T> {
   return inTransaction(ctx.db, async (trx) => {
     await lockAdmins(trx);
     const result = await change(trx);
@@ -138,7 +139,7 @@ async function withAdminInvariant<T>(ctx: AppContext, change: (trx: Executor) =>
   });
 }
 
-export async function setRoles(ctx: AppContext, email: string, roles: Role[], actor: Actor): Promise<UsersTable> {
+export async function setRoles(ctx: ServiceContext, email: string, roles: Role[], actor: Actor): Promise<UsersTable> {
   const ordered = (['viewer', 'tester', 'manager', 'admin'] as const).filter((r) => roles.includes(r));
   return changingAccess(ctx.credentials, () =>
     withAdminInvariant(ctx, async (trx) => {
@@ -160,7 +161,7 @@ export async function setRoles(ctx: AppContext, email: string, roles: Role[], ac
 }
 
 /** Deletes a user: keys revoked and memberships dropped in the same transaction; created records keep their author id. */
-export async function deleteUser(ctx: AppContext, email: string, actor: Actor): Promise<void> {
+export async function deleteUser(ctx: ServiceContext, email: string, actor: Actor): Promise<void> {
   await changingAccess(ctx.credentials, () =>
     withAdminInvariant(ctx, async (trx) => {
       const user = await requireActiveUser(trx, email);
@@ -187,7 +188,7 @@ export async function deleteUser(ctx: AppContext, email: string, actor: Actor): 
  * are separate credentials, revoked one by one).
  */
 export async function setPassword(
-  ctx: AppContext,
+  ctx: ServiceContext,
   user: UsersTable,
   password: string,
   actor: Actor,
@@ -212,7 +213,7 @@ export async function setPassword(
 }
 
 /** Sets the password of the user the caller addresses (themselves, or anyone for an admin). */
-export async function setUserPassword(ctx: AppContext, email: string, password: string, caller: Caller): Promise<void> {
+export async function setUserPassword(ctx: ServiceContext, email: string, password: string, caller: Caller): Promise<void> {
   const user = await addressableUser(ctx, caller.principal, email);
   const { key } = caller.principal;
   const ownSession = key.format === 'session' && caller.principal.user.id === user.id ? key.id : undefined;
@@ -230,7 +231,7 @@ export interface KeyRequest {
 }
 
 /** When a new key expires: sessions after the session lifetime, others as asked within the configured bounds. */
-function keyExpiry(ctx: AppContext, request: KeyRequest, now: Date): string | null {
+function keyExpiry(ctx: ServiceContext, request: KeyRequest, now: Date): string | null {
   if (request.format === 'session') return new Date(now.getTime() + ctx.config.sessionMinutes * 60_000).toISOString();
   if (request.expiresAt === undefined) return new Date(now.getTime() + ctx.config.keyDefaultDays * DAY_MS).toISOString();
   if (request.expiresAt === null) {
@@ -256,7 +257,7 @@ function keyExpiry(ctx: AppContext, request: KeyRequest, now: Date): string | nu
  * own transaction, or in the caller's when `executor` is one.
  */
 export async function createApiKey(
-  ctx: AppContext,
+  ctx: ServiceContext,
   user: UsersTable,
   request: KeyRequest,
   actor: Actor,
@@ -314,7 +315,7 @@ export async function createApiKey(
 }
 
 /** Reads the stored old-format keys' digests again: keys another instance or the CLI stored join the set. */
-export async function refreshLegacyKeyDigests(ctx: AppContext): Promise<void> {
+export async function refreshLegacyKeyDigests(ctx: ServiceContext): Promise<void> {
   ctx.legacyKeys.replace(await legacyKeyDigests(ctx.db));
 }
 
@@ -328,7 +329,7 @@ export type CreateApiKeyInput = BodyOf<typeof createApiKeyEndpoint>;
  * (one that may mint others, as any key could before), and a user may have no password at all.
  */
 export async function issueApiKey(
-  ctx: AppContext,
+  ctx: ServiceContext,
   email: string,
   input: CreateApiKeyInput,
   caller: Caller,
@@ -348,7 +349,7 @@ export async function issueApiKey(
 }
 
 /** Checks the password a web session confirms with, as a login would be (SEC-2d), else 403 (or 429 when throttled). */
-async function confirmPassword(ctx: AppContext, password: string | undefined, caller: Caller): Promise<void> {
+async function confirmPassword(ctx: ServiceContext, password: string | undefined, caller: Caller): Promise<void> {
   if (password === undefined) {
     throw new AppError('REAUTHENTICATION_REQUIRED', 'A key created through a web session needs your password: send it in `password`.');
   }
@@ -360,7 +361,7 @@ async function confirmPassword(ctx: AppContext, password: string | undefined, ca
 
 /** The keys of the user the caller addresses; `unusedForDays` keeps those not used for that long. */
 export async function listApiKeys(
-  ctx: AppContext,
+  ctx: ServiceContext,
   email: string,
   filter: { includeRevoked?: boolean; unusedForDays?: number },
   page: PageRequest,
@@ -375,7 +376,7 @@ export async function listApiKeys(
 }
 
 /** Revokes a key of the user the caller addresses; a revoked or foreign key is a 404. */
-export async function revokeApiKey(ctx: AppContext, email: string, keyId: string, caller: Caller): Promise<void> {
+export async function revokeApiKey(ctx: ServiceContext, email: string, keyId: string, caller: Caller): Promise<void> {
   const user = await addressableUser(ctx, caller.principal, email);
   const actor = actorOf(caller);
   await changingAccess(ctx.credentials, () =>

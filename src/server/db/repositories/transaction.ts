@@ -1,5 +1,3 @@
-import type { Kysely } from 'kysely';
-import { sqliteTransactionRunner } from '../sqlite-driver.ts';
 import type { DB, Executor } from '../types.ts';
 
 /**
@@ -9,8 +7,5 @@ import type { DB, Executor } from '../types.ts';
  */
 export function inTransaction<T>(executor: Executor, work: (trx: Executor) => Promise<T>): Promise<T> {
   if (executor.isTransaction) return work(executor);
-  const db = executor as DB;
-  // SQLite's transactions run their statements straight on its one connection (sqlite-transaction.ts).
-  const runSqlite = sqliteTransactionRunner(db as Kysely<unknown>);
-  return runSqlite ? runSqlite(db, work) : db.transaction().execute(work);
+  return (executor as DB).transaction().execute(work);
 }

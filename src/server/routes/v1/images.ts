@@ -4,7 +4,8 @@ import type { AppContext } from '../../context.ts';
 import type { ImagesTable } from '../../db/types.ts';
 import { found } from '../../errors.ts';
 import { sendBlob } from '../../http/blob-download.ts';
-import { keptVisibleImage, learnVisibleImage, originalDownload, thumbnailDownload, type VisibleImage } from '../../services/images.ts';
+import { originalDownload, thumbnailDownload } from '../../services/images.ts';
+import { keptVisibleImage, learnVisibleImage, type VisibleImage } from '../image-access.ts';
 import { route, uuidPathParam } from '../route.ts';
 
 export function imageRoutes(ctx: AppContext) {

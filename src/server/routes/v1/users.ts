@@ -1,6 +1,7 @@
 import * as api from '../../../api/v1/users.ts';
-import type { AppContext, Principal } from '../../context.ts';
+import type { AppContext } from '../../context.ts';
 import { presentApiKey, presentAuditEntry, presentUser } from '../../presenters/identity.ts';
+import type { Principal } from '../../security/principal.ts';
 import { listAuditLog } from '../../services/audit.ts';
 import {
   type Actor,

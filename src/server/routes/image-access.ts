@@ -1,0 +1,47 @@
+import type { AppContext } from '../context.ts';
+import { findVisibleImage } from '../db/repositories/artifacts.ts';
+import type { ImagesTable, VisibleProjects } from '../db/types.ts';
+
+// The owner resolver of `GET /images/{imageId}` (see owners.ts for the others): images are shared
+// by content, so the owner is any project the caller can see that uses the image.
+
+/** A project among `uses` that the caller can see; undefined when none is. */
+function visibleUse(uses: ReadonlySet<string>, visible: VisibleProjects): string | undefined {
+  for (const project of uses) if (visible === 'all' || visible.has(project)) return project;
+  return undefined;
+}
+
+/** An image and a project the caller can see that uses it: what the access check of `GET /images/{imageId}` learns. */
+export interface VisibleImage {
+  image: ImagesTable;
+  projectId: string;
+}
+
+/**
+ * The access check of `GET /images/{imageId}` (PERF-6): the image with a project the caller can see
+ * that uses it. An image is shared by content, so the projects using it only grow with uploads and
+ * shrink with deletions. What the database answered is kept as a fact ("project P uses this
+ * image"): a caller who sees one of the known projects is answered from memory, synchronously
+ * (`keptVisibleImage`; undefined there means "ask", not 404). Anyone else asks the database
+ * (`learnVisibleImage`; undefined there is the 404), and what it finds is added, so an upload into
+ * a new project is seen by the very next request without forgetting anything. A "no" is never
+ * kept. Every deletion of runs, artifacts or projects forgets every kept use (the `runs-deleted`
+ * and `artifact-deleted` changes), and a read that overlapped one is not kept.
+ */
+export function keptVisibleImage(ctx: AppContext, imageId: string, visible: VisibleProjects): VisibleImage | undefined {
+  const known = ctx.imageUses.get(imageId);
+  if (!known) return undefined;
+  const projectId = visibleUse(known.projects, visible);
+  return projectId === undefined ? undefined : { image: known.image, projectId };
+}
+
+/** Asks the database, when `keptVisibleImage` did not know, and keeps what it finds. */
+export async function learnVisibleImage(ctx: AppContext, imageId: string, visible: VisibleProjects): Promise<VisibleImage | undefined> {
+  const ticket = ctx.imageUses.ticket();
+  const found = await findVisibleImage(ctx.db, imageId, visible);
+  if (!found) return undefined;
+  const { project_id, ...image } = found;
+  const known = ctx.imageUses.get(imageId);
+  ctx.imageUses.store(imageId, { image, projects: new Set([...(known?.projects ?? []), project_id]) }, ticket);
+  return { image, projectId: project_id };
+}
