@@ -5,6 +5,8 @@
  */
 
 import sjson from 'secure-json-parse';
+import type { Static } from 'typebox';
+import type { ImportOptions } from '../api/v1/imports.ts';
 import { readArchive } from './archive.ts';
 import { looksLikeJUnit, parseJUnitDocument } from './junit.ts';
 import { decodeXmlBytes } from './junit-xml.ts';
@@ -13,6 +15,25 @@ import { looksLikePlaywright, parsePlaywright, playwrightReportOf } from './play
 
 export type UploadType = 'xml' | 'json' | 'zip';
 export type UploadFormat = 'auto' | 'junit' | 'playwright';
+export type ImportOptionsInput = Static<typeof ImportOptions>;
+
+/** An import as a request brought it: the report's bytes, what type they are, and the options. */
+export interface ImportUpload {
+  fileName: string;
+  bytes: Buffer;
+  type: UploadType;
+  options: ImportOptionsInput;
+}
+
+/** The type of an upload from its first bytes, when its Content-Type did not say (a multipart file part). */
+export function sniffType(bytes: Uint8Array): UploadType {
+  if (bytes[0] === 0x50 && bytes[1] === 0x4b) return 'zip';
+  const start = Buffer.from(bytes.subarray(0, 64))
+    .toString('utf8')
+    .replace(/^\uFEFF/, '')
+    .trimStart();
+  return start.startsWith('{') || start.startsWith('[') ? 'json' : 'xml';
+}
 
 /** The bounds a reading keeps to (the server's configuration and its contract's limits). */
 export interface UploadLimits {

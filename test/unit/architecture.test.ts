@@ -99,6 +99,13 @@ describe('the layers of src/server', () => {
     assert.deepEqual(offences, []);
   });
 
+  test('services are handed the ServiceContext, never the AppContext with the answers the HTTP layer keeps', () => {
+    const offences = under('services')
+      .filter((file) => /\bAppContext\b/.test(TEXT.get(file) as string))
+      .map(rel);
+    assert.deepEqual(offences, []);
+  });
+
   test('no import cycles, type-only imports included', () => {
     const graph = new Map(
       FILES.map((file) => [

@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import sjson from 'secure-json-parse';
 import { ImportOptions } from '../../api/v1/imports.ts';
-import type { AppContext } from '../context.ts';
+import { type ImportOptionsInput, type ImportUpload, sniffType, type UploadType } from '../../import/upload.ts';
+import type { Config } from '../config.ts';
 import { AppError, invalid } from '../errors.ts';
-import { type ImportOptionsInput, type ImportUpload, type SourceType, sniffType } from '../services/import-reading.ts';
 import { compileValidator, rejectNulCharacters } from '../validation.ts';
 
 // An import request read into the upload the import service takes (docs/imports.md): either the
@@ -12,18 +12,23 @@ import { compileValidator, rejectNulCharacters } from '../validation.ts';
 
 const validateOptions = compileValidator(ImportOptions, '/body/options');
 
-const TYPES: Record<string, SourceType> = {
+/** What reading an import request needs: the upload bound. */
+export interface ImportReading {
+  config: Pick<Config, 'maxImportBytes'>;
+}
+
+const TYPES: Record<string, UploadType> = {
   'application/xml': 'xml',
   'text/xml': 'xml',
   'application/json': 'json',
   'application/zip': 'zip',
   'application/x-zip-compressed': 'zip',
 };
-const DEFAULT_NAMES: Record<SourceType, string> = { xml: 'report.xml', json: 'report.json', zip: 'report.zip' };
+const DEFAULT_NAMES: Record<UploadType, string> = { xml: 'report.xml', json: 'report.json', zip: 'report.zip' };
 /** Room for multipart boundaries and part headers above the upload's own bound. */
 const MULTIPART_OVERHEAD_BYTES = 1024 * 1024;
 
-const tooLarge = (ctx: AppContext) =>
+const tooLarge = (ctx: ImportReading) =>
   new AppError('PAYLOAD_TOO_LARGE', `An import upload may be at most ${ctx.config.maxImportBytes} bytes (ATTEST_MAX_IMPORT_BYTES).`);
 
 function percentDecoded(text: string): string {
@@ -63,7 +68,7 @@ function optionsPart(value: unknown): ImportOptionsInput {
 }
 
 /** A multipart import: the `file` part read whole (within the limit) and the optional `options` part over the query's. */
-async function multipartUpload(ctx: AppContext, request: FastifyRequest, query: ImportOptionsInput): Promise<ImportUpload> {
+async function multipartUpload(ctx: ImportReading, request: FastifyRequest, query: ImportOptionsInput): Promise<ImportUpload> {
   let file: { name: string; bytes: Buffer } | undefined;
   let options = query;
   try {
@@ -90,7 +95,7 @@ async function multipartUpload(ctx: AppContext, request: FastifyRequest, query: 
  * multipart form. PostgreSQL text holds no NUL, so options carrying one are refused for both
  * databases, as JSON bodies are.
  */
-export async function readImportUpload(ctx: AppContext, request: FastifyRequest, query: ImportOptionsInput): Promise<ImportUpload> {
+export async function readImportUpload(ctx: ImportReading, request: FastifyRequest, query: ImportOptionsInput): Promise<ImportUpload> {
   if (Number(request.headers['content-length'] ?? 0) > ctx.config.maxImportBytes + MULTIPART_OVERHEAD_BYTES) throw tooLarge(ctx);
   const multipart = request.isMultipart();
   const upload = multipart ? await multipartUpload(ctx, request, query) : rawUpload(request, query);

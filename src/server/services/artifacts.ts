@@ -1,7 +1,7 @@
 import sjson from 'secure-json-parse';
 import type { Static } from 'typebox';
 import { ArtifactMetadata } from '../../api/v1/artifacts.ts';
-import { type AppContext, nowIso } from '../context.ts';
+import { nowIso, type ServiceContext } from '../context.ts';
 import { isForeignKeyViolation, isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import {
@@ -56,7 +56,7 @@ function assertRunTakesArtifacts(status: string): void {
   if (status !== 'running') throw new AppError('STATE_CONFLICT', `The run is ${status}; artifacts are attached once it is running.`);
 }
 /** A run holds at most ATTEST_MAX_ARTIFACTS_PER_RUN artifacts, so its listing always fits one answer. */
-function assertRoomForArtifact(ctx: AppContext, artifactCount: number): void {
+function assertRoomForArtifact(ctx: ServiceContext, artifactCount: number): void {
   if (artifactCount >= ctx.config.maxArtifactsPerRun) {
     throw new AppError('TOO_MANY_ARTIFACTS', `A run holds at most ${ctx.config.maxArtifactsPerRun} artifacts.`);
   }
@@ -115,7 +115,7 @@ async function readMetadata(part: UploadPart | undefined): Promise<Metadata> {
   return metadata;
 }
 
-async function detailsOf(ctx: AppContext, row: ArtifactsTable): Promise<ArtifactWithImages> {
+async function detailsOf(ctx: ServiceContext, row: ArtifactsTable): Promise<ArtifactWithImages> {
   const images = await imagesOfArtifacts(ctx.db, [row.id]);
   return { row, images: images.get(row.id) ?? [] };
 }
@@ -131,7 +131,7 @@ interface UploadTarget {
 }
 
 /** The step an upload's metadata names, by id or by key, as a step of the run; null when it names none. */
-async function stepOfUpload(ctx: AppContext, runId: string, metadata: Metadata): Promise<string | null> {
+async function stepOfUpload(ctx: ServiceContext, runId: string, metadata: Metadata): Promise<string | null> {
   if (metadata.stepId === undefined && metadata.stepKey === undefined) return null;
   const step = metadata.stepId !== undefined ? { id: metadata.stepId.toLowerCase() } : { key: metadata.stepKey as string };
   const stepId = (await findStepOfRun(ctx.db, runId, step)) ?? null;
@@ -143,7 +143,7 @@ async function stepOfUpload(ctx: AppContext, runId: string, metadata: Metadata):
 }
 
 /** Reads the metadata part (the first) and finds the run and step it names in the project. */
-async function readUploadTarget(ctx: AppContext, parts: AsyncIterator<UploadPart>, projectId: string): Promise<UploadTarget> {
+async function readUploadTarget(ctx: ServiceContext, parts: AsyncIterator<UploadPart>, projectId: string): Promise<UploadTarget> {
   const metadata = await readMetadata((await parts.next()).value as UploadPart | undefined);
   const name = sanitizeArtifactName(metadata.name);
   if (name === '') throw invalid('/body/metadata/name', 'is empty once control characters and slashes are removed');
@@ -157,7 +157,7 @@ async function readUploadTarget(ctx: AppContext, parts: AsyncIterator<UploadPart
  * results posts and run creation.
  */
 async function replayUpload(
-  ctx: AppContext,
+  ctx: ServiceContext,
   target: UploadTarget,
   stored: ArtifactsTable,
   digests: () => Promise<Map<string, string>>,
@@ -173,7 +173,7 @@ async function replayUpload(
 }
 
 /** Cheap refusals before a byte is stored; each is judged again under the lock of the final transaction. */
-async function refuseEarly(ctx: AppContext, run: UploadRun, projectId: string): Promise<void> {
+async function refuseEarly(ctx: ServiceContext, run: UploadRun, projectId: string): Promise<void> {
   assertRunTakesArtifacts(run.status);
   assertRoomForArtifact(ctx, run.artifact_count);
   // Only a project with a quota pays for its check (RET-5).
@@ -185,7 +185,7 @@ const releaseAll = (files: readonly StoredFile[]): void => {
 };
 
 /** Streams the file parts after the metadata into the blob store: each part the kind takes, once. A failure releases what was stored. */
-async function storeFileParts(ctx: AppContext, parts: AsyncIterator<UploadPart>, kind: Kind): Promise<StoredFile[]> {
+async function storeFileParts(ctx: ServiceContext, parts: AsyncIterator<UploadPart>, kind: Kind): Promise<StoredFile[]> {
   const expected = filePartsOf(kind);
   const stored: StoredFile[] = [];
   try {
@@ -209,7 +209,7 @@ async function storeFileParts(ctx: AppContext, parts: AsyncIterator<UploadPart>,
 }
 
 /** The artifact the stored parts make: its content is its file or a visual diff's diff image; its images come in the order sent. */
-function uploadDraft(ctx: AppContext, userId: string, target: UploadTarget, stored: StoredFile[]): ArtifactDraft {
+function uploadDraft(ctx: ServiceContext, userId: string, target: UploadTarget, stored: StoredFile[]): ArtifactDraft {
   return {
     projectId: target.run.project_id,
     runId: target.run.id,
@@ -228,7 +228,7 @@ function uploadDraft(ctx: AppContext, userId: string, target: UploadTarget, stor
  * The rows of an upload whose blobs are all durable (put resolved), committed together. The run stays
  * locked until they are, so a concurrent completion or another upload's count check waits for this one.
  */
-function commitUploadRows(ctx: AppContext, draft: ArtifactDraft, stored: StoredFile[]): Promise<ArtifactWithImages> {
+function commitUploadRows(ctx: ServiceContext, draft: ArtifactDraft, stored: StoredFile[]): Promise<ArtifactWithImages> {
   return inTransaction(ctx.db, async (trx) => {
     const locked = runInProject(await runWithArtifactCount(trx, draft.runId, true), draft.projectId);
     assertRunTakesArtifacts(locked.status);
@@ -242,7 +242,7 @@ function commitUploadRows(ctx: AppContext, draft: ArtifactDraft, stored: StoredF
 
 /** Commits the upload; a concurrent retry with the same key that committed first is answered instead. */
 async function commitUpload(
-  ctx: AppContext,
+  ctx: ServiceContext,
   target: UploadTarget,
   draft: ArtifactDraft,
   stored: StoredFile[],
@@ -267,7 +267,7 @@ async function commitUpload(
  * already used in the run; then nothing new is stored.
  */
 export async function ingestArtifact(
-  ctx: AppContext,
+  ctx: ServiceContext,
   input: { projectId: string; userId: string; parts: AsyncIterable<UploadPart> },
 ): Promise<{ created: boolean; artifact: ArtifactWithImages }> {
   const parts = input.parts[Symbol.asyncIterator]();
@@ -295,7 +295,7 @@ export async function ingestArtifact(
 }
 
 /** The largest request body an upload can need: the bigger of one artifact file and a visual diff's three images, plus room for metadata and part headers. */
-export function uploadRequestLimit(config: AppContext['config']): number {
+export function uploadRequestLimit(config: ServiceContext['config']): number {
   return Math.max(config.maxArtifactBytes, 3 * config.maxImageBytes) + METADATA_MAX_BYTES + 1024 * 1024;
 }
 
@@ -304,7 +304,7 @@ export function uploadRequestLimit(config: AppContext['config']): number {
  * documented retrieval sequence reads it with one call); with them, one page of the list convention.
  */
 export async function listRunArtifacts(
-  ctx: AppContext,
+  ctx: ServiceContext,
   projectId: string,
   runId: string,
   page: PageRequest | undefined,
@@ -319,7 +319,7 @@ export async function listRunArtifacts(
  * the query filters by visibility, so the two cases are the same by construction.
  */
 export async function artifactDetailsByIds(
-  ctx: AppContext,
+  ctx: ServiceContext,
   idList: string,
   projects: VisibleProjects,
 ): Promise<{ items: ArtifactWithImages[]; missing: string[] }> {
@@ -345,13 +345,12 @@ export async function artifactDetailsByIds(
 }
 
 /** Deletes an artifact's row (its image links go with it). Its blobs stay until garbage collection finds them unreferenced (DUR-8). */
-export async function deleteArtifact(ctx: AppContext, artifactId: string): Promise<void> {
+export async function deleteArtifact(ctx: ServiceContext, artifactId: string): Promise<void> {
   if (!(await deleteArtifactRow(ctx.db, artifactId))) throw notFound('The artifact');
-  // Its images may have no visible use left (PERF-6); no run's results show artifacts, so those stay kept.
-  ctx.imageUses.forgetAll();
-  ctx.owners.forget('artifact', artifactId);
+  // Its images may have no visible use left (PERF-6), and its owner is gone (PERF-7).
+  ctx.changes.emit({ kind: 'artifact-deleted', artifactId });
   ctx.crashPoint('after-row-delete');
 }
 
-export const getArtifact = async (ctx: AppContext, artifactId: string): Promise<ArtifactsTable> =>
+export const getArtifact = async (ctx: ServiceContext, artifactId: string): Promise<ArtifactsTable> =>
   found(await findArtifact(ctx.db, artifactId), 'The artifact');

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import { BlobStorageError } from '../blob/blob-store.ts';
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { insertArtifact, storeImage } from '../db/repositories/artifacts.ts';
 import type { ArtifactImageRow, ArtifactImagesTable, ArtifactsTable, Executor, ImagesTable } from '../db/types.ts';
 import { AppError, invalid } from '../errors.ts';
@@ -36,7 +36,7 @@ export interface StoredFile extends Inspected {
  * become 507/503 (DUR-7), multipart limit errors 413, a malformed or cut-off body 400. Errors of
  * our own code (TypeError and the like) pass through and are reported as the bugs they are.
  */
-export function uploadFailure(ctx: AppContext, error: unknown): unknown {
+export function uploadFailure(ctx: ServiceContext, error: unknown): unknown {
   if (error instanceof AppError) return error;
   if (error instanceof BlobStorageError) {
     ctx.log.error({ err: error }, 'storing an upload failed');
@@ -53,7 +53,7 @@ export function uploadFailure(ctx: AppContext, error: unknown): unknown {
 
 /** Streams one file (an upload's file part) through the inspection into the blob store. */
 export async function storeFile(
-  ctx: AppContext,
+  ctx: ServiceContext,
   stream: AsyncIterable<Uint8Array>,
   slot: { part: string; role: ImageRole | undefined },
 ): Promise<StoredFile> {
@@ -86,14 +86,14 @@ export async function storeFile(
 }
 
 /** A file already in memory (an imported report's attachment), through the same checks as an upload's file part. */
-export function storeFileBytes(ctx: AppContext, bytes: Uint8Array, image: boolean): Promise<StoredFile> {
+export function storeFileBytes(ctx: ServiceContext, bytes: Uint8Array, image: boolean): Promise<StoredFile> {
   async function* once() {
     yield bytes;
   }
   return storeFile(ctx, once(), { part: 'file', role: image ? 'screenshot' : undefined });
 }
 
-async function readBlob(ctx: AppContext, sha256: string): Promise<Buffer> {
+async function readBlob(ctx: ServiceContext, sha256: string): Promise<Buffer> {
   const source = await ctx.blobs.get(sha256);
   if (!source) throw new Error(`the blob ${sha256} just stored is missing`);
   return buffer(source);

@@ -1,6 +1,6 @@
 import { ArchiveIndex, resolveAttachment } from '../../import/archive.ts';
 import type { ImportedAttachment, ImportedFile } from '../../import/model.ts';
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { type ImageRole, type StoredFile, storeFileBytes } from './evidence-writer.ts';
 
@@ -63,7 +63,7 @@ const VISUAL_DIFF_ROLES = ['baseline', 'actual', 'diff'] as const;
  * and then the caller keeps them as separate attachments (`asSeparateImages`), as they came.
  */
 async function storeVisualDiff(
-  ctx: AppContext,
+  ctx: ServiceContext,
   files: ReadonlyMap<string, Uint8Array>,
   pending: PendingAttachment,
   problems: Problems,
@@ -101,7 +101,7 @@ function asSeparateImages(pending: PendingAttachment): PendingAttachment[] {
 }
 
 /** Stores one attachment's bytes; a screenshot that is no raster image is kept as a plain file. */
-async function storeAttachment(ctx: AppContext, bytes: Uint8Array, pending: PendingAttachment): Promise<StoredFile> {
+async function storeAttachment(ctx: ServiceContext, bytes: Uint8Array, pending: PendingAttachment): Promise<StoredFile> {
   if (pending.attachment.kind !== 'screenshot') return storeFileBytes(ctx, bytes, false);
   try {
     return await storeFileBytes(ctx, bytes, true);
@@ -113,7 +113,7 @@ async function storeAttachment(ctx: AppContext, bytes: Uint8Array, pending: Pend
 }
 
 /** Whether the attachment's run has room for one more artifact; if not, it is left out, and said so. */
-function hasRoom(ctx: AppContext, perRun: Map<string, number>, pending: PendingAttachment, problems: Problems): boolean {
+function hasRoom(ctx: ServiceContext, perRun: Map<string, number>, pending: PendingAttachment, problems: Problems): boolean {
   if ((perRun.get(pending.runId) ?? 0) < ctx.config.maxArtifactsPerRun) return true;
   problems.push({
     file: pending.file,
@@ -128,7 +128,7 @@ function hasRoom(ctx: AppContext, perRun: Map<string, number>, pending: PendingA
  * `expanded` counts the attachments a visual diff became when it could not be stored as one.
  */
 export async function storeAttachments(
-  ctx: AppContext,
+  ctx: ServiceContext,
   attachments: readonly PendingAttachment[],
   files: ReadonlyMap<string, Uint8Array>,
   problems: Problems,

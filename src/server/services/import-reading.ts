@@ -1,9 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { Static } from 'typebox';
-import type { ImportOptions } from '../../api/v1/imports.ts';
 import { TEST_FULL_NAME_MAX } from '../../api/v1/runs.ts';
 import { ImportInputError } from '../../import/model.ts';
-import type { ReadUpload } from '../../import/upload.ts';
+import type { ImportUpload, ReadUpload } from '../../import/upload.ts';
 import { checkAndKeepInWorker, type HostInput, movable, readInWorker } from '../../import/worker-pool.ts';
 import type { ServiceContext } from '../context.ts';
 import type { ImportsTable } from '../db/types.ts';
@@ -13,8 +11,7 @@ import { AppError } from '../errors.ts';
 // is stored; whatever is wrong with it is a 400 that names the file. The reading itself (expanding,
 // parsing) runs in a worker thread (IMP-7, src/import/worker-pool.ts), off the event loop.
 
-export type { ReadUpload } from '../../import/upload.ts';
-export type ImportOptionsInput = Static<typeof ImportOptions>;
+export type { ImportOptionsInput, ImportUpload, ReadUpload } from '../../import/upload.ts';
 export type SourceType = ImportsTable['source_type'];
 
 /** Most runs one import may make: far above real suites, and a bound on one upload's work. */
@@ -23,23 +20,6 @@ export const IMPORT_RUNS_MAX = 100_000;
 export const REPORT_MAX_BYTES = 64 * 1024 * 1024;
 /** Most tags one XML report may hold: each becomes an object while parsing (≈ 500 bytes each). */
 export const XML_TAGS_MAX = 600_000;
-
-export interface ImportUpload {
-  fileName: string;
-  bytes: Buffer;
-  type: SourceType;
-  options: ImportOptionsInput;
-}
-
-/** The type of an upload from its first bytes, when its Content-Type did not say (a multipart file part). */
-export function sniffType(bytes: Uint8Array): SourceType {
-  if (bytes[0] === 0x50 && bytes[1] === 0x4b) return 'zip';
-  const start = Buffer.from(bytes.subarray(0, 64))
-    .toString('utf8')
-    .replace(/^\uFEFF/, '')
-    .trimStart();
-  return start.startsWith('{') || start.startsWith('[') ? 'json' : 'xml';
-}
 
 /** An upload kept as a blob, read again: its bytes come as they are read from the store. */
 export interface StoredUpload extends Omit<ImportUpload, 'bytes'> {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { TEXT_MAX } from '../../api/common.ts';
 import { RUN_RESULT_ITEMS_MAX, STEP_DEPTH_MAX, STEP_TITLE_MAX } from '../../api/v1/results.ts';
 import type { ImportedCase, ImportedCell, ImportedReport, ImportedStep } from '../../import/model.ts';
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { insertCells, insertSteps } from '../db/repositories/results.ts';
 import { insertRuns } from '../db/repositories/runs.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
@@ -227,7 +227,7 @@ async function writeAttachmentRows(
  * transaction for the runs, steps, cells, images and artifacts.
  */
 export async function writeCases(
-  ctx: AppContext,
+  ctx: ServiceContext,
   target: ImportTarget,
   batch: readonly PlacedCase[],
   files: ReadonlyMap<string, Uint8Array>,

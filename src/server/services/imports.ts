@@ -3,7 +3,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Static } from 'typebox';
 import type { ImportRecord } from '../../api/v1/imports.ts';
 import type { ImportedCase, ImportedStep } from '../../import/model.ts';
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import {
@@ -103,7 +103,7 @@ function* batchesOf(cases: readonly PlacedCase[]): Generator<PlacedCase[]> {
  * file answers the import it started (`created: false`); another file is a 409.
  */
 export async function startImport(
-  ctx: AppContext,
+  ctx: ServiceContext,
   input: { projectId: string; actorId: string; upload: ImportUpload },
 ): Promise<{ record: ImportsTable; created: boolean }> {
   const { projectId, upload } = input;
@@ -167,7 +167,7 @@ export async function startImport(
 }
 
 /** Queues the writing of an accepted import's job: the route does once its 202 has gone out. */
-export function queueImport(ctx: AppContext, importId: string): void {
+export function queueImport(ctx: ServiceContext, importId: string): void {
   ctx.background.push(`import ${importId}`, () => runImport(ctx, importId));
 }
 
@@ -175,7 +175,7 @@ export function queueImport(ctx: AppContext, importId: string): void {
 class Interrupted extends Error {}
 
 /** Writes an accepted import's job; a failure marks the import failed with the reason. */
-export async function runImport(ctx: AppContext, importId: string): Promise<void> {
+export async function runImport(ctx: ServiceContext, importId: string): Promise<void> {
   const row = await findImport(ctx.db, importId);
   if (!row || row.status === 'completed' || row.status === 'failed') return;
   try {
@@ -200,7 +200,7 @@ export async function runImport(ctx: AppContext, importId: string): Promise<void
  * An import's upload, read again from the blob kept at acceptance: streamed from the store into
  * the worker, never whole in this thread.
  */
-async function readAgain(ctx: AppContext, row: ImportsTable): Promise<ReadUpload> {
+async function readAgain(ctx: ServiceContext, row: ImportsTable): Promise<ReadUpload> {
   const source = await ctx.blobs.get(row.source_sha256);
   if (!source) throw new AppError('UNAVAILABLE', 'The uploaded report is no longer stored; upload it again.');
   try {
@@ -217,7 +217,7 @@ async function readAgain(ctx: AppContext, row: ImportsTable): Promise<ReadUpload
 }
 
 /** Imports acknowledged before a restart but not finished: queued again, in the order they came. */
-export async function resumeImports(ctx: AppContext): Promise<number> {
+export async function resumeImports(ctx: ServiceContext): Promise<number> {
   const rows = await unfinishedImports(ctx.db);
   for (const row of rows) queueImport(ctx, row.id);
   return rows.length;
@@ -241,7 +241,7 @@ function emptyCounts(): NonNullable<ImportSummary['counts']> {
 }
 
 /** The job an import becomes, created once: a resumed import finds the one it made. */
-async function jobOf(ctx: AppContext, row: ImportsTable, read: ReadUpload, options: ImportOptionsInput): Promise<string> {
+async function jobOf(ctx: ServiceContext, row: ImportsTable, read: ReadUpload, options: ImportOptionsInput): Promise<string> {
   if (row.job_id) return row.job_id;
   const jobId = randomUUID();
   const request: JobRequest & { importId: string } = {
@@ -277,7 +277,7 @@ async function jobOf(ctx: AppContext, row: ImportsTable, read: ReadUpload, optio
 
 /** The project's tests of the cases, found or created a hundred names at a time (all at once held SQLite's event loop for 300 ms). */
 async function ensureTests(
-  ctx: AppContext,
+  ctx: ServiceContext,
   row: ImportsTable,
   placed: readonly PlacedCase[],
   now: string,
@@ -295,7 +295,7 @@ async function ensureTests(
   return { ids, created };
 }
 
-async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload): Promise<void> {
+async function writeImport(ctx: ServiceContext, row: ImportsTable, read: ReadUpload): Promise<void> {
   const options = JSON.parse(row.options) as ImportOptionsInput;
   await updateImport(ctx.db, row.id, { status: 'processing', started_at: row.started_at ?? ctx.clock().toISOString() });
   const jobId = await jobOf(ctx, row, read, options);
@@ -391,9 +391,9 @@ async function writeImport(ctx: AppContext, row: ImportsTable, read: ReadUpload)
   });
 }
 
-export async function getImport(ctx: AppContext, importId: string): Promise<ImportsTable> {
+export async function getImport(ctx: ServiceContext, importId: string): Promise<ImportsTable> {
   return found(await findImport(ctx.db, importId), 'The import');
 }
 
-export const listImports = (ctx: AppContext, projectId: string, page: PageRequest): Promise<Page<ImportsTable>> =>
+export const listImports = (ctx: ServiceContext, projectId: string, page: PageRequest): Promise<Page<ImportsTable>> =>
   listImportRows(ctx.db, projectId, page);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from 'typebox';
 import { type AppendResultsBody, RESULT_ITEMS_MAX, RUN_RESULT_ITEMS_MAX, STEP_DEPTH_MAX } from '../../api/v1/results.ts';
-import type { AppContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import {
   findCellsByKey,
   findResultPost,
@@ -270,7 +270,7 @@ function stepOfCell(plan: Plan, cell: PostedCell, i: number): string | null {
 }
 
 /** Writes a plan: steps first (cells and child steps reference them, a parent precedes its children), then cells, then finished steps. */
-async function writePlan(ctx: AppContext, trx: Executor, plan: Plan): Promise<void> {
+async function writePlan(ctx: ServiceContext, trx: Executor, plan: Plan): Promise<void> {
   if (plan.position > RUN_RESULT_ITEMS_MAX) {
     throw new AppError(
       'UNPROCESSABLE',
@@ -300,7 +300,7 @@ async function writePlan(ctx: AppContext, trx: Executor, plan: Plan): Promise<vo
  * on bound parameters, so one post of 10 000 steps is a handful of statements.
  */
 export async function appendResults(
-  ctx: AppContext,
+  ctx: ServiceContext,
   runId: string,
   input: ResultsInput,
   /** An open transaction to append within (a run recorded in one call); else its own. */
@@ -341,7 +341,7 @@ export interface RunResultsContent {
  * The result content of a run, in position order. Only a completed run's results are final; any
  * other run is a 409 unless the caller asks for partial results.
  */
-export async function readResults(ctx: AppContext, runId: string, options: { partial: boolean }): Promise<RunResultsContent> {
+export async function readResults(ctx: ServiceContext, runId: string, options: { partial: boolean }): Promise<RunResultsContent> {
   const run = found(await findRun(ctx.db, runId), 'The test run');
   if (run.status !== 'completed' && !options.partial) {
     throw new AppError(
