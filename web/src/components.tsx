@@ -37,6 +37,11 @@ export function Page({ title, actions, children }: { title: string; actions?: Co
   );
 }
 
+/** A page whose data has not come yet: "Loading…", or the error that stopped it. */
+export function PageWaiting({ title, error }: { title: string; error: Error | undefined }) {
+  return <Page title={title}>{error ? <ErrorBox error={error} /> : <Loading />}</Page>;
+}
+
 /** Whether a page is refreshing itself (something on it still runs), and a refresh that failed. */
 export function LiveStatus({ live, error }: { live: boolean; error: Error | undefined }) {
   return (

@@ -2,13 +2,15 @@ import { useState } from 'preact/hooks';
 import type { Static } from 'typebox';
 import type { CreatedApiKey } from '../../../src/api/v1/users.ts';
 import { v1 } from '../../../src/client/index.ts';
-import { Badge, ErrorBox, Loading } from '../components.tsx';
+import { Badge, ErrorBox } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatTime } from '../format.ts';
+import { type Column, ListTable } from '../list-table.tsx';
 import { useAction } from './action.ts';
 import { ConfirmAction } from './confirm.tsx';
 
 type Created = Static<typeof CreatedApiKey>;
+type ApiKey = Static<typeof v1.users.ApiKey>;
 
 /** The secret of a key just created: shown this once, with a Copy button. */
 function NewKeySecret({ created, onDone }: { created: Created; onDone: () => void }) {
@@ -137,6 +139,38 @@ function RevokeButton({
   );
 }
 
+/** The keys' columns; the last revokes a key, or says why this page does not. */
+const keyColumns = (email: string, currentKeyId: string | undefined, onRevoked: (name: string) => void): Column<ApiKey>[] => [
+  {
+    header: 'Name',
+    cell: (key) => (
+      <>
+        {key.name}
+        {key.id === currentKeyId ? <span class="muted"> (this session)</span> : null}
+      </>
+    ),
+  },
+  { header: 'Key', cell: (key) => <code>{key.hint}</code> },
+  { header: 'Kind', cell: (key) => `${key.format}, ${key.scope}` },
+  { header: 'Created', cell: (key) => formatTime(key.createdAt) },
+  { header: 'Expires', cell: (key) => (key.expiresAt ? formatTime(key.expiresAt) : 'never') },
+  { header: 'Last used', cell: (key) => formatTime(key.lastUsedAt) },
+  {
+    header: 'Actions',
+    hideHeader: true,
+    cell: (key) =>
+      key.revokedAt ? (
+        <span title={formatTime(key.revokedAt)}>
+          <Badge value="revoked" />
+        </span>
+      ) : key.id === currentKeyId ? (
+        <span class="muted">log out to end it</span>
+      ) : (
+        <RevokeButton email={email} keyId={key.id} name={key.name} onRevoked={onRevoked} />
+      ),
+  },
+];
+
 /**
  * A user's API keys: the list (without secrets), a form to create one whose secret is shown once,
  * and revoking. `currentKeyId` is the key this page itself signed in with, which is not revoked here
@@ -170,68 +204,17 @@ export function ApiKeysPanel({ email, currentKeyId }: { email: string; currentKe
         <input type="checkbox" checked={includeRevoked} onChange={(e) => setIncludeRevoked(e.currentTarget.checked)} />
         Show revoked keys
       </label>
-      {keys.error ? <ErrorBox error={keys.error} /> : null}
-      {keys.data === undefined ? (
-        keys.error ? null : (
-          <Loading />
-        )
-      ) : keys.data.items.length === 0 ? (
-        <p class="muted">No API key.</p>
-      ) : (
-        <table class="list" aria-label={`API keys of ${email}`}>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Key</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Created</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Last used</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.data.items.map((key) => (
-              <tr key={key.id}>
-                <td>
-                  {key.name}
-                  {key.id === currentKeyId ? <span class="muted"> (this session)</span> : null}
-                </td>
-                <td>
-                  <code>{key.hint}</code>
-                </td>
-                <td>
-                  {key.format}, {key.scope}
-                </td>
-                <td>{formatTime(key.createdAt)}</td>
-                <td>{key.expiresAt ? formatTime(key.expiresAt) : 'never'}</td>
-                <td>{formatTime(key.lastUsedAt)}</td>
-                <td>
-                  {key.revokedAt ? (
-                    <span title={formatTime(key.revokedAt)}>
-                      <Badge value="revoked" />
-                    </span>
-                  ) : key.id === currentKeyId ? (
-                    <span class="muted">log out to end it</span>
-                  ) : (
-                    <RevokeButton
-                      email={email}
-                      keyId={key.id}
-                      name={key.name}
-                      onRevoked={(name) => {
-                        setNotice(`Revoked ${name}: it stops working on its next request.`);
-                        keys.reload();
-                      }}
-                    />
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ListTable
+        label={`API keys of ${email}`}
+        rows={keys.data?.items}
+        error={keys.error}
+        empty="No API key."
+        columns={keyColumns(email, currentKeyId, (name) => {
+          setNotice(`Revoked ${name}: it stops working on its next request.`);
+          keys.reload();
+        })}
+        rowKey={(key) => key.id}
+      />
     </div>
   );
 }

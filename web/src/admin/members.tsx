@@ -1,11 +1,14 @@
 import { useState } from 'preact/hooks';
+import type { Static } from 'typebox';
 import { v1 } from '../../../src/client/index.ts';
-import { ErrorBox, Loading } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatTime } from '../format.ts';
+import { type Column, ListTable } from '../list-table.tsx';
 import { useAction } from './action.ts';
 import { ConfirmAction } from './confirm.tsx';
 import { ActionStatus } from './status.tsx';
+
+type Member = Static<typeof v1.projects.Member>;
 
 function RemoveMember({ projectId, email, onRemoved }: { projectId: string; email: string; onRemoved: (email: string) => void }) {
   return (
@@ -37,6 +40,21 @@ export function ProjectMembers({ projectId, projectName }: { projectId: string; 
       members.reload();
     }
   };
+  const removed = (gone: string) => {
+    add.clear();
+    setNotice(`Removed ${gone} from ${projectName}.`);
+    members.reload();
+  };
+  const columns: Column<Member>[] = [
+    { header: 'Name', cell: (member) => member.name },
+    { header: 'E-mail', cell: (member) => member.email ?? <span class="muted">hidden</span> },
+    { header: 'Added', cell: (member) => formatTime(member.addedAt) },
+    {
+      header: 'Actions',
+      hideHeader: true,
+      cell: (member) => (member.email ? <RemoveMember projectId={projectId} email={member.email} onRemoved={removed} /> : null),
+    },
+  ];
   return (
     <div>
       <form class="inline-form" onSubmit={submit} aria-label={`Add a member to ${projectName}`}>
@@ -54,49 +72,14 @@ export function ProjectMembers({ projectId, projectName }: { projectId: string; 
           {notice}
         </p>
       ) : null}
-      {members.error ? <ErrorBox error={members.error} /> : null}
-      {members.data === undefined ? (
-        members.error ? null : (
-          <Loading />
-        )
-      ) : members.data.items.length === 0 ? (
-        <p class="muted">No member yet.</p>
-      ) : (
-        <table class="list" aria-label={`Members of ${projectName}`}>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">E-mail</th>
-              <th scope="col">Added</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {members.data.items.map((member) => (
-              <tr key={member.userId}>
-                <td>{member.name}</td>
-                <td>{member.email ?? <span class="muted">hidden</span>}</td>
-                <td>{formatTime(member.addedAt)}</td>
-                <td>
-                  {member.email ? (
-                    <RemoveMember
-                      projectId={projectId}
-                      email={member.email}
-                      onRemoved={(gone) => {
-                        add.clear();
-                        setNotice(`Removed ${gone} from ${projectName}.`);
-                        members.reload();
-                      }}
-                    />
-                  ) : null}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ListTable
+        label={`Members of ${projectName}`}
+        rows={members.data?.items}
+        error={members.error}
+        empty="No member yet."
+        columns={columns}
+        rowKey={(member) => member.userId}
+      />
     </div>
   );
 }

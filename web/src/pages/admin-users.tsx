@@ -1,5 +1,7 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
+import type { Static } from 'typebox';
+import type { QueryOf } from '../../../src/api/endpoint.ts';
 import { v1 } from '../../../src/client/index.ts';
 import { useAction } from '../admin/action.ts';
 import '../admin/admin.css';
@@ -8,12 +10,14 @@ import { atLeast, useMe } from '../admin/me.ts';
 import { ProjectMembers } from '../admin/members.tsx';
 import { ROLES, type Role, RolesEditor } from '../admin/roles.tsx';
 import { ActionStatus } from '../admin/status.tsx';
-import { ErrorBox, Loading, Page } from '../components.tsx';
+import { ErrorBox, Loading, Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
+import { type FilterField, FilterForm, filterValues } from '../filter-form.tsx';
 import { formatTime } from '../format.ts';
+import { type Column, ListTable, Pager, pageQuery } from '../list-table.tsx';
 import { withQuery } from '../url.ts';
 
-const PAGE_SIZE = 50;
+type User = Static<typeof v1.users.User>;
 
 function CreateUserForm({ onCreated }: { onCreated: (email: string) => void }) {
   const action = useAction();
@@ -73,35 +77,10 @@ function CreateUserForm({ onCreated }: { onCreated: (email: string) => void }) {
   );
 }
 
-function UserFilters({ query, path }: { query: Record<string, string>; path: string }) {
-  const { route } = useLocation();
-  const submit = (event: Event) => {
-    event.preventDefault();
-    const form = new FormData(event.currentTarget as HTMLFormElement);
-    const value = (name: string) => String(form.get(name) ?? '').trim() || undefined;
-    route(withQuery(path, query, { cursor: undefined, email: value('email'), role: value('role') }));
-  };
-  return (
-    <form class="filters" onSubmit={submit} aria-label="Filter users">
-      <label>
-        E-mail contains
-        <input name="email" value={query.email ?? ''} />
-      </label>
-      <label>
-        Role
-        <select name="role" value={query.role ?? ''}>
-          {['', ...ROLES].map((role) => (
-            <option key={role} value={role}>
-              {role || 'any'}
-            </option>
-          ))}
-        </select>
-      </label>
-      <button type="submit">Filter</button>
-      <a href={path}>Clear</a>
-    </form>
-  );
-}
+const USER_FILTERS = [
+  { name: 'email', label: 'E-mail contains' },
+  { name: 'role', label: 'Role', options: ROLES },
+] as const satisfies readonly FilterField[];
 
 /** One user, chosen from the list: their roles and their API keys. */
 function UserDetail({
@@ -144,21 +123,32 @@ function UserDetail({
   );
 }
 
+/** A user's e-mail, a link that chooses them on this page. */
+function ManageLink({ email }: { email: string }) {
+  const { query, path } = useLocation();
+  return (
+    <a href={withQuery(path, query, { user: email })} aria-label={`Manage ${email}`}>
+      {email}
+    </a>
+  );
+}
+
+const USER_COLUMNS: Column<User>[] = [
+  { header: 'E-mail', cell: (user) => <ManageLink email={user.email} /> },
+  { header: 'Name', cell: (user) => user.name },
+  { header: 'Roles', cell: (user) => user.roles.join(', ') },
+  { header: 'Password', cell: (user) => (user.hasPassword ? 'yes' : 'no') },
+  { header: 'Created', cell: (user) => formatTime(user.createdAt) },
+];
+
 /** Every user (admins): filtered by e-mail and role, paged; one chosen with `?user=`. */
 function UsersSection({ currentKeyId }: { currentKeyId: string }) {
   const { query, path, route } = useLocation();
-  const role = ROLES.includes(query.role as Role) ? (query.role as Role) : undefined;
+  const filters = filterValues(query, USER_FILTERS);
   const users = useApi(
-    (client) =>
-      client.call(v1.users.listUsers, {
-        query: {
-          limit: PAGE_SIZE,
-          ...(query.cursor ? { cursor: query.cursor } : {}),
-          ...(query.email ? { email: query.email } : {}),
-          ...(role ? { role } : {}),
-        },
-      }),
-    [query.cursor, query.email, role],
+    // The role field takes only the API's own roles, so the filters are the API's query as they stand.
+    (client) => client.call(v1.users.listUsers, { query: { ...pageQuery(query), ...(filters as QueryOf<typeof v1.users.listUsers>) } }),
+    [query.cursor, filters.email, filters.role],
   );
   return (
     <>
@@ -178,46 +168,17 @@ function UsersSection({ currentKeyId }: { currentKeyId: string }) {
       ) : null}
       <section class="panel" aria-labelledby="users-heading">
         <h2 id="users-heading">Users</h2>
-        <UserFilters query={query} path={path} />
-        {users.error ? <ErrorBox error={users.error} /> : null}
-        {users.data === undefined ? (
-          users.error ? null : (
-            <Loading />
-          )
-        ) : users.data.items.length === 0 ? (
-          <p class="muted">No user matches.</p>
-        ) : (
-          <table class="list" aria-label="Users">
-            <thead>
-              <tr>
-                <th scope="col">E-mail</th>
-                <th scope="col">Name</th>
-                <th scope="col">Roles</th>
-                <th scope="col">Password</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {users.data.items.map((user) => (
-                <tr key={user.id} class={user.email === query.user ? 'selected' : undefined}>
-                  <td>
-                    <a href={withQuery(path, query, { user: user.email })} aria-label={`Manage ${user.email}`}>
-                      {user.email}
-                    </a>
-                  </td>
-                  <td>{user.name}</td>
-                  <td>{user.roles.join(', ')}</td>
-                  <td>{user.hasPassword ? 'yes' : 'no'}</td>
-                  <td>{formatTime(user.createdAt)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-        <nav class="pager" aria-label="Pages">
-          {query.cursor ? <a href={withQuery(path, query, { cursor: undefined })}>First page</a> : null}
-          {users.data?.nextCursor ? <a href={withQuery(path, query, { cursor: users.data.nextCursor })}>Next page</a> : null}
-        </nav>
+        <FilterForm label="Filter users" fields={USER_FILTERS} />
+        <ListTable
+          label="Users"
+          rows={users.data?.items}
+          error={users.error}
+          empty="No user matches."
+          columns={USER_COLUMNS}
+          rowKey={(user) => user.id}
+          rowClass={(user) => (user.email === query.user ? 'selected' : undefined)}
+        />
+        <Pager nextCursor={users.data?.nextCursor} first="First page" next="Next page" />
       </section>
     </>
   );
@@ -265,20 +226,7 @@ function MembersSection({ heading }: { heading: string }) {
  */
 export function UsersPage() {
   const me = useMe();
-  if (me.error) {
-    return (
-      <Page title="Users">
-        <ErrorBox error={me.error} />
-      </Page>
-    );
-  }
-  if (me.data === undefined) {
-    return (
-      <Page title="Users">
-        <Loading />
-      </Page>
-    );
-  }
+  if (me.data === undefined) return <PageWaiting title="Users" error={me.error} />;
   const role = me.data.role;
   return (
     <Page title={role === 'admin' ? 'Users' : 'Project members'}>

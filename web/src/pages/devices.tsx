@@ -1,131 +1,80 @@
 import { useLocation } from 'preact-iso';
+import type { Static } from 'typebox';
+import type { QueryOf } from '../../../src/api/endpoint.ts';
 import { v1 } from '../../../src/client/index.ts';
 import '../admin/admin.css';
-import { Badge, ErrorBox, Loading, Page } from '../components.tsx';
+import { Badge, Page } from '../components.tsx';
 import { useApi } from '../data.ts';
+import { type FilterField, FilterForm, filterValues } from '../filter-form.tsx';
 import { formatTime } from '../format.ts';
+import { type Column, ListTable, Pager, pageQuery } from '../list-table.tsx';
 import { withQuery } from '../url.ts';
 
-const STATUSES = ['', 'available', 'busy', 'offline', 'maintenance'] as const;
-const PLATFORMS = ['', 'android', 'ios', 'web', 'desktop', 'other'] as const;
-const FILTERS = ['status', 'platform', 'label'] as const;
-const PAGE_SIZE = 50;
+type Device = Static<typeof v1.devices.Device>;
 
-type Status = Exclude<(typeof STATUSES)[number], ''>;
-type Platform = Exclude<(typeof PLATFORMS)[number], ''>;
+const FILTERS = [
+  { name: 'status', label: 'Status', options: ['available', 'busy', 'offline', 'maintenance'] },
+  { name: 'platform', label: 'Platform', options: ['android', 'ios', 'web', 'desktop', 'other'] },
+  { name: 'label', label: 'Label', placeholder: 'phone' },
+] as const satisfies readonly FilterField[];
 
-function DeviceFilters({ query, path }: { query: Record<string, string>; path: string }) {
-  const { route } = useLocation();
-  const submit = (event: Event) => {
-    event.preventDefault();
-    const form = new FormData(event.currentTarget as HTMLFormElement);
-    const changes: Record<string, string | undefined> = { cursor: undefined };
-    for (const name of FILTERS) changes[name] = String(form.get(name) ?? '').trim() || undefined;
-    route(withQuery(path, query, changes));
-  };
-  const select = (name: 'status' | 'platform', label: string, options: readonly string[]) => (
-    <label>
-      {label}
-      <select name={name} value={query[name] ?? ''}>
-        {options.map((option) => (
-          <option key={option} value={option}>
-            {option || 'any'}
-          </option>
-        ))}
-      </select>
-    </label>
-  );
+/** A device's labels, each a link to the devices that carry it. */
+function LabelChips({ device }: { device: Device }) {
+  const { path } = useLocation();
   return (
-    <form class="filters" onSubmit={submit} aria-label="Filter devices">
-      {select('status', 'Status', STATUSES)}
-      {select('platform', 'Platform', PLATFORMS)}
-      <label>
-        Label
-        <input name="label" value={query.label ?? ''} placeholder="phone" />
-      </label>
-      <button type="submit">Filter</button>
-      <a href={path}>Clear</a>
-    </form>
+    <ul class="chips" aria-label={`Labels of ${device.name}`}>
+      {device.labels.map((name) => (
+        <li key={name}>
+          <a class="chip" href={withQuery(path, {}, { label: name })} title={`Devices labelled ${name}`}>
+            {name}
+          </a>
+        </li>
+      ))}
+    </ul>
   );
 }
 
+const COLUMNS: Column<Device>[] = [
+  {
+    header: 'Device',
+    cell: (device) => (
+      <>
+        <div>{device.name}</div>
+        <code class="muted">{device.id}</code>
+      </>
+    ),
+  },
+  { header: 'Status', cell: (device) => <Badge value={device.status} /> },
+  { header: 'Platform', cell: (device) => device.platform },
+  { header: 'Model', cell: (device) => [device.manufacturer, device.model].filter(Boolean).join(' ') || '—' },
+  { header: 'OS', cell: (device) => device.osVersion ?? '—' },
+  { header: 'Labels', cell: (device) => <LabelChips device={device} /> },
+  { header: 'Last seen', cell: (device) => formatTime(device.lastSeenAt) },
+];
+
 /** The device lab: every device with its state, filtered by status, platform and label, paged. */
 export function DevicesPage() {
-  const { query, path } = useLocation();
-  const status = STATUSES.includes(query.status as Status) ? (query.status as Status) : undefined;
-  const platform = PLATFORMS.includes(query.platform as Platform) ? (query.platform as Platform) : undefined;
-  const label = query.label || undefined;
+  const { query } = useLocation();
+  const filters = filterValues(query, FILTERS);
   const devices = useApi(
+    // The select fields take only the API's own values, so the filters are the API's query as they stand.
     (client) =>
-      client.call(v1.devices.listDevices, {
-        query: {
-          limit: PAGE_SIZE,
-          ...(query.cursor ? { cursor: query.cursor } : {}),
-          ...(status ? { status } : {}),
-          ...(platform ? { platform } : {}),
-          ...(label ? { label } : {}),
-        },
-      }),
-    [query.cursor, status, platform, label],
+      client.call(v1.devices.listDevices, { query: { ...pageQuery(query), ...(filters as QueryOf<typeof v1.devices.listDevices>) } }),
+    [query.cursor, filters.status, filters.platform, filters.label],
   );
-  const filtered = Boolean(status || platform || label);
+  const filtered = Object.keys(filters).length > 0;
   return (
     <Page title="Devices">
-      <DeviceFilters query={query} path={path} />
-      {devices.error ? <ErrorBox error={devices.error} /> : null}
-      {devices.data === undefined ? (
-        devices.error ? null : (
-          <Loading />
-        )
-      ) : devices.data.items.length === 0 ? (
-        <p class="muted">{filtered ? 'No device matches.' : 'No device is registered yet.'}</p>
-      ) : (
-        <table class="list" aria-label="Devices">
-          <thead>
-            <tr>
-              <th scope="col">Device</th>
-              <th scope="col">Status</th>
-              <th scope="col">Platform</th>
-              <th scope="col">Model</th>
-              <th scope="col">OS</th>
-              <th scope="col">Labels</th>
-              <th scope="col">Last seen</th>
-            </tr>
-          </thead>
-          <tbody>
-            {devices.data.items.map((device) => (
-              <tr key={device.id}>
-                <td>
-                  <div>{device.name}</div>
-                  <code class="muted">{device.id}</code>
-                </td>
-                <td>
-                  <Badge value={device.status} />
-                </td>
-                <td>{device.platform}</td>
-                <td>{[device.manufacturer, device.model].filter(Boolean).join(' ') || '—'}</td>
-                <td>{device.osVersion ?? '—'}</td>
-                <td>
-                  <ul class="chips" aria-label={`Labels of ${device.name}`}>
-                    {device.labels.map((name) => (
-                      <li key={name}>
-                        <a class="chip" href={withQuery(path, {}, { label: name })} title={`Devices labelled ${name}`}>
-                          {name}
-                        </a>
-                      </li>
-                    ))}
-                  </ul>
-                </td>
-                <td>{formatTime(device.lastSeenAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      <nav class="pager" aria-label="Pages">
-        {query.cursor ? <a href={withQuery(path, query, { cursor: undefined })}>First page</a> : null}
-        {devices.data?.nextCursor ? <a href={withQuery(path, query, { cursor: devices.data.nextCursor })}>Next page</a> : null}
-      </nav>
+      <FilterForm label="Filter devices" fields={FILTERS} />
+      <ListTable
+        label="Devices"
+        rows={devices.data?.items}
+        error={devices.error}
+        empty={filtered ? 'No device matches.' : 'No device is registered yet.'}
+        columns={COLUMNS}
+        rowKey={(device) => device.id}
+      />
+      <Pager nextCursor={devices.data?.nextCursor} first="First page" next="Next page" />
     </Page>
   );
 }

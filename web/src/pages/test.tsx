@@ -2,9 +2,10 @@ import { useLocation } from 'preact-iso';
 import type { Static } from 'typebox';
 import type { TestHistory } from '../../../src/api/v1/tests.ts';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
-import { Badge, ErrorBox, Loading, Page, Preformatted } from '../components.tsx';
+import { Badge, Page, PageWaiting, Preformatted } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { between, formatDuration, formatTime } from '../format.ts';
+import { type Column, ListStates, ListTable } from '../list-table.tsx';
 import '../admin/admin.css';
 import './test.css';
 
@@ -86,56 +87,46 @@ function HistorySummary({ summary }: { summary: History['summary'] }) {
   );
 }
 
-function HistoryTable({ history }: { history: History }) {
+/** A run's verdict, with a mark when it flipped from the run before. */
+function Outcome({ run }: { run: HistoryRun }) {
   return (
-    <table class="list" aria-label="Runs of this test, newest first">
-      <thead>
-        <tr>
-          <th scope="col">Run</th>
-          <th scope="col">Verdict</th>
-          <th scope="col">Branch</th>
-          <th scope="col">Build</th>
-          <th scope="col">Environment</th>
-          <th scope="col">Device</th>
-          <th scope="col">Started</th>
-          <th scope="col">Duration</th>
-        </tr>
-      </thead>
-      <tbody>
-        {history.runs.map((run) => (
-          <tr key={run.id}>
-            <td>
-              <a href={`/runs/${run.id}`}>{run.name}</a>
-              {run.jobId ? (
-                <>
-                  {' '}
-                  <a class="muted" href={`/jobs/${run.jobId}`}>
-                    (job)
-                  </a>
-                </>
-              ) : null}
-            </td>
-            <td>
-              <Badge value={outcomeOf(run)} />
-              {run.flaky ? (
-                <span class="flake-mark" title="The verdict flipped from the run before">
-                  {' '}
-                  ⚡ <span class="visually-hidden">flipped</span>
-                </span>
-              ) : null}
-            </td>
-            <td>{run.branch ?? ''}</td>
-            <td>{run.build ?? ''}</td>
-            <td>{run.environment ?? ''}</td>
-            <td>{run.deviceId ?? ''}</td>
-            <td>{formatTime(run.startedAt ?? run.createdAt)}</td>
-            <td>{formatDuration(between(run.startedAt, run.finishedAt))}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <>
+      <Badge value={outcomeOf(run)} />
+      {run.flaky ? (
+        <span class="flake-mark" title="The verdict flipped from the run before">
+          {' '}
+          ⚡ <span class="visually-hidden">flipped</span>
+        </span>
+      ) : null}
+    </>
   );
 }
+
+const HISTORY_COLUMNS: Column<HistoryRun>[] = [
+  {
+    header: 'Run',
+    cell: (run) => (
+      <>
+        <a href={`/runs/${run.id}`}>{run.name}</a>
+        {run.jobId ? (
+          <>
+            {' '}
+            <a class="muted" href={`/jobs/${run.jobId}`}>
+              (job)
+            </a>
+          </>
+        ) : null}
+      </>
+    ),
+  },
+  { header: 'Verdict', cell: (run) => <Outcome run={run} /> },
+  { header: 'Branch', cell: (run) => run.branch ?? '' },
+  { header: 'Build', cell: (run) => run.build ?? '' },
+  { header: 'Environment', cell: (run) => run.environment ?? '' },
+  { header: 'Device', cell: (run) => run.deviceId ?? '' },
+  { header: 'Started', cell: (run) => formatTime(run.startedAt ?? run.createdAt) },
+  { header: 'Duration', cell: (run) => formatDuration(between(run.startedAt, run.finishedAt)) },
+];
 
 function HistorySection({ testId }: { testId: string }) {
   const { query, path } = useLocation();
@@ -163,20 +154,15 @@ function HistorySection({ testId }: { testId: string }) {
           ),
         )}
       </nav>
-      {history.error ? <ErrorBox error={history.error} /> : null}
-      {history.data === undefined ? (
-        history.error ? null : (
-          <Loading />
-        )
-      ) : history.data.runs.length === 0 ? (
-        <p class="muted">This test has not run yet.</p>
-      ) : (
-        <>
-          <HistorySummary summary={history.data.summary} />
-          <HistoryStrip history={history.data} />
-          <HistoryTable history={history.data} />
-        </>
-      )}
+      <ListStates data={history.data} error={history.error} isEmpty={(data) => data.runs.length === 0} empty="This test has not run yet.">
+        {(data) => (
+          <>
+            <HistorySummary summary={data.summary} />
+            <HistoryStrip history={data} />
+            <ListTable label="Runs of this test, newest first" rows={data.runs} columns={HISTORY_COLUMNS} rowKey={(run) => run.id} />
+          </>
+        )}
+      </ListStates>
     </section>
   );
 }
@@ -184,20 +170,7 @@ function HistorySection({ testId }: { testId: string }) {
 /** A test: its definition (steps, tags, Gherkin source) and its latest runs with flaky flips marked. */
 export function TestPage({ testId }: { testId: string }) {
   const test = useApi((client) => client.call(v1.tests.getTest, { params: { testId } }), [testId]);
-  if (test.error) {
-    return (
-      <Page title="Test">
-        <ErrorBox error={test.error} />
-      </Page>
-    );
-  }
-  if (test.data === undefined) {
-    return (
-      <Page title="Test">
-        <Loading />
-      </Page>
-    );
-  }
+  if (test.data === undefined) return <PageWaiting title="Test" error={test.error} />;
   const t = test.data;
   return (
     <Page title={t.name} actions={<a href={`/projects/${t.projectId}`}>Project</a>}>
