@@ -1,9 +1,12 @@
 import type { Static } from 'typebox';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
+import { Breadcrumb } from '../breadcrumb.tsx';
 import { CiLink } from '../ci-link.tsx';
-import { Badge, ErrorBox, LiveStatus, Loading, Page } from '../components.tsx';
+import { Badge, LiveStatus, Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
+import { Fact, LabelFacts, TimeFacts } from '../facts.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
+import { type Column, ListTable } from '../list-table.tsx';
 import type { TestRun } from '../run/steps.ts';
 import '../run/run.css';
 
@@ -77,143 +80,96 @@ function ProgressBar({ progress }: { progress: Job['progress'] }) {
 const stateOf = (run: TestRun) => run.verdict ?? run.status;
 const LETTER: Record<string, string> = { passed: '✓', failed: '✗', broken: '!', skipped: '–', running: '▶', queued: '…', aborted: '⊘' };
 
+/** The job's state, its progress and what it is: labels, tests, CI build and times. */
+function JobSummary({ job, refreshError }: { job: Job; refreshError: Error | undefined }) {
+  const tests =
+    job.testIds.length > 0 ? job.testIds.length : job.closedAt ? 'Launch (closed: no more runs join)' : 'Launch (runs join as they start)';
+  return (
+    <div class="panel">
+      <div class="run-badges">
+        <Badge value={job.status} />
+        <LiveStatus live={isOpen(job)} error={refreshError} />
+      </div>
+      <h2 class="progress-heading">Progress</h2>
+      <ProgressBar progress={job.progress} />
+      <dl class="facts job-facts">
+        <LabelFacts labels={job} />
+        {job.deviceLabels.length > 0 ? <Fact term="Device labels">{job.deviceLabels.join(', ')}</Fact> : null}
+        <Fact term="Tests">{tests}</Fact>
+        {job.ciUrl ? (
+          <Fact term="CI build">
+            <CiLink url={job.ciUrl} />
+          </Fact>
+        ) : null}
+        <TimeFacts
+          createdAt={job.createdAt}
+          startedAt={job.startedAt}
+          endedAt={job.cancelledAt ?? job.finishedAt}
+          ended={job.cancelledAt ? 'Cancelled' : 'Finished'}
+          durationMs={between(job.startedAt, job.finishedAt ?? job.cancelledAt)}
+        />
+      </dl>
+    </div>
+  );
+}
+
+/** The job's runs as tiles, one per run, in the order they were made. */
+function RunGrid({ runs }: { runs: TestRun[] }) {
+  return (
+    <section class="panel" aria-labelledby="grid-heading">
+      <div class="section-head">
+        <h2 id="grid-heading">Runs</h2>
+        <span class="muted grid-legend">
+          {runs.length} runs · ✓ passed · ✗ failed · ! broken · – skipped · ▶ running · … queued · ⊘ aborted
+        </span>
+      </div>
+      {runs.length === 0 ? (
+        <p class="muted">No runs yet.</p>
+      ) : (
+        <ul class="run-grid" aria-label="Runs by verdict">
+          {runs.map((run) => (
+            <li key={run.id}>
+              <a
+                href={`/runs/${run.id}`}
+                class={`run-tile status-${stateOf(run)}`}
+                title={`${run.name}: ${stateOf(run)}`}
+                aria-label={`${run.name}: ${stateOf(run)}`}
+                data-testid="run-tile"
+              >
+                <span aria-hidden="true">{LETTER[stateOf(run)] ?? '?'}</span>
+                <span class="sr-only">
+                  {run.name}: {stateOf(run)}
+                </span>
+              </a>
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+const RUN_COLUMNS: Column<TestRun>[] = [
+  { header: 'Run', class: 'name', cell: (run) => run.name, href: (run) => `/runs/${run.id}` },
+  { header: 'Verdict', cell: (run) => <Badge value={stateOf(run)} /> },
+  { header: 'Device', cell: (run) => run.deviceId ?? '—' },
+  { header: 'Started', cell: (run) => formatTime(run.startedAt) },
+  { header: 'Duration', cell: (run) => formatDuration(between(run.startedAt, run.finishedAt)) },
+];
+
 export function JobPage({ jobId }: { jobId: string }) {
   const { data, error } = useApi((client) => loadJob(client, jobId), [jobId], LIVE);
-  const project = useApi(
-    (client) => (data ? client.call(v1.projects.getProject, { params: { projectId: data.job.projectId } }) : Promise.resolve(undefined)),
-    [data?.job.projectId],
-  );
-  if (!data) {
-    return <Page title="Job">{error ? <ErrorBox error={error} /> : <Loading />}</Page>;
-  }
+  if (!data) return <PageWaiting title="Job" error={error} />;
   const { job, runs } = data;
-  const live = isOpen(job);
-  const labels = (['environment', 'branch', 'build', 'commit'] as const).filter((label) => job[label]);
-  const duration = between(job.startedAt, job.finishedAt ?? job.cancelledAt);
   return (
     <Page title={job.name}>
-      <nav class="crumbs" aria-label="Breadcrumb">
-        <a href={`/projects/${project.data?.key ?? job.projectId}`}>{project.data?.name ?? 'Project'}</a>
-        {' › '}
-        <span aria-current="page">Job</span>
-      </nav>
-      <div class="panel">
-        <div class="run-badges">
-          <Badge value={job.status} />
-          <LiveStatus live={live} error={error} />
-        </div>
-        <h2 class="progress-heading">Progress</h2>
-        <ProgressBar progress={job.progress} />
-        <dl class="facts job-facts">
-          {labels.map((label) => (
-            <div key={label}>
-              <dt>{label[0]?.toUpperCase() + label.slice(1)}</dt>
-              <dd class={label === 'commit' ? 'mono' : undefined}>{job[label]}</dd>
-            </div>
-          ))}
-          {job.deviceLabels.length > 0 ? (
-            <div>
-              <dt>Device labels</dt>
-              <dd>{job.deviceLabels.join(', ')}</dd>
-            </div>
-          ) : null}
-          <div>
-            <dt>Tests</dt>
-            <dd>
-              {job.testIds.length > 0
-                ? job.testIds.length
-                : job.closedAt
-                  ? 'Launch (closed: no more runs join)'
-                  : 'Launch (runs join as they start)'}
-            </dd>
-          </div>
-          {job.ciUrl ? (
-            <div>
-              <dt>CI build</dt>
-              <dd>
-                <CiLink url={job.ciUrl} />
-              </dd>
-            </div>
-          ) : null}
-          <div>
-            <dt>Created</dt>
-            <dd>{formatTime(job.createdAt)}</dd>
-          </div>
-          <div>
-            <dt>Started</dt>
-            <dd>{formatTime(job.startedAt)}</dd>
-          </div>
-          <div>
-            <dt>{job.cancelledAt ? 'Cancelled' : 'Finished'}</dt>
-            <dd>{formatTime(job.cancelledAt ?? job.finishedAt)}</dd>
-          </div>
-          <div>
-            <dt>Duration</dt>
-            <dd>{formatDuration(duration)}</dd>
-          </div>
-        </dl>
-      </div>
-
-      <section class="panel" aria-labelledby="grid-heading">
-        <div class="section-head">
-          <h2 id="grid-heading">Runs</h2>
-          <span class="muted grid-legend">
-            {runs.length} runs · ✓ passed · ✗ failed · ! broken · – skipped · ▶ running · … queued · ⊘ aborted
-          </span>
-        </div>
-        {runs.length === 0 ? (
-          <p class="muted">No runs yet.</p>
-        ) : (
-          <ul class="run-grid" aria-label="Runs by verdict">
-            {runs.map((run) => (
-              <li key={run.id}>
-                <a
-                  href={`/runs/${run.id}`}
-                  class={`run-tile status-${stateOf(run)}`}
-                  title={`${run.name}: ${stateOf(run)}`}
-                  aria-label={`${run.name}: ${stateOf(run)}`}
-                  data-testid="run-tile"
-                >
-                  <span aria-hidden="true">{LETTER[stateOf(run)] ?? '?'}</span>
-                  <span class="sr-only">
-                    {run.name}: {stateOf(run)}
-                  </span>
-                </a>
-              </li>
-            ))}
-          </ul>
-        )}
-      </section>
-
+      <Breadcrumb projectId={job.projectId} here="Job" />
+      <JobSummary job={job} refreshError={error} />
+      <RunGrid runs={runs} />
       {runs.length > 0 ? (
         <section class="panel" aria-labelledby="table-heading">
           <h2 id="table-heading">Run list</h2>
-          <table class="list runs-table">
-            <thead>
-              <tr>
-                <th scope="col">Run</th>
-                <th scope="col">Verdict</th>
-                <th scope="col">Device</th>
-                <th scope="col">Started</th>
-                <th scope="col">Duration</th>
-              </tr>
-            </thead>
-            <tbody>
-              {runs.map((run) => (
-                <tr key={run.id}>
-                  <td class="name">
-                    <a href={`/runs/${run.id}`}>{run.name}</a>
-                  </td>
-                  <td>
-                    <Badge value={stateOf(run)} />
-                  </td>
-                  <td>{run.deviceId ?? '—'}</td>
-                  <td>{formatTime(run.startedAt)}</td>
-                  <td>{formatDuration(between(run.startedAt, run.finishedAt))}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <ListTable class="runs-table" rows={runs} columns={RUN_COLUMNS} rowKey={(run) => run.id} />
         </section>
       ) : null}
     </Page>

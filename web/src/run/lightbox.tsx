@@ -1,6 +1,7 @@
-import { useEffect, useRef } from 'preact/hooks';
+import type { ComponentChildren } from 'preact';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { useImageUrl } from '../images.tsx';
-import type { LightboxItem } from './artifacts.tsx';
+import { type LightboxApi, LightboxContext, type LightboxItem } from './artifacts.tsx';
 
 const FOCUSABLE = 'button:not([disabled]), [href], input, select, textarea, [tabindex]:not([tabindex="-1"])';
 
@@ -120,5 +121,36 @@ export function Lightbox({
         </div>
       </div>
     </dialog>
+  );
+}
+
+/**
+ * Lets everything inside open the lightbox (through `LightboxContext`) on one of `screenshots`, or
+ * on a list of its own, and shows it after them while it is open.
+ */
+export function LightboxHost({ screenshots, children }: { screenshots: LightboxItem[]; children: ComponentChildren }) {
+  const [shown, setShown] = useState<{ items: LightboxItem[]; index: number } | undefined>();
+  const api = useMemo<LightboxApi>(
+    () => ({
+      open(imageId, items) {
+        const list = items ?? screenshots;
+        const index = list.findIndex((item) => item.imageId === imageId);
+        if (index >= 0) setShown({ items: list, index });
+      },
+    }),
+    [screenshots],
+  );
+  return (
+    <LightboxContext.Provider value={api}>
+      {children}
+      {shown ? (
+        <Lightbox
+          items={shown.items}
+          index={shown.index}
+          onMove={(index) => setShown((old) => (old ? { ...old, index } : old))}
+          onClose={() => setShown(undefined)}
+        />
+      ) : null}
+    </LightboxContext.Provider>
   );
 }

@@ -1,0 +1,42 @@
+import { v1 } from '../../../src/client/index.ts';
+import { CiLink } from '../ci-link.tsx';
+import { Badge, LiveStatus } from '../components.tsx';
+import { useApi } from '../data.ts';
+import { Fact, LabelFacts, TimeFacts } from '../facts.tsx';
+import { between } from '../format.ts';
+import type { TestRun } from './steps.ts';
+
+/** How long a run took, or, while it runs, has taken so far. */
+function durationOf(run: TestRun): number | null {
+  const sofar = run.status === 'running' && run.startedAt ? between(run.startedAt, new Date().toISOString()) : null;
+  return between(run.startedAt, run.finishedAt) ?? sofar;
+}
+
+/** A run's verdict and state, whether the page is live, and what the run is: test, job, device, CI build, labels and times. */
+export function RunSummary({ run, live, refreshError }: { run: TestRun; live: boolean; refreshError: Error | undefined }) {
+  const test = useApi(
+    (client) => (run.testId ? client.call(v1.tests.getTest, { params: { testId: run.testId } }) : Promise.resolve(undefined)),
+    [run.testId],
+  );
+  return (
+    <div class="run-status panel">
+      <div class="run-badges">
+        <Badge value={run.verdict ?? run.status} />
+        {run.verdict ? <Badge value={run.status} /> : null}
+        <LiveStatus live={live} error={refreshError} />
+      </div>
+      <dl class="facts">
+        <Fact term="Test">{run.testId ? <a href={`/tests/${run.testId}`}>{test.data?.name ?? 'Open test'}</a> : '—'}</Fact>
+        <Fact term="Job">{run.jobId ? <a href={`/jobs/${run.jobId}`}>Open job</a> : '—'}</Fact>
+        <Fact term="Device">{run.deviceId ?? '—'}</Fact>
+        {run.ciUrl ? (
+          <Fact term="CI build">
+            <CiLink url={run.ciUrl} />
+          </Fact>
+        ) : null}
+        <LabelFacts labels={run} />
+        <TimeFacts createdAt={run.createdAt} startedAt={run.startedAt} endedAt={run.finishedAt} durationMs={durationOf(run)} />
+      </dl>
+    </div>
+  );
+}
