@@ -11,11 +11,13 @@ const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** What the bundles are built from. */
 const SOURCES = [path.join(REPO_ROOT, 'src'), path.join(REPO_ROOT, 'packages', 'playwright-reporter', 'src')];
 
+/** The newest modification time of the code under `dir` (its READMEs do not go into a build). */
 function newestIn(dir: string): number {
   let newest = 0;
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestIn(full) : fs.statSync(full).mtimeMs);
+    if (entry.isDirectory()) newest = Math.max(newest, newestIn(full));
+    else if (/\.(ts|tsx|js|mjs|json)$/.test(entry.name)) newest = Math.max(newest, fs.statSync(full).mtimeMs);
   }
   return newest;
 }
