@@ -104,6 +104,44 @@ for (const dialect of DIALECTS) {
         assertTimedOut(answer);
       });
 
+      test('a malformed request behind an answer under way closes the connection, never writes a second status line', async () => {
+        // An 8 MB log, read by a client that pauses after the first bytes: the answer stays under way
+        // (more than the socket buffers hold) when the garbage after it is parsed.
+        const project = await createProject(server);
+        const run = await server.admin.client.call(v1.runs.createRun, { body: { projectId: project.id, name: unique('long answer ') } });
+        const form = new FormData();
+        form.append('metadata', JSON.stringify({ testRunId: run.id, kind: 'log', name: 'big.log' }));
+        form.append('file', new Blob([Buffer.alloc(8 * 1024 * 1024, 'x')]), 'big.log');
+        const upload = await fetch(`${server.url}/api/v1/projects/${project.id}/artifact`, {
+          method: 'POST',
+          headers: { 'service.api-token': server.admin.key, accept: 'application/json' },
+          body: form,
+        });
+        assert.equal(upload.status, 201, await upload.clone().text());
+        const artifact = (await upload.json()) as { id: string };
+
+        const { hostname, port } = new URL(server.url);
+        const socket = net.connect(Number(port), hostname);
+        const chunks: Buffer[] = [];
+        const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+        socket.once('data', async (first: Buffer) => {
+          chunks.push(first);
+          socket.pause();
+          socket.write('NOT-A-METHOD / HTTP/1.1\r\n\r\n');
+          await delay(200);
+          socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+          socket.resume();
+        });
+        socket.write(
+          `GET /api/v1/artifact/artifacts/${artifact.id}/content HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n` +
+            `service.api-token: ${server.admin.key}\r\n\r\n`,
+        );
+        await closed;
+        const text = Buffer.concat(chunks).toString('latin1');
+        assert.deepEqual(text.match(/HTTP\/1\.1 \d{3}/g), ['HTTP/1.1 200'], 'one status line: the download’s');
+        assert.ok(!text.includes('problem+json'), 'no problem written into the download');
+      });
+
       test('the deadline applies to each request, not to an idle keep-alive connection', async () => {
         const { hostname, port } = new URL(server.url);
         const socket = net.connect(Number(port), hostname);

@@ -169,3 +169,25 @@ export function continueWhenBodyIsRead(server: Server): void {
     server.emit('request', request, response);
   });
 }
+
+/** Each socket's response while it is under way (what Node itself keeps as a private field of the socket). */
+const responses = new WeakMap<Socket, ServerResponse>();
+
+/**
+ * Remembers every socket's current response, through the server's public `request` event (which
+ * `checkContinue` above also emits), until it finishes or closes.
+ */
+export function trackResponses(server: Server): void {
+  server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
+    const socket = request.socket as Socket;
+    responses.set(socket, response);
+    const done = () => {
+      if (responses.get(socket) === response) responses.delete(socket);
+    };
+    response.once('finish', done);
+    response.once('close', done);
+  });
+}
+
+/** Whether an answer has begun on this socket: a client error must not write a second status line into it. */
+export const answerUnderWay = (socket: Socket): boolean => responses.get(socket)?.headersSent === true;

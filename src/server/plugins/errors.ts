@@ -4,7 +4,15 @@ import type { ErrorObject } from 'ajv';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError, ERRORS, type ErrorCode, type FieldError } from '../errors.ts';
-import { continueWhenBodyIsRead, drainsRefusedBody, endLingering, type LingerLimits, lingerBeforeAnswer } from '../http/lingering-close.ts';
+import {
+  answerUnderWay,
+  continueWhenBodyIsRead,
+  drainsRefusedBody,
+  endLingering,
+  type LingerLimits,
+  lingerBeforeAnswer,
+  trackResponses,
+} from '../http/lingering-close.ts';
 import { sendProblem, toProblem } from '../http/problem.ts';
 import { fieldErrors as describeErrors } from '../validation.ts';
 
@@ -114,8 +122,7 @@ export function clientErrorAnswerer(log: () => FastifyBaseLogger) {
           : 'INVALID_INPUT';
     // Like Node's own handler: never write a second status line into a response already under way,
     // nor after a refused request's answer while the rest of its body is dropped (LOAD-4b).
-    const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
-    if (!socket.writable || error.code === 'ECONNRESET' || inFlight?.headersSent || drainsRefusedBody(socket)) {
+    if (!socket.writable || error.code === 'ECONNRESET' || answerUnderWay(socket) || drainsRefusedBody(socket)) {
       socket.destroy();
       return;
     }
@@ -146,6 +153,7 @@ function hasUnreadBody(request: FastifyRequest): boolean {
 export const errorsPlugin = fp(
   async (app: FastifyInstance, { limits }: { limits: LingerLimits }) => {
     continueWhenBodyIsRead(app.server);
+    trackResponses(app.server);
     const lingering = new Set<Socket>();
     // Shutting down, the server stops reading refused bodies rather than waiting out their linger.
     app.addHook('preClose', (done) => {
