@@ -123,7 +123,7 @@ export const parsersPlugin = fp(
  * (an artifact upload, an import). @fastify/multipart gives every route of its scope two async
  * hooks (an `onRequest` that listens for the socket closing, an `onResponse` that cleans up saved
  * files, which Attest never saves): on every other route they only cost two promises and a
- * listener per request, about 5% of a device read's CPU (docs/performance.md). Elsewhere a multipart body is a
+ * listener per request, about 6% of a 304's CPU (docs/performance.md). Elsewhere a multipart body is a
  * 415 naming the types the operation takes.
  *
  * Uploads stream part by part (never buffered whole). busboy's own defaults are unlimited, so
