@@ -31,9 +31,6 @@ import {
 import { digestParts, sameDigests, storedDigests } from './upload-digests.ts';
 import { assertQuotaLeft, assertWithinQuota } from './usage.ts';
 
-// Re-exported for the upload route: they live with the writer that uploads and imports share.
-export { type ArtifactWithImages, uploadFailure } from './evidence-writer.ts';
-
 type Kind = ArtifactsTable['kind'];
 type Metadata = Static<typeof ArtifactMetadata>;
 

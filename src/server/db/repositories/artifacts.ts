@@ -14,11 +14,6 @@ export async function findArtifact(executor: Executor, id: string): Promise<Arti
   return executor.selectFrom('artifacts').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** Inserts an image row unless one with the same bytes exists; either way answers the stored row's id. */
-export async function upsertImage(executor: Executor, image: ImagesTable): Promise<string> {
-  return (await storeImage(executor, image)).id;
-}
-
 /** Inserts an image row unless one with the same bytes exists; either way answers the stored row. */
 export async function storeImage(executor: Executor, image: ImagesTable): Promise<ImagesTable> {
   if (dialectOf(executor) === 'sqlite') {

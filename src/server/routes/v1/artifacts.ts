@@ -5,16 +5,15 @@ import { AppError } from '../../errors.ts';
 import { sendBlob } from '../../http/blob-download.ts';
 import { presentArtifact, presentArtifactDetails } from '../../presenters/artifacts.ts';
 import {
-  type ArtifactWithImages,
   artifactDetailsByIds,
   deleteArtifact,
   getArtifact,
   ingestArtifact,
   listRunArtifacts,
   type UploadPart,
-  uploadFailure,
   uploadRequestLimit,
 } from '../../services/artifacts.ts';
+import { type ArtifactWithImages, uploadFailure } from '../../services/evidence-writer.ts';
 import { artifactOwner, pathProject as projectOfPath } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
 
