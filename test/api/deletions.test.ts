@@ -3,9 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import { type ApiError, v1 } from '../../src/client/index.ts';
 import { collectGarbage, verifyStorage } from '../../src/server/services/maintenance.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
-import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
+import { type ServerWithManagedProject, serverWithManagedProject, unique } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // RET-1: runs, jobs and tests can be deleted by a manager, with what they hold, audited; a second
 // delete is a 404; their bytes come back through garbage collection, and deleting while other runs
@@ -13,16 +12,9 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] deleting runs, jobs and tests (RET-1)`, () => {
-    let server: TestServer;
-    let projectId: string;
-    let manager: TestUser;
-    let tester: TestUser;
-
+    let { server, projectId, manager, tester } = {} as ServerWithManagedProject;
     before(async () => {
-      server = await startTestServer(dialect);
-      projectId = (await createProject(server, 'Deletions')).id;
-      manager = await createUser(server, ['manager'], { projects: [projectId] });
-      tester = await createUser(server, ['tester'], { projects: [projectId] });
+      ({ server, projectId, manager, tester } = await serverWithManagedProject(dialect, 'Deletions'));
     });
     after(() => server.close());
 

@@ -3,22 +3,14 @@ import { after, before, describe, test } from 'node:test';
 import type { BodyOf } from '../../src/api/endpoint.ts';
 import { type ApiError, v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
-import { createProject, createUser, type TestUser, twoProjects, unique } from '../helpers/factories.ts';
+import { createProject, createUser, type ServerWithTwoProjects, serverWithTwoProjects, unique } from '../helpers/factories.ts';
 import { firstPointer, isProblem } from '../helpers/problems.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] jobs`, () => {
-    let server: TestServer;
-    let projectA: string;
-    let projectB: string;
-    let tester: TestUser;
-    let viewer: TestUser;
-    let outsider: TestUser;
-
+    let { server, projectA, projectB, tester, viewer, outsider } = {} as ServerWithTwoProjects;
     before(async () => {
-      server = await startTestServer(dialect);
-      ({ projectA, projectB, tester, viewer, outsider } = await twoProjects(server));
+      ({ server, projectA, projectB, tester, viewer, outsider } = await serverWithTwoProjects(dialect));
     });
     after(() => server.close());
 

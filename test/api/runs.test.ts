@@ -2,22 +2,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type ApiError, v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
-import { createProject, type TestUser, twoProjects, unique } from '../helpers/factories.ts';
+import { createProject, type ServerWithTwoProjects, serverWithTwoProjects, unique } from '../helpers/factories.ts';
 import { firstPointer, isProblem } from '../helpers/problems.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] test runs`, () => {
-    let server: TestServer;
-    let projectA: string;
-    let projectB: string;
-    let tester: TestUser;
-    let viewer: TestUser;
-    let outsider: TestUser;
-
+    let { server, projectA, projectB, tester, viewer, outsider } = {} as ServerWithTwoProjects;
     before(async () => {
-      server = await startTestServer(dialect);
-      ({ projectA, projectB, tester, viewer, outsider } = await twoProjects(server));
+      ({ server, projectA, projectB, tester, viewer, outsider } = await serverWithTwoProjects(dialect));
     });
     after(() => server.close());
 

@@ -4,9 +4,8 @@ import type { Static } from 'typebox';
 import type { Verdict as VerdictSchema } from '../../src/api/v1/run-states.ts';
 import { type ApiError, v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
-import { type TestUser, twoProjects, unique } from '../helpers/factories.ts';
+import { type ServerWithTwoProjects, serverWithTwoProjects, unique } from '../helpers/factories.ts';
 import { firstPointer, isProblem } from '../helpers/problems.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 type Verdict = Static<typeof VerdictSchema>;
 
@@ -14,16 +13,9 @@ type Verdict = Static<typeof VerdictSchema>;
 
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] test history`, () => {
-    let server: TestServer;
-    let projectA: string;
-    let projectB: string;
-    let tester: TestUser;
-    let viewer: TestUser;
-    let outsider: TestUser;
-
+    let { server, projectA, projectB, tester, viewer, outsider } = {} as ServerWithTwoProjects;
     before(async () => {
-      server = await startTestServer(dialect);
-      ({ projectA, projectB, tester, viewer, outsider } = await twoProjects(server));
+      ({ server, projectA, projectB, tester, viewer, outsider } = await serverWithTwoProjects(dialect));
     });
     after(() => server.close());
 

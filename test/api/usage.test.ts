@@ -9,10 +9,9 @@ import { recountRunArtifacts, recountUsage } from '../../src/server/db/repositor
 import { verifyStorage } from '../../src/server/services/maintenance.ts';
 import { sweepRetention } from '../../src/server/services/retention.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
-import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
+import { createProject, type ServerWithManagedProject, serverWithManagedProject, unique } from '../helpers/factories.ts';
 import { jsonHeaders, rawRequest } from '../helpers/http.ts';
 import { randomPng } from '../helpers/png.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 // RET-4: per-project counters of runs, artifacts, logical and stored bytes, kept by the writes
@@ -22,16 +21,9 @@ import { waitFor } from '../helpers/wait.ts';
 
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] storage accounting and quota (RET-4, RET-5)`, () => {
-    let server: TestServer;
-    let projectId: string;
-    let manager: TestUser;
-    let tester: TestUser;
-
+    let { server, projectId, manager, tester } = {} as ServerWithManagedProject;
     before(async () => {
-      server = await startTestServer(dialect);
-      projectId = (await createProject(server, 'Usage')).id;
-      manager = await createUser(server, ['manager'], { projects: [projectId] });
-      tester = await createUser(server, ['tester'], { projects: [projectId] });
+      ({ server, projectId, manager, tester } = await serverWithManagedProject(dialect, 'Usage'));
     });
     after(() => server.close());
 

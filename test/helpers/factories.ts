@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Role } from '../../src/api/endpoint.ts';
 import type { AttestClient } from '../../src/client/index.ts';
 import { v1 } from '../../src/client/index.ts';
-import type { TestServer } from './server.ts';
+import type { Dialect } from '../../src/server/db/types.ts';
+import { startTestServer, type TestServer } from './server.ts';
 
 export const unique = (prefix = 'x') => `${prefix}${randomBytes(5).toString('hex')}`;
 
@@ -42,3 +43,23 @@ export async function twoProjects(server: TestServer) {
     outsider: await createUser(server, ['tester'], { projects: [projectB] }),
   };
 }
+
+/** A fresh server for the dialect with the cast of twoProjects; the suite closes the server. */
+export async function serverWithTwoProjects(dialect: Dialect) {
+  const server = await startTestServer(dialect);
+  return { server, ...(await twoProjects(server)) };
+}
+export type ServerWithTwoProjects = Awaited<ReturnType<typeof serverWithTwoProjects>>;
+
+/** A fresh server for the dialect with one project (named projectName), a manager and a tester of it; the suite closes the server. */
+export async function serverWithManagedProject(dialect: Dialect, projectName: string) {
+  const server = await startTestServer(dialect);
+  const projectId = (await createProject(server, projectName)).id;
+  return {
+    server,
+    projectId,
+    manager: await createUser(server, ['manager'], { projects: [projectId] }),
+    tester: await createUser(server, ['tester'], { projects: [projectId] }),
+  };
+}
+export type ServerWithManagedProject = Awaited<ReturnType<typeof serverWithManagedProject>>;
