@@ -111,6 +111,25 @@ export function launchServer(storage: ServerStorage, env: Record<string, string>
   return { child, output, stdout, stderr, exited, listening };
 }
 
+/**
+ * Reads the lines of a server process started by the test itself (stderr and stdout, into `output`);
+ * `listening` resolves with the URL once it prints `attest listening <url>`, and rejects if it exits first.
+ * For tests that start it their own way (`npm start`'s command, no admin key) rather than by {@link launchServer}.
+ */
+export function readServerLines(child: ChildProcess): { output: string[]; listening: Promise<string> } {
+  const output: string[] = [];
+  createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (line) => output.push(line));
+  const listening = new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      output.push(line);
+      const match = /^attest listening (\S+)$/.exec(line);
+      if (match) resolve((match[1] as string).replace('0.0.0.0', '127.0.0.1'));
+    });
+    child.once('exit', (code) => reject(new Error(`exited (${code}) before listening:\n${output.join('\n')}`)));
+  });
+  return { output, listening };
+}
+
 /** Starts the built server (`dist/server/main.js`) on 127.0.0.1 and a free port; resolves once it prints `attest listening <url>`. */
 export async function spawnServer(
   storage: ServerStorage,

@@ -4,13 +4,13 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { strToU8, zipSync } from 'fflate';
 import { AttestClient, v1 } from '../../src/client/index.ts';
 import { generateKey } from '../../src/server/security/api-key.ts';
 import { NO_RETRY, rawRequest } from '../helpers/http.ts';
+import { readServerLines } from '../helpers/spawned-server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 // IMP-7: the production build (`npm start`, dist/ from scripts/build.mjs; `npm test` builds it
@@ -39,16 +39,8 @@ test('the bundled server reads a JUnit body and a ZIP in dist/server/import-work
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   try {
-    const output: string[] = [];
-    createInterface({ input: child.stderr }).on('line', (line) => output.push(line));
-    const url = await new Promise<string>((resolve, reject) => {
-      createInterface({ input: child.stdout }).on('line', (line) => {
-        output.push(line);
-        const match = /^attest listening (\S+)$/.exec(line);
-        if (match) resolve((match[1] as string).replace('0.0.0.0', '127.0.0.1'));
-      });
-      child.once('exit', (code) => reject(new Error(`exited (${code}) before listening:\n${output.join('\n')}`)));
-    });
+    const { output, listening } = readServerLines(child);
+    const url = await listening;
     const admin = new AttestClient({ baseUrl: url, apiKey: key, retry: NO_RETRY });
     const project = await admin.call(v1.projects.createProject, { body: { key: 'BUNDLE', name: 'Bundle' } });
     const junit = Buffer.from(

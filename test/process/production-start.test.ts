@@ -4,9 +4,9 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { readServerLines } from '../helpers/spawned-server.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
@@ -41,16 +41,8 @@ describe('npm start (production)', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {
-      const output: string[] = [];
-      createInterface({ input: child.stderr }).on('line', (line) => output.push(line));
-      const url = await new Promise<string>((resolve, reject) => {
-        createInterface({ input: child.stdout }).on('line', (line) => {
-          output.push(line);
-          const match = /^attest listening (\S+)$/.exec(line);
-          if (match) resolve((match[1] as string).replace('0.0.0.0', '127.0.0.1'));
-        });
-        child.once('exit', (code) => reject(new Error(`exited (${code}) before listening:\n${output.join('\n')}`)));
-      });
+      const { output, listening } = readServerLines(child);
+      const url = await listening;
       const response = await fetch(`${url}/api/v1/health`, { headers: { accept: 'application/json' } });
       assert.equal(response.status, 200);
       assert.equal(((await response.json()) as { status: string }).status, 'ok');
