@@ -11,7 +11,7 @@ import { parse as parseJunit, type TestCase, type TestSuites } from 'junit2json'
 import { XrayExecution } from '../../src/api/v1/results.ts';
 import { v1 } from '../../src/client/index.ts';
 import { createAjv } from '../../src/server/validation.ts';
-import { browserAvailable, launchChromium } from '../helpers/browser.ts';
+import { browserAvailable, openReport } from '../helpers/browser.ts';
 import { attest } from '../helpers/cli.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser } from '../helpers/factories.ts';
@@ -224,15 +224,7 @@ for (const dialect of DIALECTS) {
     test('html: one offline report with every test, its attempts and every image loaded', async () => {
       const response = await exportOf('html');
       assert.match(response.headers.get('content-type') ?? '', /^text\/html/);
-      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'attest-html-job-')), 'report.html');
-      fs.writeFileSync(file, await bytesOf(response));
-      const browser = await launchChromium();
-      try {
-        const page = await browser.newPage();
-        const problems: string[] = [];
-        page.on('console', (message) => message.type() === 'error' && problems.push(message.text()));
-        page.on('pageerror', (error) => problems.push(error.message));
-        await page.goto(`file://${file}`, { waitUntil: 'load' });
+      await openReport(await bytesOf(response), 'attest-html-job-', async (page, problems) => {
         assert.equal(await page.$$eval('table.tests tbody tr', (rows) => rows.length), 8);
         assert.equal(await page.$$eval('details.attempt', (nodes) => nodes.length), 3, 'three earlier attempts');
         const widths = await page.$$eval('img', (nodes) => nodes.map((img) => (img as unknown as { naturalWidth: number }).naturalWidth));
@@ -240,9 +232,7 @@ for (const dialect of DIALECTS) {
         assert.equal(await page.$$eval('script', (nodes) => nodes.length), 0);
         assert.match((await page.textContent('body')) ?? '', /the order page has its own title/);
         assert.deepEqual(problems, []);
-      } finally {
-        await browser.close();
-      }
+      });
     });
 
     test('refusals: another project answers 404, an unknown format 400', async () => {

@@ -11,7 +11,7 @@ import { XrayExecution } from '../../src/api/v1/results.ts';
 import { v1 } from '../../src/client/index.ts';
 import { createAjv } from '../../src/server/validation.ts';
 import { sha256 } from '../helpers/blob-files.ts';
-import { browserAvailable, launchChromium } from '../helpers/browser.ts';
+import { browserAvailable, openReport } from '../helpers/browser.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { type EvidenceRun, runWithEvidence } from '../helpers/export-fixture.ts';
 import { createUser, type TestUser } from '../helpers/factories.ts';
@@ -186,35 +186,25 @@ for (const dialect of DIALECTS) {
       const response = await exportOf('html');
       assert.match(response.headers.get('content-type') ?? '', /^text\/html/);
       assert.match(response.headers.get('content-security-policy') ?? '', /sandbox/);
-      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'attest-html-')), 'report.html');
-      fs.writeFileSync(file, await bytesOf(response));
-      const browser = await launchChromium();
-      try {
-        const page = await browser.newPage();
-        const problems: string[] = [];
-        page.on('console', (message) => message.type() === 'error' && problems.push(message.text()));
-        page.on('pageerror', (error) => problems.push(error.message));
-        page.on(
-          'request',
-          (request) =>
-            !request.url().startsWith('file:') && !request.url().startsWith('data:') && problems.push(`request ${request.url()}`),
-        );
-        await page.goto(`file://${file}`, { waitUntil: 'load' });
-        const images = await page.$$eval('img', (nodes) =>
-          nodes.map((img) => ({ width: (img as unknown as { naturalWidth: number }).naturalWidth, alt: img.getAttribute('alt') })),
-        );
-        assert.equal(images.length, 15);
-        for (const image of images) assert.ok(image.width > 0, `${image.alt} did not load`);
-        assert.deepEqual(problems, []);
-        assert.equal(await page.$$eval('script', (nodes) => nodes.length), 0, 'Markdown cannot smuggle a script in');
-        assert.equal(await page.$$eval('a[href^="javascript:"]', (nodes) => nodes.length), 0);
-        assert.match((await page.textContent('body')) ?? '', /<script>alert\(1\)<\/script>/, 'raw HTML in Markdown is shown as text');
-        assert.equal(await page.$$eval('.diff figure', (nodes) => nodes.length), 3, 'the visual diff is side by side');
-        assert.equal(await page.$$eval('svg.timeline rect', (nodes) => nodes.length), 3, 'one bar per top-level step');
-        assert.equal(await page.$$eval('li.step.failed pre.error', (nodes) => nodes.length), 1);
-      } finally {
-        await browser.close();
-      }
+      await openReport(
+        await bytesOf(response),
+        'attest-html-',
+        async (page, problems) => {
+          const images = await page.$$eval('img', (nodes) =>
+            nodes.map((img) => ({ width: (img as unknown as { naturalWidth: number }).naturalWidth, alt: img.getAttribute('alt') })),
+          );
+          assert.equal(images.length, 15);
+          for (const image of images) assert.ok(image.width > 0, `${image.alt} did not load`);
+          assert.deepEqual(problems, []);
+          assert.equal(await page.$$eval('script', (nodes) => nodes.length), 0, 'Markdown cannot smuggle a script in');
+          assert.equal(await page.$$eval('a[href^="javascript:"]', (nodes) => nodes.length), 0);
+          assert.match((await page.textContent('body')) ?? '', /<script>alert\(1\)<\/script>/, 'raw HTML in Markdown is shown as text');
+          assert.equal(await page.$$eval('.diff figure', (nodes) => nodes.length), 3, 'the visual diff is side by side');
+          assert.equal(await page.$$eval('svg.timeline rect', (nodes) => nodes.length), 3, 'one bar per top-level step');
+          assert.equal(await page.$$eval('li.step.failed pre.error', (nodes) => nodes.length), 1);
+        },
+        { requests: 'local only' },
+      );
     });
 
     test('junit: plain XML for a run without images or files, the ZIP when asked for (junit-zip or Accept)', async () => {

@@ -1,5 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { Result as AxeResult } from 'axe-core';
 import { type Browser, chromium, type Page } from 'playwright-core';
 
@@ -24,6 +26,39 @@ export function launchChromium(): Promise<Browser> {
     executablePath: CHROMIUM_PATH,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
   });
+}
+
+/**
+ * Writes an HTML report to a file of its own (in a new folder named from `folderPrefix`), opens it in
+ * Chromium from file:// and hands the loaded page to `check`; the browser is closed after. `problems`
+ * gathers every console error and page error, and with `requests: 'local only'` every request that is
+ * not for a file: or data: URL; the test asserts on it.
+ */
+export async function openReport(
+  html: Uint8Array,
+  folderPrefix: string,
+  check: (page: Page, problems: string[]) => Promise<void>,
+  options: { requests?: 'local only' } = {},
+): Promise<void> {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), folderPrefix)), 'report.html');
+  writeFileSync(file, html);
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on('console', (message) => message.type() === 'error' && problems.push(message.text()));
+    page.on('pageerror', (error) => problems.push(error.message));
+    if (options.requests === 'local only') {
+      page.on(
+        'request',
+        (request) => !request.url().startsWith('file:') && !request.url().startsWith('data:') && problems.push(`request ${request.url()}`),
+      );
+    }
+    await page.goto(`file://${file}`, { waitUntil: 'load' });
+    await check(page, problems);
+  } finally {
+    await browser.close();
+  }
 }
 
 /** axe-core's browser build, read once, injected into pages to check them. */
