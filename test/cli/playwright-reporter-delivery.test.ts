@@ -7,9 +7,9 @@ import { v1 } from '../../src/client/index.ts';
 import { browserAvailable } from '../helpers/browser.ts';
 import { attest } from '../helpers/cli.ts';
 import { tempDir } from '../helpers/data-folders.ts';
-import { createProject, createUser, type TestUser } from '../helpers/factories.ts';
+import { createProject, type ServerWithTester, serverWithTester } from '../helpers/factories.ts';
+import { closedPort } from '../helpers/http.ts';
 import { PLAYWRIGHT_VISUAL_CONFIG, REPORTER_SOURCE, runPlaywrightFixture, writeBadgeBaseline } from '../helpers/playwright-fixture.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // How the live reporter delivers (packages/playwright-reporter, a real Playwright run of
 // test/fixtures/playwright-visual against a real server): with the server down it spools the run
@@ -18,14 +18,6 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 // fill branch, commit, build and ciUrl; the launch is closed at the end.
 
 const SUMMARY = /^attest: sent (\d+) runs, (\d+) steps, (\d+) attachments to (\S+) \(job ([^)]+)\)(.*)$/m;
-
-async function closedPort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 const GITHUB = {
   GITHUB_ACTIONS: 'true',
@@ -52,36 +44,35 @@ async function forward(port: number, target: string): Promise<net.Server> {
 }
 
 describe('Playwright live reporter: spool, refusals, CI variables, closing the launch [sqlite]', { skip: !browserAvailable() }, () => {
-  let server: TestServer;
-  let tester: TestUser;
-  let project: { id: string; key: string };
+  let { server, project, tester } = {} as ServerWithTester;
   const spoolDir = tempDir('attest-spool-test-');
 
   before(async () => {
-    server = await startTestServer('sqlite');
-    project = await createProject(server, 'Delivery');
-    tester = await createUser(server, ['tester'], { projects: [project.id] });
+    ({ server, project, tester } = await serverWithTester('sqlite', 'Delivery'));
   });
   after(() => server?.close());
 
   let spooledFile: string;
   let port: number;
   let deadUrl: string;
-
-  test('with the server down, the run is spooled to disk as a Playwright report with its attachments', async () => {
-    port = await closedPort();
-    deadUrl = `http://127.0.0.1:${port}`;
-    const run = await runPlaywrightFixture(
+  /** A run of the visual fixture whose reporter sends to deadUrl and spools into spoolDir, with `env` on top. */
+  const runToDeadUrl = (env: Record<string, string>) =>
+    runPlaywrightFixture(
       {
         ATTEST_URL: deadUrl,
         ATTEST_API_KEY: tester.key,
         ATTEST_PROJECT: project.key,
         ATTEST_PW_REPORTER: REPORTER_SOURCE,
         ATTEST_SPOOL_DIR: spoolDir,
-        ATTEST_FLUSH_TIMEOUT_MS: '5000',
+        ...env,
       },
       { config: PLAYWRIGHT_VISUAL_CONFIG, prepare: writeBadgeBaseline },
     );
+
+  test('with the server down, the run is spooled to disk as a Playwright report with its attachments', async () => {
+    port = await closedPort();
+    deadUrl = `http://127.0.0.1:${port}`;
+    const run = await runToDeadUrl({ ATTEST_FLUSH_TIMEOUT_MS: '5000' });
     assert.equal(run.code, 1, run.output);
     const files = fs.readdirSync(spoolDir);
     assert.equal(files.length, 1, run.stderr);
@@ -130,17 +121,7 @@ describe('Playwright live reporter: spool, refusals, CI variables, closing the l
     after(() => {
       forwarder.close();
     });
-    const run = await runPlaywrightFixture(
-      {
-        ATTEST_URL: deadUrl,
-        ATTEST_API_KEY: tester.key,
-        ATTEST_PROJECT: project.key,
-        ATTEST_PW_REPORTER: REPORTER_SOURCE,
-        ATTEST_SPOOL_DIR: spoolDir,
-        ...GITHUB,
-      },
-      { config: PLAYWRIGHT_VISUAL_CONFIG, prepare: writeBadgeBaseline },
-    );
+    const run = await runToDeadUrl(GITHUB);
     const summary = SUMMARY.exec(run.stderr);
     assert.ok(summary, run.output);
     assert.equal(summary[6], `; sent 1 spooled reports from ${spoolDir}`, run.stderr);

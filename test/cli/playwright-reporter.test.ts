@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { zipSync } from 'fflate';
@@ -9,9 +9,9 @@ import { v1 } from '../../src/client/index.ts';
 import { parsePlaywright } from '../../src/import/playwright.ts';
 import { sha256 } from '../helpers/blob-files.ts';
 import { browserAvailable } from '../helpers/browser.ts';
-import { createProject, createUser, type TestUser } from '../helpers/factories.ts';
+import { type ServerWithTester, serverWithTester } from '../helpers/factories.ts';
+import { closedPort } from '../helpers/http.ts';
 import { importedCaseShape, type PlaywrightRun, runPlaywrightFixture, serverRunShape } from '../helpers/playwright-fixture.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // The live reporter (packages/playwright-reporter) on a real run of test/fixtures/playwright
 // against a real server: what it streamed must be what the JSON report of the same run says.
@@ -20,16 +20,12 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 const SUMMARY = /^attest: sent (\d+) runs, (\d+) steps, (\d+) attachments to (\S+) \(job ([^)]+)\)(.*)$/m;
 
 describe('Playwright live reporter [sqlite]', { skip: !browserAvailable() }, () => {
-  let server: TestServer;
-  let tester: TestUser;
-  let project: { id: string; key: string };
+  let { server, project, tester } = {} as ServerWithTester;
   let run: PlaywrightRun;
   let liveJobId: string;
 
   before(async () => {
-    server = await startTestServer('sqlite');
-    project = await createProject(server, 'Web shop');
-    tester = await createUser(server, ['tester'], { projects: [project.id] });
+    ({ server, project, tester } = await serverWithTester('sqlite', 'Web shop'));
     run = await runPlaywrightFixture({
       ATTEST_URL: server.url,
       ATTEST_API_KEY: tester.key,
@@ -137,15 +133,6 @@ describe('Playwright live reporter [sqlite]', { skip: !browserAvailable() }, () 
     }
   });
 });
-
-/** A local port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 describe('Playwright live reporter: a server that is down or hangs', { skip: !browserAvailable() }, () => {
   test('never fails the run nor holds it past its deadline; the summary says what was lost', async () => {

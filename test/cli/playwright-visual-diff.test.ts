@@ -5,7 +5,7 @@ import { zipSync } from 'fflate';
 import { v1 } from '../../src/client/index.ts';
 import { sha256 } from '../helpers/blob-files.ts';
 import { browserAvailable } from '../helpers/browser.ts';
-import { createProject, createUser, type TestUser } from '../helpers/factories.ts';
+import { type ServerWithTester, serverWithTester } from '../helpers/factories.ts';
 import {
   PLAYWRIGHT_VISUAL_CONFIG,
   type PlaywrightRun,
@@ -15,7 +15,6 @@ import {
   writeBadgeBaseline,
   zipFolder,
 } from '../helpers/playwright-fixture.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // A real failing `toHaveScreenshot` (Playwright with Chromium, test/fixtures/playwright-visual): the
 // live reporter and the import of the same run's JSON report each store ONE visual-diff artifact
@@ -24,16 +23,12 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 // reason as a `skipped` cell, and `error-context` is stored as `error-context.md`, text/markdown.
 
 describe('Playwright visual comparisons become visual diffs, live and imported [sqlite]', { skip: !browserAvailable() }, () => {
-  let server: TestServer;
-  let tester: TestUser;
-  let project: { id: string; key: string };
+  let { server, project, tester } = {} as ServerWithTester;
   let run: PlaywrightRun;
   let liveJobId: string;
 
   before(async () => {
-    server = await startTestServer('sqlite');
-    project = await createProject(server, 'Visual');
-    tester = await createUser(server, ['tester'], { projects: [project.id] });
+    ({ server, project, tester } = await serverWithTester('sqlite', 'Visual'));
     run = await runPlaywrightFixture(
       { ATTEST_URL: server.url, ATTEST_API_KEY: tester.key, ATTEST_PROJECT: project.key, ATTEST_PW_REPORTER: REPORTER_SOURCE },
       { config: PLAYWRIGHT_VISUAL_CONFIG, prepare: writeBadgeBaseline },

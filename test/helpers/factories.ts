@@ -63,3 +63,11 @@ export async function serverWithManagedProject(dialect: Dialect, projectName: st
   };
 }
 export type ServerWithManagedProject = Awaited<ReturnType<typeof serverWithManagedProject>>;
+
+/** A fresh server for the dialect with one project (named projectName) and a tester of it; the suite closes the server. */
+export async function serverWithTester(dialect: Dialect, projectName: string) {
+  const server = await startTestServer(dialect);
+  const project = await createProject(server, projectName);
+  return { server, project, tester: await createUser(server, ['tester'], { projects: [project.id] }) };
+}
+export type ServerWithTester = Awaited<ReturnType<typeof serverWithTester>>;

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import net from 'node:net';
 
 /** Clients in tests see every answer as sent: a 429 or 503 is what a test checks, not something to wait out. */
 export const NO_RETRY = { attempts: 1 };
@@ -74,3 +75,12 @@ export const jsonHeaders = (key?: string): Record<string, string> => ({
   accept: 'application/json',
   ...(key ? { 'service.api-token': key } : {}),
 });
+
+/** A local port nothing listens on: bound to learn a free one, then closed. */
+export async function closedPort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
