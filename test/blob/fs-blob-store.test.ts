@@ -33,6 +33,25 @@ describe('FsBlobStore on disk', () => {
     return store;
   }
 
+  /** The node file system with each fsync recorded in `calls` as `fsync <path>`, the path it was opened by, relative to the root. */
+  function fsyncRecorder(): { calls: string[]; recording: BlobFs } {
+    const calls: string[] = [];
+    const opened = new Map<number, string>();
+    const recording: BlobFs = {
+      ...nodeBlobFs,
+      open: async (file, flags, mode) => {
+        const fd = await nodeBlobFs.open(file, flags, mode);
+        opened.set(fd, path.relative(root, file));
+        return fd;
+      },
+      fsync: async (fd) => {
+        calls.push(`fsync ${opened.get(fd)}`);
+        await nodeBlobFs.fsync(fd);
+      },
+    };
+    return { calls, recording };
+  }
+
   test('streams a put into blobs/aa/bb/<sha256> and leaves no temp file', async () => {
     const store = await ready();
     const bytes = randomBytes(200_000);
@@ -95,25 +114,16 @@ describe('FsBlobStore on disk', () => {
       if (other !== undefined) pair = [other, text];
       else byPrefix.set(prefix, text);
     }
-    const calls: string[] = [];
-    const opened = new Map<number, string>();
-    const recording: BlobFs = {
-      ...nodeBlobFs,
-      open: async (file, flags, mode) => {
-        const fd = await nodeBlobFs.open(file, flags, mode);
-        opened.set(fd, path.relative(root, file));
-        return fd;
+    const { calls, recording } = fsyncRecorder();
+    const store = await ready({
+      fs: {
+        ...recording,
+        mkdir: async (dir) => {
+          calls.push(`mkdir ${path.relative(root, dir)}`);
+          await nodeBlobFs.mkdir(dir);
+        },
       },
-      fsync: async (fd) => {
-        calls.push(`fsync ${opened.get(fd)}`);
-        await nodeBlobFs.fsync(fd);
-      },
-      mkdir: async (dir) => {
-        calls.push(`mkdir ${path.relative(root, dir)}`);
-        await nodeBlobFs.mkdir(dir);
-      },
-    };
-    const store = await ready({ fs: recording });
+    });
     await store.put(chunks(pair[0]));
     calls.length = 0;
     const second = await store.put(chunks(pair[1]));
@@ -298,20 +308,7 @@ describe('FsBlobStore on disk', () => {
   });
 
   test('an upload into a shard folder a deletion removed makes it again, durably (DUR-6)', async () => {
-    const calls: string[] = [];
-    const opened = new Map<number, string>();
-    const recording: BlobFs = {
-      ...nodeBlobFs,
-      open: async (file, flags, mode) => {
-        const fd = await nodeBlobFs.open(file, flags, mode);
-        opened.set(fd, path.relative(root, file));
-        return fd;
-      },
-      fsync: async (fd) => {
-        calls.push(`fsync ${opened.get(fd)}`);
-        await nodeBlobFs.fsync(fd);
-      },
-    };
+    const { calls, recording } = fsyncRecorder();
     const store = await ready({ fs: recording });
     const bytes = 'comes and goes';
     const stored = await store.put(chunks(bytes));
