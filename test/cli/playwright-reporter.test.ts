@@ -11,7 +11,13 @@ import { sha256 } from '../helpers/blob-files.ts';
 import { browserAvailable } from '../helpers/browser.ts';
 import { type ServerWithTester, serverWithTester } from '../helpers/factories.ts';
 import { closedPort } from '../helpers/http.ts';
-import { importedCaseShape, type PlaywrightRun, runPlaywrightFixture, serverRunShape } from '../helpers/playwright-fixture.ts';
+import {
+  importedCaseShape,
+  importSettled,
+  type PlaywrightRun,
+  runPlaywrightFixture,
+  serverRunShape,
+} from '../helpers/playwright-fixture.ts';
 
 // The live reporter (packages/playwright-reporter) on a real run of test/fixtures/playwright
 // against a real server: what it streamed must be what the JSON report of the same run says.
@@ -103,16 +109,12 @@ describe('Playwright live reporter [sqlite]', { skip: !browserAvailable() }, () 
       }
     };
     walk(run.outDir);
-    const accepted = await tester.client.importReport(
+    const record = await importSettled(
+      tester.client,
       project.id,
       { name: 'playwright-report.zip', bytes: zipSync(entries) },
       { name: 'Imported' },
     );
-    let record = await tester.client.call(v1.imports.getImport, { params: { projectId: project.id, importId: String(accepted.id) } });
-    while (record.status === 'queued' || record.status === 'processing') {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      record = await tester.client.call(v1.imports.getImport, { params: { projectId: project.id, importId: record.id } });
-    }
     assert.equal(record.status, 'completed', record.error ?? '');
     assert.equal(record.counts?.attachmentsMissing, 0, JSON.stringify(record.files));
     assert.equal(record.counts?.testsCreated, 0, 'the live reporter made the tests; the import adds to their history');

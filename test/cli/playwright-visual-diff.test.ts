@@ -7,6 +7,7 @@ import { sha256 } from '../helpers/blob-files.ts';
 import { browserAvailable } from '../helpers/browser.ts';
 import { type ServerWithTester, serverWithTester } from '../helpers/factories.ts';
 import {
+  importSettled,
   PLAYWRIGHT_VISUAL_CONFIG,
   type PlaywrightRun,
   REPORTER_SOURCE,
@@ -98,16 +99,12 @@ describe('Playwright visual comparisons become visual diffs, live and imported [
   });
 
   test('imported: the JSON report with its folder gives the same visual diff on the same step (IMP-2)', async () => {
-    const accepted = await tester.client.importReport(
+    const record = await importSettled(
+      tester.client,
       project.id,
       { name: 'visual.zip', bytes: zipFolder(run.outDir) },
       { name: 'Imported' },
     );
-    let record = await tester.client.call(v1.imports.getImport, { params: { projectId: project.id, importId: String(accepted.id) } });
-    while (record.status === 'queued' || record.status === 'processing') {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      record = await tester.client.call(v1.imports.getImport, { params: { projectId: project.id, importId: record.id } });
-    }
     assert.equal(record.status, 'completed', record.error ?? '');
     assert.equal(record.counts?.attachmentsMissing, 0, JSON.stringify(record.files));
     const imported = await assertVisualDiff(record.jobId as string);
@@ -120,12 +117,7 @@ describe('Playwright visual comparisons become visual diffs, live and imported [
     const { unzipSync } = await import('fflate');
     const files = unzipSync(entries);
     delete files['snapshots/badge.png'];
-    const accepted = await tester.client.importReport(project.id, { name: 'no-baseline.zip', bytes: zipSync(files) }, { name: 'Partial' });
-    let record = await tester.client.call(v1.imports.getImport, { params: { projectId: project.id, importId: String(accepted.id) } });
-    while (record.status === 'queued' || record.status === 'processing') {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      record = await tester.client.call(v1.imports.getImport, { params: { projectId: project.id, importId: record.id } });
-    }
+    const record = await importSettled(tester.client, project.id, { name: 'no-baseline.zip', bytes: zipSync(files) }, { name: 'Partial' });
     assert.equal(record.status, 'completed', record.error ?? '');
     assert.equal(record.counts?.attachmentsMissing, 1, JSON.stringify(record.files));
     assert.match(JSON.stringify(record.files), /visual diff \\"badge.png\\"/);

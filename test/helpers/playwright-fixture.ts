@@ -210,3 +210,19 @@ export async function serverRunShape(client: AttestClient, projectId: string, ru
     steps: children(null),
   };
 }
+
+/** Uploads a report ZIP with `importReport` and polls it every 50 ms until it is neither queued nor processing; answers the import's record. */
+export async function importSettled(
+  client: AttestClient,
+  projectId: string,
+  file: { name: string; bytes: Uint8Array },
+  options: Record<string, string>,
+) {
+  const accepted = await client.importReport(projectId, file, options);
+  let record = await client.call(v1.imports.getImport, { params: { projectId, importId: String(accepted.id) } });
+  while (record.status === 'queued' || record.status === 'processing') {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    record = await client.call(v1.imports.getImport, { params: { projectId, importId: record.id } });
+  }
+  return record;
+}
