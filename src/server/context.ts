@@ -130,8 +130,16 @@ export async function createContext(config: Config, parts: ContextParts = {}): P
     hotBlobs: new HotBlobs(config.imageCacheBytes),
   };
   ctx.changes.on((change) => forgetStale(ctx, change));
-  ctx.legacyKeys.replace(await legacyKeyDigests(ctx.db));
+  await refreshLegacyKeyDigests(ctx);
   return ctx;
+}
+
+/**
+ * Reads the stored old-format keys' digests again (SEC-2a): at start, and every minute from the
+ * upkeep timer, so keys another instance or the CLI stored join the set.
+ */
+export async function refreshLegacyKeyDigests(ctx: Pick<ServiceContext, 'db' | 'legacyKeys'>): Promise<void> {
+  ctx.legacyKeys.replace(await legacyKeyDigests(ctx.db));
 }
 
 /** Forgets the kept answers a change may have made stale. */

@@ -170,24 +170,24 @@ export function continueWhenBodyIsRead(server: Server): void {
   });
 }
 
-/** Each socket's response while it is under way (what Node itself keeps as a private field of the socket). */
+/** Each socket's latest response (what Node itself keeps as a private field of the socket). */
 const responses = new WeakMap<Socket, ServerResponse>();
 
 /**
- * Remembers every socket's current response, through the server's public `request` event (which
- * `checkContinue` above also emits), until it finishes or closes.
+ * Remembers every socket's latest response, through the server's public `request` event (which
+ * `checkContinue` above also emits). One map write a request; nothing listens for its end.
  */
 export function trackResponses(server: Server): void {
   server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
-    const socket = request.socket as Socket;
-    responses.set(socket, response);
-    const done = () => {
-      if (responses.get(socket) === response) responses.delete(socket);
-    };
-    response.once('finish', done);
-    response.once('close', done);
+    responses.set(request.socket as Socket, response);
   });
 }
 
-/** Whether an answer has begun on this socket: a client error must not write a second status line into it. */
-export const answerUnderWay = (socket: Socket): boolean => responses.get(socket)?.headersSent === true;
+/**
+ * Whether an answer has begun on this socket and not finished: a client error must not write a
+ * second status line into it.
+ */
+export function answerUnderWay(socket: Socket): boolean {
+  const response = responses.get(socket);
+  return response?.headersSent === true && !response.writableFinished;
+}

@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { AppContext } from '../context.ts';
+import { type AppContext, refreshLegacyKeyDigests } from '../context.ts';
 import { collectGarbage } from '../services/maintenance.ts';
 import { sweepRetention } from '../services/retention.ts';
-import { refreshLegacyKeyDigests } from '../services/users.ts';
 
 /**
  * Runs `task` every `minutes` while the server is up and ready (0: never): one run at a time; a
@@ -30,8 +29,9 @@ function every(app: FastifyInstance, ctx: AppContext, minutes: number, what: str
 
 /**
  * The server's own upkeep on timers: blob garbage collection every `gcIntervalMinutes` (DUR-10),
- * the old-format key digests the request log masks by every minute (SEC-2a), and the retention sweep every `retentionIntervalMinutes` (RET-2; across instances one sweeps at a
- * time, through the database's lock). Garbage collection then frees what the sweep deleted.
+ * the old-format key digests the request log masks by every minute (SEC-2a), and the retention
+ * sweep every `retentionIntervalMinutes` (RET-2; across instances one sweeps at a time, through the
+ * database's lock). Garbage collection then frees what the sweep deleted.
  */
 export const upkeepPlugin = fp(
   async (app: FastifyInstance, { ctx }: { ctx: AppContext }) => {

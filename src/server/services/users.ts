@@ -9,7 +9,6 @@ import {
   findKeyOfUser,
   insertApiKey,
   type KeyFilter,
-  legacyKeyDigests,
   listKeysOfUser,
   revokeKey,
   revokeKeysOfUser,
@@ -312,11 +311,6 @@ export async function createApiKey(
     throw error;
   }
   return { row, secret };
-}
-
-/** Reads the stored old-format keys' digests again: keys another instance or the CLI stored join the set. */
-export async function refreshLegacyKeyDigests(ctx: ServiceContext): Promise<void> {
-  ctx.legacyKeys.replace(await legacyKeyDigests(ctx.db));
 }
 
 export type CreateApiKeyInput = BodyOf<typeof createApiKeyEndpoint>;
