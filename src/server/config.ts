@@ -17,6 +17,37 @@ export interface Config {
   databaseUrl: string | undefined;
   /** `s3://bucket/prefix` for object storage; undefined means files in `dataDir`. */
   blobUrl: string | undefined;
+  /**
+   * The S3-compatible server (`ATTEST_S3_ENDPOINT`, e.g. `http://127.0.0.1:9000`; AWS when unset),
+   * its region (`ATTEST_S3_REGION`, default `us-east-1`) and whether buckets are addressed by path
+   * (`ATTEST_S3_FORCE_PATH_STYLE`, default true when an endpoint is set). Credentials come from the
+   * AWS SDK's default chain (`AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, profiles, instance roles).
+   */
+  s3Endpoint: string | undefined;
+  s3Region: string;
+  s3ForcePathStyle: boolean;
+  /** Longest wait for one S3 request (`ATTEST_S3_TIMEOUT_MS`), and attempts per request with backoff on 5xx and throttling (`ATTEST_S3_MAX_ATTEMPTS`). */
+  s3TimeoutMs: number;
+  s3MaxAttempts: number;
+  /**
+   * `redis://…` (`ATTEST_REDIS_URL`): rate-limit and failed-authentication counts are kept there,
+   * shared by every instance; undefined: in PostgreSQL when the records are, else in memory.
+   */
+  redisUrl: string | undefined;
+  /**
+   * Longest time an instance keeps an access decision (a key's principal) before reading it again
+   * (`ATTEST_CACHE_TTL_SECONDS`, default 10): a safety net under the notifications that evict it
+   * at once on every instance.
+   */
+  cacheTtlSeconds: number;
+  /**
+   * Background tasks (imports, retention, garbage collection): how long a claimed task's lease
+   * lasts before another instance may take it over (`ATTEST_TASK_LEASE_SECONDS`, default 30; the
+   * holder renews it every third of that), and how often an idle instance looks for work
+   * (`ATTEST_TASK_POLL_MS`, default 1000; on PostgreSQL new work also wakes it at once).
+   */
+  taskLeaseSeconds: number;
+  taskPollMs: number;
   /** Base URL absolute links are built from; undefined means "from the request". */
   publicUrl: string | undefined;
   /** First-start admin (only used when the database holds no user). */
@@ -232,6 +263,15 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(r.string('ATTEST_DATA_DIR') ?? './data'),
     databaseUrl: r.url('ATTEST_DATABASE_URL', ['postgres:', 'postgresql:']),
     blobUrl: r.url('ATTEST_BLOB_URL', ['s3:']),
+    s3Endpoint: r.url('ATTEST_S3_ENDPOINT', ['http:', 'https:']),
+    s3Region: r.string('ATTEST_S3_REGION') ?? 'us-east-1',
+    s3ForcePathStyle: r.bool('ATTEST_S3_FORCE_PATH_STYLE', r.string('ATTEST_S3_ENDPOINT') !== undefined),
+    s3TimeoutMs: r.int('ATTEST_S3_TIMEOUT_MS', 15_000, 100, 600_000),
+    s3MaxAttempts: r.int('ATTEST_S3_MAX_ATTEMPTS', 3, 1, 10),
+    redisUrl: r.url('ATTEST_REDIS_URL', ['redis:', 'rediss:']),
+    cacheTtlSeconds: r.int('ATTEST_CACHE_TTL_SECONDS', 10, 1, 3600),
+    taskLeaseSeconds: r.int('ATTEST_TASK_LEASE_SECONDS', 30, 3, 3600),
+    taskPollMs: r.int('ATTEST_TASK_POLL_MS', 1000, 10, 60_000),
     publicUrl: publicUrl?.replace(/\/+$/, ''),
     adminEmail,
     adminApiKey,
@@ -301,6 +341,9 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (config.pageSizeDefault > config.pageSizeMax) {
     r.problems.push('ATTEST_PAGE_SIZE_DEFAULT must not exceed ATTEST_PAGE_SIZE_MAX');
+  }
+  if (config.blobUrl !== undefined && !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(new URL(config.blobUrl).hostname)) {
+    r.problems.push('ATTEST_BLOB_URL must name a bucket: s3://bucket/prefix (3 to 63 lower-case letters, digits, dots and hyphens)');
   }
   if (config.corsOrigins.includes('*')) {
     r.problems.push('ATTEST_CORS_ORIGINS must list origins explicitly ("*" is not allowed)');

@@ -47,9 +47,28 @@ export interface TestServer {
  * SQLite folder, or a fresh PostgreSQL database) and talks to it over real HTTP.
  */
 export async function startTestServer(dialect: Dialect, env: Record<string, string> = {}): Promise<TestServer> {
+  return startServer(dialect, env, undefined);
+}
+
+/**
+ * A second instance of `first`'s service: its own app and data folder, on the same PostgreSQL
+ * database (and whatever `env` shares, such as `ATTEST_BLOB_URL`), with the same admin. Closing it
+ * leaves the database to `first`.
+ */
+export async function startPeerServer(first: TestServer, env: Record<string, string> = {}): Promise<TestServer> {
+  if (first.dialect !== 'postgres' || !first.config.databaseUrl) throw new Error('instances share a PostgreSQL database only');
+  return startServer('postgres', env, { databaseUrl: first.config.databaseUrl, adminKey: first.admin.key });
+}
+
+async function startServer(
+  dialect: Dialect,
+  env: Record<string, string>,
+  shared: { databaseUrl: string; adminKey: string } | undefined,
+): Promise<TestServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-test-'));
-  const pgDb = dialect === 'postgres' ? await createPostgresDatabase() : undefined;
-  const adminKey = generateKey('standard');
+  const pgDb = dialect === 'postgres' && !shared ? await createPostgresDatabase() : undefined;
+  const databaseUrl = shared?.databaseUrl ?? pgDb?.url;
+  const adminKey = shared?.adminKey ?? generateKey('standard');
   const config = loadConfig({
     ATTEST_DATA_DIR: dataDir,
     ATTEST_ADMIN_EMAIL: 'admin@example.test',
@@ -57,7 +76,7 @@ export async function startTestServer(dialect: Dialect, env: Record<string, stri
     ATTEST_LOG_LEVEL: 'info',
     ATTEST_AUTH_FAILURES_PER_MINUTE: '100000',
     ATTEST_RATE_LIMIT_PER_MINUTE: '0',
-    ...(pgDb ? { ATTEST_DATABASE_URL: pgDb.url } : {}),
+    ...(databaseUrl ? { ATTEST_DATABASE_URL: databaseUrl } : {}),
     ...env,
   });
   const logs: string[] = [];
