@@ -217,8 +217,10 @@ export async function createDatabase(
     stats.statements++;
   };
   if (config.databaseUrl) {
-    // Blobs still live in the data folder (S3 is a later release), so it stays one process's.
-    const lock = lockDataDir(config.dataDir);
+    // With blobs in the data folder, the folder (and so the instance) stays one process's (DUR-3).
+    // With blobs in a bucket nothing of the instance is on its disk: any number of instances may
+    // share the database and the bucket (SCALE-3).
+    const lock = config.blobUrl ? undefined : lockDataDir(config.dataDir);
     const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10, types: pgTypes });
     // Without a listener an idle connection's error is an uncaught exception that ends the process.
     pool.on('error', options.onConnectionLost ?? (() => {}));
@@ -228,7 +230,7 @@ export async function createDatabase(
       await migrateToLatest(db);
     } catch (error) {
       await db.destroy();
-      lock.close();
+      lock?.close();
       throw error;
     }
     return {
@@ -253,7 +255,7 @@ export async function createDatabase(
       },
       async close() {
         await db.destroy();
-        lock.close();
+        lock?.close();
       },
     };
   }
