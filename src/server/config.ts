@@ -345,6 +345,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (config.blobUrl !== undefined && !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(new URL(config.blobUrl).hostname)) {
     r.problems.push('ATTEST_BLOB_URL must name a bucket: s3://bucket/prefix (3 to 63 lower-case letters, digits, dots and hyphens)');
   }
+  if (config.blobUrl !== undefined && config.blobOffload !== 'none') {
+    r.problems.push('ATTEST_BLOB_OFFLOAD sends files from the data folder; it cannot be used with ATTEST_BLOB_URL (blobs in a bucket)');
+  }
   if (config.corsOrigins.includes('*')) {
     r.problems.push('ATTEST_CORS_ORIGINS must list origins explicitly ("*" is not allowed)');
   }

@@ -31,6 +31,25 @@ describe('loadConfig', () => {
   test('refuses a wildcard CORS origin', () => {
     assert.throws(() => loadConfig({ ATTEST_CORS_ORIGINS: '*' }), ConfigError);
   });
+
+  test('reads the bucket settings: path style by default with an endpoint, a bucket name required, no file offload', () => {
+    const aws = loadConfig({ ATTEST_BLOB_URL: 's3://attest-blobs/team-a' });
+    assert.deepEqual(
+      [aws.blobUrl, aws.s3Endpoint, aws.s3Region, aws.s3ForcePathStyle],
+      ['s3://attest-blobs/team-a', undefined, 'us-east-1', false],
+    );
+    const local = loadConfig({ ATTEST_BLOB_URL: 's3://attest-blobs', ATTEST_S3_ENDPOINT: 'http://127.0.0.1:9000' });
+    assert.equal(local.s3ForcePathStyle, true);
+    assert.equal(loadConfig({ ATTEST_S3_ENDPOINT: 'http://127.0.0.1:9000', ATTEST_S3_FORCE_PATH_STYLE: 'false' }).s3ForcePathStyle, false);
+    for (const env of [
+      { ATTEST_BLOB_URL: 's3://A_B/x' },
+      { ATTEST_BLOB_URL: 'https://bucket/x' },
+      { ATTEST_BLOB_URL: 's3://attest-blobs', ATTEST_BLOB_OFFLOAD: 'x-accel-redirect' },
+      { ATTEST_REDIS_URL: 'http://127.0.0.1:6379' },
+    ]) {
+      assert.throws(() => loadConfig(env), ConfigError, JSON.stringify(env));
+    }
+  });
 });
 
 describe('detectNetworkFilesystem', () => {
