@@ -1,12 +1,14 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { BackgroundTasks } from './background.ts';
+import { TaskRunner } from './background.ts';
 import type { BlobStore } from './blob/blob-store.ts';
 import { createBlobStore } from './blob/create-blob-store.ts';
 import { type Change, Changes } from './changes.ts';
 import type { Config } from './config.ts';
 import { type CrashPoint, crashTrigger } from './crash-points.ts';
 import { createDatabase, type DatabaseHandle } from './db/database.ts';
+import { openLeaseConnections } from './db/lease-connections.ts';
 import { legacyKeyDigests } from './db/repositories/api-keys.ts';
+import { taskStore } from './db/repositories/tasks.ts';
 import type { DB, Dialect } from './db/types.ts';
 import { FrozenAnswers } from './http/frozen-answers.ts';
 import { HotBlobs } from './http/hot-blobs.ts';
@@ -28,7 +30,7 @@ import type { Principal } from './security/principal.ts';
 
 /**
  * What services are handed: the ports they use (database, blobs, clock, config, log), the
- * security state that authentication keeps, the background queue and the thumbnail decoder, and
+ * security state that authentication keeps, the background task runner and the thumbnail decoder, and
  * `changes`, where they say what a write changed. Not the answers the HTTP layer keeps.
  */
 export interface ServiceContext {
@@ -58,8 +60,8 @@ export interface ServiceContext {
   credentials: CredentialsCache<Principal>;
   /** The bounded thumbnail decoder (FILE-3). */
   thumbnails: ThumbnailRenderer;
-  /** Work after the answer: imports being written (IMP-4). */
-  background: BackgroundTasks;
+  /** Background tasks through the database (SCALE-5): imports being written (IMP-4), retention, garbage collection. */
+  background: TaskRunner;
 }
 
 /** Answers the HTTP layer keeps in memory, each until a change may have made it stale. */
@@ -105,6 +107,8 @@ export async function createContext(config: Config, parts: ContextParts = {}): P
       log,
     }));
   const crashPoint = crashTrigger(config.crashAt);
+  const lostConnection = (error: Error) =>
+    log.warn({ err: error }, 'a PostgreSQL connection of the task runner broke while idle; the pool opens a new one');
   const ctx: AppContext = {
     config,
     readiness: parts.readiness ?? (() => 'starting'),
@@ -122,7 +126,13 @@ export async function createContext(config: Config, parts: ContextParts = {}): P
     legacyKeys: new LegacyKeyDigests(),
     credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
     thumbnails: new ThumbnailRenderer(config),
-    background: new BackgroundTasks((name, error) => log.error({ err: error }, `${name} failed`)),
+    background: new TaskRunner({
+      // On PostgreSQL the runner claims and renews on connections of its own (lease-connections.ts).
+      store: taskStore(database.db, config.databaseUrl ? openLeaseConnections(config.databaseUrl, lostConnection) : undefined),
+      log,
+      leaseMs: config.taskLeaseSeconds * 1000,
+      pollMs: config.taskPollMs,
+    }),
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),
     deviceAnswers: new KeptAnswers(DEVICE_ANSWERS_BYTES, textBytes),
     imageUses: new KeptAnswers(IMAGE_USES_BYTES, imageUsesBytes),

@@ -254,6 +254,26 @@ export interface AuditLogTable {
   request_id: string | null;
 }
 
+/** Background work (SCALE-5): a due task is claimed by one instance for a lease it renews while it runs. */
+export interface TasksTable {
+  id: string;
+  /** Which handler runs it: `import`, `gc`, `retention`, … */
+  kind: string;
+  /** JSON the handler reads. */
+  payload: string;
+  /** Unique: enqueueing a key already there adds nothing (`import:<id>`, `periodic:<kind>`). */
+  key: string;
+  /** Due from then on; a periodic task's next run, a failed task's retry. */
+  run_at: string;
+  /** Times claimed since it last succeeded: a task that keeps dying with its instance is bounded too. */
+  attempts: number;
+  /** The instance running it, until `lease_until`; after that any instance may claim it. */
+  lease_owner: string | null;
+  lease_until: string | null;
+  last_error: string | null;
+  created_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -274,6 +294,7 @@ export interface Database {
   artifacts: ArtifactsTable;
   artifact_images: ArtifactImagesTable;
   audit_log: AuditLogTable;
+  tasks: TasksTable;
 }
 
 export type DB = Kysely<Database>;

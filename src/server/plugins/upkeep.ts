@@ -5,45 +5,29 @@ import { collectGarbage } from '../services/maintenance.ts';
 import { sweepRetention } from '../services/retention.ts';
 
 /**
- * Runs `task` every `minutes` while the server is up and ready (0: never): one run at a time; a
- * failed run is logged and tried again at the next tick.
- */
-function every(app: FastifyInstance, ctx: AppContext, minutes: number, what: string, task: () => Promise<void>): void {
-  if (minutes === 0) return;
-  let running = false;
-  const run = async () => {
-    if (running || ctx.readiness() !== 'ready') return;
-    running = true;
-    try {
-      await task();
-    } catch (error) {
-      ctx.log.error({ err: error }, `${what} failed`);
-    } finally {
-      running = false;
-    }
-  };
-  const timer = setInterval(() => void run(), minutes * 60_000);
-  timer.unref();
-  app.addHook('onClose', async () => clearInterval(timer));
-}
-
-/**
- * The server's own upkeep on timers: blob garbage collection every `gcIntervalMinutes` (DUR-10),
- * the old-format key digests the request log masks by every minute (SEC-2a), and the retention
- * sweep every `retentionIntervalMinutes` (RET-2; across instances one sweeps at a time, through the
- * database's lock). Garbage collection then frees what the sweep deleted.
+ * The server's upkeep. Blob garbage collection every `gcIntervalMinutes` (DUR-10) and the retention
+ * sweep every `retentionIntervalMinutes` (RET-2) are periodic background tasks (SCALE-5): of all
+ * the instances on one database, one at a time runs each, and the period counts from the end of
+ * its last run wherever that was (0: never). Garbage collection then frees what the sweep deleted.
+ * The old-format key digests the request log masks by (SEC-2a) are this process's memory, so each
+ * instance reads them again every minute on a timer of its own.
  */
 export const upkeepPlugin = fp(
   async (app: FastifyInstance, { ctx }: { ctx: AppContext }) => {
-    every(app, ctx, ctx.config.gcIntervalMinutes, 'blob garbage collection', async () => {
+    ctx.background.every('gc', ctx.config.gcIntervalMinutes * 60_000, async () => {
       const report = await collectGarbage(ctx, { graceMs: ctx.config.gcGraceMinutes * 60_000 });
       if (report.deleted > 0 || report.removedFolders > 0) ctx.log.info({ gc: report }, 'blob garbage collection');
     });
-    every(app, ctx, 1, 'reading the old-format key digests', () => refreshLegacyKeyDigests(ctx));
-    every(app, ctx, ctx.config.retentionIntervalMinutes, 'retention sweep', async () => {
+    ctx.background.every('retention', ctx.config.retentionIntervalMinutes * 60_000, async () => {
       const report = await sweepRetention(ctx);
       if (report.deleted > 0) ctx.log.info({ retention: { deleted: report.deleted } }, 'retention sweep');
     });
+    const refresh = setInterval(() => {
+      if (ctx.readiness() !== 'ready') return;
+      refreshLegacyKeyDigests(ctx).catch((error: unknown) => ctx.log.error({ err: error }, 'reading the old-format key digests failed'));
+    }, 60_000);
+    refresh.unref();
+    app.addHook('onClose', async () => clearInterval(refresh));
   },
   { name: 'attest-upkeep' },
 );

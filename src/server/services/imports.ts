@@ -3,6 +3,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Static } from 'typebox';
 import type { ImportRecord } from '../../api/v1/imports.ts';
 import type { ImportedCase, ImportedStep } from '../../import/model.ts';
+import { type Lease, type Task, TaskInterrupted } from '../background.ts';
 import type { ServiceContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
@@ -12,11 +13,11 @@ import {
   findImportByIdempotencyKey,
   insertImport,
   listImports as listImportRows,
-  unfinishedImports,
   updateImport,
 } from '../db/repositories/imports.ts';
 import { insertJob, markJobClosed } from '../db/repositories/jobs.ts';
 import { runKeysWithPrefix } from '../db/repositories/runs.ts';
+import { enqueueTask } from '../db/repositories/tasks.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { ImportsTable } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
@@ -29,8 +30,12 @@ import { ensureTestsByFullName } from './tests.ts';
 const BATCHES_PER_CHECKPOINT = 16; // batches (512 KB of text at most) between two WAL checkpoints on SQLite
 
 // Imports of test reports (docs/imports.md): the upload is read and checked whole before anything
-// is stored (IMP-5), kept as a blob with its import row (202), then written as a job of completed
-// runs in the background, a batch of cases per transaction, resumable after a restart (IMP-4).
+// is stored (IMP-5), kept as a blob with its import row and its background task (202), then written
+// as a job of completed runs by whichever instance claims the task, a batch of cases per
+// transaction, resumed by another instance when the one writing it dies (IMP-4, SCALE-5).
+
+/** The kind of the background task that writes an import; its key is `import:<id>`. */
+const IMPORT_TASK = 'import';
 
 /** What `imports.summary` holds: the counts and files once done, and how far it got meanwhile. */
 type ImportSummary = Pick<Static<typeof ImportRecord>, 'counts' | 'files'> & {
@@ -99,8 +104,10 @@ function* batchesOf(cases: readonly PlacedCase[]): Generator<PlacedCase[]> {
 
 /**
  * Accepts an import: checks the whole upload, keeps its bytes as a blob and records the import
- * (`queued`); `queueImport` then starts the writing of its job. With an idempotency key used before, the same
- * file answers the import it started (`created: false`); another file is a 409.
+ * (`queued`) with the task that writes its job, in one transaction: once acknowledged, any instance
+ * finishes it whatever happens to this one. `queueImport` then wakes this instance's runner. With an
+ * idempotency key used before, the same file answers the import it started (`created: false`);
+ * another file is a 409.
  */
 export async function startImport(
   ctx: ServiceContext,
@@ -154,7 +161,17 @@ export async function startImport(
     created_by: input.actorId,
   };
   try {
-    await insertImport(ctx.db, record);
+    await inTransaction(ctx.db, async (trx) => {
+      await insertImport(trx, record);
+      const now = ctx.background.time();
+      await enqueueTask(trx, {
+        kind: IMPORT_TASK,
+        key: `import:${record.id}`,
+        payload: JSON.stringify({ importId: record.id }),
+        runAt: now,
+        now,
+      });
+    });
   } catch (error) {
     // A concurrent retry with the same key committed first.
     const winner = isUniqueViolation(error) ? await replay() : undefined;
@@ -166,34 +183,54 @@ export async function startImport(
   return { record, created: true };
 }
 
-/** Queues the writing of an accepted import's job: the route does once its 202 has gone out. */
-export function queueImport(ctx: ServiceContext, importId: string): void {
-  ctx.background.push(`import ${importId}`, () => runImport(ctx, importId));
+/**
+ * Starts writing an accepted import on this instance once its 202 has gone out (the route calls
+ * it then): its task was stored with it, and this wakes the local runner, so the answer never
+ * waits behind the first batch. Another instance may have claimed it already; then this finds nothing.
+ */
+export function queueImport(ctx: ServiceContext, _importId: string): void {
+  ctx.background.wake();
 }
 
-/** A stop reached an import between two batches; it stays unfinished and resumes at the next start. */
-class Interrupted extends Error {}
+/** Registers the writing of imports with the background runner (the imports plugin does, at start). */
+export function handleImportTasks(ctx: ServiceContext): void {
+  const importIdOf = (task: Task) => (task.payload as { importId: string }).importId;
+  ctx.background.handle(IMPORT_TASK, (task, lease) => runImport(ctx, importIdOf(task), lease), {
+    // Claimed again and again without finishing: each attempt died with its instance, or its
+    // failure could not even be recorded. Marked failed, so it is not `processing` forever.
+    gaveUp: (task) => markImportFailed(ctx, importIdOf(task), 'The import did not finish after several attempts; upload it again.'),
+  });
+}
 
-/** Writes an accepted import's job; a failure marks the import failed with the reason. */
-export async function runImport(ctx: ServiceContext, importId: string): Promise<void> {
+/**
+ * Writes an accepted import's job; a failure marks the import failed with the reason. When the
+ * lease is lost or the instance stops, it stops between two batches and throws TaskInterrupted:
+ * the batches written so far stay, and whoever claims the task next resumes after them.
+ */
+export async function runImport(ctx: ServiceContext, importId: string, lease: Lease): Promise<void> {
   const row = await findImport(ctx.db, importId);
   if (!row || row.status === 'completed' || row.status === 'failed') return;
   try {
     // Read again from the kept upload rather than held in memory since acceptance: a queue of large
     // uploads would otherwise hold all of them expanded at once.
-    await writeImport(ctx, row, await readAgain(ctx, row));
+    await writeImport(ctx, row, await readAgain(ctx, row), lease);
   } catch (error) {
-    if (error instanceof Interrupted) return;
+    // A write that failed after the lease was lost may have met the successor's rows (the runs'
+    // unique keys keep every case once): the import is the successor's to finish, not to fail.
+    if (error instanceof TaskInterrupted || !lease.stillHeld()) throw new TaskInterrupted(`import ${importId}`);
     ctx.log.error({ err: error, importId }, 'an import failed');
-    const message = error instanceof AppError ? error.message : 'The import failed on the server; see its log.';
-    const finishedAt = ctx.clock().toISOString();
-    // A failed import's job holds what was written before the failure, and gets nothing more: closed too.
-    await inTransaction(ctx.db, async (trx) => {
-      const jobId = (await findImport(trx, importId))?.job_id;
-      if (jobId) await markJobClosed(trx, jobId, finishedAt);
-      await updateImport(trx, importId, { status: 'failed', error: message, finished_at: finishedAt });
-    });
+    await markImportFailed(ctx, importId, error instanceof AppError ? error.message : 'The import failed on the server; see its log.');
   }
+}
+
+/** Marks an import failed; its job holds what was written before the failure, and gets nothing more: closed too. */
+async function markImportFailed(ctx: ServiceContext, importId: string, message: string): Promise<void> {
+  const finishedAt = ctx.clock().toISOString();
+  await inTransaction(ctx.db, async (trx) => {
+    const jobId = (await findImport(trx, importId))?.job_id;
+    if (jobId) await markJobClosed(trx, jobId, finishedAt);
+    await updateImport(trx, importId, { status: 'failed', error: message, finished_at: finishedAt });
+  });
 }
 
 /**
@@ -214,13 +251,6 @@ async function readAgain(ctx: ServiceContext, row: ImportsTable): Promise<ReadUp
   } finally {
     source.destroy();
   }
-}
-
-/** Imports acknowledged before a restart but not finished: queued again, in the order they came. */
-export async function resumeImports(ctx: ServiceContext): Promise<number> {
-  const rows = await unfinishedImports(ctx.db);
-  for (const row of rows) queueImport(ctx, row.id);
-  return rows.length;
 }
 
 function emptyCounts(): NonNullable<ImportSummary['counts']> {
@@ -295,7 +325,7 @@ async function ensureTests(
   return { ids, created };
 }
 
-async function writeImport(ctx: ServiceContext, row: ImportsTable, read: ReadUpload): Promise<void> {
+async function writeImport(ctx: ServiceContext, row: ImportsTable, read: ReadUpload, lease: Lease): Promise<void> {
   const options = JSON.parse(row.options) as ImportOptionsInput;
   await updateImport(ctx.db, row.id, { status: 'processing', started_at: row.started_at ?? ctx.clock().toISOString() });
   const jobId = await jobOf(ctx, row, read, options);
@@ -332,7 +362,7 @@ async function writeImport(ctx: ServiceContext, row: ImportsTable, read: ReadUpl
   for (const p of placed) counts[p.testCase.verdict]++;
   counts.runs = placed.length;
 
-  // A resumed import skips the cases whose runs committed before the restart.
+  // A resumed import skips the cases whose runs committed in an earlier attempt (on any instance).
   const done = await runKeysWithPrefix(ctx.db, row.project_id, `import:${row.id}:`);
   const todo = placed.filter((p) => !done.has(`import:${row.id}:${p.index}`));
   const progress = (written: number) => {
@@ -352,8 +382,8 @@ async function writeImport(ctx: ServiceContext, row: ImportsTable, read: ReadUpl
   const rows = { steps: 0, cells: 0, attachments: 0 };
   let batchesSinceCheckpoint = 0;
   for (const batch of batchesOf(todo)) {
-    // Stopping: the batches written so far stay; the next start resumes after them.
-    if (ctx.background.stopping) throw new Interrupted();
+    // Stopping, or the lease lost: the batches written so far stay; the next claimer resumes after them.
+    if (!lease.stillHeld()) throw new TaskInterrupted(`import ${row.id}`);
     const outcome = await writeCases(ctx, target, batch, read.files);
     missing += outcome.attachmentsMissing;
     rows.steps += outcome.steps;

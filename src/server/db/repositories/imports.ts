@@ -24,11 +24,6 @@ export async function updateImport(executor: Executor, importId: string, changes
   await executor.updateTable('imports').set(changes).where('id', '=', importId).execute();
 }
 
-/** Imports acknowledged but not finished: picked up again after a restart. */
-export async function unfinishedImports(executor: Executor): Promise<ImportsTable[]> {
-  return executor.selectFrom('imports').selectAll().where('status', 'in', ['queued', 'processing']).orderBy('created_at').execute();
-}
-
 /** A project's imports, newest first. */
 export async function listImports(executor: Executor, projectId: string, page: PageRequest): Promise<Page<ImportsTable>> {
   const query = executor.selectFrom('imports').selectAll().where('project_id', '=', projectId);

@@ -1,0 +1,18 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database, DB } from './types.ts';
+
+/**
+ * PostgreSQL: two connections of the background task runner's own (SCALE-5), for claiming tasks
+ * and renewing leases. A lease renewal must never wait behind the request pool: a burst of
+ * uploads holding all ten connections would otherwise let a healthy import's lease run out and
+ * another instance start it again. The idle runner's poll is not a request's statement either,
+ * so it stays out of the handle's statement count. Connections open on first use and close with
+ * `destroy()`. The task's own work (an import's batches) runs on the main pool as any other write.
+ */
+export function openLeaseConnections(databaseUrl: string, onConnectionLost: (error: Error) => void): DB {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  // Without a listener an idle connection's error is an uncaught exception that ends the process.
+  pool.on('error', onConnectionLost);
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}

@@ -1,0 +1,316 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { type Lease, type Task, TaskInterrupted, TaskRunner, type TaskStore } from '../../src/server/background.ts';
+import { openLeaseConnections } from '../../src/server/db/lease-connections.ts';
+import * as tasksMigration from '../../src/server/db/migrations/2026-11-27-0013-tasks.ts';
+import { claimTask, enqueueTask, findTaskByKey, finishTask, releaseTask, taskStore } from '../../src/server/db/repositories/tasks.ts';
+import { inTransaction } from '../../src/server/db/repositories/transaction.ts';
+import type { DB, ImportsTable } from '../../src/server/db/types.ts';
+import { DIALECTS } from '../helpers/dialects.ts';
+import { createProject } from '../helpers/factories.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { delay, waitFor } from '../helpers/wait.ts';
+
+// SCALE-5: the background task queue. Tasks are rows claimed for a lease; on PostgreSQL
+// concurrent claimers (each on connections of its own, like instances) take each task exactly
+// once; a lease that runs out hands the task to another runner, a renewed one keeps it; a periodic
+// task runs on one runner at a time; a failure is retried later and later, then given up. The
+// test's own task kinds are ones the server's runner does not handle, so it never takes them.
+
+const silentLog = { error() {}, warn() {} };
+
+for (const dialect of DIALECTS) {
+  describe(`[${dialect}] the background task queue (SCALE-5)`, () => {
+    let server: TestServer;
+    let db: DB;
+    const stores: TaskStore[] = [];
+    const runners: TaskRunner[] = [];
+
+    before(async () => {
+      server = await startTestServer(dialect);
+      db = server.app.attest.db;
+    });
+    after(async () => {
+      await Promise.all(runners.map((runner) => runner.stop()));
+      await Promise.all(stores.map((store) => store.close()));
+      await server.close();
+    });
+
+    /** A store as an instance has one: on PostgreSQL with lease connections of its own. */
+    const storeOf = () => {
+      const url = server.config.databaseUrl;
+      const store = taskStore(db, url ? openLeaseConnections(url, () => {}) : undefined);
+      stores.push(store);
+      return store;
+    };
+    const runnerOf = (options: Partial<ConstructorParameters<typeof TaskRunner>[0]> = {}) => {
+      const runner = new TaskRunner({ store: storeOf(), log: silentLog, leaseMs: 30_000, pollMs: 20, ...options });
+      runners.push(runner);
+      return runner;
+    };
+    const kindOf = (name: string) => `${name}-${randomUUID().slice(0, 8)}`;
+    const add = (kind: string, key: string, runAt = new Date()) =>
+      enqueueTask(db, { kind, key, payload: JSON.stringify({ key }), runAt, now: new Date() });
+
+    test('enqueueing is idempotent by key, and joins the caller’s transaction', async () => {
+      const kind = kindOf('once');
+      assert.equal(await add(kind, `${kind}:a`), true);
+      assert.equal(await add(kind, `${kind}:a`), false, 'the same key adds nothing');
+      await assert.rejects(
+        inTransaction(db, async (trx) => {
+          await enqueueTask(trx, { kind, key: `${kind}:b`, payload: '{}', runAt: new Date(), now: new Date() });
+          throw new Error('rolled back');
+        }),
+      );
+      assert.equal(await findTaskByKey(db, `${kind}:b`), undefined, 'a rolled-back transaction took its task with it');
+      await inTransaction(db, (trx) => enqueueTask(trx, { kind, key: `${kind}:c`, payload: '{}', runAt: new Date(), now: new Date() }));
+      assert.ok(await findTaskByKey(db, `${kind}:c`));
+    });
+
+    test('a claim takes due tasks only, oldest first, and none that a live lease holds', async () => {
+      const kind = kindOf('claim');
+      const t0 = Date.now();
+      await add(kind, `${kind}:later`, new Date(t0 + 60_000));
+      await add(kind, `${kind}:second`, new Date(t0 - 1000));
+      await add(kind, `${kind}:first`, new Date(t0 - 2000));
+      const claim = (owner: string, at: number) =>
+        claimTask(db, { owner, kinds: [kind], now: new Date(at), leaseUntil: new Date(at + 10_000) });
+      assert.equal((await claim('a', t0))?.key, `${kind}:first`);
+      assert.equal((await claim('b', t0))?.key, `${kind}:second`);
+      assert.equal(await claim('c', t0), undefined, 'the rest is leased or not due');
+      const expired = await claim('c', t0 + 10_001);
+      assert.ok(expired?.key === `${kind}:first` || expired?.key === `${kind}:second`, 'a lease that ran out is claimed by another');
+      assert.equal(expired?.attempts, 2, 'each claim counts an attempt');
+      assert.equal(expired?.lease_owner, 'c');
+      await releaseTask(db, expired.id, 'a', { runAt: new Date(t0), attempts: 0, lastError: null });
+      assert.equal((await findTaskByKey(db, expired.key))?.lease_owner, 'c', 'the late owner changed nothing');
+      await finishTask(db, expired.id, 'c');
+      const other = expired.key === `${kind}:first` ? `${kind}:second` : `${kind}:first`;
+      await finishTask(db, (await findTaskByKey(db, other))?.id as string, other.endsWith('first') ? 'a' : 'b');
+      assert.equal((await claim('d', t0 + 60_000))?.key, `${kind}:later`, 'due in a minute, claimed then');
+    });
+
+    test('concurrent runners take 200 tasks, each exactly once', { timeout: 120_000 }, async () => {
+      const kind = kindOf('burst');
+      const keys = Array.from({ length: 200 }, (_, i) => `${kind}:${i}`);
+      for (const key of keys) await add(kind, key);
+      const seen = new Map<string, number>();
+      const byRunner = new Map<string, number>();
+      const fleet = Array.from({ length: 10 }, () => runnerOf());
+      for (const runner of fleet) {
+        runner.handle(kind, async (task) => {
+          seen.set(task.key, (seen.get(task.key) ?? 0) + 1);
+          byRunner.set(runner.instanceId, (byRunner.get(runner.instanceId) ?? 0) + 1);
+          await nextTurn();
+        });
+      }
+      for (const runner of fleet) runner.start();
+      await waitFor(() => seen.size === keys.length, { timeoutMs: 60_000, message: () => `${seen.size} of ${keys.length} ran` });
+      await Promise.all(fleet.map((runner) => runner.idle()));
+      assert.deepEqual(
+        [...seen.values()].filter((n) => n !== 1),
+        [],
+        'no task ran twice',
+      );
+      for (const key of keys) assert.equal(await findTaskByKey(db, key), undefined, 'finished tasks are deleted');
+      if (dialect === 'postgres') assert.ok(byRunner.size > 1, 'the runners shared the work');
+    });
+
+    test('a renewed lease keeps the task; a lost one stops the handler', { timeout: 60_000 }, async () => {
+      const kind = kindOf('lease');
+      const runner = runnerOf({ leaseMs: 300 });
+      let lease: Lease | undefined;
+      let release: () => void = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      runner.handle(kind, async (_task, held) => {
+        lease = held;
+        await released;
+        if (!held.stillHeld()) throw new TaskInterrupted();
+      });
+      runner.start();
+      await add(kind, `${kind}:long`);
+      runner.wake();
+      await waitFor(() => lease);
+      // Deliberate: five lease lengths, in which no other claimer may take the task.
+      const until = Date.now() + 1500;
+      while (Date.now() < until) {
+        assert.equal(
+          await claimTask(db, { owner: 'other', kinds: [kind], now: new Date(), leaseUntil: new Date(Date.now() + 300) }),
+          undefined,
+        );
+        await delay(50);
+      }
+      assert.equal(lease?.stillHeld(), true);
+
+      // Another instance takes it over (as it would once the lease had run out): the renewal finds it gone.
+      await db
+        .updateTable('tasks')
+        .set({ lease_owner: 'other', lease_until: new Date(Date.now() + 3_600_000).toISOString() })
+        .where('key', '=', `${kind}:long`)
+        .execute();
+      await waitFor(() => lease?.signal.aborted);
+      assert.equal(lease?.stillHeld(), false);
+      release();
+      await runner.idle();
+      const row = await findTaskByKey(db, `${kind}:long`);
+      assert.equal(row?.lease_owner, 'other', 'the interrupted runner left the task to its new owner');
+    });
+
+    test('a stopped runner gives its task back, the claim uncounted', async () => {
+      const kind = kindOf('stop');
+      const runner = runnerOf();
+      let started = false;
+      runner.handle(kind, async (_task, lease) => {
+        started = true;
+        await waitFor(() => lease.signal.aborted, { timeoutMs: 30_000 });
+        throw new TaskInterrupted();
+      });
+      runner.start();
+      await add(kind, `${kind}:x`);
+      runner.wake();
+      await waitFor(() => started);
+      await runner.stop();
+      const row = await findTaskByKey(db, `${kind}:x`);
+      assert.equal(row?.lease_owner, null);
+      assert.equal(row?.attempts, 0);
+    });
+
+    test('a periodic task runs on one runner at a time, and 0 switches it off', { timeout: 60_000 }, async () => {
+      const kind = kindOf('tick');
+      let running = 0;
+      let most = 0;
+      let runs = 0;
+      const fleet = [runnerOf(), runnerOf(), runnerOf()];
+      for (const runner of fleet) {
+        runner.every(kind, 30, async () => {
+          running++;
+          most = Math.max(most, running);
+          // Deliberate: long enough that another runner's poll falls inside the run.
+          await delay(40);
+          running--;
+          runs++;
+        });
+        runner.start();
+      }
+      await waitFor(() => runs >= 10, { timeoutMs: 30_000 });
+      assert.equal(most, 1, 'never two runs at once');
+      const row = await findTaskByKey(db, `periodic:${kind}`);
+      assert.ok(row, 'one row holds the schedule');
+      await Promise.all(fleet.map((runner) => runner.stop()));
+
+      const off = runnerOf();
+      off.every(kind, 0, async () => {});
+      off.start();
+      await waitFor(async () => (await findTaskByKey(db, `periodic:${kind}`)) === undefined);
+    });
+
+    test('a failing task is retried later each time, then given up', { timeout: 60_000 }, async () => {
+      const kind = kindOf('fail');
+      const runner = runnerOf({ retryMs: 200, maxAttempts: 3 });
+      const calls: number[] = [];
+      const gaveUp: Task[] = [];
+      runner.handle(
+        kind,
+        async () => {
+          calls.push(Date.now());
+          throw new Error(`failure ${calls.length}`);
+        },
+        { gaveUp: async (task) => void gaveUp.push(task) },
+      );
+      runner.start();
+      await add(kind, `${kind}:x`);
+      runner.wake();
+      await waitFor(async () => calls.length === 1 && (await findTaskByKey(db, `${kind}:x`))?.lease_owner === null);
+      const first = await findTaskByKey(db, `${kind}:x`);
+      assert.equal(first?.last_error, 'failure 1');
+      assert.equal(first?.attempts, 1);
+      await waitFor(() => gaveUp.length === 1, { timeoutMs: 20_000 });
+      assert.equal(calls.length, 3, 'three attempts, then given up');
+      assert.ok((calls[1] as number) - (calls[0] as number) >= 200, 'the first retry waited the retry delay');
+      assert.ok((calls[2] as number) - (calls[1] as number) >= 400, 'the second waited twice as long');
+      assert.equal(gaveUp[0]?.lastError, 'failure 3');
+      await waitFor(async () => (await findTaskByKey(db, `${kind}:x`)) === undefined, { message: 'a given-up task is deleted' });
+    });
+
+    test('a task claimed more often than allowed without finishing is given up unrun', async () => {
+      const kind = kindOf('crashing');
+      await add(kind, `${kind}:x`);
+      // Two instances died with it: their claims count, their leases ran out.
+      for (const owner of ['dead-1', 'dead-2']) {
+        await claimTask(db, { owner, kinds: [kind], now: new Date(), leaseUntil: new Date(Date.now() - 1) });
+      }
+      const runner = runnerOf({ maxAttempts: 2 });
+      let ran = false;
+      const gaveUp: Task[] = [];
+      runner.handle(
+        kind,
+        async () => {
+          ran = true;
+        },
+        { gaveUp: async (task) => void gaveUp.push(task) },
+      );
+      runner.start();
+      await waitFor(() => gaveUp.length === 1);
+      assert.equal(ran, false);
+      assert.equal(gaveUp[0]?.attempts, 3);
+      await waitFor(async () => (await findTaskByKey(db, `${kind}:x`)) === undefined, { message: 'a given-up task is deleted' });
+    });
+
+    if (dialect === 'sqlite') {
+      test('on SQLite a starting runner ends the leases a dead process left', async () => {
+        const kind = kindOf('orphan');
+        await add(kind, `${kind}:x`);
+        await claimTask(db, { owner: 'dead', kinds: [kind], now: new Date(), leaseUntil: new Date(Date.now() + 3_600_000) });
+        const runner = runnerOf();
+        let ran = false;
+        runner.handle(kind, async () => {
+          ran = true;
+        });
+        runner.start();
+        await waitFor(() => ran);
+      });
+    }
+
+    test('migration 0013 gives every unfinished import a task', async () => {
+      // The server's own runner would write the imports below: it is stopped first.
+      await server.app.attest.background.stop();
+      const project = await createProject(server, 'Migration 0013');
+      const row = (id: string, status: ImportsTable['status']): ImportsTable => ({
+        id,
+        project_id: project.id,
+        job_id: null,
+        status,
+        file_name: 'r.xml',
+        source_type: 'xml',
+        source_sha256: '0'.repeat(64),
+        source_size: 1,
+        options: '{}',
+        summary: null,
+        error: null,
+        idempotency_key: null,
+        created_at: new Date().toISOString(),
+        started_at: null,
+        finished_at: null,
+        created_by: null,
+      });
+      const [queued, processing, completed] = [randomUUID(), randomUUID(), randomUUID()];
+      await db
+        .insertInto('imports')
+        .values([row(queued, 'queued'), row(processing, 'processing'), row(completed, 'completed')])
+        .execute();
+      await tasksMigration.down(db);
+      await tasksMigration.up(db);
+      for (const id of [queued, processing]) {
+        const task = await findTaskByKey(db, `import:${id}`);
+        assert.equal(task?.kind, 'import');
+        assert.deepEqual(JSON.parse(task?.payload ?? ''), { importId: id });
+        assert.equal(task?.lease_owner, null);
+      }
+      assert.equal(await findTaskByKey(db, `import:${completed}`), undefined);
+    });
+  });
+}
