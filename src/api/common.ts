@@ -43,6 +43,12 @@ export const Problem = Type.Object(
       ),
     ),
     supportedVersions: Type.Optional(Type.Array(Type.String({ maxLength: 10 }), { maxItems: 20 })),
+    unreachable: Type.Optional(
+      Type.Array(Type.Union([Type.Literal('database'), Type.Literal('blob store')]), {
+        maxItems: 2,
+        description: 'Readiness (`GET /health/ready`) only: what the instance cannot reach.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

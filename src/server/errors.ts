@@ -52,7 +52,12 @@ export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
     detail?: string,
-    readonly extras: { errors?: FieldError[]; headers?: Record<string, string>; supportedVersions?: string[] } = {},
+    readonly extras: {
+      errors?: FieldError[];
+      headers?: Record<string, string>;
+      supportedVersions?: string[];
+      unreachable?: ('database' | 'blob store')[];
+    } = {},
   ) {
     super(detail ?? ERRORS[code].title);
     this.name = 'AppError';

@@ -282,7 +282,7 @@ for (const dialect of DIALECTS) {
         assert.equal(health.json.status, 'ok');
         const ready = await exchange(server, 'GET', '/api/v1/health/ready', {});
         assert.equal(ready.status, 200);
-        assert.deepEqual(ready.json, { status: 'ready', database: dialect });
+        assert.deepEqual(ready.json, { status: 'ready', database: dialect, blobs: server.config.blobUrl ? 's3' : 'files' });
         assert.equal((await exchange(server, 'GET', '/health', {})).status, 200);
         assert.equal(
           (await exchange(server, 'GET', '/api/v1/health', { 'service.api-token': 'garbage' })).status,
@@ -311,8 +311,25 @@ for (const dialect of DIALECTS) {
           const down = await exchange(server, 'GET', '/api/v1/health/ready', {});
           assert.equal(down.status, 503);
           assert.equal(down.headers['retry-after'], '5');
+          assert.deepEqual(down.json.unreachable, ['database']);
         } finally {
           Object.assign(database, { check, ping });
+        }
+      });
+
+      test('readiness names the blob store when it does not answer (SCALE-7)', async () => {
+        const blobs = server.app.attest.blobs;
+        const { ping } = blobs;
+        try {
+          blobs.ping = async () => {
+            throw new Error('the bucket does not answer');
+          };
+          const down = await exchange(server, 'GET', '/api/v1/health/ready', {});
+          assert.equal(down.status, 503);
+          assert.match(String(down.json.detail), /blob store/);
+          assert.deepEqual(down.json.unreachable, ['blob store']);
+        } finally {
+          Object.assign(blobs, { ping });
         }
       });
     });

@@ -8,6 +8,9 @@ export const Readiness = Type.Object(
   {
     status: Type.Union([Type.Literal('ready'), Type.Literal('starting'), Type.Literal('stopping')]),
     database: Type.Union([Type.Literal('sqlite'), Type.Literal('postgres')]),
+    blobs: Type.Union([Type.Literal('files'), Type.Literal('s3')], {
+      description: 'Where blobs live: the data folder, or an S3-compatible bucket.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -61,7 +64,8 @@ export const getReadiness = endpoint({
   operationId: 'getReadiness',
   method: 'GET',
   path: '/health/ready',
-  summary: 'Readiness: start-up recovery is done and the database answers; 503 otherwise.',
+  summary:
+    'Readiness: start-up recovery is done and both the database and the blob store answer; 503 otherwise, naming which does not (`unreachable`).',
   tag: 'Meta',
   access: { scope: 'public' },
   responses: { 200: Readiness },

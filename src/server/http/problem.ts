@@ -13,6 +13,7 @@ export function toProblem(code: ErrorCode, detail: string, request: { id: string
     ...(request ? { instance: `urn:attest:request:${request.id}` } : {}),
     ...(extras.errors ? { errors: extras.errors } : {}),
     ...(extras.supportedVersions ? { supportedVersions: extras.supportedVersions } : {}),
+    ...(extras.unreachable ? { unreachable: extras.unreachable } : {}),
   };
 }
 

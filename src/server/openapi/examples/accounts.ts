@@ -30,7 +30,7 @@ const CI_KEY: Static<typeof ApiKey> = {
 
 export const accountExamples = [
   examplesOf(getHealth, { responses: { 200: { status: 'ok', version: '0.1.0' } } }),
-  examplesOf(getReadiness, { responses: { 200: { status: 'ready', database: 'postgres' } } }),
+  examplesOf(getReadiness, { responses: { 200: { status: 'ready', database: 'postgres', blobs: 's3' } } }),
   examplesOf(getOpenApi, {
     responses: {
       200: {

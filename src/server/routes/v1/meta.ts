@@ -22,14 +22,25 @@ export function metaRoutes(ctx: AppContext) {
           });
         }
         // Start-up recovery ran the full quick_check once (DUR-9); a probe only asks for an answer.
-        try {
-          await ctx.database.ping();
-        } catch (error) {
-          ctx.log.error({ err: error }, 'readiness: database check failed');
-          throw new AppError('UNAVAILABLE', 'The database does not answer.', { headers: { 'retry-after': '5' } });
+        // Both stores are asked at once; the answer names each one that failed (SCALE-7).
+        const [database, blobs] = await Promise.allSettled([ctx.database.ping(), ctx.blobs.ping()]);
+        const unreachable = [
+          ...(database.status === 'rejected' ? [{ what: 'database' as const, error: database.reason }] : []),
+          ...(blobs.status === 'rejected' ? [{ what: 'blob store' as const, error: blobs.reason }] : []),
+        ];
+        if (unreachable.length > 0) {
+          for (const { what, error } of unreachable) ctx.log.error({ err: error }, `readiness: the ${what} does not answer`);
+          throw new AppError(
+            'UNAVAILABLE',
+            `Not ready: the ${unreachable.map((u) => u.what).join(' and the ')} ${unreachable.length > 1 ? 'do' : 'does'} not answer.`,
+            {
+              headers: { 'retry-after': '5' },
+              unreachable: unreachable.map((u) => u.what),
+            },
+          );
         }
         reply.code(200);
-        return { status, database: ctx.dialect };
+        return { status, database: ctx.dialect, blobs: ctx.blobs.location.startsWith('s3:') ? ('s3' as const) : ('files' as const) };
       },
     }),
 
