@@ -62,6 +62,17 @@ export interface TaskStore {
   close(): Promise<void>;
 }
 
+/**
+ * How runners on the other instances hear of new tasks at once rather than at their next poll
+ * (PostgreSQL: the notification bus, SCALE-3). At most once: a poll finds what a lost one announced.
+ */
+export interface TaskPeers {
+  /** Tells the other instances that tasks were added (after they committed). */
+  announce(): void;
+  /** Runs `listener` when another instance announced tasks, or when announcements may have been missed. */
+  listen(listener: () => void): void;
+}
+
 /** What a handler holds while it runs: whether the task is still its own. */
 export interface Lease {
   /**
@@ -101,6 +112,8 @@ export interface TaskRunnerOptions {
   leaseMs: number;
   /** How often an idle runner looks for due tasks when other processes share the queue. */
   pollMs: number;
+  /** The other instances' runners, told of new tasks (none on SQLite). */
+  peers?: TaskPeers;
   /** Claims a task may take before it is given up (a task that keeps failing or killing its instance). */
   maxAttempts?: number;
   /** The first retry's delay after a failure; doubled for each further attempt, up to an hour. */
@@ -131,6 +144,7 @@ export class TaskRunner {
   private readonly maxAttempts: number;
   private readonly retryMs: number;
   private readonly now: () => number;
+  private readonly peers: TaskPeers | undefined;
   private readonly kinds = new Map<string, Registration>();
   private readonly switchedOff = new Set<string>();
   private loop: Promise<void> | undefined;
@@ -152,6 +166,8 @@ export class TaskRunner {
     this.maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
     this.retryMs = options.retryMs ?? DEFAULT_RETRY_MS;
     this.now = options.now ?? Date.now;
+    this.peers = options.peers;
+    this.peers?.listen(() => this.wake());
   }
 
   /** Runs tasks of `kind` with `handler`; `gaveUp` hears of one given up after its last attempt. */
@@ -179,7 +195,7 @@ export class TaskRunner {
     return new Date(this.now());
   }
 
-  /** Adds a task (unless its key is queued already) and wakes this runner. */
+  /** Adds a task (unless its key is queued already), wakes this runner and tells the others. */
   async enqueue(task: NewTask): Promise<boolean> {
     const now = new Date(this.now());
     const added = await this.store.add({
@@ -189,8 +205,14 @@ export class TaskRunner {
       runAt: task.runAt ?? now,
       now,
     });
+    if (added) this.announce();
     this.wake();
     return added;
+  }
+
+  /** Tells the other instances' runners that tasks were added: a service that enqueued in its own transaction calls it after the commit. */
+  announce(): void {
+    this.peers?.announce();
   }
 
   /** Looks for due tasks now rather than at the next poll: a task was added (here, or by another instance). */

@@ -180,6 +180,8 @@ export async function startImport(
   } finally {
     blob.release();
   }
+  // An idle instance may start it at once; this one wakes its own runner once the 202 is out.
+  ctx.background.announce();
   return { record, created: true };
 }
 

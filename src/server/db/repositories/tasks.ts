@@ -8,9 +8,6 @@ import type { DB, Executor, TasksTable } from '../types.ts';
 // claimed task is fenced by its owner, so an instance whose lease ran out changes nothing of the
 // task another instance holds by now.
 
-/** The PostgreSQL channel a committed enqueue notifies, so idle instances look at once. */
-export const TASKS_CHANNEL = 'attest_tasks';
-
 export interface TaskToAdd {
   kind: string;
   key: string;
@@ -22,8 +19,7 @@ export interface TaskToAdd {
 
 /**
  * Adds a task unless one with its key is there (true when added), in the caller's transaction
- * when given one: a task enqueued with the row it works on commits or rolls back with it. On
- * PostgreSQL the insert also notifies `TASKS_CHANNEL`, which is delivered when it commits.
+ * when given one: a task enqueued with the row it works on commits or rolls back with it.
  */
 export async function enqueueTask(executor: Executor, task: TaskToAdd): Promise<boolean> {
   const result = await executor
@@ -42,9 +38,7 @@ export async function enqueueTask(executor: Executor, task: TaskToAdd): Promise<
     })
     .onConflict((conflict) => conflict.column('key').doNothing())
     .executeTakeFirst();
-  const added = Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
-  if (added && dialectOf(executor) === 'postgres') await sql`SELECT pg_notify(${TASKS_CHANNEL}, ${task.kind})`.execute(executor);
-  return added;
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
 /**
