@@ -8,6 +8,7 @@ import { type CrashPoint, crashTrigger } from './crash-points.ts';
 import { createDatabase, type DatabaseHandle } from './db/database.ts';
 import { openLeaseConnections } from './db/lease-connections.ts';
 import { legacyKeyDigests } from './db/repositories/api-keys.ts';
+import { DatabaseBlobFence } from './db/repositories/blob-fence.ts';
 import { taskStore } from './db/repositories/tasks.ts';
 import type { DB, Dialect } from './db/types.ts';
 import { FrozenAnswers } from './http/frozen-answers.ts';
@@ -115,7 +116,7 @@ export async function createContext(config: Config, parts: ContextParts = {}): P
     db: database.db,
     dialect: database.dialect,
     database,
-    blobs: parts.blobs ?? createBlobStore(config, crashPoint),
+    blobs: parts.blobs ?? (await openBlobStore(config, database, { crashPoint, log })),
     crashPoint,
     clock: parts.clock ?? (() => new Date()),
     log,
@@ -142,6 +143,29 @@ export async function createContext(config: Config, parts: ContextParts = {}): P
   ctx.changes.on((change) => forgetStale(ctx, change));
   await refreshLegacyKeyDigests(ctx);
   return ctx;
+}
+
+/**
+ * The configured blob store (createBlobStore). Instances that share a bucket and a PostgreSQL
+ * database fence uploads against garbage collection through the database (SCALE-2); otherwise one
+ * process owns the blobs and the store fences them itself.
+ */
+export function openBlobStore(
+  config: Config,
+  database: DatabaseHandle,
+  parts: { crashPoint: (point: CrashPoint) => void; log?: FastifyBaseLogger },
+): Promise<BlobStore> {
+  const shared = config.blobUrl !== undefined && database.dialect === 'postgres';
+  const fence = shared
+    ? new DatabaseBlobFence(database.db, {
+        holdMs: config.gcGraceMinutes * 60_000,
+        // A deletion's removal (HEAD, DELETE) must end within half the mark's time: each request may
+        // take its attempts, each up to the timeout plus the SDK's longest backoff (20 s).
+        deletionMs: 4 * config.s3MaxAttempts * (config.s3TimeoutMs + 20_000),
+        log: parts.log ?? silentLogger,
+      })
+    : undefined;
+  return createBlobStore(config, { crashPoint: parts.crashPoint, fence });
 }
 
 /**

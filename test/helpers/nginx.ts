@@ -62,8 +62,34 @@ export interface RunningNginx {
   stop(): Promise<void>;
 }
 
+/**
+ * docs/deployment.md's `upstream attest { … }` and `server { … }` blocks with the test's addresses:
+ * nginx listens on `port` without TLS and balances over `instances` (`http://host:port` each).
+ * As with documentedServerBlock, every line replaced must be found.
+ */
+export function documentedUpstreamBlocks(port: number, instances: string[]): string {
+  const doc = fs.readFileSync(fileURLToPath(new URL('../../docs/deployment.md', import.meta.url)), 'utf8');
+  const block = [...doc.matchAll(/```nginx\n([\s\S]*?)```/g)].map((m) => m[1] as string).find((b) => /^upstream attest \{/m.test(b));
+  if (!block) throw new Error('docs/deployment.md has no ```nginx block with an upstream attest { … }');
+  const servers = [...block.matchAll(/^(\s*)server 10\.0\.0\.\d+:8080( [^;]*)?;\n/gm)];
+  if (servers.length === 0 || !/^(\s*)listen 443 ssl;/m.test(block))
+    throw new Error('the documented upstream block no longer has its server or listen lines');
+  const first = servers[0] as RegExpMatchArray;
+  const indent = first[1] as string;
+  const options = first[2] ?? '';
+  const lines = instances.map((url) => `${indent}server ${new URL(url).host}${options};\n`).join('');
+  return block
+    .replace(/^(\s*)server 10\.0\.0\.\d+:8080( [^;]*)?;\n/gm, (line) => (line === first[0] ? lines : ''))
+    .replace(/^(\s*)listen 443 ssl;/m, `$1listen 127.0.0.1:${port};`);
+}
+
 /** Starts nginx in the foreground (`-p <prefix> -c <conf> -g 'daemon off;'`) with the documented server block in front of `upstream`. */
 export async function startNginx(upstream: string, blobsDir: string): Promise<RunningNginx> {
+  return startNginxWith((port) => documentedServerBlock(port, upstream, blobsDir));
+}
+
+/** Starts nginx with `blocks(port)` inside its `http { … }`, listening on a free port. */
+export async function startNginxWith(blocks: (port: number) => string): Promise<RunningNginx> {
   const prefix = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-nginx-'));
   // nginx's workers run as an unprivileged user when the master is root: they must reach the temp folders.
   fs.chmodSync(prefix, 0o755);
@@ -83,7 +109,7 @@ export async function startNginx(upstream: string, blobsDir: string): Promise<Ru
       `  fastcgi_temp_path ${prefix}/fastcgi;`,
       `  uwsgi_temp_path ${prefix}/uwsgi;`,
       `  scgi_temp_path ${prefix}/scgi;`,
-      documentedServerBlock(port, upstream, blobsDir),
+      blocks(port),
       '}',
       '',
     ].join('\n'),

@@ -17,6 +17,7 @@ import * as foreignKeyIndexes from './migrations/2026-11-26-0008-foreign-key-ind
 import * as textCellsByRun from './migrations/2026-11-26-0009-text-cells-by-run.ts';
 import * as derivedResultPositions from './migrations/2026-11-26-0010-derived-result-positions.ts';
 import * as launchCloseCiUrl from './migrations/2026-11-27-0011-launch-close-ci-url.ts';
+import * as blobFences from './migrations/2026-11-27-0012-blob-fences.ts';
 import * as tasks from './migrations/2026-11-27-0013-tasks.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
@@ -36,6 +37,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-26-0009-text-cells-by-run': textCellsByRun,
   '2026-11-26-0010-derived-result-positions': derivedResultPositions,
   '2026-11-27-0011-launch-close-ci-url': launchCloseCiUrl,
+  '2026-11-27-0012-blob-fences': blobFences,
   '2026-11-27-0013-tasks': tasks,
 };
 

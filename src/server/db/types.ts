@@ -274,6 +274,20 @@ export interface TasksTable {
   created_at: string;
 }
 
+/**
+ * The cross-instance fence between uploads and garbage collection (SCALE-2): an upload's hold on a
+ * digest, or a deletion's mark on it (one per digest). A row past `expires_at` is a dead instance's
+ * and counts for nothing.
+ */
+export interface BlobFencesTable {
+  id: string;
+  sha256: string;
+  kind: 'hold' | 'deletion';
+  /** The instance that wrote it, for diagnosis. */
+  holder: string;
+  expires_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -294,6 +308,7 @@ export interface Database {
   artifacts: ArtifactsTable;
   artifact_images: ArtifactImagesTable;
   audit_log: AuditLogTable;
+  blob_fences: BlobFencesTable;
   tasks: TasksTable;
 }
 
