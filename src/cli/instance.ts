@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { createBlobStore } from '../server/blob/create-blob-store.ts';
 import { type Config, loadConfig } from '../server/config.ts';
-import { type AppContext, createContext } from '../server/context.ts';
+import { type AppContext, createContext, openBlobStore } from '../server/context.ts';
 import { createDatabase, DataFolderBusyError } from '../server/db/database.ts';
 import { CliError } from './output.ts';
 
@@ -34,7 +33,7 @@ export async function openInstance(whileRunning: string) {
     }
     throw error;
   });
-  const blobs = createBlobStore(config, () => {});
+  const blobs = await openBlobStore(config, database, { crashPoint: () => {} });
   return { config, database, blobs };
 }
 

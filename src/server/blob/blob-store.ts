@@ -38,8 +38,10 @@ export interface ByteRange {
 export type BlobDurabilityStep = 'after-fsync-file' | 'after-rename' | 'after-dir-fsync';
 
 /**
- * Why the store could not write: the storage is full (ENOSPC, a quota), or any other I/O failure.
- * The blob layer knows nothing of HTTP; services map `full` to 507 and `io` to 503.
+ * Why the store could not write or read: the storage is full (ENOSPC, a quota), or any other I/O
+ * failure (a disk error; an object store that is down, slow past its timeout, or still failing
+ * after its retries). A missing blob is not an error (undefined). The blob layer knows nothing of
+ * HTTP; the upload service and the error handler map `full` to 507 and `io` to 503.
  */
 export class BlobStorageError extends Error {
   override name = 'BlobStorageError';
@@ -103,9 +105,17 @@ export interface BlobStore {
 
   /**
    * Start-up recovery (DUR-9): removes the uploads a previous process left unfinished. Call it
-   * before serving, and only from the one process that owns the store.
+   * before serving. A store in a data folder has one owning process and removes every temp file; a
+   * bucket that several instances share removes only the temp objects (and incomplete multipart
+   * uploads) older than the garbage-collection grace period, since others may be uploading now.
    */
   recover(): Promise<{ removedTempFiles: number }>;
+
+  /**
+   * Resolves when the store answers (the blobs folder is accessible; the bucket exists and the
+   * credentials reach it), rejects with a BlobStorageError when not: readiness (SCALE-7).
+   */
+  ping(): Promise<void>;
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
@@ -116,19 +126,28 @@ export function isBlobKey(value: string): boolean {
 }
 
 /**
- * The fence between uploads and garbage collection, for one process (the one that owns the store,
- * DUR-3). Without it, an upload of bytes that are already stored as an old orphan can
- * find the blob, and garbage collection can delete it before the upload's row commits: the row
- * would point at nothing (DUR-8). So:
+ * The fence between uploads and garbage collection (DUR-10). Without it, an upload of bytes that
+ * are already stored as an old orphan can find the blob, and garbage collection can delete it
+ * before the upload's row commits: the row would point at nothing (DUR-8). So:
  * - an upload holds its digest from before it looks for an existing blob until its row commits;
  * - a deletion first marks the digest (new uploads of it wait), then skips it when held, then asks
  *   the database once more; a row committed before the mark is seen, a later one waits.
+ * Both sides write their own mark before they read the other's, so whichever comes second sees
+ * the first. `BlobHolds` fences one process; several instances on one bucket share a fence in
+ * their database (db/repositories/blob-fence.ts, SCALE-2).
  */
-export class BlobHolds {
+export interface BlobFence {
+  /** Holds `sha256` once no deletion of it is under way; answers the release, which may be called more than once. */
+  hold(sha256: string): Promise<() => void>;
+  /** Runs `remove` for an unheld digest with uploads of it fenced off; false when held, not confirmed, or being deleted elsewhere. */
+  delete(sha256: string, stillGarbage: () => Promise<boolean>, remove: () => Promise<boolean>): Promise<boolean>;
+}
+
+/** The fence inside one process: the one that owns the data folder (DUR-3), or the only instance on a SQLite database. */
+export class BlobHolds implements BlobFence {
   private readonly holds = new Map<string, number>();
   private readonly deleting = new Map<string, Promise<unknown>>();
 
-  /** Holds `sha256` once no deletion of it is under way; answers the release. */
   async hold(sha256: string): Promise<() => void> {
     for (let pending = this.deleting.get(sha256); pending; pending = this.deleting.get(sha256)) {
       await pending.catch(() => {});
@@ -144,7 +163,6 @@ export class BlobHolds {
     };
   }
 
-  /** Runs `remove` for an unheld digest with uploads of it fenced off; false when held or not confirmed. */
   async delete(sha256: string, stillGarbage: () => Promise<boolean>, remove: () => Promise<boolean>): Promise<boolean> {
     if (this.holds.has(sha256) || this.deleting.has(sha256)) return false;
     const deletion = (async () => (await stillGarbage()) && (await remove()))();

@@ -241,6 +241,10 @@ export class FsBlobStore implements BlobStore {
     return { removedTempFiles };
   }
 
+  async ping(): Promise<void> {
+    await this.io('access', () => fs.promises.access(this.blobsDir, fs.constants.R_OK | fs.constants.W_OK));
+  }
+
   /** Runs one filesystem call, turning its failure into a BlobStorageError. */
   private async io<T>(operation: string, call: () => Promise<T>): Promise<T> {
     try {

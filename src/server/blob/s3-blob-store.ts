@@ -1,0 +1,423 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  CopyObjectCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  type ListMultipartUploadsCommandOutput,
+  PutObjectCommand,
+  paginateListObjectsV2,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import {
+  type BlobEntry,
+  type BlobFence,
+  BlobHolds,
+  BlobStorageError,
+  type BlobStore,
+  type ByteRange,
+  isBlobKey,
+  type StoredBlob,
+} from './blob-store.ts';
+
+export interface S3BlobStoreOptions {
+  bucket: string;
+  /** The key prefix everything goes under, without a trailing slash; '' for the bucket's root. */
+  prefix: string;
+  /** An S3-compatible server (`ATTEST_S3_ENDPOINT`); AWS itself when undefined. */
+  endpoint: string | undefined;
+  region: string;
+  forcePathStyle: boolean;
+  /** Longest wait to connect, for one request's answer, and for a transfer that stalls (`ATTEST_S3_TIMEOUT_MS`). */
+  timeoutMs: number;
+  /** Attempts per request, with exponential backoff and jitter on 5xx, throttling and network errors (`ATTEST_S3_MAX_ATTEMPTS`). */
+  maxAttempts: number;
+  /** How old an unfinished upload must be before `recover` removes it: garbage collection's grace period. */
+  staleUploadMs: number;
+  /** The fence against garbage collection; one process's `BlobHolds` unless instances share a database fence (SCALE-2). */
+  fence?: BlobFence;
+  clock?: () => Date;
+  /** Blobs up to this size are buffered and written with one PutObject; larger ones stream (see put). */
+  bufferBytes?: number;
+  /** Keys asked for per listing page (at most 1000, S3's own maximum). */
+  listPageSize?: number;
+}
+
+/**
+ * S3's smallest multipart part, and so the buffering threshold: a blob up to this size would be a
+ * single PutObject for `Upload` too, so buffering it costs no more memory than streaming it would.
+ */
+const BUFFER_BYTES = 5 * 1024 * 1024;
+/** Parts a streamed upload keeps in flight: memory per upload is about this many parts. */
+const UPLOAD_QUEUE = 4;
+
+/** The digest of a blob key below the `blobs/` prefix: `aa/bb/<sha256>`, shards matching the digest. */
+const SHARDED_DIGEST = /^([0-9a-f]{2})\/([0-9a-f]{2})\/(\1\2[0-9a-f]{60})$/;
+
+/** Whether an S3 error says the object is not there (as opposed to the store failing). */
+function isMissing(error: unknown): boolean {
+  return error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404 && error.name !== 'NoSuchBucket';
+}
+
+/** Any failure of the store (network, timeout, 5xx after the retries, throttling, refused credentials) as a BlobStorageError. */
+function s3Failure(operation: string, error: unknown): BlobStorageError {
+  if (error instanceof BlobStorageError) return error;
+  const status = error instanceof S3ServiceException ? ` ${error.$metadata.httpStatusCode ?? ''}` : '';
+  const name = (error as { code?: string; name?: string } | undefined)?.code ?? (error as Error | undefined)?.name ?? 'unknown error';
+  return new BlobStorageError('io', `blob store: S3 ${operation} failed (${name}${status.trimEnd()})`, { cause: error });
+}
+
+/**
+ * Content-addressed blobs in an S3-compatible bucket, under an optional prefix:
+ *
+ *     <prefix>/blobs/aa/bb/<sha256>   immutable, named by their digest, as in the data folder
+ *     <prefix>/tmp/<uuid>             large uploads in progress, copied into place once hashed
+ *
+ * The SDK computes and checks no checksums of its own (`WHEN_REQUIRED`: third-party stores reject
+ * or ignore the newer ones); the store sends Content-MD5 with each PutObject (S3 refuses a body that
+ * arrived damaged, DUR-11), keeps the SHA-256 as `x-amz-meta-sha256`, confirms every object
+ * it wrote by its size, and `attest verify` re-hashes objects against their keys. Credentials come
+ * from the SDK's default chain (environment, profiles, instance roles), never from Attest's config.
+ */
+export class S3BlobStore implements BlobStore {
+  readonly location: string;
+  private readonly client: S3Client;
+  private readonly bucket: string;
+  /** '' or the prefix with its slash. */
+  private readonly root: string;
+  private readonly fence: BlobFence;
+  private readonly clock: () => Date;
+  private readonly staleUploadMs: number;
+  private readonly bufferBytes: number;
+  private readonly listPageSize: number;
+
+  constructor(options: S3BlobStoreOptions) {
+    this.bucket = options.bucket;
+    this.root = options.prefix ? `${options.prefix}/` : '';
+    this.location = `s3://${options.bucket}/${options.prefix}`;
+    this.fence = options.fence ?? new BlobHolds();
+    this.clock = options.clock ?? (() => new Date());
+    this.staleUploadMs = options.staleUploadMs;
+    this.bufferBytes = options.bufferBytes ?? BUFFER_BYTES;
+    this.listPageSize = options.listPageSize ?? 1000;
+    this.client = new S3Client({
+      region: options.region,
+      endpoint: options.endpoint,
+      forcePathStyle: options.forcePathStyle,
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      retryMode: 'standard',
+      maxAttempts: options.maxAttempts,
+      // The Node handler's own options (the SDK builds its NodeHttpHandler from them): a refused or
+      // silent store fails each attempt within the timeout instead of hanging the request.
+      requestHandler: {
+        connectionTimeout: options.timeoutMs,
+        requestTimeout: options.timeoutMs,
+        throwOnRequestTimeout: true,
+        socketTimeout: options.timeoutMs,
+      },
+    });
+  }
+
+  /** The object key of a blob. Only well-formed digests map to a key, so no key escapes `blobs/`. */
+  blobKey(sha256: string): string {
+    if (!isBlobKey(sha256)) throw new Error(`not a blob key: ${JSON.stringify(sha256).slice(0, 80)}`);
+    return `${this.root}blobs/${sha256.slice(0, 2)}/${sha256.slice(2, 4)}/${sha256}`;
+  }
+
+  /**
+   * Hashes while reading. A blob that ends within `bufferBytes` is hashed in memory first, so bytes
+   * already stored are not sent at all (HEAD, then PutObject only when absent). A larger one
+   * streams with `Upload` (multipart, bounded memory) to a temp key while it is hashed, and is then
+   * copied to its content key unless that exists already; the temp object goes either way.
+   */
+  async put(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<StoredBlob> {
+    const hash = createHash('sha256');
+    const chunks = (async function* () {
+      yield* source;
+    })();
+    const buffered: Uint8Array[] = [];
+    let size = 0;
+    for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+      hash.update(next.value);
+      size += next.value.byteLength;
+      buffered.push(next.value);
+      if (size > this.bufferBytes) return this.putStreamed(buffered, chunks, hash, size);
+    }
+    return this.putBuffered(hash.digest('hex'), Buffer.concat(buffered, size));
+  }
+
+  private async putBuffered(sha256: string, body: Buffer): Promise<StoredBlob> {
+    const release = await this.fence.hold(sha256);
+    try {
+      const key = this.blobKey(sha256);
+      // Absent, or a damaged copy of another length: written (again).
+      if ((await this.headKey(key))?.size === body.length) return { sha256, size: body.length, created: false, release };
+      const md5 = createHash('md5').update(body).digest('base64');
+      await this.call('PutObject', () =>
+        this.client.send(
+          new PutObjectCommand({
+            Bucket: this.bucket,
+            Key: key,
+            Body: body,
+            ContentLength: body.length,
+            ContentMD5: md5,
+            Metadata: { sha256 },
+          }),
+        ),
+      );
+      await this.confirm(key, body.length);
+      return { sha256, size: body.length, created: true, release };
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  private async putStreamed(
+    buffered: Uint8Array[],
+    rest: AsyncGenerator<Uint8Array>,
+    hash: ReturnType<typeof createHash>,
+    bufferedSize: number,
+  ): Promise<StoredBlob> {
+    const temp = `${this.root}tmp/${randomUUID()}`;
+    let size = bufferedSize;
+    let sourceFailure: { error: unknown } | undefined;
+    const body = Readable.from(
+      (async function* () {
+        yield* buffered;
+        try {
+          for await (const chunk of rest) {
+            hash.update(chunk);
+            size += chunk.byteLength;
+            yield chunk;
+          }
+        } catch (error) {
+          sourceFailure = { error };
+          throw error;
+        }
+      })(),
+    );
+    let release: (() => void) | undefined;
+    try {
+      const upload = new Upload({
+        client: this.client,
+        params: { Bucket: this.bucket, Key: temp, Body: body },
+        partSize: BUFFER_BYTES,
+        queueSize: UPLOAD_QUEUE,
+        // An upload that fails (its source, or the store) is aborted, so no parts are left billed.
+        leavePartsOnError: false,
+      });
+      try {
+        await upload.done();
+      } catch (error) {
+        if (sourceFailure) throw sourceFailure.error;
+        throw s3Failure('multipart upload', error);
+      }
+      const sha256 = hash.digest('hex');
+      const key = this.blobKey(sha256);
+      release = await this.fence.hold(sha256);
+      if ((await this.headKey(key))?.size === size) return { sha256, size, created: false, release };
+      // CopyObject copies up to 5 GiB in one request; createBlobStore keeps the artifact limit below it.
+      await this.call('CopyObject', () =>
+        this.client.send(
+          new CopyObjectCommand({
+            Bucket: this.bucket,
+            Key: key,
+            CopySource: `${this.bucket}/${temp}`,
+            MetadataDirective: 'REPLACE',
+            Metadata: { sha256 },
+          }),
+        ),
+      );
+      await this.confirm(key, size);
+      return { sha256, size, created: true, release };
+    } catch (error) {
+      release?.();
+      throw error;
+    } finally {
+      // Stops reading the source when the store failed first; nothing is left to read otherwise.
+      body.destroy();
+      // Best effort: a temp object the store would not delete now goes at a later start (recover).
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: temp })).catch(() => {});
+    }
+  }
+
+  /** After a write: the object is there, whole. */
+  private async confirm(key: string, size: number): Promise<void> {
+    const stored = await this.headKey(key);
+    if (stored?.size !== size) {
+      throw new BlobStorageError('io', `blob store: S3 object ${key} holds ${stored?.size ?? 'no'} bytes after writing ${size}`);
+    }
+  }
+
+  async get(sha256: string, range?: ByteRange): Promise<Readable | undefined> {
+    const key = this.blobKey(sha256);
+    const answer = await this.orMissing('GetObject', () =>
+      this.client.send(
+        new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
+      ),
+    );
+    if (!answer?.Body) return undefined;
+    const body = answer.Body as Readable;
+    if (!range) return Readable.from(exactly(body, 0, answer.ContentLength ?? 0), { objectMode: false });
+    // A store may answer with more than the range asked for (s3rver answers `bytes=0-0` with the
+    // whole object, as its own Content-Range says): the part asked for is cut out of what came.
+    const from = Number(/^bytes (\d+)-/.exec(answer.ContentRange ?? '')?.[1] ?? 0);
+    const length = range.end - range.start + 1;
+    if (from > range.start || (answer.ContentLength ?? 0) < range.start - from + length) {
+      body.destroy();
+      throw new BlobStorageError(
+        'io',
+        `blob store: S3 answered bytes ${answer.ContentRange ?? 'unranged'} to a request for ${range.start}-${range.end}`,
+      );
+    }
+    return Readable.from(exactly(body, range.start - from, length), { objectMode: false });
+  }
+
+  async head(sha256: string): Promise<BlobEntry | undefined> {
+    const stored = await this.headKey(this.blobKey(sha256));
+    return stored && { sha256, ...stored };
+  }
+
+  private async headKey(key: string): Promise<{ size: number; modifiedAt: Date } | undefined> {
+    const answer = await this.orMissing('HeadObject', () => this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key })));
+    return answer && { size: answer.ContentLength ?? 0, modifiedAt: answer.LastModified ?? new Date(0) };
+  }
+
+  delete(sha256: string, stillGarbage: () => Promise<boolean> = async () => true): Promise<boolean> {
+    const key = this.blobKey(sha256);
+    return this.fence.delete(sha256, stillGarbage, async () => {
+      if (!(await this.headKey(key))) return false;
+      await this.call('DeleteObject', () => this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key })));
+      return true;
+    });
+  }
+
+  async *list(): AsyncIterable<BlobEntry> {
+    const prefix = `${this.root}blobs/`;
+    for await (const object of this.objects(prefix)) {
+      const match = SHARDED_DIGEST.exec(object.key.slice(prefix.length));
+      const sha256 = match?.[3];
+      if (!sha256) continue;
+      yield { sha256, size: object.size, modifiedAt: object.modifiedAt };
+    }
+  }
+
+  /** Every object under `prefix`, page by page. */
+  private async *objects(prefix: string): AsyncIterable<{ key: string; size: number; modifiedAt: Date }> {
+    const pages = paginateListObjectsV2({ client: this.client, pageSize: this.listPageSize }, { Bucket: this.bucket, Prefix: prefix });
+    try {
+      for await (const page of pages) {
+        for (const object of page.Contents ?? []) {
+          if (object.Key) yield { key: object.Key, size: object.Size ?? 0, modifiedAt: object.LastModified ?? new Date(0) };
+        }
+      }
+    } catch (error) {
+      throw s3Failure('ListObjectsV2', error);
+    }
+  }
+
+  /** A bucket has no folders to leave behind. */
+  async removeEmptyFolders(): Promise<number> {
+    return 0;
+  }
+
+  /**
+   * Removes what uploads left unfinished: temp objects (a process that died between its upload and
+   * the copy) and incomplete multipart uploads under `tmp/`, but only those older than the grace
+   * period, since other instances on the same bucket may be uploading right now. A store that does
+   * not list multipart uploads (answers NotImplemented) leaves them to the bucket's lifecycle rule
+   * (AbortIncompleteMultipartUpload; docs/storage.md).
+   */
+  async recover(): Promise<{ removedTempFiles: number }> {
+    const cutoff = this.clock().getTime() - this.staleUploadMs;
+    const prefix = `${this.root}tmp/`;
+    let removedTempFiles = 0;
+    for await (const object of this.objects(prefix)) {
+      if (object.modifiedAt.getTime() > cutoff) continue;
+      await this.call('DeleteObject', () => this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: object.key })));
+      removedTempFiles++;
+    }
+    let marker: { KeyMarker?: string; UploadIdMarker?: string } = {};
+    for (;;) {
+      let page: ListMultipartUploadsCommandOutput;
+      try {
+        page = await this.listUploads(prefix, marker);
+      } catch (error) {
+        if (error instanceof BlobStorageError && error.cause instanceof S3ServiceException && error.cause.name === 'NotImplemented') break;
+        throw error;
+      }
+      for (const upload of page.Uploads ?? []) {
+        if (!upload.Key || !upload.UploadId || (upload.Initiated?.getTime() ?? 0) > cutoff) continue;
+        const { Key, UploadId } = upload;
+        await this.call('AbortMultipartUpload', () =>
+          this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key, UploadId })),
+        );
+        removedTempFiles++;
+      }
+      if (!page.IsTruncated) break;
+      marker = { KeyMarker: page.NextKeyMarker, UploadIdMarker: page.NextUploadIdMarker };
+    }
+    return { removedTempFiles };
+  }
+
+  private listUploads(prefix: string, marker: { KeyMarker?: string; UploadIdMarker?: string }): Promise<ListMultipartUploadsCommandOutput> {
+    return this.call('ListMultipartUploads', () =>
+      this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: prefix, ...marker })),
+    );
+  }
+
+  async ping(): Promise<void> {
+    await this.call('HeadBucket', () => this.client.send(new HeadBucketCommand({ Bucket: this.bucket })));
+  }
+
+  /** Runs one S3 request, turning any failure into a BlobStorageError. */
+  private async call<T>(operation: string, request: () => Promise<T>): Promise<T> {
+    try {
+      return await request();
+    } catch (error) {
+      throw s3Failure(operation, error);
+    }
+  }
+
+  /** Like `call`, but a missing object answers undefined. */
+  private async orMissing<T>(operation: string, request: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await request();
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw s3Failure(operation, error);
+    }
+  }
+}
+
+/**
+ * `length` bytes of an object's answer, from `skip` on, failing with a
+ * BlobStorageError when the transfer breaks or ends short, so a download is cut off rather than
+ * completed short (SEC-10a). The answer is dropped once the bytes asked for are through.
+ */
+async function* exactly(body: Readable, skip: number, length: number): AsyncGenerator<Buffer> {
+  let at = 0;
+  const end = skip + length;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      const from = Math.max(skip - at, 0);
+      const to = Math.min(end - at, chunk.length);
+      at += chunk.length;
+      if (to > from) yield from === 0 && to === chunk.length ? chunk : chunk.subarray(from, to);
+      if (at >= end) break;
+    }
+  } catch (error) {
+    throw s3Failure('GetObject', error);
+  } finally {
+    body.destroy();
+  }
+  if (at < end) throw new BlobStorageError('io', `blob store: S3 GetObject ended after ${at - skip} of ${length} bytes`);
+}

@@ -1,0 +1,331 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { buffer } from 'node:stream/consumers';
+import { after, before, describe, test } from 'node:test';
+import { HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { BlobStorageError } from '../../src/server/blob/blob-store.ts';
+import { S3BlobStore, type S3BlobStoreOptions } from '../../src/server/blob/s3-blob-store.ts';
+import { loadConfig } from '../../src/server/config.ts';
+import { createDatabase, type DatabaseHandle } from '../../src/server/db/database.ts';
+import { DatabaseBlobFence } from '../../src/server/db/repositories/blob-fence.ts';
+import { sha256 } from '../helpers/blob-files.ts';
+import { blobStoreContract, chunks } from '../helpers/blob-store-contract.ts';
+import { createPostgresDatabase, DIALECTS } from '../helpers/dialects.ts';
+import { type FaultyProxy, faultyProxy, startS3, type TestS3 } from '../helpers/s3.ts';
+import { delay, waitFor } from '../helpers/wait.ts';
+
+const s3 = await startS3();
+after(() => s3.close());
+
+const PREFIX = 'attest';
+
+/** A store on a fresh bucket of the test's S3 server, with quick timeouts. */
+async function s3Store(options: Partial<S3BlobStoreOptions> = {}, server: Pick<TestS3, 'endpoint'> = s3) {
+  const bucket = options.bucket ?? (await s3.createBucket());
+  const store = new S3BlobStore({
+    bucket,
+    prefix: PREFIX,
+    endpoint: server.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    timeoutMs: 2000,
+    maxAttempts: 3,
+    staleUploadMs: 3600_000,
+    ...options,
+  });
+  await store.recover();
+  return { store, bucket };
+}
+
+blobStoreContract('S3BlobStore', async () => ({ ...(await s3Store()), dispose: async () => {} }));
+
+// Every put of more than 1 KiB takes the path of large blobs: a temp object, then a copy into place.
+blobStoreContract('S3BlobStore streaming every blob over 1 KiB', async () => ({
+  ...(await s3Store({ bufferBytes: 1024 })),
+  dispose: async () => {},
+}));
+
+if (DIALECTS.includes('postgres')) {
+  // Uploads fenced against garbage collection through the database, as instances sharing a bucket
+  // are (SCALE-2). One database for the suite: each test has a bucket of its own.
+  const pg = await createPostgresDatabase();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-fence-'));
+  const database = await createDatabase(loadConfig({ ATTEST_DATA_DIR: dataDir, ATTEST_DATABASE_URL: pg.url }));
+  after(async () => {
+    await database.close();
+    await pg.drop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+  blobStoreContract('S3BlobStore with the PostgreSQL fence', async () => {
+    const fence = new DatabaseBlobFence(database.db, { holdMs: 3600_000, deletionMs: 60_000, log: console });
+    return { ...(await s3Store({ fence })), dispose: async () => {} };
+  });
+}
+
+const isIoFailure = (error: unknown) => error instanceof BlobStorageError && error.reason === 'io';
+
+async function drain(store: S3BlobStore): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const entry of store.list()) keys.push(entry.sha256);
+  return keys.sort();
+}
+
+describe('S3BlobStore in a bucket', () => {
+  test('keeps blobs at <prefix>/blobs/aa/bb/<sha256> with their SHA-256 as metadata, and leaves no temp object', async () => {
+    const { store, bucket } = await s3Store();
+    const small = await store.put(chunks('small bytes'));
+    const large = await store.put(chunks(randomBytes(6 * 1024 * 1024)));
+    small.release();
+    large.release();
+    const key = (sha: string) => `${PREFIX}/blobs/${sha.slice(0, 2)}/${sha.slice(2, 4)}/${sha}`;
+    assert.deepEqual(await s3.keys(bucket), [key(small.sha256), key(large.sha256)].sort());
+    const admin = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true });
+    for (const blob of [small, large]) {
+      const head = await admin.send(new HeadObjectCommand({ Bucket: bucket, Key: key(blob.sha256) }));
+      assert.deepEqual([head.ContentLength, head.Metadata?.sha256], [blob.size, blob.sha256]);
+    }
+    admin.destroy();
+    assert.equal(store.location, `s3://${bucket}/${PREFIX}`);
+  });
+
+  test('a large upload goes in parts (multipart) and reads back identical, across the part boundaries', async () => {
+    const { store, bucket } = await s3Store();
+    const bytes = randomBytes(17 * 1024 * 1024 + 3);
+    async function* slowly() {
+      for (let at = 0; at < bytes.length; at += 256 * 1024) yield bytes.subarray(at, at + 256 * 1024);
+    }
+    const info = await store.put(slowly());
+    info.release();
+    assert.deepEqual([info.sha256, info.size, info.created], [sha256(bytes), bytes.length, true]);
+    const partEnd = 5 * 1024 * 1024;
+    const across = await buffer((await store.get(info.sha256, { start: partEnd - 10, end: 3 * partEnd + 10 })) as NodeJS.ReadableStream);
+    assert.deepEqual(across, bytes.subarray(partEnd - 10, 3 * partEnd + 11));
+    assert.deepEqual(await buffer((await store.get(info.sha256)) as NodeJS.ReadableStream), bytes);
+    assert.deepEqual(await s3.keys(bucket, `${PREFIX}/tmp/`), [], 'the temp object is gone');
+  });
+
+  test('lists page by page', async () => {
+    const { store } = await s3Store({ listPageSize: 2 });
+    const stored: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const info = await store.put(chunks(`blob ${i}`));
+      info.release();
+      stored.push(info.sha256);
+    }
+    assert.deepEqual(await drain(store), stored.sort());
+  });
+
+  test('recover removes temp objects older than the grace period and keeps fresh ones, which other instances may be writing', async () => {
+    const { bucket } = await s3Store();
+    const admin = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true });
+    for (const name of ['a', 'b'])
+      await admin.send(new PutObjectCommand({ Bucket: bucket, Key: `${PREFIX}/tmp/${name}`, Body: 'partial' }));
+    admin.destroy();
+    const now = await s3Store({ bucket });
+    assert.deepEqual(await now.store.recover(), { removedTempFiles: 0 });
+    assert.equal((await s3.keys(bucket, `${PREFIX}/tmp/`)).length, 2);
+    const later = await s3Store({ bucket, clock: () => new Date(Date.now() + 2 * 3600_000) });
+    assert.equal((await s3.keys(bucket, `${PREFIX}/tmp/`)).length, 0, 'the start-up recovery of a store two hours later took them');
+    assert.deepEqual(await later.store.recover(), { removedTempFiles: 0 });
+  });
+
+  test('a bucket that does not exist fails every call as storage, and ping says so', async () => {
+    const store = new S3BlobStore({
+      bucket: 'attest-no-such-bucket',
+      prefix: '',
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      timeoutMs: 2000,
+      maxAttempts: 1,
+      staleUploadMs: 3600_000,
+    });
+    await assert.rejects(store.recover(), isIoFailure);
+    await assert.rejects(store.ping(), isIoFailure);
+    await assert.rejects(store.put(chunks('nowhere to go')), isIoFailure);
+    await assert.rejects(drain(store), isIoFailure);
+  });
+});
+
+describe('S3BlobStore when the store fails', () => {
+  test('store stopped: put, get, head, list and ping reject as storage failures, nothing is listed afterwards, and it works again once restarted', async () => {
+    const own = await startS3();
+    try {
+      const bucket = await own.createBucket();
+      const { store } = await s3Store({ bucket, timeoutMs: 1000, maxAttempts: 2 }, own);
+      const before = await store.put(chunks('stored before the outage'));
+      before.release();
+      await own.stop();
+      const started = Date.now();
+      await assert.rejects(store.put(chunks('sent during the outage')), isIoFailure);
+      await assert.rejects(store.put(chunks(randomBytes(6 * 1024 * 1024))), isIoFailure);
+      // Bounded: two attempts of at most a second each, and a short backoff between them.
+      assert.ok(Date.now() - started < 10_000, `the puts failed after ${Date.now() - started} ms`);
+      await assert.rejects(store.get(before.sha256), isIoFailure);
+      await assert.rejects(store.head(before.sha256), isIoFailure);
+      await assert.rejects(drain(store), isIoFailure);
+      await assert.rejects(store.ping(), isIoFailure);
+      await own.start();
+      assert.deepEqual(await drain(store), [before.sha256], 'nothing of the failed puts is stored');
+      assert.deepEqual(await own.keys(bucket, `${PREFIX}/tmp/`), []);
+      const after = await store.put(chunks('sent once it is back'));
+      after.release();
+      assert.equal(after.created, true);
+      assert.equal((await store.head(after.sha256))?.size, 'sent once it is back'.length);
+      await store.ping();
+    } finally {
+      await own.close();
+    }
+  });
+
+  describe('through a faulty proxy', () => {
+    let proxy: FaultyProxy;
+    before(async () => {
+      proxy = await faultyProxy(s3.endpoint);
+    });
+    after(() => proxy.close());
+
+    test('503s are retried with backoff: a put succeeds after two, and fails as storage once the attempts are spent', async () => {
+      const bucket = await s3.createBucket();
+      const { store } = await s3Store({ bucket, maxAttempts: 3 }, proxy);
+      proxy.answers.length = 0;
+      proxy.refuse(2);
+      const info = await store.put(chunks('through a flaky store'));
+      info.release();
+      assert.deepEqual(proxy.answers.slice(0, 3), ['refused', 'refused', 'forwarded'], 'the first request was retried twice');
+      assert.equal((await store.head(info.sha256))?.size, info.size);
+      proxy.answers.length = 0;
+      proxy.refuse(3);
+      await assert.rejects(store.put(chunks('through a store that keeps failing')), isIoFailure);
+      assert.deepEqual(proxy.answers, ['refused', 'refused', 'refused'], 'three attempts, no more');
+      proxy.refuse(0);
+    });
+
+    test('a store that never answers fails each attempt at the timeout', async () => {
+      const { store } = await s3Store({ timeoutMs: 300, maxAttempts: 2 }, proxy);
+      proxy.stall(true);
+      try {
+        await assert.rejects(store.head('0'.repeat(64)), isIoFailure);
+        await assert.rejects(store.put(chunks('into silence')), isIoFailure);
+      } finally {
+        proxy.stall(false);
+      }
+    });
+
+    test('a download cut short fails its stream as storage instead of ending early (SEC-10a)', async () => {
+      const { store } = await s3Store({}, proxy);
+      const bytes = randomBytes(300_000);
+      const info = await store.put(chunks(bytes));
+      info.release();
+      proxy.truncate(true);
+      try {
+        const stream = await store.get(info.sha256);
+        assert.ok(stream);
+        await assert.rejects(buffer(stream), isIoFailure);
+      } finally {
+        proxy.truncate(false);
+      }
+      assert.deepEqual(await buffer((await store.get(info.sha256)) as NodeJS.ReadableStream), bytes);
+    });
+  });
+});
+
+describe('the database fence between instances (SCALE-2)', { skip: !DIALECTS.includes('postgres') && 'needs PostgreSQL' }, () => {
+  let database: DatabaseHandle;
+  let drop: () => Promise<void>;
+  let dataDir: string;
+  let bucket: string;
+  before(async () => {
+    const pg = await createPostgresDatabase();
+    drop = pg.drop;
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-fence-'));
+    database = await createDatabase(loadConfig({ ATTEST_DATA_DIR: dataDir, ATTEST_DATABASE_URL: pg.url }));
+    bucket = await s3.createBucket();
+  });
+  after(async () => {
+    await database.close();
+    await drop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** Two instances on one bucket and one database, each with its own fence and S3 client. */
+  async function twoInstances(options: { clock?: () => Date } = {}) {
+    const fence = () => new DatabaseBlobFence(database.db, { holdMs: 3600_000, deletionMs: 60_000, log: console, ...options });
+    return [(await s3Store({ bucket, fence: fence() })).store, (await s3Store({ bucket, fence: fence() })).store] as const;
+  }
+
+  test("an upload held on one instance keeps the other's garbage collection off the bytes until it is released", async () => {
+    const [a, b] = await twoInstances();
+    const bytes = `an old orphan ${Math.random()}`;
+    const orphan = await a.put(chunks(bytes));
+    orphan.release();
+    const upload = await b.put(chunks(bytes));
+    assert.equal(upload.created, false, 'B found the stored bytes');
+    assert.equal(await a.delete(orphan.sha256), false, "A leaves them: B's row is not committed yet");
+    assert.ok(await a.head(orphan.sha256));
+    upload.release();
+    // B's release reaches the database on its own time.
+    await waitFor(() => a.delete(orphan.sha256), { message: "A deletes the orphan once B's hold is gone" });
+    assert.equal(await a.head(orphan.sha256), undefined);
+  });
+
+  test("an upload on one instance during the other's deletion of the same bytes waits for it, then stores them again", async () => {
+    const [a, b] = await twoInstances();
+    const bytes = `doomed bytes ${Math.random()}`;
+    const first = await a.put(chunks(bytes));
+    first.release();
+    let confirm: (garbage: boolean) => void = () => {};
+    const asked = new Promise<void>((resolve) => {
+      const deletion = a.delete(first.sha256, () => {
+        resolve();
+        return new Promise<boolean>((settle) => {
+          confirm = settle;
+        });
+      });
+      void deletion;
+    });
+    await asked;
+    let uploaded = false;
+    const upload = b.put(chunks(bytes)).then((stored) => {
+      uploaded = true;
+      return stored;
+    });
+    // Deliberate: a window in which B's upload must NOT finish; there is no event for "still waiting".
+    await delay(200);
+    assert.equal(uploaded, false, "B waits for A's deletion");
+    confirm(true);
+    const second = await upload;
+    assert.equal(second.created, true, 'the bytes were stored anew');
+    assert.equal((await a.head(second.sha256))?.size, bytes.length);
+    assert.equal(await a.delete(second.sha256), false, "held by B's upload");
+    second.release();
+  });
+
+  test("a dead instance's expired hold and deletion mark count for nothing", async () => {
+    const later = () => new Date(Date.now() + 2 * 3600_000);
+    const [a] = await twoInstances();
+    const [, laterB] = await twoInstances({ clock: later });
+    const orphan = await a.put(chunks(`held by an instance that died ${Math.random()}`));
+    // Never released: its instance died. Two hours later the hold has expired.
+    assert.equal(await laterB.delete(orphan.sha256), true);
+    const bytes = `marked by an instance that died ${Math.random()}`;
+    const again = await a.put(chunks(bytes));
+    again.release();
+    await database.db
+      .insertInto('blob_fences')
+      .values({
+        id: 'dead-mark',
+        sha256: again.sha256,
+        kind: 'deletion',
+        holder: 'dead',
+        expires_at: new Date(Date.now() - 1000).toISOString(),
+      })
+      .execute();
+    const reupload = await a.put(chunks(bytes));
+    assert.equal(reupload.created, false, 'the expired mark did not hold the upload up');
+    reupload.release();
+  });
+});

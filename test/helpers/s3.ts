@@ -1,0 +1,226 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { CreateBucketCommand, paginateListObjectsV2, S3Client } from '@aws-sdk/client-s3';
+import type { Dialect } from '../../src/server/db/types.ts';
+
+/**
+ * s3rver's one account. Attest takes credentials from the SDK's default chain only, so the test
+ * process sets them in its environment for the servers it builds, and `env()` hands them on to the
+ * processes it starts.
+ */
+export const S3_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
+Object.assign(process.env, S3_CREDENTIALS);
+
+export interface TestS3 {
+  /** `http://127.0.0.1:<port>`, the same across stop and start. */
+  endpoint: string;
+  /** The folder s3rver keeps the buckets in. */
+  directory: string;
+  /** Kills the server process at once, without waiting (for an exit handler). */
+  kill(): void;
+  /** A new, empty bucket; its name. */
+  createBucket(): Promise<string>;
+  /** What a server needs to keep its blobs in `bucket`, under `prefix`. */
+  env(bucket: string, prefix?: string): Record<string, string>;
+  /** The keys in `bucket` under `prefix`, in order. */
+  keys(bucket: string, prefix?: string): Promise<string[]>;
+  /** Kills the server (SIGKILL), cutting the requests in flight: the store is down. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and folder, with everything stored before. */
+  start(): Promise<void>;
+  /** Stops it and removes its folder. */
+  close(): Promise<void>;
+}
+
+const SERVER_PROCESS = fileURLToPath(new URL('./s3rver-process.mjs', import.meta.url));
+
+/** Starts s3rver on `port` (0: a free one) in `directory`; resolves with the process and its port. */
+async function launch(port: number, directory: string): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, ['--openssl-legacy-provider', SERVER_PROCESS, String(port), directory], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const [line] = (await Promise.race([
+    once(createInterface({ input: child.stdout as NodeJS.ReadableStream }), 'line'),
+    once(child, 'exit').then(([code]) => Promise.reject(new Error(`s3rver exited with ${code} before listening`))),
+  ])) as [string];
+  child.stdout?.destroy();
+  child.unref();
+  return { child, port: Number(line) };
+}
+
+/**
+ * An S3-compatible server for tests: `s3rver` (a test double with a file backend) on a free port
+ * of 127.0.0.1, in a temp folder, in a process of its own (which never keeps the test process alive).
+ */
+export async function startS3(): Promise<TestS3> {
+  const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-s3-'));
+  let { child, port } = await launch(0, directory);
+  let running = true;
+  const endpoint = `http://127.0.0.1:${port}`;
+  const admin = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, maxAttempts: 1 });
+  const stop = async () => {
+    if (!running) return;
+    running = false;
+    const exited = once(child, 'exit');
+    // Waited for, the process keeps this one alive until it is gone.
+    child.ref();
+    child.kill('SIGKILL');
+    await exited;
+  };
+  return {
+    endpoint,
+    directory,
+    kill: () => child.kill('SIGKILL'),
+    async createBucket() {
+      const bucket = `attest-${randomBytes(5).toString('hex')}`;
+      await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+      return bucket;
+    },
+    env: (bucket, prefix = '') => ({
+      ATTEST_BLOB_URL: `s3://${bucket}/${prefix}`,
+      ATTEST_S3_ENDPOINT: endpoint,
+      ...S3_CREDENTIALS,
+    }),
+    async keys(bucket, prefix = '') {
+      const keys: string[] = [];
+      for await (const page of paginateListObjectsV2({ client: admin }, { Bucket: bucket, Prefix: prefix })) {
+        for (const object of page.Contents ?? []) if (object.Key) keys.push(object.Key);
+      }
+      return keys;
+    },
+    stop,
+    async start() {
+      if (running) return;
+      ({ child, port } = await launch(port, directory));
+      running = true;
+    },
+    async close() {
+      await stop();
+      admin.destroy();
+      fs.rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+let shared: Promise<TestS3> | undefined;
+
+/** One S3 server for this test process, started on first use and removed at exit. */
+export function sharedS3(): Promise<TestS3> {
+  shared ??= startS3().then((s3) => {
+    process.once('exit', () => {
+      s3.kill();
+      fs.rmSync(s3.directory, { recursive: true, force: true });
+    });
+    return s3;
+  });
+  return shared;
+}
+
+/**
+ * What `startTestServer` needs for the blob store a dialect's run uses: on PostgreSQL, the scaled
+ * mode, a fresh bucket of this process's S3 server; on SQLite, nothing (the data folder).
+ */
+export async function blobEnv(dialect: Dialect): Promise<Record<string, string>> {
+  if (dialect !== 'postgres') return {};
+  const s3 = await sharedS3();
+  return s3.env(await s3.createBucket(), 'attest');
+}
+
+export interface FaultyProxy {
+  /** Where clients reach the store through the proxy. */
+  endpoint: string;
+  /** How each request that reached the proxy was answered, in order. */
+  answers: ('forwarded' | 'refused' | 'stalled' | 'truncated')[];
+  /** The next `count` requests get 503 SlowDown, as a throttling or failing store answers. */
+  refuse(count: number): void;
+  /** While on, requests get no answer at all (a store that hangs). */
+  stall(on: boolean): void;
+  /** While on, a GET gets its headers and half its body, then the connection drops. */
+  truncate(on: boolean): void;
+  close(): Promise<void>;
+}
+
+/**
+ * A tiny HTTP proxy in front of an S3 server that injects the faults s3rver cannot: 503s,
+ * silence, bodies cut short. Requests pass through unchanged (their signature covers the host
+ * the client addressed, which is the proxy's).
+ */
+export async function faultyProxy(target: string): Promise<FaultyProxy> {
+  const upstream = new URL(target);
+  let refusals = 0;
+  let stalling = false;
+  let truncating = false;
+  const answers: FaultyProxy['answers'] = [];
+  const server = http.createServer((request, response) => {
+    if (stalling) {
+      answers.push('stalled');
+      request.resume();
+      return;
+    }
+    if (refusals > 0) {
+      refusals--;
+      answers.push('refused');
+      request.resume();
+      request.on('end', () => {
+        response.writeHead(503, { 'content-type': 'application/xml' });
+        response.end(
+          '<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>',
+        );
+      });
+      return;
+    }
+    const cut = truncating && request.method === 'GET';
+    answers.push(cut ? 'truncated' : 'forwarded');
+    const forward = http.request(
+      { host: upstream.hostname, port: upstream.port, method: request.method, path: request.url, headers: request.headers },
+      (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        const length = Number(answer.headers['content-length'] ?? 0);
+        if (!cut || length < 2) {
+          answer.pipe(response);
+          return;
+        }
+        let sent = 0;
+        answer.on('data', (chunk: Buffer) => {
+          const room = Math.floor(length / 2) - sent;
+          if (room > 0) response.write(chunk.subarray(0, room));
+          sent += chunk.length;
+          if (sent >= length / 2) {
+            answer.destroy();
+            response.socket?.destroy();
+          }
+        });
+      },
+    );
+    forward.on('error', () => response.socket?.destroy());
+    request.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    answers,
+    refuse: (count) => {
+      refusals = count;
+    },
+    stall: (on) => {
+      stalling = on;
+    },
+    truncate: (on) => {
+      truncating = on;
+    },
+    async close() {
+      const closing = new Promise((resolve) => server.close(resolve));
+      server.closeAllConnections();
+      await closing;
+    },
+  };
+}
