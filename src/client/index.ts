@@ -1,6 +1,7 @@
 import type { BodyOf, Endpoint, ParamsOf, QueryOf, ReplyOf } from '../api/endpoint.ts';
 import { completeJob, exportJob } from '../api/v1/jobs.ts';
 import type { EXPORT_FORMATS } from '../api/v1/results.ts';
+import { claimRun, heartbeatRun } from '../api/v1/runs.ts';
 import { type RetryPolicy, retrying } from './retry.ts';
 
 export * as v1 from '../api/v1/index.ts';
@@ -158,6 +159,28 @@ export class AttestClient {
   async completeJob(jobId: string): Promise<ReplyOf<typeof completeJob>> {
     const response = await this.fetchRaw('POST', this.pathOf(completeJob, { params: { jobId } }), { idempotent: true });
     return (await AttestClient.read(response)) as ReplyOf<typeof completeJob>;
+  }
+
+  /**
+   * A runner takes the oldest queued run it can serve (`POST /testmgmt/testruns/claim`): the run,
+   * `running` under the runner's lease, or undefined when none is queued for it (204). Not retried:
+   * a retry could take a second run.
+   */
+  async claimRun(body: BodyOf<typeof claimRun>): Promise<ReplyOf<typeof claimRun> | undefined> {
+    return this.call(claimRun, { body });
+  }
+
+  /**
+   * Extends the runner's lease on a run it claimed (`POST /testmgmt/testruns/{testRunId}/heartbeat`).
+   * Extending it twice does no harm, so this POST is retried like a GET. A lease already lost is an
+   * ApiError 409 `STATE_CONFLICT`: the runner must stop working on the run.
+   */
+  async heartbeatRun(testRunId: string, body: BodyOf<typeof heartbeatRun>): Promise<ReplyOf<typeof heartbeatRun>> {
+    const response = await this.fetchRaw('POST', this.pathOf(heartbeatRun, { params: { testRunId } }), {
+      body: JSON.stringify(body),
+      idempotent: true,
+    });
+    return (await AttestClient.read(response)) as ReplyOf<typeof heartbeatRun>;
   }
 
   /** The path and query of a call, relative to the version root. */

@@ -260,6 +260,18 @@ const BODY_OVERRIDES: Record<string, (input: FixtureInput) => Promise<Record<str
     ],
   }),
   login: () => ({ email: LOGIN.email, password: LOGIN.password }),
+  // A heartbeat renews the lease of the runner holding the run: the fixture run (created running)
+  // is given that runner's lease, as a claim would, so an allowed heartbeat succeeds.
+  heartbeatRun: async (input) => {
+    const runner = 'matrix-runner';
+    const leaseExpiresAt = new Date(input.server.clock().getTime() + 600_000).toISOString();
+    await input.server.app.attest.db
+      .updateTable('test_runs')
+      .set({ lease_owner: runner, lease_expires_at: leaseExpiresAt })
+      .where('id', '=', input.values.testRunId as string)
+      .execute();
+    return { runner };
+  },
 };
 
 /** Request bodies of operations that do not take JSON. */

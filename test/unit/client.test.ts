@@ -82,6 +82,21 @@ describe('the typed client', () => {
     assert.equal(server.seen.length, 1);
   });
 
+  test('heartbeatRun is retried like completeJob (a lease extended twice is one lease); claimRun is sent once, and a 204 is undefined (SCALE-6)', async () => {
+    const client = new AttestClient({ baseUrl: url, apiKey: STANDARD, retry: { baseDelayMs: 5 } });
+    const testRunId = 'd1f3b5c7-9e2a-4c4d-b6f8-0a2c4e6b8d15';
+    server.play(drop, problem(503, 'UNAVAILABLE', { 'retry-after': '0' }));
+    assert.deepEqual(await client.heartbeatRun(testRunId, { runner: 'r1' }), { ok: true });
+    assert.equal(server.seen.length, 3);
+    assert.equal(server.seen[2]?.url, `/api/v1/testmgmt/testruns/${testRunId}/heartbeat`);
+
+    server.play(problem(503, 'UNAVAILABLE', { 'retry-after': '0' }));
+    await assert.rejects(client.claimRun({ runner: 'r1' }), (e: ApiError) => e.status === 503);
+    assert.equal(server.seen.length, 1, 'a retried claim could take a second run');
+    server.play((_q, r) => r.writeHead(204).end());
+    assert.equal(await client.claimRun({ runner: 'r1' }), undefined);
+  });
+
   test('a dropped connection is retried; after the last attempt the last answer is the result, as an ApiError with its code', async () => {
     server.play(drop, drop);
     const client = new AttestClient({ baseUrl: url, apiKey: STANDARD, retry: { baseDelayMs: 5 } });

@@ -12,8 +12,9 @@ const Platform = Type.Union([
 const DeviceStatus = Type.Union([Type.Literal('available'), Type.Literal('busy'), Type.Literal('offline'), Type.Literal('maintenance')]);
 /** Serials, UDIDs, emulator names: printable, no slash or whitespace, so it is a safe path segment. */
 export const DeviceId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9._:@+=-]*$' });
-const Label = Type.String({ minLength: 1, maxLength: LABEL_MAX, pattern: '^[^\\s,]+$' });
-const Labels = Type.Array(Label, { maxItems: LABELS_MAX, uniqueItems: true });
+/** A device label (`android`, `phone`, `lab-2`): no whitespace or comma, so a list of them fits a query. */
+export const DeviceLabel = Type.String({ minLength: 1, maxLength: LABEL_MAX, pattern: '^[^\\s,]+$' });
+const Labels = Type.Array(DeviceLabel, { maxItems: LABELS_MAX, uniqueItems: true });
 const ShortText = Type.String({ maxLength: NAME_MAX });
 
 export const Device = Type.Object(
@@ -43,7 +44,7 @@ export const listDevices = endpoint({
   tag: 'Devices',
   access: { scope: 'global', role: 'viewer' },
   querystring: Type.Object(
-    { ...PageQuery, status: Type.Optional(DeviceStatus), platform: Type.Optional(Platform), label: Type.Optional(Label) },
+    { ...PageQuery, status: Type.Optional(DeviceStatus), platform: Type.Optional(Platform), label: Type.Optional(DeviceLabel) },
     { additionalProperties: false },
   ),
   responses: { 200: Page(Device) },

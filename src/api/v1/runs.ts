@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
-import { ClientKey, IdempotencyKey, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
+import { ClientKey, IdempotencyKey, LABELS_MAX, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
-import { DeviceId } from './devices.ts';
+import { DeviceId, DeviceLabel } from './devices.ts';
 import { ProjectRef } from './projects.ts';
 import { ResultItems } from './results.ts';
 
@@ -33,6 +33,16 @@ export const CiUrl = Type.String({
     `printable ASCII (percent-encode the rest), at most ${CI_URL_MAX} characters. Shown as a link on its page.`,
 });
 
+/** The name a runner goes by: one line of printable text, e.g. `lab-2-pixel-runner`. */
+export const RunnerName = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: '^[^\\x00-\\x1F\\x7F]+$',
+  description:
+    'The name the runner goes by, at most 128 characters without control characters. Give every runner process its own: ' +
+    'the lease belongs to the name.',
+});
+
 /** `?projectId=` of a list: the project's id or its short key in any case, as in paths. */
 export const ProjectQuery = { ...ProjectRef, description: 'The project: its id, or its short key in any case (`WEB`, `web`).' };
 
@@ -56,6 +66,15 @@ export const TestRun = Type.Object(
     idempotencyKey: Nullable({ ...ClientKey, description: 'The key the run was created with, if any.' }),
     ciUrl: Nullable(CiUrl),
     keep: Type.Boolean({ description: 'Never expired by retention (`PUT /testmgmt/testruns/{testRunId}/keep`).' }),
+    runner: Nullable({
+      ...RunnerName,
+      description: 'The runner that claimed the run and holds its lease (`POST /testmgmt/testruns/claim`); null when none does.',
+    }),
+    leaseExpiresAt: Nullable({
+      ...Timestamp,
+      description:
+        "When the runner's lease ends unless its heartbeat extends it; the run then goes back to the queue. Null without a lease.",
+    }),
   },
   { additionalProperties: false },
 );
@@ -201,5 +220,76 @@ export const keepRun = endpoint({
   access: { scope: 'project', role: 'tester' },
   params: RunParams,
   body: Type.Object({ keep: Type.Boolean() }, { additionalProperties: false }),
+  responses: { 200: TestRun },
+});
+
+/** Most devices one claim may name. */
+export const CLAIM_DEVICES_MAX = 1000;
+/** The bounds and default of a runner's lease, in seconds. */
+export const LEASE_SECONDS_MIN = 5;
+export const LEASE_SECONDS_MAX = 3600;
+export const LEASE_SECONDS_DEFAULT = 300;
+
+const LeaseSeconds = Type.Integer({
+  minimum: LEASE_SECONDS_MIN,
+  maximum: LEASE_SECONDS_MAX,
+  description: `How long the lease lasts from now, in seconds (default ${LEASE_SECONDS_DEFAULT}).`,
+});
+
+export const claimRun = endpoint({
+  operationId: 'claimRun',
+  method: 'POST',
+  path: '/testmgmt/testruns/claim',
+  summary: 'A runner takes the oldest queued run it can serve, under a lease (tester).',
+  description:
+    'Hands the oldest queued run (by creation time) that matches to this caller alone, marks it `running` (`startedAt` ' +
+    'now) and leases it to `runner` until `leaseExpiresAt`, both in the answer. Concurrent claims, through any instance, ' +
+    'never get the same run. **204** when no queued run matches.\n\n' +
+    'A run on a device matches when `deviceIds` names the device, or when the device carries every one of ' +
+    '`deviceLabels`; a run without a device (a job that named none) matches every claim. Runs come from the projects ' +
+    'the caller is a member of (every project for an admin), only from `projectId` when it is given; a project the ' +
+    'caller cannot see is a 404.\n\n' +
+    'The runner keeps its lease with `POST /testmgmt/testruns/{testRunId}/heartbeat` before `leaseExpiresAt`, and ends ' +
+    'it by completing or aborting the run (`PATCH /testmgmt/testruns/{testRunId}`). A lease that expires returns the run ' +
+    'to the queue (`queued`, without runner or `startedAt`) for the next claim, and its job counts it queued again. A ' +
+    'claim is not retried by the client: an answer lost on the way leaves its run leased until the lease expires.',
+  tag: 'Runners',
+  access: { scope: 'project', role: 'tester' },
+  body: Type.Object(
+    {
+      runner: RunnerName,
+      deviceIds: Type.Optional(
+        Type.Array(DeviceId, { maxItems: CLAIM_DEVICES_MAX, uniqueItems: true, description: 'The devices this runner serves.' }),
+      ),
+      deviceLabels: Type.Optional(
+        Type.Array(DeviceLabel, {
+          maxItems: LABELS_MAX,
+          uniqueItems: true,
+          description: 'This runner also serves any device that carries every one of these labels.',
+        }),
+      ),
+      projectId: Type.Optional({ ...Uuid, description: "Only this project's runs." }),
+      leaseSeconds: Type.Optional(LeaseSeconds),
+    },
+    { additionalProperties: false },
+  ),
+  responses: { 200: TestRun, 204: NoContent },
+});
+
+export const heartbeatRun = endpoint({
+  operationId: 'heartbeatRun',
+  method: 'POST',
+  path: '/testmgmt/testruns/{testRunId}/heartbeat',
+  summary: 'A runner extends the lease it holds on a run it claimed (tester).',
+  description:
+    'Sets the lease of `runner` on the run to end `leaseSeconds` from now and answers the run. A repeated heartbeat ' +
+    'does no harm, so the client retries it. 409 `STATE_CONFLICT` when `runner` holds no live lease on the run: it ' +
+    'expired (the run is back in the queue, or about to be), another runner holds it, the run is finished, or it was ' +
+    'never claimed. The runner must then stop working on the run. Results and uploads are authorised by key and ' +
+    'project, not by lease: what a runner still posts after losing its lease is accepted while the run is running.',
+  tag: 'Runners',
+  access: { scope: 'project', role: 'tester' },
+  params: RunParams,
+  body: Type.Object({ runner: RunnerName, leaseSeconds: Type.Optional(LeaseSeconds) }, { additionalProperties: false }),
   responses: { 200: TestRun },
 });

@@ -236,6 +236,84 @@ function projectsCommand(program: Command): void {
     );
 }
 
+interface RunnerOptions extends RemoteOptions {
+  runner: string;
+  lease?: number;
+  json?: boolean;
+}
+
+/** An option that may be given more than once, each time one value or a comma-separated list. */
+const collect = (value: string, previous: string[]) => [...previous, ...value.split(',').filter((item) => item !== '')];
+
+/** The options every runner command takes: its name, and the length of the lease it asks for. */
+const runnerOptions = (command: Command) =>
+  remoteOptions(command)
+    .option(
+      '--runner <name>',
+      'the name this runner goes by; the lease belongs to it (default: the host name)',
+      os.hostname().slice(0, 128),
+    )
+    .option('--lease <seconds>', 'how long the lease lasts from now (server default 300)', wholeNumber(1))
+    .option('--json', 'print JSON');
+
+/**
+ * `attest runner claim` and `attest runner heartbeat`: a runner takes queued runs under a lease
+ * and keeps it (SCALE-6), for runners written as shell scripts.
+ */
+function runnerCommand(program: Command): void {
+  const runner = program.command('runner').description('for runners: take the next queued run under a lease, and keep the lease');
+  runnerOptions(
+    runner
+      .command('claim')
+      .description('take the oldest queued run this runner can serve; prints nothing to claim (null with --json) when none'),
+  )
+    .option('--device <id>', 'a device this runner serves (repeat, or separate with commas)', collect, [])
+    .option(
+      '--label <label>',
+      'serve any device carrying this label, and every other --label (repeat, or separate with commas)',
+      collect,
+      [],
+    )
+    .option('--project <key>', "only this project's runs (id or key)")
+    .action(
+      guarded(async (options: RunnerOptions & { device: string[]; label: string[]; project?: string }) => {
+        const client = remoteClient(options);
+        const projectId = options.project
+          ? (await client.call(v1.projects.getProject, { params: { projectId: options.project } })).id
+          : undefined;
+        const run = await client.claimRun({
+          runner: options.runner,
+          ...(options.device.length > 0 ? { deviceIds: options.device } : {}),
+          ...(options.label.length > 0 ? { deviceLabels: options.label } : {}),
+          ...(projectId ? { projectId } : {}),
+          ...(options.lease ? { leaseSeconds: options.lease } : {}),
+        });
+        if (!run) {
+          report(options.json, null, 'nothing to claim: no queued run matches');
+          return;
+        }
+        const lines = [
+          `claimed ${run.id}: ${run.name}`,
+          `  project ${run.projectId} · device ${run.deviceId ?? '-'} · job ${run.jobId ?? '-'}`,
+          `  leased to ${run.runner} until ${run.leaseExpiresAt}: attest runner heartbeat ${run.id} --runner ${JSON.stringify(run.runner)} keeps it`,
+        ];
+        report(options.json, run, lines.join('\n'));
+      }),
+    );
+  runnerOptions(
+    runner.command('heartbeat').description("extend this runner's lease on a run it claimed").argument('<testRunId>', 'the run'),
+  ).action(
+    guarded(async (testRunId: string, options: RunnerOptions) => {
+      const client = remoteClient(options);
+      const run = await client.heartbeatRun(testRunId, {
+        runner: options.runner,
+        ...(options.lease ? { leaseSeconds: options.lease } : {}),
+      });
+      report(options.json, run, `lease of ${run.runner} on ${run.id} extended until ${run.leaseExpiresAt}`);
+    }),
+  );
+}
+
 /**
  * `attest password`: sets the password the web interface signs in with (yours, or with --user
  * another user's, as an admin), read from stdin so it never sits in a shell history.
@@ -267,4 +345,5 @@ export function remoteCommands(program: Command): void {
   keysCommand(program);
   runsCommand(program);
   projectsCommand(program);
+  runnerCommand(program);
 }

@@ -162,7 +162,9 @@ export interface TestRunsTable {
   started_at: string | null;
   finished_at: string | null;
   created_by: string | null;
+  /** The runner that claimed the run and holds its lease (SCALE-6; indexes: migration 0014). */
   lease_owner: string | null;
+  /** When that lease ends unless renewed; null once the run is finished or back in the queue. */
   lease_expires_at: string | null;
   idempotency_key: string | null;
   idempotency_fingerprint: string | null;

@@ -3,6 +3,10 @@ import fp from 'fastify-plugin';
 import { type AppContext, refreshLegacyKeyDigests } from '../context.ts';
 import { collectGarbage } from '../services/maintenance.ts';
 import { sweepRetention } from '../services/retention.ts';
+import { requeueExpiredRuns } from '../services/run-claims.ts';
+
+/** How often each instance returns runs whose runner lease expired to the queue (SCALE-6). */
+const LEASE_SWEEP_MS = 10_000;
 
 /**
  * The server's upkeep. Blob garbage collection every `gcIntervalMinutes` (DUR-10) and the retention
@@ -10,7 +14,10 @@ import { sweepRetention } from '../services/retention.ts';
  * the instances on one database, one at a time runs each, and the period counts from the end of
  * its last run wherever that was (0: never). Garbage collection then frees what the sweep deleted.
  * The old-format key digests the request log masks by (SEC-2a) are this process's memory, so each
- * instance reads them again every minute on a timer of its own.
+ * instance reads them again every minute on a timer of its own. Runs whose runner lease expired go
+ * back to the queue every 10 seconds on a timer of each instance too (SCALE-6; claims also do it
+ * before they pick): a read when no lease expired, one conditional UPDATE when one did, safe
+ * on every instance at once, where a periodic task would write its schedule every 10 seconds.
  */
 export const upkeepPlugin = fp(
   async (app: FastifyInstance, { ctx }: { ctx: AppContext }) => {
@@ -27,7 +34,17 @@ export const upkeepPlugin = fp(
       refreshLegacyKeyDigests(ctx).catch((error: unknown) => ctx.log.error({ err: error }, 'reading the old-format key digests failed'));
     }, 60_000);
     refresh.unref();
-    app.addHook('onClose', async () => clearInterval(refresh));
+    const sweep = setInterval(() => {
+      if (ctx.readiness() !== 'ready') return;
+      requeueExpiredRuns(ctx).catch((error: unknown) =>
+        ctx.log.error({ err: error }, 'returning runs with expired leases to the queue failed'),
+      );
+    }, LEASE_SWEEP_MS);
+    sweep.unref();
+    app.addHook('onClose', async () => {
+      clearInterval(refresh);
+      clearInterval(sweep);
+    });
   },
   { name: 'attest-upkeep' },
 );

@@ -22,5 +22,7 @@ export function presentRun(row: TestRunsTable): Static<typeof TestRun> {
     idempotencyKey: row.idempotency_key,
     ciUrl: row.ci_url,
     keep: row.keep === 1,
+    runner: row.lease_owner,
+    leaseExpiresAt: row.lease_expires_at,
   };
 }

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { chunk, IN_LIST_SIZE, insertRows } from '../chunks.ts';
 import { compiledOnce } from '../compiled-once.ts';
 import { dialectOf } from '../dialect.ts';
@@ -119,6 +120,105 @@ export async function abortQueuedRunsOfJob(executor: Executor, jobId: string, no
     .where('job_id', '=', jobId)
     .where('status', '=', 'queued')
     .execute();
+}
+
+/** What a runner's claim may take, and the lease it takes it under (SCALE-6). */
+export interface RunClaim {
+  runner: string;
+  /** The projects to take from: `all`, or these (never empty). */
+  projectIds: 'all' | readonly string[];
+  deviceIds: readonly string[];
+  /** A device carrying every one of these matches too. */
+  deviceLabels: readonly string[];
+  now: string;
+  leaseExpiresAt: string;
+}
+
+/**
+ * Marks the oldest queued run the claim matches `running` under the runner's lease, and answers
+ * it; undefined when none matches. One statement: on PostgreSQL its pick locks the row and skips
+ * rows another claim holds (`FOR UPDATE SKIP LOCKED`), so concurrent claims, from any instance,
+ * never take one run twice and never wait on each other; on SQLite the single writer runs it whole.
+ * A run without a device matches every claim.
+ */
+export async function claimOldestQueuedRun(executor: Executor, claim: RunClaim): Promise<TestRunsTable | undefined> {
+  let pick = executor
+    .selectFrom('test_runs')
+    .select('id')
+    // A literal, for the partial index test_runs_claim (migration 0014).
+    .where('status', '=', sql.lit('queued'))
+    .where((eb) => {
+      const devices = [eb('device_id', 'is', null)];
+      if (claim.deviceIds.length > 0) devices.push(eb('device_id', 'in', claim.deviceIds));
+      if (claim.deviceLabels.length > 0) {
+        // Label rows are unique per device (their primary key), so carrying all is a count.
+        const carriers = eb
+          .selectFrom('device_labels')
+          .select('device_labels.device_id')
+          .where('device_labels.label', 'in', claim.deviceLabels)
+          .groupBy('device_labels.device_id')
+          .having((h) => h.fn.countAll(), '=', claim.deviceLabels.length);
+        devices.push(eb('device_id', 'in', carriers));
+      }
+      return eb.or(devices);
+    })
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(1);
+  if (claim.projectIds !== 'all') pick = pick.where('project_id', 'in', claim.projectIds);
+  if (dialectOf(executor) === 'postgres') pick = pick.forUpdate().skipLocked();
+  return executor
+    .updateTable('test_runs')
+    .set({ status: 'running', started_at: claim.now, lease_owner: claim.runner, lease_expires_at: claim.leaseExpiresAt })
+    .where('id', '=', pick)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/**
+ * Moves the lease `runner` holds on a running run to end at `leaseExpiresAt`, only while it is
+ * still live at `now`; answers the run, or undefined when the runner holds no live lease on it.
+ */
+export async function renewRunLease(
+  executor: Executor,
+  runId: string,
+  lease: { runner: string; now: string; leaseExpiresAt: string },
+): Promise<TestRunsTable | undefined> {
+  return executor
+    .updateTable('test_runs')
+    .set({ lease_expires_at: lease.leaseExpiresAt })
+    .where('id', '=', runId)
+    .where('status', '=', 'running')
+    .where('lease_owner', '=', lease.runner)
+    .where('lease_expires_at', '>', lease.now)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/**
+ * Returns the running runs whose lease ended by `now` to the queue: `queued`, with no runner,
+ * lease or start time, as before their claim. Answers their ids. Each row is changed only while it
+ * is still expired, so a heartbeat that got there first is never undone.
+ */
+export async function requeueExpiredLeases(executor: Executor, now: string): Promise<string[]> {
+  // Looked for first: every claim and every instance's sweep asks, nearly always finding nothing,
+  // and a read neither takes SQLite's write lock nor counts as a commit to sync.
+  const expired = await executor
+    .selectFrom('test_runs')
+    .select('id')
+    .where('status', '=', 'running')
+    .where('lease_expires_at', '<=', now)
+    .limit(1)
+    .executeTakeFirst();
+  if (!expired) return [];
+  const rows = await executor
+    .updateTable('test_runs')
+    .set({ status: 'queued', started_at: null, lease_owner: null, lease_expires_at: null })
+    .where('status', '=', 'running')
+    .where('lease_expires_at', '<=', now)
+    .returning('id')
+    .execute();
+  return rows.map((row) => row.id);
 }
 
 export interface RunFilter {

@@ -169,12 +169,17 @@ export const RUN: Static<typeof TestRun> = {
   idempotencyKey: 'ci-4512-login-R58M123ABC',
   ciUrl: CI_URL,
   keep: false,
+  runner: null,
+  leaseExpiresAt: null,
 };
 
 /** The same run while it is under way. */
 export const RUNNING_RUN: Static<typeof TestRun> = { ...RUN, status: 'running', verdict: null, finishedAt: null };
 
-/** A run of the job, still running on the iPhone. */
+/** The runner attached to the lab's iPhones, which claims their queued runs. */
+export const RUNNER = 'lab-2-iphone-runner';
+
+/** A run of the job, claimed by the lab's runner and still running on the iPhone. */
 export const JOB_RUN: Static<typeof TestRun> = {
   id: IDS.jobRun,
   projectId: IDS.project,
@@ -191,6 +196,8 @@ export const JOB_RUN: Static<typeof TestRun> = {
   idempotencyKey: null,
   ciUrl: CI_URL,
   keep: false,
+  runner: RUNNER,
+  leaseExpiresAt: '2026-03-02T09:18:05.006Z',
 };
 
 export const SCREENSHOT_IMAGE: Static<typeof ArtifactImage> = {

@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import { cancelJob, completeJob, createJob, exportJob, getJob, type Job, listJobs } from '../../../api/v1/jobs.ts';
 import { appendResults, exportRun, getResults, type XrayExecution } from '../../../api/v1/results.ts';
-import { createRun, getRun, keepRun, listRuns, updateRun } from '../../../api/v1/runs.ts';
+import { claimRun, createRun, getRun, heartbeatRun, keepRun, listRuns, updateRun } from '../../../api/v1/runs.ts';
 import { createTest, getTest, getTestHistory, listTests } from '../../../api/v1/tests.ts';
 import {
   CHECKOUT_FEATURE,
@@ -13,6 +13,7 @@ import {
   LOGIN_TEST,
   RUN,
   RUN_LABELS,
+  RUNNER,
   RUNNING_RUN,
   TESTER_EMAIL,
 } from './samples.ts';
@@ -161,6 +162,15 @@ export const testingExamples = [
   examplesOf(getRun, { responses: { 200: RUN } }),
   examplesOf(updateRun, { request: { status: 'completed', verdict: 'passed' }, responses: { 200: RUN } }),
   examplesOf(keepRun, { request: { keep: true }, responses: { 200: { ...RUN, keep: true } } }),
+  examplesOf(claimRun, {
+    request: { runner: RUNNER, deviceLabels: ['ios', 'lab-2'], projectId: IDS.project, leaseSeconds: 300 },
+    responses: { 200: JOB_RUN },
+  }),
+  // Two minutes into the run, the runner extends its lease to five minutes from now.
+  examplesOf(heartbeatRun, {
+    request: { runner: RUNNER, leaseSeconds: 300 },
+    responses: { 200: { ...JOB_RUN, leaseExpiresAt: '2026-03-02T09:20:05.006Z' } },
+  }),
   examplesOf(appendResults, {
     request: {
       idempotencyKey: 'ci-4512-login-results-1',

@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { presentRun } from '../../presenters/runs.ts';
 import { deleteRun } from '../../services/deletions.ts';
 import { keepRun } from '../../services/retention.ts';
+import { claimRun, heartbeatRun } from '../../services/run-claims.ts';
 import { changeRunStatus, createRun, getRun, listRuns } from '../../services/runs.ts';
 import { listedRunsProject, namedProject, runOwner } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
@@ -48,6 +49,19 @@ export function runRoutes(ctx: AppContext) {
     route(api.updateRun, {
       owner: (request) => runOwner(ctx, request),
       handler: async (request) => presentRun(await changeRunStatus(ctx, request.params.testRunId, request.body)),
+    }),
+
+    // No owner: a claim spans the caller's projects, and the query itself is scoped to them (SEC-1a).
+    route(api.claimRun, {
+      handler: async (request, reply) => {
+        const run = await claimRun(ctx, request.body, request.principal.projects);
+        return run ? presentRun(run) : reply.code(204).send();
+      },
+    }),
+
+    route(api.heartbeatRun, {
+      owner: (request) => runOwner(ctx, request),
+      handler: async (request) => presentRun(await heartbeatRun(ctx, request.params.testRunId, request.body)),
     }),
   ];
 }
