@@ -54,7 +54,7 @@ async function answerOf(url: string, headers: Record<string, string>): Promise<{
 }
 
 /** A/B interleaved wrk runs of two URLs; medians of requests/s. */
-async function interleaved(
+export async function interleaved(
   settings: Settings,
   a: { url: string; headers?: Record<string, string>; pid: number },
   b: { url: string; headers?: Record<string, string>; pid: number },
@@ -76,7 +76,7 @@ async function interleaved(
   return { a: samplesA, b: samplesB, p99: median(latency), cpuUs: median(cpu) };
 }
 
-const readFigure = (
+export const readFigure = (
   id: string,
   title: string,
   dialect: Figure['dialect'],

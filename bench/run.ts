@@ -1,4 +1,4 @@
-// `npm run bench` (add `-- --quick` for about a minute): issue 8's figures F1–F6, issue 9's F7 and issue 10's F8, each against a
+// `npm run bench` (add `-- --quick` for about a minute): issue 8's figures F1–F6, issue 9's F7, issue 10's F8 and issue 29's F9, each against a
 // baseline measured in the same run, written to bench/results/ and docs/performance.md.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -14,6 +14,7 @@ import { send } from './http-client.ts';
 import { importFigures } from './import.ts';
 import { answers, freePort, hasCommand, median, onExit, PINNED, pinSelf, rssMb, sleep, startPinned } from './lib.ts';
 import { type Figure, judge, markdown, write } from './report.ts';
+import { s3Figures } from './s3.ts';
 
 const quick = process.argv.includes('--quick');
 // `--only F1,F3`: just those figures, printed and not written (a partial table would replace the full one).
@@ -27,7 +28,7 @@ if (!hasCommand('wrk')) {
   process.exit(1);
 }
 pinSelf();
-const STEPS = 13;
+const STEPS = 16;
 const bar = new cliProgress.SingleBar(
   { format: 'bench [{bar}] {value}/{total} {step}', hideCursor: true },
   cliProgress.Presets.shades_classic,
@@ -75,6 +76,9 @@ if (wants('F8')) figures.push(...(await importFigures(sqlite, settings)));
 settings.step('F6 200 MB upload');
 if (wants('F6')) await largeUpload();
 await sqlite.stop();
+
+// The S3 blob store beside the disk store: servers of their own, one bucket of s3rver.
+if (wants('F9')) figures.push(...(await s3Figures(settings, temp)));
 
 settings.step('F6 start-up with 10,000 runs');
 if (wants('F6')) figures.push(...(await startupFigures()));
