@@ -5,6 +5,7 @@ import { DIALECTS } from '../helpers/dialects.ts';
 import { type TestUser, twoProjects, unique } from '../helpers/factories.ts';
 import { jsonHeaders, rawRequest } from '../helpers/http.ts';
 import { apng, randomGif } from '../helpers/png.ts';
+import { blobEnv } from '../helpers/s3.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { upload } from '../helpers/uploads.ts';
 
@@ -18,7 +19,8 @@ for (const dialect of DIALECTS) {
     let tester: TestUser;
 
     before(async () => {
-      server = await startTestServer(dialect);
+      // On PostgreSQL the blobs go to an S3-compatible bucket (SCALE-1); on SQLite to the data folder.
+      server = await startTestServer(dialect, await blobEnv(dialect));
       ({ projectA, tester } = await twoProjects(server));
     });
     after(() => server.close());

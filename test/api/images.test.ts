@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { v1 } from '../../src/client/index.ts';
-import { blobFile, sha256 } from '../helpers/blob-files.ts';
+import { sha256 } from '../helpers/blob-files.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser } from '../helpers/factories.ts';
 import { randomGif, randomPng } from '../helpers/png.ts';
 import { startRun } from '../helpers/records.ts';
+import { blobEnv, tamperWithBlob } from '../helpers/s3.ts';
 import { databaseSettled, startTestServer, type TestServer } from '../helpers/server.ts';
 import { upload } from '../helpers/uploads.ts';
 
@@ -31,7 +31,8 @@ for (const dialect of DIALECTS) {
     let runId: string;
 
     before(async () => {
-      server = await startTestServer(dialect);
+      // On PostgreSQL the blobs go to an S3-compatible bucket (SCALE-1); on SQLite to the data folder.
+      server = await startTestServer(dialect, await blobEnv(dialect));
       projectId = (await createProject(server)).id;
       otherProjectId = (await createProject(server)).id;
       tester = await createUser(server, ['tester'], { projects: [projectId] });
@@ -92,10 +93,8 @@ for (const dialect of DIALECTS) {
       const before = hot.size.entries;
       const fromDisk = await get(imageId, viewer.key);
       assert.equal(hot.size.entries, before + 1, 'the first read keeps the bytes');
-      // Gone from the disk: only the kept bytes can answer now.
-      const file = blobFile(server.dataDir, sha256(png));
-      assert.ok(fs.existsSync(file), file);
-      fs.renameSync(file, `${file}.away`);
+      // Gone from the store: only the kept bytes can answer now.
+      await tamperWithBlob(server, sha256(png));
       try {
         const fromMemory = await get(imageId, viewer.key);
         assert.equal(fromMemory.status, 200);
@@ -106,7 +105,7 @@ for (const dialect of DIALECTS) {
         // Access is still checked first.
         assert.equal((await get(imageId, outsider.key)).status, 404);
       } finally {
-        fs.renameSync(`${file}.away`, file);
+        await tamperWithBlob(server, sha256(png), png);
       }
       assert.ok(hot.size.bytes <= server.config.imageCacheBytes);
     });
@@ -287,9 +286,7 @@ for (const dialect of DIALECTS) {
       const idat = broken.indexOf('IDAT');
       broken.fill(0x55, idat + 6, broken.length - 20);
       const imageId = await screenshot(png);
-      const file = blobFile(server.dataDir, sha256(png));
-      fs.chmodSync(file, 0o644);
-      fs.writeFileSync(file, broken);
+      await tamperWithBlob(server, sha256(png), broken);
       const raw = await get(imageId, viewer.key, {}, '?thumbnail=true');
       assert.equal(raw.status, 200);
       assert.equal(raw.headers['content-type'], 'image/png');

@@ -6,6 +6,7 @@ import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
 import { completeRun, startRun } from '../helpers/records.ts';
+import { blobEnv } from '../helpers/s3.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { upload } from '../helpers/uploads.ts';
 
@@ -67,7 +68,8 @@ for (const dialect of DIALECTS) {
     const stepTitles: Record<string, string> = { open: 'Open the shop', login: 'Log in', pay: 'Pay', receipt: 'Check the receipt' };
 
     before(async () => {
-      server = await startTestServer(dialect);
+      // On PostgreSQL the blobs go to an S3-compatible bucket (SCALE-1); on SQLite to the data folder.
+      server = await startTestServer(dialect, await blobEnv(dialect));
       projectId = (await createProject(server, 'Shop')).id;
       const reporter = await createUser(server, ['tester'], { projects: [projectId] });
       reader = await createUser(server, ['viewer'], { projects: [projectId] });

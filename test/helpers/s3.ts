@@ -8,8 +8,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { CreateBucketCommand, paginateListObjectsV2, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, DeleteObjectCommand, PutObjectCommand, paginateListObjectsV2, S3Client } from '@aws-sdk/client-s3';
+import { parseBlobUrl } from '../../src/server/blob/create-blob-store.ts';
 import type { Dialect } from '../../src/server/db/types.ts';
+import { blobFile } from './blob-files.ts';
+import type { TestServer } from './server.ts';
+import { filesUnder } from './uploads.ts';
 
 /**
  * s3rver's one account. Attest takes credentials from the SDK's default chain only, so the test
@@ -223,4 +227,48 @@ export async function faultyProxy(target: string): Promise<FaultyProxy> {
       await closing;
     },
   };
+}
+
+/**
+ * What unfinished uploads left behind in a test server's blob store: the temp files of its data
+ * folder, or the temp objects under its bucket's prefix. Empty after every upload, refused or not.
+ */
+export async function leftoverUploads(server: Pick<TestServer, 'config' | 'dataDir'>): Promise<string[]> {
+  const { blobUrl, s3Endpoint } = server.config;
+  if (!blobUrl) return filesUnder(path.join(server.dataDir, 'tmp'));
+  const { bucket, prefix } = parseBlobUrl(blobUrl);
+  const client = new S3Client({ endpoint: s3Endpoint, region: 'us-east-1', forcePathStyle: true, maxAttempts: 1 });
+  try {
+    const keys: string[] = [];
+    for await (const page of paginateListObjectsV2({ client }, { Bucket: bucket, Prefix: `${prefix ? `${prefix}/` : ''}tmp/` })) {
+      for (const object of page.Contents ?? []) if (object.Key) keys.push(object.Key);
+    }
+    return keys;
+  } finally {
+    client.destroy();
+  }
+}
+
+/**
+ * Changes what a test server stores under `sha` behind its back, in its data folder or its bucket:
+ * `bytes` replace the blob's (a damaged copy), none remove it. For tests of what the server does then.
+ */
+export async function tamperWithBlob(server: Pick<TestServer, 'config' | 'dataDir'>, sha: string, bytes?: Buffer): Promise<void> {
+  const { blobUrl, s3Endpoint } = server.config;
+  if (!blobUrl) {
+    const file = blobFile(server.dataDir, sha);
+    if (bytes) fs.writeFileSync(file, bytes);
+    else fs.rmSync(file);
+    return;
+  }
+  const { bucket, prefix } = parseBlobUrl(blobUrl);
+  const key = `${prefix ? `${prefix}/` : ''}blobs/${sha.slice(0, 2)}/${sha.slice(2, 4)}/${sha}`;
+  const client = new S3Client({ endpoint: s3Endpoint, region: 'us-east-1', forcePathStyle: true, maxAttempts: 1 });
+  try {
+    await client.send(
+      bytes ? new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes }) : new DeleteObjectCommand({ Bucket: bucket, Key: key }),
+    );
+  } finally {
+    client.destroy();
+  }
 }

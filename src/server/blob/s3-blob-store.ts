@@ -11,7 +11,7 @@ import {
   type ListMultipartUploadsCommandOutput,
   PutObjectCommand,
   paginateListObjectsV2,
-  S3Client,
+  type S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
@@ -25,19 +25,12 @@ import {
   isBlobKey,
   type StoredBlob,
 } from './blob-store.ts';
+import { createS3Client, exactly, isMissing, type S3ClientOptions, s3Failure } from './s3-client.ts';
 
-export interface S3BlobStoreOptions {
+export interface S3BlobStoreOptions extends S3ClientOptions {
   bucket: string;
   /** The key prefix everything goes under, without a trailing slash; '' for the bucket's root. */
   prefix: string;
-  /** An S3-compatible server (`ATTEST_S3_ENDPOINT`); AWS itself when undefined. */
-  endpoint: string | undefined;
-  region: string;
-  forcePathStyle: boolean;
-  /** Longest wait to connect, for one request's answer, and for a transfer that stalls (`ATTEST_S3_TIMEOUT_MS`). */
-  timeoutMs: number;
-  /** Attempts per request, with exponential backoff and jitter on 5xx, throttling and network errors (`ATTEST_S3_MAX_ATTEMPTS`). */
-  maxAttempts: number;
   /** How old an unfinished upload must be before `recover` removes it: garbage collection's grace period. */
   staleUploadMs: number;
   /** The fence against garbage collection; one process's `BlobHolds` unless instances share a database fence (SCALE-2). */
@@ -59,19 +52,6 @@ const UPLOAD_QUEUE = 4;
 
 /** The digest of a blob key below the `blobs/` prefix: `aa/bb/<sha256>`, shards matching the digest. */
 const SHARDED_DIGEST = /^([0-9a-f]{2})\/([0-9a-f]{2})\/(\1\2[0-9a-f]{60})$/;
-
-/** Whether an S3 error says the object is not there (as opposed to the store failing). */
-function isMissing(error: unknown): boolean {
-  return error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404 && error.name !== 'NoSuchBucket';
-}
-
-/** Any failure of the store (network, timeout, 5xx after the retries, throttling, refused credentials) as a BlobStorageError. */
-function s3Failure(operation: string, error: unknown): BlobStorageError {
-  if (error instanceof BlobStorageError) return error;
-  const status = error instanceof S3ServiceException ? ` ${error.$metadata.httpStatusCode ?? ''}` : '';
-  const name = (error as { code?: string; name?: string } | undefined)?.code ?? (error as Error | undefined)?.name ?? 'unknown error';
-  return new BlobStorageError('io', `blob store: S3 ${operation} failed (${name}${status.trimEnd()})`, { cause: error });
-}
 
 /**
  * Content-addressed blobs in an S3-compatible bucket, under an optional prefix:
@@ -106,23 +86,7 @@ export class S3BlobStore implements BlobStore {
     this.staleUploadMs = options.staleUploadMs;
     this.bufferBytes = options.bufferBytes ?? BUFFER_BYTES;
     this.listPageSize = options.listPageSize ?? 1000;
-    this.client = new S3Client({
-      region: options.region,
-      endpoint: options.endpoint,
-      forcePathStyle: options.forcePathStyle,
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-      retryMode: 'standard',
-      maxAttempts: options.maxAttempts,
-      // The Node handler's own options (the SDK builds its NodeHttpHandler from them): a refused or
-      // silent store fails each attempt within the timeout instead of hanging the request.
-      requestHandler: {
-        connectionTimeout: options.timeoutMs,
-        requestTimeout: options.timeoutMs,
-        throwOnRequestTimeout: true,
-        socketTimeout: options.timeoutMs,
-      },
-    });
+    this.client = createS3Client(options);
   }
 
   /** The object key of a blob. Only well-formed digests map to a key, so no key escapes `blobs/`. */
@@ -396,28 +360,4 @@ export class S3BlobStore implements BlobStore {
       throw s3Failure(operation, error);
     }
   }
-}
-
-/**
- * `length` bytes of an object's answer, from `skip` on, failing with a
- * BlobStorageError when the transfer breaks or ends short, so a download is cut off rather than
- * completed short (SEC-10a). The answer is dropped once the bytes asked for are through.
- */
-async function* exactly(body: Readable, skip: number, length: number): AsyncGenerator<Buffer> {
-  let at = 0;
-  const end = skip + length;
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      const from = Math.max(skip - at, 0);
-      const to = Math.min(end - at, chunk.length);
-      at += chunk.length;
-      if (to > from) yield from === 0 && to === chunk.length ? chunk : chunk.subarray(from, to);
-      if (at >= end) break;
-    }
-  } catch (error) {
-    throw s3Failure('GetObject', error);
-  } finally {
-    body.destroy();
-  }
-  if (at < end) throw new BlobStorageError('io', `blob store: S3 GetObject ended after ${at - skip} of ${length} bytes`);
 }

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { ErrorObject } from 'ajv';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { BlobStorageError } from '../blob/blob-store.ts';
 import { AppError, ERRORS, type ErrorCode, type FieldError } from '../errors.ts';
 import {
   answerUnderWay,
@@ -63,6 +64,12 @@ function payloadTooLarge(request: FastifyRequest, code: string | undefined): App
 /** Maps any thrown error onto the problem catalogue; unknown errors are logged and become a bare 500. */
 export function classifyError(error: FastifyError | AppError | Error, request: FastifyRequest): AppError {
   if (error instanceof AppError) return error;
+  // The blob store failed while reading (a download, an image, a thumbnail): the store is down or
+  // slow, not the request wrong. Uploads map their own (services/evidence-writer.ts uploadFailure).
+  if (error instanceof BlobStorageError) {
+    request.log.error({ err: error }, 'the blob store failed');
+    return new AppError('UNAVAILABLE', 'The storage is not reachable right now; retry later.', { headers: { 'retry-after': '5' } });
+  }
   const e = error as FastifyError;
   if (e.validation) {
     const errors = fieldErrors(e);

@@ -1,5 +1,5 @@
 import { buffer } from 'node:stream/consumers';
-import type { BlobDownload, BlobInfo } from '../blob/blob-store.ts';
+import { type BlobDownload, type BlobInfo, BlobStorageError } from '../blob/blob-store.ts';
 import type { ServiceContext } from '../context.ts';
 import { setImageThumbnail } from '../db/repositories/artifacts.ts';
 import type { ImagesTable } from '../db/types.ts';
@@ -49,7 +49,8 @@ export async function thumbnailDownload(ctx: ServiceContext, row: ImagesTable | 
       caching: 'immutable',
     };
   } catch (error) {
-    if (error instanceof AppError && error.code === 'UNAVAILABLE') throw error;
+    // A full queue, or a store that is down (which the original would meet too): 503, not the original.
+    if ((error instanceof AppError && error.code === 'UNAVAILABLE') || error instanceof BlobStorageError) throw error;
     ctx.log.warn({ err: error, imageId: image.id }, 'thumbnail could not be made; sending the original');
     return { ...originalDownload(image), caching: 'no-store', headers: { 'x-attest-thumbnail': 'unavailable' } };
   }
