@@ -114,16 +114,14 @@ export interface TaskRunnerOptions {
   pollMs: number;
   /** The other instances' runners, told of new tasks (none on SQLite). */
   peers?: TaskPeers;
-  /** Claims a task may take before it is given up (a task that keeps failing or killing its instance). */
+  /** Claims a task may take before it is given up (a task that keeps failing or killing its instance); 5. */
   maxAttempts?: number;
-  /** The first retry's delay after a failure; doubled for each further attempt, up to an hour. */
+  /** The first retry's delay after a failure (30 s), doubled for each further attempt, up to an hour. */
   retryMs?: number;
   /** Wall-clock time: leases are between processes, never on a test's moved clock. */
   now?: () => number;
 }
 
-const DEFAULT_MAX_ATTEMPTS = 5;
-const DEFAULT_RETRY_MS = 30_000;
 const MAX_RETRY_MS = 3_600_000;
 /** The longest an idle runner sleeps on a queue nobody else writes to (a timer's limit is 2^31 ms). */
 const MAX_SLEEP_MS = 3_600_000;
@@ -139,12 +137,12 @@ export class TaskRunner {
   readonly instanceId = randomUUID();
   private readonly store: TaskStore;
   private readonly log: TaskLog;
+  private readonly peers: TaskPeers | undefined;
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private readonly maxAttempts: number;
   private readonly retryMs: number;
   private readonly now: () => number;
-  private readonly peers: TaskPeers | undefined;
   private readonly kinds = new Map<string, Registration>();
   private readonly switchedOff = new Set<string>();
   private loop: Promise<void> | undefined;
@@ -159,14 +157,8 @@ export class TaskRunner {
   private current: { abort: AbortController } | undefined;
 
   constructor(options: TaskRunnerOptions) {
-    this.store = options.store;
-    this.log = options.log;
-    this.leaseMs = options.leaseMs;
-    this.pollMs = options.pollMs;
-    this.maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-    this.retryMs = options.retryMs ?? DEFAULT_RETRY_MS;
-    this.now = options.now ?? Date.now;
-    this.peers = options.peers;
+    ({ store: this.store, log: this.log, peers: this.peers, leaseMs: this.leaseMs, pollMs: this.pollMs } = options);
+    ({ maxAttempts: this.maxAttempts = 5, retryMs: this.retryMs = 30_000, now: this.now = Date.now } = options);
     this.peers?.listen(() => this.wake());
   }
 
@@ -242,11 +234,6 @@ export class TaskRunner {
       if (next === undefined || next.getTime() > this.now()) return;
       this.wake();
     }
-  }
-
-  /** Whether `stop()` was called: handlers stop at their next safe point. */
-  get stopping(): boolean {
-    return this.stopped;
   }
 
   /** Runs no more tasks; the running one is told to stop (its lease then ends) and waited for. */
@@ -348,43 +335,27 @@ export class TaskRunner {
       this.current = undefined;
     }
     if (outcome.ok) await this.succeeded(task, registration);
-    else if (outcome.error instanceof TaskInterrupted) {
-      // Not the task's fault: this claim does not count, and the task is due again at once.
-      const next = { runAt: new Date(this.now()), attempts: task.attempts - 1, lastError: task.lastError };
-      await this.store.release(task.id, this.instanceId, next);
-    } else await this.failed(task, registration, outcome.error);
+    // Interrupted is not the task's fault: this claim does not count, and the task is due again at once.
+    else if (outcome.error instanceof TaskInterrupted) await this.release(task, 0, task.attempts - 1, task.lastError);
+    else await this.failed(task, registration, outcome.error);
+  }
+
+  /** Ends the lease: the task is due again in `afterMs`. */
+  private release(task: Task, afterMs: number, attempts: number, lastError: string | null): Promise<void> {
+    return this.store.release(task.id, this.instanceId, { runAt: new Date(this.now() + afterMs), attempts, lastError });
   }
 
   private async succeeded(task: Task, registration: Registration): Promise<void> {
-    if (registration.everyMs === undefined) return this.store.finish(task.id, this.instanceId);
-    await this.store.release(task.id, this.instanceId, {
-      runAt: new Date(this.now() + registration.everyMs),
-      attempts: 0,
-      lastError: null,
-    });
+    if (registration.everyMs === undefined) await this.store.finish(task.id, this.instanceId);
+    else await this.release(task, registration.everyMs, 0, null);
   }
 
   private async failed(task: Task, registration: Registration, error: unknown): Promise<void> {
     const message = error instanceof Error ? error.message : String(error);
     this.log.error({ err: error, task: task.key, attempts: task.attempts }, `background task ${task.kind} failed`);
-    if (registration.everyMs !== undefined) {
-      await this.store.release(task.id, this.instanceId, {
-        runAt: new Date(this.now() + registration.everyMs),
-        attempts: 0,
-        lastError: message,
-      });
-      return;
-    }
-    if (task.attempts >= this.maxAttempts) {
-      await this.giveUp({ ...task, lastError: message }, registration);
-      return;
-    }
-    const delay = Math.min(this.retryMs * 2 ** (task.attempts - 1), MAX_RETRY_MS);
-    await this.store.release(task.id, this.instanceId, {
-      runAt: new Date(this.now() + delay),
-      attempts: task.attempts,
-      lastError: message,
-    });
+    if (registration.everyMs !== undefined) await this.release(task, registration.everyMs, 0, message);
+    else if (task.attempts >= this.maxAttempts) await this.giveUp({ ...task, lastError: message }, registration);
+    else await this.release(task, Math.min(this.retryMs * 2 ** (task.attempts - 1), MAX_RETRY_MS), task.attempts, message);
   }
 
   private async giveUp(task: Task, registration: Registration): Promise<void> {

@@ -132,8 +132,7 @@ for (const dialect of DIALECTS) {
         if (!held.stillHeld()) throw new TaskInterrupted();
       });
       runner.start();
-      await add(kind, `${kind}:long`);
-      runner.wake();
+      await runner.enqueue({ kind, key: `${kind}:long` });
       await waitFor(() => lease);
       // Deliberate: five lease lengths, in which no other claimer may take the task.
       const until = Date.now() + 1500;
@@ -170,8 +169,7 @@ for (const dialect of DIALECTS) {
         throw new TaskInterrupted();
       });
       runner.start();
-      await add(kind, `${kind}:x`);
-      runner.wake();
+      await runner.enqueue({ kind, key: `${kind}:x` });
       await waitFor(() => started);
       await runner.stop();
       const row = await findTaskByKey(db, `${kind}:x`);
@@ -222,8 +220,7 @@ for (const dialect of DIALECTS) {
         { gaveUp: async (task) => void gaveUp.push(task) },
       );
       runner.start();
-      await add(kind, `${kind}:x`);
-      runner.wake();
+      await runner.enqueue({ kind, key: `${kind}:x` });
       await waitFor(async () => calls.length === 1 && (await findTaskByKey(db, `${kind}:x`))?.lease_owner === null);
       const first = await findTaskByKey(db, `${kind}:x`);
       assert.equal(first?.last_error, 'failure 1');

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AppContext } from '../context.ts';
-import { handleImportTasks } from '../services/imports.ts';
+import { handleImportTasks } from '../services/import-tasks.ts';
 
 /**
  * Imports in the background (IMP-4) and the background task runner itself (SCALE-5): the writing

@@ -3,7 +3,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Static } from 'typebox';
 import type { ImportRecord } from '../../api/v1/imports.ts';
 import type { ImportedCase, ImportedStep } from '../../import/model.ts';
-import { type Lease, type Task, TaskInterrupted } from '../background.ts';
+import { type Lease, TaskInterrupted } from '../background.ts';
 import type { ServiceContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
@@ -22,7 +22,7 @@ import { inTransaction } from '../db/repositories/transaction.ts';
 import type { ImportsTable } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
 import { canonicalJson } from './fingerprint.ts';
-import { checkAndStoreUpload, type ImportOptionsInput, type ImportUpload, type ReadUpload, readUpload } from './import-reading.ts';
+import { checkAndStoreUpload, type ImportOptionsInput, type ImportUpload, type ReadUpload } from './import-reading.ts';
 import { type ImportTarget, type PlacedCase, writeCases } from './import-writer.ts';
 import type { JobRequest } from './jobs.ts';
 import { ensureTestsByFullName } from './tests.ts';
@@ -35,7 +35,7 @@ const BATCHES_PER_CHECKPOINT = 16; // batches (512 KB of text at most) between t
 // transaction, resumed by another instance when the one writing it dies (IMP-4, SCALE-5).
 
 /** The kind of the background task that writes an import; its key is `import:<id>`. */
-const IMPORT_TASK = 'import';
+export const IMPORT_TASK = 'import';
 
 /** What `imports.summary` holds: the counts and files once done, and how far it got meanwhile. */
 type ImportSummary = Pick<Static<typeof ImportRecord>, 'counts' | 'files'> & {
@@ -194,67 +194,6 @@ export function queueImport(ctx: ServiceContext, _importId: string): void {
   ctx.background.wake();
 }
 
-/** Registers the writing of imports with the background runner (the imports plugin does, at start). */
-export function handleImportTasks(ctx: ServiceContext): void {
-  const importIdOf = (task: Task) => (task.payload as { importId: string }).importId;
-  ctx.background.handle(IMPORT_TASK, (task, lease) => runImport(ctx, importIdOf(task), lease), {
-    // Claimed again and again without finishing: each attempt died with its instance, or its
-    // failure could not even be recorded. Marked failed, so it is not `processing` forever.
-    gaveUp: (task) => markImportFailed(ctx, importIdOf(task), 'The import did not finish after several attempts; upload it again.'),
-  });
-}
-
-/**
- * Writes an accepted import's job; a failure marks the import failed with the reason. When the
- * lease is lost or the instance stops, it stops between two batches and throws TaskInterrupted:
- * the batches written so far stay, and whoever claims the task next resumes after them.
- */
-export async function runImport(ctx: ServiceContext, importId: string, lease: Lease): Promise<void> {
-  const row = await findImport(ctx.db, importId);
-  if (!row || row.status === 'completed' || row.status === 'failed') return;
-  try {
-    // Read again from the kept upload rather than held in memory since acceptance: a queue of large
-    // uploads would otherwise hold all of them expanded at once.
-    await writeImport(ctx, row, await readAgain(ctx, row), lease);
-  } catch (error) {
-    // A write that failed after the lease was lost may have met the successor's rows (the runs'
-    // unique keys keep every case once): the import is the successor's to finish, not to fail.
-    if (error instanceof TaskInterrupted || !lease.stillHeld()) throw new TaskInterrupted(`import ${importId}`);
-    ctx.log.error({ err: error, importId }, 'an import failed');
-    await markImportFailed(ctx, importId, error instanceof AppError ? error.message : 'The import failed on the server; see its log.');
-  }
-}
-
-/** Marks an import failed; its job holds what was written before the failure, and gets nothing more: closed too. */
-async function markImportFailed(ctx: ServiceContext, importId: string, message: string): Promise<void> {
-  const finishedAt = ctx.clock().toISOString();
-  await inTransaction(ctx.db, async (trx) => {
-    const jobId = (await findImport(trx, importId))?.job_id;
-    if (jobId) await markJobClosed(trx, jobId, finishedAt);
-    await updateImport(trx, importId, { status: 'failed', error: message, finished_at: finishedAt });
-  });
-}
-
-/**
- * An import's upload, read again from the blob kept at acceptance: streamed from the store into
- * the worker, never whole in this thread.
- */
-async function readAgain(ctx: ServiceContext, row: ImportsTable): Promise<ReadUpload> {
-  const source = await ctx.blobs.get(row.source_sha256);
-  if (!source) throw new AppError('UNAVAILABLE', 'The uploaded report is no longer stored; upload it again.');
-  try {
-    return await readUpload(ctx, {
-      fileName: row.file_name,
-      size: row.source_size,
-      chunks: source,
-      type: row.source_type,
-      options: JSON.parse(row.options),
-    });
-  } finally {
-    source.destroy();
-  }
-}
-
 function emptyCounts(): NonNullable<ImportSummary['counts']> {
   return {
     reports: 0,
@@ -327,7 +266,12 @@ async function ensureTests(
   return { ids, created };
 }
 
-async function writeImport(ctx: ServiceContext, row: ImportsTable, read: ReadUpload, lease: Lease): Promise<void> {
+/**
+ * Writes an accepted import's job from its upload read again (import-tasks.ts runs it), a batch per
+ * transaction, after the batches an earlier attempt committed; stops between two batches once the
+ * lease is no longer held.
+ */
+export async function writeImport(ctx: ServiceContext, row: ImportsTable, read: ReadUpload, lease: Lease): Promise<void> {
   const options = JSON.parse(row.options) as ImportOptionsInput;
   await updateImport(ctx.db, row.id, { status: 'processing', started_at: row.started_at ?? ctx.clock().toISOString() });
   const jobId = await jobOf(ctx, row, read, options);

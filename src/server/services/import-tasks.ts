@@ -1,0 +1,73 @@
+import { type Lease, type Task, TaskInterrupted } from '../background.ts';
+import type { ServiceContext } from '../context.ts';
+import { findImport, updateImport } from '../db/repositories/imports.ts';
+import { markJobClosed } from '../db/repositories/jobs.ts';
+import { inTransaction } from '../db/repositories/transaction.ts';
+import type { ImportsTable } from '../db/types.ts';
+import { AppError } from '../errors.ts';
+import { type ReadUpload, readUpload } from './import-reading.ts';
+import { IMPORT_TASK, writeImport } from './imports.ts';
+
+// The background half of imports (IMP-4, SCALE-5): the task stored with an accepted import, run
+// by whichever instance claims it, reads the kept upload again and writes the job (imports.ts).
+
+/** Registers the writing of imports with the background runner (the imports plugin does, at start). */
+export function handleImportTasks(ctx: ServiceContext): void {
+  const importIdOf = (task: Task) => (task.payload as { importId: string }).importId;
+  ctx.background.handle(IMPORT_TASK, (task, lease) => runImport(ctx, importIdOf(task), lease), {
+    // Claimed again and again without finishing: each attempt died with its instance, or its
+    // failure could not even be recorded. Marked failed, so it is not `processing` forever.
+    gaveUp: (task) => markImportFailed(ctx, importIdOf(task), 'The import did not finish after several attempts; upload it again.'),
+  });
+}
+
+/**
+ * Writes an accepted import's job; a failure marks the import failed with the reason. When the
+ * lease is lost or the instance stops, it stops between two batches and throws TaskInterrupted:
+ * the batches written so far stay, and whoever claims the task next resumes after them.
+ */
+export async function runImport(ctx: ServiceContext, importId: string, lease: Lease): Promise<void> {
+  const row = await findImport(ctx.db, importId);
+  if (!row || row.status === 'completed' || row.status === 'failed') return;
+  try {
+    // Read again from the kept upload rather than held in memory since acceptance: a queue of large
+    // uploads would otherwise hold all of them expanded at once.
+    await writeImport(ctx, row, await readAgain(ctx, row), lease);
+  } catch (error) {
+    // A write that failed after the lease was lost may have met the successor's rows (the runs'
+    // unique keys keep every case once): the import is the successor's to finish, not to fail.
+    if (error instanceof TaskInterrupted || !lease.stillHeld()) throw new TaskInterrupted(`import ${importId}`);
+    ctx.log.error({ err: error, importId }, 'an import failed');
+    await markImportFailed(ctx, importId, error instanceof AppError ? error.message : 'The import failed on the server; see its log.');
+  }
+}
+
+/** Marks an import failed; its job holds what was written before the failure, and gets nothing more: closed too. */
+async function markImportFailed(ctx: ServiceContext, importId: string, message: string): Promise<void> {
+  const finishedAt = ctx.clock().toISOString();
+  await inTransaction(ctx.db, async (trx) => {
+    const jobId = (await findImport(trx, importId))?.job_id;
+    if (jobId) await markJobClosed(trx, jobId, finishedAt);
+    await updateImport(trx, importId, { status: 'failed', error: message, finished_at: finishedAt });
+  });
+}
+
+/**
+ * An import's upload, read again from the blob kept at acceptance: streamed from the store into
+ * the worker, never whole in this thread.
+ */
+async function readAgain(ctx: ServiceContext, row: ImportsTable): Promise<ReadUpload> {
+  const source = await ctx.blobs.get(row.source_sha256);
+  if (!source) throw new AppError('UNAVAILABLE', 'The uploaded report is no longer stored; upload it again.');
+  try {
+    return await readUpload(ctx, {
+      fileName: row.file_name,
+      size: row.source_size,
+      chunks: source,
+      type: row.source_type,
+      options: JSON.parse(row.options),
+    });
+  } finally {
+    source.destroy();
+  }
+}
