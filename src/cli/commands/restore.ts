@@ -6,17 +6,23 @@ import { progressBar } from '../progress.ts';
 export function restoreCommand(program: Command): void {
   program
     .command('restore <backup>')
-    .description('check a backup (every blob size and SHA-256) and restore it into the empty data folder named by ATTEST_DATA_DIR')
+    .description(
+      'check a backup (every blob size and SHA-256) and restore it into the empty data folder named by ATTEST_DATA_DIR, ' +
+        'its blobs into that folder or, with ATTEST_BLOB_URL, uploaded into the bucket',
+    )
     .option('--json', 'print the report as JSON')
     .action(async (backup: string, options: { json?: boolean }) => {
       const { loadConfig } = await import('../../server/config.ts');
       const { restoreEmbedded } = await import('../../server/backup/backup.ts');
+      const { createBlobStore } = await import('../../server/blob/create-blob-store.ts');
       const config = loadConfig();
       if (config.databaseUrl)
         throw new CliError('attest restore restores backups of embedded (SQLite) instances; unset ATTEST_DATABASE_URL, or use pg_restore');
-      const bar = options.json ? undefined : progressBar('restoring blobs');
-      const done = await restoreEmbedded(backup, config.dataDir, (d, t) => bar?.update(d, t));
+      const bucket = config.blobUrl ? await createBlobStore(config, { crashPoint: () => {} }) : undefined;
+      const bar = options.json ? undefined : progressBar(bucket ? `uploading blobs to ${bucket.location}` : 'restoring blobs');
+      const done = await restoreEmbedded(backup, config.dataDir, (d, t) => bar?.update(d, t), bucket);
       bar?.stop();
-      report(options.json, done, `restored ${done.blobs} blobs (${(done.bytes / MiB).toFixed(1)} MiB) into ${config.dataDir}`);
+      const into = bucket ? `${bucket.location} and the database into ${config.dataDir}` : config.dataDir;
+      report(options.json, done, `restored ${done.blobs} blobs (${(done.bytes / MiB).toFixed(1)} MiB) into ${into}`);
     });
 }

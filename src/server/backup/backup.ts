@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import SQLite from 'better-sqlite3';
-import { isBlobKey } from '../blob/blob-store.ts';
+import { type BlobStore, isBlobKey } from '../blob/blob-store.ts';
 
 const blobPath = (dataDir: string, sha256: string) => path.join(dataDir, 'blobs', sha256.slice(0, 2), sha256.slice(2, 4), sha256);
 
@@ -89,6 +90,15 @@ function durableWriter() {
   };
 }
 
+/** A blob of a bucket into a new file of the backup, made durable like a copied one. */
+async function download(bucket: BlobStore, key: string, to: string, out: ReturnType<typeof durableWriter>): Promise<void> {
+  const source = await bucket.get(key);
+  if (!source) throw new Error(`not in ${bucket.location}`);
+  out.mkdir(path.dirname(to));
+  await pipeline(source, fs.createWriteStream(to, { flags: 'wx', mode: 0o600 }));
+  out.written(to);
+}
+
 /**
  * Written last, once everything else in the backup is durable: a folder without it is a backup
  * that was interrupted, and restore refuses it.
@@ -107,11 +117,15 @@ export interface BackupReport {
  * copied. Blobs are immutable and content-addressed, so copying them after the snapshot yields
  * every blob it needs. A referenced blob that vanished meanwhile (its rows deleted and collected
  * after the snapshot) fails the backup rather than producing one that does not restore.
+ * The blobs are the data folder's files, or, given `bucket` (an instance whose blobs are in an
+ * S3-compatible bucket), that store's objects, downloaded into the backup: either way the backup
+ * holds every blob, in the same layout.
  */
 export async function backupEmbedded(
   dataDir: string,
   destination: string,
   onProgress?: (done: number, total: number) => void,
+  bucket?: BlobStore,
 ): Promise<BackupReport> {
   const source = path.join(dataDir, 'attest.db');
   if (!fs.existsSync(source)) throw new Error(`no Attest database in ${dataDir}`);
@@ -138,10 +152,11 @@ export async function backupEmbedded(
   for (const [index, key] of keys.entries()) {
     const to = blobPath(destination, key);
     try {
-      out.copy(blobPath(dataDir, key), to, fs.constants.COPYFILE_EXCL);
+      if (bucket) await download(bucket, key, to, out);
+      else out.copy(blobPath(dataDir, key), to, fs.constants.COPYFILE_EXCL);
     } catch (error) {
       throw new Error(
-        `blob ${key} referenced by the snapshot could not be copied (${(error as NodeJS.ErrnoException).code}); run the backup again`,
+        `blob ${key} referenced by the snapshot could not be copied (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); run the backup again`,
       );
     }
     bytes += fs.statSync(to).size;
@@ -163,12 +178,16 @@ export const RESTORE_STAGING = '.restoring';
  * as usual. The copy is built in `<data folder>/.restoring` and moved into place once durable,
  * blobs before the database, so no database ever points at blobs that are not there yet. A failed
  * restore removes its copy; one cut off by a crash leaves `.restoring`, which the server refuses to
- * start beside (see database.ts) and which a new restore replaces.
+ * start beside (see database.ts) and which a new restore replaces. Given `bucket` (an instance whose
+ * blobs are in an S3-compatible bucket), the blobs are uploaded into it instead, before the database
+ * moves into place; a restore that fails after some uploads leaves them as orphans for garbage
+ * collection.
  */
 export async function restoreEmbedded(
   backupDir: string,
   dataDir: string,
   onProgress?: (done: number, total: number) => void,
+  bucket?: BlobStore,
 ): Promise<BackupReport> {
   const source = path.join(backupDir, 'attest.db');
   if (!fs.existsSync(backupDir)) throw new Error(`the backup folder ${backupDir} does not exist`);
@@ -202,18 +221,26 @@ export async function restoreEmbedded(
       throw damaged(`${MANIFEST} lists ${manifest.blobs} blobs, its database references ${expected.size}`);
     let bytes = 0;
     let index = 0;
-    // Every blob is checked as copied (its size against the rows, its content against its SHA-256
-    // name), all before anything moves into the data folder: a damaged backup restores nothing.
+    // Every blob is checked (its size against the rows, its content against its SHA-256 name), all
+    // before anything moves into the data folder or the bucket: a damaged backup restores nothing.
+    // Into the data folder, each is checked as copied to the staging folder; into a bucket, in the
+    // backup, and then uploaded (bytes the bucket holds already are not sent again).
     for (const [key, size] of expected) {
       const from = blobPath(backupDir, key);
       if (!fs.existsSync(from)) throw damaged(`blob ${key}, which its database references, is missing`);
-      const to = blobPath(staging, key);
-      out.copy(from, to);
-      const actual = fs.statSync(to).size;
+      const checked = bucket ? from : blobPath(staging, key);
+      if (!bucket) out.copy(from, checked);
+      const actual = fs.statSync(checked).size;
       if (size >= 0 && actual !== size) throw damaged(`blob ${key} holds ${actual} bytes where its database records ${size}`);
-      if (sha256OfFile(to) !== key) throw damaged(`blob ${key} does not match its SHA-256 (its bytes changed)`);
+      if (sha256OfFile(checked) !== key) throw damaged(`blob ${key} does not match its SHA-256 (its bytes changed)`);
       bytes += actual;
-      onProgress?.(++index, expected.size);
+      if (!bucket) onProgress?.(++index, expected.size);
+    }
+    if (bucket) {
+      for (const key of expected.keys()) {
+        (await bucket.put(fs.createReadStream(blobPath(backupDir, key)))).release();
+        onProgress?.(++index, expected.size);
+      }
     }
     out.flush();
     // Into place on the same filesystem: the blobs first, then the database that references them.

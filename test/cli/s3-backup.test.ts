@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { sha256 } from '../helpers/blob-files.ts';
+import { attest } from '../helpers/cli.ts';
+import { createProject } from '../helpers/factories.ts';
+import { randomPng } from '../helpers/png.ts';
+import { startRun } from '../helpers/records.ts';
+import { startS3 } from '../helpers/s3.ts';
+import { startTestServer } from '../helpers/server.ts';
+import { upload } from '../helpers/uploads.ts';
+
+// DUR-12 with blobs in a bucket (SCALE-1): attest backup downloads the objects the snapshot
+// references into the backup, attest restore uploads them into the bucket it is configured with,
+// and attest verify re-hashes the objects there; a PostgreSQL instance is told precisely how to
+// back itself up instead.
+
+const s3 = await startS3();
+after(() => s3.close());
+
+describe('attest backup / restore / verify with blobs in a bucket', () => {
+  test('a SQLite instance on a bucket backs up its blobs into the backup, restores them into another bucket, and verifies sound', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-s3-cli-'));
+    const dataDir = path.join(dir, 'data');
+    const env = { ATTEST_DATA_DIR: dataDir, ...s3.env(await s3.createBucket(), 'attest') };
+    const server = await startTestServer('sqlite', env);
+    const project = await createProject(server);
+    const run = await startRun(server.admin.client, project.id);
+    const shots = [await randomPng(), await randomPng(30, 20)];
+    for (const png of shots) {
+      const res = await upload(
+        server.url,
+        server.admin.key,
+        project.id,
+        { testRunId: run.id, kind: 'screenshot', name: 'shot.png' },
+        { file: { bytes: png } },
+      );
+      assert.equal(res.status, 201);
+    }
+
+    const backupDir = path.join(dir, 'backup');
+    const backup = await attest(['backup', backupDir], env);
+    assert.equal(backup.code, 0, backup.output);
+    assert.match(backup.stdout, /and 2 blobs downloaded from s3:\/\/attest-[0-9a-f]+\/attest/);
+    for (const png of shots) {
+      const sha = sha256(png);
+      assert.deepEqual(fs.readFileSync(path.join(backupDir, 'blobs', sha.slice(0, 2), sha.slice(2, 4), sha)), png);
+    }
+    await server.close();
+
+    const otherBucket = await s3.createBucket();
+    const restoredEnv = { ATTEST_DATA_DIR: path.join(dir, 'restored'), ...s3.env(otherBucket, 'attest') };
+    const restored = await attest(['restore', backupDir, '--json'], restoredEnv);
+    assert.equal(restored.code, 0, restored.output);
+    assert.equal(JSON.parse(restored.stdout).blobs, 2);
+    const keys = await s3.keys(otherBucket, 'attest/blobs/');
+    assert.deepEqual(keys.map((key) => key.split('/').at(-1)).sort(), shots.map(sha256).sort());
+
+    const verified = await attest(['verify', '--json'], restoredEnv);
+    assert.equal(verified.code, 0, verified.output);
+    const report = JSON.parse(verified.stdout);
+    assert.deepEqual([report.sound, report.missingBlobs, report.badBlobs, report.orphanBlobs], [true, [], [], 0]);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a PostgreSQL instance is told how to back up its database and its bucket instead', async () => {
+    const backup = await attest(['backup', path.join(os.tmpdir(), 'attest-never-written')], {
+      ATTEST_DATABASE_URL: 'postgres://127.0.0.1:1/attest',
+      ...s3.env('attest-any', 'attest'),
+    });
+    assert.notEqual(backup.code, 0);
+    assert.match(backup.output, /pg_dump/);
+    assert.match(backup.output, /versioning and replication of the bucket/);
+    assert.match(backup.output, /docs\/storage\.md/);
+  });
+});
