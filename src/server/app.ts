@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { createContext } from './context.ts';
 import { redactUrl, requestLogger } from './http/request-logger.ts';
+import { clusterPlugin } from './plugins/cluster.ts';
 import { compressionPlugin } from './plugins/compression.ts';
 import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
 import { durableAnswersPlugin } from './plugins/durable-answers.ts';
@@ -85,7 +86,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
 
   await app.register(parsersPlugin);
   await app.register(securityHeadersPlugin, { config });
-  await app.register(rateLimitPlugin, { config });
+  await app.register(rateLimitPlugin, { ctx });
   await app.register(errorsPlugin, { limits: config });
   await app.register(compressionPlugin);
   await app.register(durableAnswersPlugin, { ctx });
@@ -95,6 +96,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(webPlugin);
 
   await app.register(recoveryPlugin, { ctx });
+  await app.register(clusterPlugin, { ctx });
   await app.register(upkeepPlugin, { ctx });
   app.addHook('onReady', async () => {
     state = 'ready';

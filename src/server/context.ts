@@ -3,6 +3,8 @@ import { TaskRunner } from './background.ts';
 import type { BlobStore } from './blob/blob-store.ts';
 import { createBlobStore } from './blob/create-blob-store.ts';
 import { type Change, Changes } from './changes.ts';
+import { relayChanges } from './cluster/change-relay.ts';
+import { authLimits, type Cluster, createCluster } from './cluster/cluster.ts';
 import type { Config } from './config.ts';
 import { type CrashPoint, crashTrigger } from './crash-points.ts';
 import { createDatabase, type DatabaseHandle } from './db/database.ts';
@@ -24,9 +26,9 @@ import {
 } from './http/kept-answers.ts';
 import { ThumbnailRenderer } from './media/thumbnails.ts';
 import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from './security/credentials-cache.ts';
-import { FailureLimiter } from './security/failure-limiter.ts';
+import type { FailureCounts } from './security/failure-limiter.ts';
 import { LegacyKeyDigests } from './security/legacy-key-digests.ts';
-import { LoginThrottle } from './security/login-throttle.ts';
+import type { LoginAttempts } from './security/login-throttle.ts';
 import type { Principal } from './security/principal.ts';
 
 /**
@@ -51,10 +53,12 @@ export interface ServiceContext {
   changes: Changes;
   /** Last-used timestamps already written, per key id: the write is throttled to once a minute. */
   lastUsedWrites: Map<string, number>;
+  /** The other instances of the service: notifications between them (SCALE-3), the store their limits share (SCALE-4). */
+  cluster: Cluster;
   /** Failed authentications per client address (SEC-2b), shared by the key check and the login. */
-  authFailures: FailureLimiter;
+  authFailures: FailureCounts;
   /** Password guesses per account, and the clients each account signed in from (SEC-2d). */
-  logins: LoginThrottle;
+  logins: LoginAttempts;
   /** Digests of the stored old-format keys, so the request log can mask one pasted into a URL (SEC-2a). */
   legacyKeys: LegacyKeyDigests;
   /** Principals of keys that authenticated, until access changes (PERF-1). */
@@ -96,8 +100,9 @@ export interface ContextParts {
 
 /**
  * The one way to build the context, for the server, the commands and tests: opens the database
- * (unless given) and the blob store, makes the security state and the kept answers, and wires the
- * kept answers to `changes`. The old-format key digests are read once here (SEC-2a).
+ * (unless given) and the blob store, makes the security state and the kept answers, wires the
+ * kept answers to `changes`, and `changes` to the other instances (SCALE-3; the server's cluster
+ * plugin starts listening to them). The old-format key digests are read once here (SEC-2a).
  */
 export async function createContext(config: Config, parts: ContextParts = {}): Promise<AppContext> {
   const log = parts.log ?? silentLogger;
@@ -110,6 +115,8 @@ export async function createContext(config: Config, parts: ContextParts = {}): P
   const crashPoint = crashTrigger(config.crashAt);
   const lostConnection = (error: Error) =>
     log.warn({ err: error }, 'a PostgreSQL connection of the task runner broke while idle; the pool opens a new one');
+  const cluster = await createCluster(config, database, log);
+  const limits = authLimits(cluster, config);
   const ctx: AppContext = {
     config,
     readiness: parts.readiness ?? (() => 'starting'),
@@ -122,10 +129,11 @@ export async function createContext(config: Config, parts: ContextParts = {}): P
     log,
     changes: new Changes(),
     lastUsedWrites: new Map(),
-    authFailures: new FailureLimiter(config.authFailuresPerMinute),
-    logins: new LoginThrottle(),
+    cluster,
+    authFailures: limits.authFailures,
+    logins: limits.logins,
     legacyKeys: new LegacyKeyDigests(),
-    credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES),
+    credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES, config.cacheTtlSeconds * 1000),
     thumbnails: new ThumbnailRenderer(config),
     background: new TaskRunner({
       // On PostgreSQL the runner claims and renews on connections of its own (lease-connections.ts).
@@ -141,6 +149,7 @@ export async function createContext(config: Config, parts: ContextParts = {}): P
     hotBlobs: new HotBlobs(config.imageCacheBytes),
   };
   ctx.changes.on((change) => forgetStale(ctx, change));
+  relayChanges(ctx.changes, cluster.notifications, log);
   await refreshLegacyKeyDigests(ctx);
   return ctx;
 }
@@ -176,8 +185,8 @@ export async function refreshLegacyKeyDigests(ctx: Pick<ServiceContext, 'db' | '
   ctx.legacyKeys.replace(await legacyKeyDigests(ctx.db));
 }
 
-/** Forgets the kept answers a change may have made stale. */
-function forgetStale(kept: KeptHttpAnswers, change: Change): void {
+/** Forgets the kept answers a change, made here or on another instance, may have made stale. */
+function forgetStale(kept: KeptHttpAnswers & Pick<ServiceContext, 'credentials'>, change: Change): void {
   switch (change.kind) {
     case 'runs-deleted':
       kept.frozenResults.invalidate();
@@ -197,6 +206,17 @@ function forgetStale(kept: KeptHttpAnswers, change: Change): void {
       return;
     case 'thumbnail-stored':
       kept.imageUses.forget(change.imageId);
+      return;
+    case 'access-changed':
+      kept.credentials.forget(change);
+      return;
+    case 'changes-missed':
+      // Images' bytes (hotBlobs) never change under their digest: they stay.
+      kept.credentials.forget();
+      kept.frozenResults.invalidate();
+      kept.deviceAnswers.forgetAll();
+      kept.imageUses.forgetAll();
+      kept.owners.forgetAll();
       return;
   }
 }

@@ -175,7 +175,7 @@ const FLOORS: string[][] = [
     'server/changes',
     'server/openapi',
   ],
-  ['server/db/repositories', 'server/backup', 'server/http'],
+  ['server/db/repositories', 'server/backup', 'server/http', 'server/cluster'],
   ['server/context'],
   ['server/services'],
   ['server/presenters'],

@@ -99,13 +99,13 @@ export function accessHooks(ctx: AppContext) {
    * checked first, so a valid key always passes, and one client's bad keys cannot lock out the
    * other keys behind the same address (a NAT, a proxy). Failures count per client address and,
    * for old-format keys, per e-mail digest too, so guessing one user's key is throttled across
-   * addresses (AUTH-13); a subject over its budget gets 429 instead of the identical 401.
+   * addresses (AUTH-13); a subject over its budget gets 429 instead of the identical 401. Counting
+   * may wait for the store the instances share (SCALE-4): only a failure ever waits for it.
    */
-  function refusedKey(error: unknown, token: string, user: string | undefined, ip: string): unknown {
+  async function refusedKey(error: unknown, token: string, user: string | undefined, ip: string): Promise<unknown> {
     const subjects = [`ip:${ip}`];
     if (user !== undefined && LEGACY_KEY_PATTERN.test(token)) subjects.push(`email:${emailDigest(user)}`);
-    const wait = Math.max(...subjects.map((subject) => failures.retryAfter(subject)));
-    for (const subject of subjects) failures.recordFailure(subject);
+    const wait = Math.max(...(await Promise.all(subjects.map((subject) => failures.recordFailure(subject)))));
     return wait > 0 ? throttled(wait) : error;
   }
 
@@ -173,7 +173,10 @@ export function accessHooks(ctx: AppContext) {
           }
           done();
         },
-        (error: unknown) => done((token === undefined ? error : refusedKey(error, token, user, request.ip)) as Error),
+        (error: unknown) => {
+          if (token === undefined) done(error as Error);
+          else refusedKey(error, token, user, request.ip).then((answer) => done(answer as Error), done);
+        },
       );
     };
 

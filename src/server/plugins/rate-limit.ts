@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Config } from '../config.ts';
+import type { AppContext } from '../context.ts';
 import { AppError } from '../errors.ts';
-import { RequestBudget } from '../security/request-budget.ts';
+import { type Budget, RequestBudget } from '../security/request-budget.ts';
+import { SharedRequestBudget } from '../security/shared-limits.ts';
 
 /**
  * Requests per minute per API key (per address before a key is known), checked after
@@ -13,15 +14,27 @@ import { RequestBudget } from '../security/request-budget.ts';
  *
  * One synchronous hook and a map lookup: it runs on every request, and the general-purpose plugin
  * it replaces (@fastify/rate-limit, with awaits at each step) cost about 5% of a cached device
- * read's CPU, and a fifth of a bare Fastify route's throughput (docs/decisions.md).
+ * read's CPU, and a fifth of a bare Fastify route's throughput (docs/decisions.md). With other
+ * instances (SCALE-4) the hook stays synchronous: the budget counts here and exchanges its counts
+ * with the shared store every `EXCHANGE_MS` (shared-limits.ts, with the overshoot that allows).
  */
 export const rateLimitPlugin = fp(
-  async (app: FastifyInstance, { config }: { config: Config }) => {
+  async (app: FastifyInstance, { ctx }: { ctx: AppContext }) => {
+    const { config } = ctx;
+    const { counts, onStoreError } = ctx.cluster;
     // Disabled means not installed: no per-request counting, no headers.
     if (config.rateLimitPerMinute === 0) return;
+    const budgetOf = (prefix: string): Budget & { close?: () => void } =>
+      counts === undefined
+        ? new RequestBudget(config.rateLimitPerMinute, 60_000)
+        : new SharedRequestBudget(config.rateLimitPerMinute, 60_000, counts, { prefix, onError: onStoreError });
     // Keys and addresses in budgets of their own: a key's id is used as it is, with no per-request string built.
-    const keys = new RequestBudget(config.rateLimitPerMinute, 60_000);
-    const addresses = new RequestBudget(config.rateLimitPerMinute, 60_000);
+    const keys = budgetOf('rate:key:');
+    const addresses = budgetOf('rate:ip:');
+    app.addHook('preClose', async () => {
+      keys.close?.();
+      addresses.close?.();
+    });
     const limit = String(config.rateLimitPerMinute);
     app.addHook('preValidation', (request, reply, done) => {
       const principal = request.principal;

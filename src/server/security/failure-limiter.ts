@@ -1,10 +1,24 @@
 /**
- * Counts failed authentications per subject (client address, or legacy e-mail digest) in a
- * fixed one-minute window. Stricter than the per-key rate limit because these are guesses
- * (SEC-2b). In memory: one process per data folder, or per instance behind a
- * balancer, each throttling what it sees.
+ * Failed authentications per subject (client address, or legacy e-mail digest) in a fixed
+ * one-minute window: stricter than the per-key rate limit because these are guesses (SEC-2b).
+ * Counted in this process (`FailureLimiter`), or in a store every instance shares
+ * (`SharedFailureLimiter` in shared-limits.ts, SCALE-4), so a guesser cannot multiply the budget by
+ * the number of instances behind the balancer. Only failure paths ask, so a shared store's round
+ * trip never slows a request that authenticates.
  */
-export class FailureLimiter {
+export interface FailureCounts {
+  /** Seconds until `subject` may try again, or 0 when it is not throttled. */
+  retryAfter(subject: string): Promise<number>;
+  /** Counts a failure, and answers what `retryAfter` said just before it. */
+  recordFailure(subject: string): Promise<number>;
+}
+
+/** The seconds a subject waits, given its window: none below the limit, at least one above it. */
+export const failureWait = (failures: number, limit: number, remainingMs: number): number =>
+  failures >= limit ? Math.max(1, Math.ceil(remainingMs / 1000)) : 0;
+
+/** Failures counted in this process: one per data folder (SQLite), each throttling what it sees. */
+export class FailureLimiter implements FailureCounts {
   private readonly windows = new Map<string, { start: number; failures: number }>();
 
   constructor(
@@ -13,20 +27,13 @@ export class FailureLimiter {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Seconds until `subject` may try again, or 0 when it is not throttled. */
-  retryAfter(subject: string): number {
-    const window = this.windows.get(subject);
-    if (!window) return 0;
-    const elapsed = this.now() - window.start;
-    if (elapsed >= this.windowMs) {
-      this.windows.delete(subject);
-      return 0;
-    }
-    return window.failures >= this.limit ? Math.max(1, Math.ceil((this.windowMs - elapsed) / 1000)) : 0;
+  async retryAfter(subject: string): Promise<number> {
+    return this.wait(subject, this.now());
   }
 
-  recordFailure(subject: string): void {
+  async recordFailure(subject: string): Promise<number> {
     const now = this.now();
+    const wait = this.wait(subject, now);
     const window = this.windows.get(subject);
     if (!window || now - window.start >= this.windowMs) {
       this.windows.set(subject, { start: now, failures: 1 });
@@ -34,6 +41,18 @@ export class FailureLimiter {
     } else {
       window.failures++;
     }
+    return wait;
+  }
+
+  private wait(subject: string, now: number): number {
+    const window = this.windows.get(subject);
+    if (!window) return 0;
+    const elapsed = now - window.start;
+    if (elapsed >= this.windowMs) {
+      this.windows.delete(subject);
+      return 0;
+    }
+    return failureWait(window.failures, this.limit, this.windowMs - elapsed);
   }
 
   private sweep(now: number): void {

@@ -15,10 +15,21 @@
  *   so someone else at the owner's address gets a handful of guesses, not a bypass.
  *
  * Accounts are keyed by e-mail digest whether or not a user has that e-mail, so a throttled answer
- * tells nothing about which e-mails exist. In memory, like the address budget: one process per
- * data folder, or per instance behind a balancer, each throttling what it sees.
+ * tells nothing about which e-mails exist. Kept in this process (`LoginThrottle`), or in a store
+ * every instance shares (`SharedLoginThrottle` in shared-limits.ts, SCALE-4), so guesses spread
+ * over the instances behind a balancer add up to one account's count.
  */
-export class LoginThrottle {
+export interface LoginAttempts {
+  /** Seconds the account must wait before its next password check, or 0. */
+  retryAfter(account: string, now: number): Promise<number>;
+  /** Whether this address signed in to this account lately and has not failed too often since. */
+  isKnownClient(account: string, address: string, now: number): Promise<boolean>;
+  recordFailure(account: string, address: string, now: number): Promise<void>;
+  recordSuccess(account: string, address: string, now: number): Promise<void>;
+}
+
+/** Password guesses counted in this process: one per data folder (SQLite). */
+export class LoginThrottle implements LoginAttempts {
   static readonly FREE_FAILURES = 5;
   static readonly MAX_WAIT_MS = 60_000;
   static readonly KNOWN_FOR_MS = 30 * 24 * 60 * 60 * 1000;
@@ -31,8 +42,13 @@ export class LoginThrottle {
 
   constructor(private readonly maxEntries = 100_000) {}
 
-  /** Seconds the account must wait before its next password check, or 0. */
-  retryAfter(account: string, now: number): number {
+  /** How long an account waits after its `failures`-th consecutive failure: nothing for the free ones. */
+  static waitAfterMs(failures: number): number {
+    const beyond = failures - LoginThrottle.FREE_FAILURES;
+    return beyond < 0 ? 0 : Math.min(1000 * 2 ** Math.min(beyond, 16), LoginThrottle.MAX_WAIT_MS);
+  }
+
+  async retryAfter(account: string, now: number): Promise<number> {
     const state = this.accounts.get(account);
     if (!state) return 0;
     if (now - state.lastFailure >= LoginThrottle.FORGET_AFTER_MS) {
@@ -42,13 +58,12 @@ export class LoginThrottle {
     return state.waitUntil > now ? Math.ceil((state.waitUntil - now) / 1000) : 0;
   }
 
-  /** Whether this address signed in to this account lately and has not failed too often since. */
-  isKnownClient(account: string, address: string, now: number): boolean {
+  async isKnownClient(account: string, address: string, now: number): Promise<boolean> {
     const pair = this.pairs.get(pairKey(account, address));
     return pair !== undefined && now - pair.lastSuccess < LoginThrottle.KNOWN_FOR_MS && pair.failures < LoginThrottle.KNOWN_FAILURES;
   }
 
-  recordFailure(account: string, address: string, now: number): void {
+  async recordFailure(account: string, address: string, now: number): Promise<void> {
     let state = this.accounts.get(account);
     if (!state || now - state.lastFailure >= LoginThrottle.FORGET_AFTER_MS) {
       state = { failures: 0, lastFailure: now, waitUntil: 0 };
@@ -56,13 +71,12 @@ export class LoginThrottle {
     }
     state.failures++;
     state.lastFailure = now;
-    const beyond = state.failures - LoginThrottle.FREE_FAILURES;
-    if (beyond >= 0) state.waitUntil = now + Math.min(1000 * 2 ** Math.min(beyond, 16), LoginThrottle.MAX_WAIT_MS);
+    state.waitUntil = now + LoginThrottle.waitAfterMs(state.failures);
     const pair = this.pairs.get(pairKey(account, address));
     if (pair) pair.failures++;
   }
 
-  recordSuccess(account: string, address: string, now: number): void {
+  async recordSuccess(account: string, address: string, now: number): Promise<void> {
     this.accounts.delete(account);
     const key = pairKey(account, address);
     this.pairs.delete(key); // re-inserted last: the oldest pairs are the first to go when full
@@ -82,4 +96,5 @@ export class LoginThrottle {
   }
 }
 
-const pairKey = (account: string, address: string) => `${account}\n${address}`;
+/** The account and address a known client is kept under. */
+export const pairKey = (account: string, address: string) => `${account}\n${address}`;

@@ -10,7 +10,17 @@ export interface BudgetWindow {
   readonly startMs: number;
 }
 
-export class RequestBudget {
+/** What the rate limiter asks of a budget, kept in this process or shared (`SharedRequestBudget`, SCALE-4). */
+export interface Budget {
+  readonly max: number;
+  /** Counts one request of `subject` at `nowMs` and answers its window. */
+  spend(subject: string, nowMs: number): BudgetWindow;
+  remaining(window: BudgetWindow): number;
+  resetSeconds(window: BudgetWindow, nowMs: number): number;
+  exceeded(window: BudgetWindow): boolean;
+}
+
+export class RequestBudget implements Budget {
   readonly #windows = new Map<string, { count: number; startMs: number }>();
 
   constructor(

@@ -63,7 +63,8 @@ export async function authenticate(ctx: ServiceContext, token: string | undefine
     key: Object.freeze({ id: row.keyId, format: row.format, scope: row.scope, expiresAt: row.expires_at }),
     projects,
   });
-  ctx.credentials.store(cacheKey, principal, ticket, row.expires_at === null ? Number.POSITIVE_INFINITY : Date.parse(row.expires_at));
+  const keyExpiresAt = row.expires_at === null ? Number.POSITIVE_INFINITY : Date.parse(row.expires_at);
+  ctx.credentials.store(cacheKey, principal, ticket, keyExpiresAt, clock.getTime());
   return principal;
 }
 

@@ -21,8 +21,8 @@ export async function checkPassword(ctx: ServiceContext, email: string, password
   const account = emailDigest(email);
   const addressSubject = `login:${ip}`;
   const now = ctx.clock().getTime();
-  if (!ctx.logins.isKnownClient(account, ip, now)) {
-    const wait = Math.max(ctx.authFailures.retryAfter(addressSubject), ctx.logins.retryAfter(account, now));
+  if (!(await ctx.logins.isKnownClient(account, ip, now))) {
+    const wait = Math.max(...(await Promise.all([ctx.authFailures.retryAfter(addressSubject), ctx.logins.retryAfter(account, now)])));
     if (wait > 0) {
       throw new AppError('RATE_LIMITED', 'Too many failed logins; retry after the time in Retry-After.', {
         headers: { 'retry-after': String(wait) },
@@ -33,10 +33,9 @@ export async function checkPassword(ctx: ServiceContext, email: string, password
   // Verified even without a user, so the answer takes as long for unknown e-mails.
   const valid = await verifyPassword(password, user?.password_hash);
   if (!user || !valid) {
-    ctx.authFailures.recordFailure(addressSubject);
-    ctx.logins.recordFailure(account, ip, now);
+    await Promise.all([ctx.authFailures.recordFailure(addressSubject), ctx.logins.recordFailure(account, ip, now)]);
     return undefined;
   }
-  ctx.logins.recordSuccess(account, ip, now);
+  await ctx.logins.recordSuccess(account, ip, now);
   return user;
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BodyOf } from '../../api/endpoint.ts';
 import type { createProject as createProjectEndpoint, updateProject as updateProjectEndpoint } from '../../api/v1/projects.ts';
+import { changingAccess } from '../changes.ts';
 import type { ServiceContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
@@ -23,7 +24,6 @@ import { findActiveUserByEmail } from '../db/repositories/users.ts';
 import type { Executor, ProjectsTable, ProjectWithUsage, UsageCounters, VisibleProjects } from '../db/types.ts';
 import { AppError, found, notFound } from '../errors.ts';
 import { normaliseEmail } from '../security/api-key.ts';
-import { changingAccess } from '../security/credentials-cache.ts';
 import { audit } from './audit.ts';
 import { forgetKeptContent } from './deletions.ts';
 import { type Actor, requireActiveUser } from './users.ts';
@@ -75,8 +75,9 @@ export async function createProject(ctx: ServiceContext, input: CreateProjectInp
   if (await findProjectIdByKey(ctx.db, row.key)) throw keyTaken(row.key);
   try {
     // The creator's principal gains the project.
-    await changingAccess(ctx.credentials, () =>
+    await changingAccess(ctx.changes, (concerns) =>
       inTransaction(ctx.db, async (trx) => {
+        concerns({ userIds: [creatorId] });
         await insertProject(trx, row);
         await insertMember(trx, { project_id: row.id, user_id: creatorId, added_at: now });
       }),
@@ -128,7 +129,8 @@ export async function updateProject(
  * unreferenced and are reclaimed by the blob garbage collector.
  */
 export async function deleteProject(ctx: ServiceContext, projectId: string, actor: Actor): Promise<void> {
-  await changingAccess(ctx.credentials, () =>
+  // Every principal that sees the project goes: no user is named.
+  await changingAccess(ctx.changes, () =>
     inTransaction(ctx.db, async (trx) => {
       const project = found(await findProject(trx, projectId), 'The project');
       await deleteProjectRow(trx, project.id);
@@ -154,8 +156,9 @@ export const listMembers = (ctx: ServiceContext, projectId: string, page: PageRe
 /** Adds a user to a project; adding a member twice changes nothing. Returns the membership. */
 export async function addMember(ctx: ServiceContext, projectId: string, email: string, actor: Actor): Promise<MemberRow> {
   const user = await requireActiveUser(ctx.db, email);
-  const member = await changingAccess(ctx.credentials, () =>
+  const member = await changingAccess(ctx.changes, (concerns) =>
     inTransaction(ctx.db, async (trx) => {
+      concerns({ userIds: [user.id] });
       const existing = await findMember(trx, projectId, user.id);
       if (existing) return existing;
       const added = { project_id: projectId, user_id: user.id, added_at: ctx.clock().toISOString() };
@@ -176,10 +179,11 @@ export async function addMember(ctx: ServiceContext, projectId: string, email: s
 
 /** Removes a user from a project; a user who is not a member (or no user at all) is a 404. */
 export async function removeMember(ctx: ServiceContext, projectId: string, email: string, actor: Actor): Promise<void> {
-  await changingAccess(ctx.credentials, () =>
+  await changingAccess(ctx.changes, (concerns) =>
     inTransaction(ctx.db, async (trx) => {
       const user = await findActiveUserByEmail(trx, normaliseEmail(email));
       if (!user || !(await deleteMember(trx, projectId, user.id))) throw notFound('The member');
+      concerns({ userIds: [user.id] });
       await audit(ctx, trx, {
         actorUserId: actor.userId,
         action: 'project.member.remove',

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BodyOf, Role } from '../../api/endpoint.ts';
 import type { createApiKey as createApiKeyEndpoint } from '../../api/v1/users.ts';
+import { changingAccess } from '../changes.ts';
 import type { ServiceContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
@@ -28,7 +29,6 @@ import {
 import type { ApiKeysTable, Executor, UsersTable } from '../db/types.ts';
 import { AppError, found, notFound } from '../errors.ts';
 import { classifyToken, displayHint, emailDigest, generateKey, keyDigest, normaliseEmail } from '../security/api-key.ts';
-import { changingAccess } from '../security/credentials-cache.ts';
 import { hashPassword } from '../security/password.ts';
 import type { Principal } from '../security/principal.ts';
 import { audit } from './audit.ts';
@@ -140,9 +140,10 @@ async function withAdminInvariant<T>(ctx: ServiceContext, change: (trx: Executor
 
 export async function setRoles(ctx: ServiceContext, email: string, roles: Role[], actor: Actor): Promise<UsersTable> {
   const ordered = (['viewer', 'tester', 'manager', 'admin'] as const).filter((r) => roles.includes(r));
-  return changingAccess(ctx.credentials, () =>
+  return changingAccess(ctx.changes, (concerns) =>
     withAdminInvariant(ctx, async (trx) => {
       const user = await requireActiveUser(trx, email);
+      concerns({ userIds: [user.id] });
       const now = ctx.clock().toISOString();
       await updateUser(trx, user.id, { roles: JSON.stringify(ordered), updated_at: now });
       await audit(ctx, trx, {
@@ -161,9 +162,10 @@ export async function setRoles(ctx: ServiceContext, email: string, roles: Role[]
 
 /** Deletes a user: keys revoked and memberships dropped in the same transaction; created records keep their author id. */
 export async function deleteUser(ctx: ServiceContext, email: string, actor: Actor): Promise<void> {
-  await changingAccess(ctx.credentials, () =>
+  await changingAccess(ctx.changes, (concerns) =>
     withAdminInvariant(ctx, async (trx) => {
       const user = await requireActiveUser(trx, email);
+      concerns({ userIds: [user.id] });
       const now = ctx.clock().toISOString();
       await updateUser(trx, user.id, { deleted_at: now, updated_at: now, password_hash: null });
       await revokeKeysOfUser(trx, user.id, now);
@@ -194,8 +196,9 @@ export async function setPassword(
   keepSessionId?: string,
 ): Promise<void> {
   const hash = await hashPassword(password);
-  await changingAccess(ctx.credentials, () =>
+  await changingAccess(ctx.changes, (concerns) =>
     inTransaction(ctx.db, async (trx) => {
+      concerns({ userIds: [user.id] });
       const now = ctx.clock().toISOString();
       await updateUser(trx, user.id, { password_hash: hash, updated_at: now });
       const endedSessions = await revokeSessionsOfUser(trx, user.id, now, keepSessionId);
@@ -373,10 +376,11 @@ export async function listApiKeys(
 export async function revokeApiKey(ctx: ServiceContext, email: string, keyId: string, caller: Caller): Promise<void> {
   const user = await addressableUser(ctx, caller.principal, email);
   const actor = actorOf(caller);
-  await changingAccess(ctx.credentials, () =>
+  await changingAccess(ctx.changes, (concerns) =>
     inTransaction(ctx.db, async (trx) => {
       const key = await findKeyOfUser(trx, keyId, user.id);
       if (!key || key.revoked_at !== null) throw notFound('The key');
+      concerns({ keyIds: [key.id] });
       await revokeKey(trx, key.id, ctx.clock().toISOString());
       await audit(ctx, trx, {
         actorUserId: actor.userId,
