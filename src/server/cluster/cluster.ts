@@ -41,6 +41,7 @@ export async function createCluster(config: Config, database: DatabaseHandle, lo
     log.warn({ err: error }, 'the shared limits store failed: each instance counts on its own until it answers again');
   };
   if (database.dialect !== 'postgres' || config.databaseUrl === undefined) {
+    if (config.redisUrl !== undefined) log.warn({}, 'ATTEST_REDIS_URL is not used with SQLite: one process serves, and counts in memory');
     return {
       notifications: new SingleInstanceBus(),
       counts: undefined,
