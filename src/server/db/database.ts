@@ -19,6 +19,7 @@ import * as derivedResultPositions from './migrations/2026-11-26-0010-derived-re
 import * as launchCloseCiUrl from './migrations/2026-11-27-0011-launch-close-ci-url.ts';
 import * as blobFences from './migrations/2026-11-27-0012-blob-fences.ts';
 import * as tasks from './migrations/2026-11-27-0013-tasks.ts';
+import * as runLeases from './migrations/2026-11-27-0014-run-leases.ts';
 import * as sharedLimits from './migrations/2026-11-27-0015-shared-limits.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
@@ -40,6 +41,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-0011-launch-close-ci-url': launchCloseCiUrl,
   '2026-11-27-0012-blob-fences': blobFences,
   '2026-11-27-0013-tasks': tasks,
+  '2026-11-27-0014-run-leases': runLeases,
   '2026-11-27-0015-shared-limits': sharedLimits,
 };
 
