@@ -1,10 +1,11 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { TaskRunner } from './background.ts';
+import { type TaskPeers, TaskRunner } from './background.ts';
 import type { BlobStore } from './blob/blob-store.ts';
 import { createBlobStore } from './blob/create-blob-store.ts';
 import { type Change, Changes } from './changes.ts';
 import { relayChanges } from './cluster/change-relay.ts';
 import { authLimits, type Cluster, createCluster } from './cluster/cluster.ts';
+import type { NotificationBus } from './cluster/notification-bus.ts';
 import type { Config } from './config.ts';
 import { type CrashPoint, crashTrigger } from './crash-points.ts';
 import { createDatabase, type DatabaseHandle } from './db/database.ts';
@@ -141,6 +142,7 @@ export async function createContext(config: Config, parts: ContextParts = {}): P
       log,
       leaseMs: config.taskLeaseSeconds * 1000,
       pollMs: config.taskPollMs,
+      peers: taskPeers(cluster.notifications, log),
     }),
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),
     deviceAnswers: new KeptAnswers(DEVICE_ANSWERS_BYTES, textBytes),
@@ -183,6 +185,26 @@ export function openBlobStore(
  */
 export async function refreshLegacyKeyDigests(ctx: Pick<ServiceContext, 'db' | 'legacyKeys'>): Promise<void> {
   ctx.legacyKeys.replace(await legacyKeyDigests(ctx.db));
+}
+
+/** The topic on which instances announce new background tasks (SCALE-5). */
+const TASKS_TOPIC = 'tasks';
+
+/**
+ * The other instances' task runners, through the bus: a new task wakes the idle ones at once (the
+ * poll would find it within `ATTEST_TASK_POLL_MS`), and so does a reconnection of the bus, after
+ * which announcements may have been missed.
+ */
+function taskPeers(bus: NotificationBus, log: FastifyBaseLogger): TaskPeers {
+  return {
+    announce: () => {
+      bus.publish(TASKS_TOPIC, {}).catch((error: unknown) => log.warn({ err: error }, 'could not tell the other instances of a new task'));
+    },
+    listen: (wake) => {
+      bus.subscribe(TASKS_TOPIC, wake);
+      bus.onConnected(wake);
+    },
+  };
 }
 
 /** Forgets the kept answers a change, made here or on another instance, may have made stale. */

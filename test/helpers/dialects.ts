@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { migrateToLatest } from '../../src/server/db/database.ts';
+import { MIGRATION_NAMES, migrateToLatest } from '../../src/server/db/database.ts';
 import type { Dialect } from '../../src/server/db/types.ts';
 
 /** The PostgreSQL server the suite creates its databases on. */
@@ -117,11 +117,12 @@ const MIGRATIONS_DIR = fileURLToPath(new URL('../../src/server/db/migrations/', 
 
 /**
  * The name of the migrated template database for the migration set in src/server/db/migrations:
- * a hash of each migration's file name and content, so a new or edited migration gets a template
- * of its own and never a stale schema.
+ * a hash of each migration's file name and content, and of the list the build registers, so a new,
+ * edited or newly registered migration gets a template of its own and never a stale schema.
  */
 function templateName(): string {
   const hash = createHash('sha256');
+  hash.update(`${MIGRATION_NAMES.join('\n')}\0`);
   for (const file of fs.readdirSync(MIGRATIONS_DIR).sort()) {
     hash.update(`${file}\0`);
     hash.update(fs.readFileSync(path.join(MIGRATIONS_DIR, file)));

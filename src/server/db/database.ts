@@ -45,6 +45,9 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-0015-shared-limits': sharedLimits,
 };
 
+/** The migrations this build applies, in order (test templates are keyed by them). */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS);
+
 export interface DatabaseHandle {
   db: DB;
   dialect: Dialect;
