@@ -37,6 +37,19 @@ export async function openInstance(whileRunning: string) {
   return { config, database, blobs };
 }
 
-/** The services' context for a command that reuses them outside the server (no requests, no logs). */
-export const commandContext = (instance: Awaited<ReturnType<typeof openInstance>>): Promise<AppContext> =>
-  createContext(instance.config, { database: instance.database, blobs: instance.blobs });
+/**
+ * Runs `work` with the services' context, for a command that reuses them outside the server (no
+ * requests, no logs), then closes the context's link to the other instances: what the command
+ * changed is announced to running servers (SCALE-3) before the command closes the database.
+ */
+export async function withCommandContext<T>(
+  instance: Awaited<ReturnType<typeof openInstance>>,
+  work: (ctx: AppContext) => Promise<T>,
+): Promise<T> {
+  const ctx = await createContext(instance.config, { database: instance.database, blobs: instance.blobs });
+  try {
+    return await work(ctx);
+  } finally {
+    await ctx.cluster.close();
+  }
+}

@@ -30,8 +30,10 @@ export interface Config {
   s3TimeoutMs: number;
   s3MaxAttempts: number;
   /**
-   * `redis://…` (`ATTEST_REDIS_URL`): rate-limit and failed-authentication counts are kept there,
-   * shared by every instance; undefined: in PostgreSQL when the records are, else in memory.
+   * `redis://…` (`ATTEST_REDIS_URL`): with PostgreSQL, the rate-limit, failed-authentication and
+   * login-throttle counts are kept there, shared by every instance (keys prefixed with the
+   * database's name); undefined: in PostgreSQL. On SQLite, one process serves and counts in memory,
+   * and this is not used.
    */
   redisUrl: string | undefined;
   /**

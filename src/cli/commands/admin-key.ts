@@ -11,7 +11,7 @@ export function adminKeyCommand(program: Command): void {
     .option('--json', 'print the key and its expiry as JSON')
     .action(async (options: { email: string; format: string; json?: boolean }) => {
       const { adminKeyBanner, mintAdminKey } = await import('../../server/services/bootstrap.ts');
-      const { commandContext, openInstance } = await import('../instance.ts');
+      const { openInstance, withCommandContext } = await import('../instance.ts');
       if (options.format !== 'standard' && options.format !== 'legacy') {
         program.error(`error: option '--format <format>' must be standard or legacy (got '${options.format}')`);
       }
@@ -20,7 +20,9 @@ export function adminKeyCommand(program: Command): void {
       }
       const instance = await openInstance('mint the key, then start it again');
       try {
-        const minted = await mintAdminKey(await commandContext(instance), options.email, options.format as 'standard' | 'legacy');
+        const minted = await withCommandContext(instance, (ctx) =>
+          mintAdminKey(ctx, options.email, options.format as 'standard' | 'legacy'),
+        );
         const heading = minted.created
           ? `created the admin ${minted.email} with a new key`
           : `${minted.promoted ? 'made ' : ''}${minted.email}${minted.promoted ? ' an admin, with' : ':'} a new admin key`;

@@ -10,10 +10,10 @@ export function retentionCommand(program: Command): void {
     .option('--json', 'print the report as JSON')
     .action(async (options: { dryRun?: boolean; json?: boolean }) => {
       const { sweepRetention } = await import('../../server/services/retention.ts');
-      const { commandContext, openInstance } = await import('../instance.ts');
+      const { openInstance, withCommandContext } = await import('../instance.ts');
       const instance = await openInstance('apply retention, then start it again');
       try {
-        const result = await sweepRetention(await commandContext(instance), { dryRun: options.dryRun });
+        const result = await withCommandContext(instance, (ctx) => sweepRetention(ctx, { dryRun: options.dryRun }));
         await instance.database.durable();
         const lines = result.projects.map((p) => {
           const rules =
