@@ -21,9 +21,17 @@ export const recoveryPlugin = fp(
     if (!embedded || stoppedUncleanly(config.dataDir)) await database.check();
     else app.log.info('no unclean stop on record: start-up integrity check skipped');
     if (embedded) markOpen(config.dataDir);
-    // Uploads a previous process left unfinished are deleted.
-    const recovered = await ctx.blobs.recover();
-    app.log.info({ blobs: ctx.blobs.location, removedTempFiles: recovered.removedTempFiles }, 'blob store recovered');
+    // Uploads a previous process left unfinished are deleted. In a bucket that is housekeeping, not
+    // safety (a leftover temp object is never referenced, and the next start or a lifecycle rule
+    // removes it): a store that is down or refuses the listing does not stop the start, and the
+    // instance reports not ready while the store does not answer (SCALE-7).
+    try {
+      const recovered = await ctx.blobs.recover();
+      app.log.info({ blobs: ctx.blobs.location, removedTempFiles: recovered.removedTempFiles }, 'blob store recovered');
+    } catch (error) {
+      if (!ctx.blobs.location.startsWith('s3:')) throw error;
+      app.log.warn({ err: error, blobs: ctx.blobs.location }, 'leftover uploads in the bucket were not cleaned up at start');
+    }
   },
   { name: 'attest-recovery' },
 );
