@@ -42,7 +42,8 @@ for (const dialect of DIALECTS) {
       const storage = await createStorage(dialect, dataDir, generateKey('standard'));
       let crashing: SpawnedServer | undefined;
       try {
-        crashing = await spawnServer(storage, { ATTEST_CRASH_AT: 'import-after-batch:1' });
+        // A short lease: on PostgreSQL the restarted server takes the import over once the dead one's lease ran out (SCALE-5).
+        crashing = await spawnServer(storage, { ATTEST_CRASH_AT: 'import-after-batch:1', ATTEST_TASK_LEASE_SECONDS: '3' });
         const project = await crashing.admin.call(v1.projects.createProject, {
           body: { key: `I${randomBytes(3).toString('hex').toUpperCase()}`, name: 'Crash import' },
         });
@@ -56,7 +57,7 @@ for (const dialect of DIALECTS) {
         const death = await crashing.exited;
         assert.equal(death.signal, 'SIGKILL', crashing.output.slice(-5).join('\n'));
 
-        const restarted = await spawnServer(storage);
+        const restarted = await spawnServer(storage, { ATTEST_TASK_LEASE_SECONDS: '3' });
         try {
           const importId = String(accepted.json.id);
           const read = () => restarted.admin.call(v1.imports.getImport, { params: { projectId: project.id, importId } });
