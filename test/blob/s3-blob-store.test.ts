@@ -304,6 +304,57 @@ describe('the database fence between instances (SCALE-2)', { skip: !DIALECTS.inc
     second.release();
   });
 
+  /** This fence's hold rows on `sha`, with when each expires. */
+  const holdsOf = (fence: DatabaseBlobFence, sha: string) =>
+    database.db
+      .selectFrom('blob_fences')
+      .select('expires_at')
+      .where('holder', '=', fence.holder)
+      .where('sha256', '=', sha)
+      .where('kind', '=', 'hold')
+      .execute();
+
+  test('a live upload keeps its hold past holdMs: its instance renews it, so GC on another leaves the bytes', async () => {
+    const fence = new DatabaseBlobFence(database.db, { holdMs: 900, deletionMs: 60_000, log: console });
+    const a = (await s3Store({ bucket, fence })).store;
+    const [b] = await twoInstances();
+    const upload = await a.put(chunks(`a slow import's attachment ${Math.random()}`));
+    const [first] = await holdsOf(fence, upload.sha256);
+    assert.ok(first);
+    await waitFor(() => Date.now() > Date.parse(first.expires_at) + 100, { message: 'the hold as first written has expired' });
+    assert.equal(await b.delete(upload.sha256), false, "B leaves the bytes: A's upload still holds them");
+    assert.ok(await b.head(upload.sha256));
+    upload.release();
+    await waitFor(() => b.delete(upload.sha256), { message: 'B deletes the bytes once the hold is released' });
+    assert.deepEqual(await holdsOf(fence, upload.sha256), []);
+  });
+
+  test('an upload waiting on a deletion mark that outlasts holdMs keeps its hold while it waits', async () => {
+    const fence = new DatabaseBlobFence(database.db, { holdMs: 900, deletionMs: 60_000, log: console });
+    const a = (await s3Store({ bucket, fence })).store;
+    const bytes = `bytes another instance is deleting ${Math.random()}`;
+    const sha = sha256(Buffer.from(bytes));
+    await database.db
+      .insertInto('blob_fences')
+      .values({
+        id: `mark-${Math.random()}`,
+        sha256: sha,
+        kind: 'deletion',
+        holder: 'other',
+        expires_at: new Date(Date.now() + 60_000).toISOString(),
+      })
+      .execute();
+    const upload = a.put(chunks(bytes));
+    const first = await waitFor(() => holdsOf(fence, sha).then((rows) => rows[0]), { message: 'the upload holds the digest' });
+    await waitFor(() => Date.now() > Date.parse(first.expires_at) + 100, { message: 'the hold as first written has expired' });
+    const [renewed] = await holdsOf(fence, sha);
+    assert.ok(renewed && Date.parse(renewed.expires_at) > Date.now(), 'the waiting upload still holds the digest');
+    await database.db.deleteFrom('blob_fences').where('sha256', '=', sha).where('kind', '=', 'deletion').execute();
+    const stored = await upload;
+    assert.equal(stored.created, true);
+    stored.release();
+  });
+
   test("a dead instance's expired hold and deletion mark count for nothing", async () => {
     const later = () => new Date(Date.now() + 2 * 3600_000);
     const [a] = await twoInstances();

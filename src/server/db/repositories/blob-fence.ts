@@ -5,8 +5,10 @@ import type { DB } from '../types.ts';
 
 export interface DatabaseBlobFenceOptions {
   /**
-   * How long an upload's hold counts without its release: the garbage-collection grace period, which
-   * is already longer than any upload (DUR-10), so a hold only lapses once its instance is gone.
+   * How long an upload's hold counts without being renewed: the garbage-collection grace period. The
+   * instance renews its live holds every third of it, however long their uploads take (an import
+   * holding its attachments until its last transaction, an upload waiting out a deletion), so a
+   * hold only lapses once its instance is gone.
    */
   holdMs: number;
   /** How long a deletion's mark counts: well beyond what one deletion takes within the store's timeouts and retries. */
@@ -19,6 +21,8 @@ export interface DatabaseBlobFenceOptions {
 
 /** Expired rows are swept at most this often, by deletions (garbage collection). */
 const SWEEP_INTERVAL_MS = 60_000;
+/** Live holds renewed per statement, well within PostgreSQL's bind parameters. */
+const RENEW_BATCH = 1000;
 
 /**
  * The fence between uploads and garbage collection shared by every instance on one database and
@@ -29,7 +33,9 @@ const SWEEP_INTERVAL_MS = 60_000;
  *   (the blob may be going: the store then writes it again), and proceeds once it is gone.
  * - A deletion commits its mark (one per digest: a second deletion gives way), then gives way
  *   to any live hold, then asks `stillGarbage`, removes the blob, and drops its mark.
- * Rows expire, so a dead instance's holds and marks stop counting; deletions sweep them.
+ * Rows expire, so a dead instance's holds and marks stop counting; deletions sweep them. A live
+ * instance renews its holds until they are released: a timer that runs only while it has some
+ * (unreferenced, so it never keeps a process alive), so there is nothing to stop at shutdown.
  */
 export class DatabaseBlobFence implements BlobFence {
   /** This instance, in the rows it writes. */
@@ -42,6 +48,10 @@ export class DatabaseBlobFence implements BlobFence {
   private lastSweep = 0;
   /** Releases of this instance under way, by digest: a deletion here waits for them, so a released hold never blocks it. */
   private readonly releasing = new Map<string, Set<Promise<unknown>>>();
+  /** This instance's holds not released yet, by row id: the ones it renews. */
+  private readonly live = new Set<string>();
+  private renewal: NodeJS.Timeout | undefined;
+  private renewing = false;
 
   constructor(
     private readonly db: DB,
@@ -65,10 +75,12 @@ export class DatabaseBlobFence implements BlobFence {
     } catch (error) {
       throw new BlobStorageError('io', 'blob fence: recording an upload hold failed', { cause: error });
     }
+    this.keepRenewing(id);
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
+      this.stopRenewing(id);
       // Off the caller's path; a hold that is not deleted expires on its own.
       const pending = this.releasing.get(sha256) ?? new Set();
       this.releasing.set(sha256, pending);
@@ -126,6 +138,44 @@ export class DatabaseBlobFence implements BlobFence {
       return await remove();
     } finally {
       await this.db.deleteFrom('blob_fences').where('id', '=', id).execute();
+    }
+  }
+
+  /** From the first live hold on, renews them all every third of `holdMs`. */
+  private keepRenewing(id: string): void {
+    this.live.add(id);
+    if (this.renewal) return;
+    this.renewal = setInterval(() => void this.renew(), Math.max(1, Math.floor(this.holdMs / 3)));
+    this.renewal.unref();
+  }
+
+  /** After the last live hold's release, the timer goes. */
+  private stopRenewing(id: string): void {
+    this.live.delete(id);
+    if (this.live.size > 0 || !this.renewal) return;
+    clearInterval(this.renewal);
+    this.renewal = undefined;
+  }
+
+  /** A renewal that fails is tried again at the next tick, while the holds still count (two ticks are left). */
+  private async renew(): Promise<void> {
+    if (this.renewing) return;
+    this.renewing = true;
+    try {
+      const ids = [...this.live];
+      for (let at = 0; at < ids.length; at += RENEW_BATCH) {
+        await this.db
+          .updateTable('blob_fences')
+          .set({ expires_at: this.at(this.holdMs) })
+          .where('holder', '=', this.holder)
+          .where('kind', '=', 'hold')
+          .where('id', 'in', ids.slice(at, at + RENEW_BATCH))
+          .execute();
+      }
+    } catch (error) {
+      this.log.warn({ err: error, holds: this.live.size }, 'renewing the blob holds of running uploads failed; trying again');
+    } finally {
+      this.renewing = false;
     }
   }
 
