@@ -230,6 +230,22 @@ describe('S3BlobStore when the store fails', () => {
       }
       assert.deepEqual(await buffer((await store.get(info.sha256)) as NodeJS.ReadableStream), bytes);
     });
+
+    test('an answer without Content-Length fails as storage instead of reading as an empty blob', async () => {
+      const { store } = await s3Store({}, proxy);
+      const bytes = randomBytes(100_000);
+      const info = await store.put(chunks(bytes));
+      info.release();
+      proxy.answers.length = 0;
+      proxy.chunk(true);
+      try {
+        await assert.rejects(async () => buffer((await store.get(info.sha256)) as NodeJS.ReadableStream), isIoFailure);
+        assert.deepEqual(proxy.answers, ['chunked']);
+      } finally {
+        proxy.chunk(false);
+      }
+      assert.deepEqual(await buffer((await store.get(info.sha256)) as NodeJS.ReadableStream), bytes);
+    });
   });
 });
 

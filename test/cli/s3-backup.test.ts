@@ -8,7 +8,7 @@ import { attest } from '../helpers/cli.ts';
 import { createProject } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
 import { startRun } from '../helpers/records.ts';
-import { startS3 } from '../helpers/s3.ts';
+import { startS3, tamperWithBlob } from '../helpers/s3.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { upload } from '../helpers/uploads.ts';
 
@@ -62,6 +62,34 @@ describe('attest backup / restore / verify with blobs in a bucket', () => {
     assert.equal(verified.code, 0, verified.output);
     const report = JSON.parse(verified.stdout);
     assert.deepEqual([report.sound, report.missingBlobs, report.badBlobs, report.orphanBlobs], [true, [], [], 0]);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a backup fails loudly when an object in the bucket holds another size than its rows record', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-s3-cli-'));
+    const env = { ATTEST_DATA_DIR: path.join(dir, 'data'), ...s3.env(await s3.createBucket(), 'attest') };
+    const server = await startTestServer('sqlite', env);
+    const project = await createProject(server);
+    const run = await startRun(server.admin.client, project.id);
+    const png = await randomPng();
+    const res = await upload(
+      server.url,
+      server.admin.key,
+      project.id,
+      { testRunId: run.id, kind: 'screenshot', name: 'shot.png' },
+      { file: { bytes: png } },
+    );
+    assert.equal(res.status, 201);
+    await tamperWithBlob(server, sha256(png), png.subarray(0, png.length - 10));
+    await server.close();
+
+    const backup = await attest(['backup', path.join(dir, 'backup')], env);
+    assert.notEqual(backup.code, 0, backup.output);
+    assert.match(
+      backup.output,
+      new RegExp(`blob ${sha256(png)} .*\\(${png.length - 10} bytes downloaded where its database records ${png.length}\\)`),
+    );
+    assert.equal(fs.existsSync(path.join(dir, 'backup', 'attest-backup.json')), false, 'no manifest: restore refuses the folder');
     fs.rmSync(dir, { recursive: true, force: true });
   });
 

@@ -142,13 +142,15 @@ export interface FaultyProxy {
   /** Where clients reach the store through the proxy. */
   endpoint: string;
   /** How each request that reached the proxy was answered, in order. */
-  answers: ('forwarded' | 'refused' | 'stalled' | 'truncated')[];
+  answers: ('forwarded' | 'refused' | 'stalled' | 'truncated' | 'chunked')[];
   /** The next `count` requests get 503 SlowDown, as a throttling or failing store answers. */
   refuse(count: number): void;
   /** While on, requests get no answer at all (a store that hangs). */
   stall(on: boolean): void;
   /** While on, a GET gets its headers and half its body, then the connection drops. */
   truncate(on: boolean): void;
+  /** While on, a GET's answer comes chunked, without Content-Length (as some stores and proxies send it). */
+  chunk(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -162,6 +164,7 @@ export async function faultyProxy(target: string): Promise<FaultyProxy> {
   let refusals = 0;
   let stalling = false;
   let truncating = false;
+  let chunking = false;
   const answers: FaultyProxy['answers'] = [];
   const server = http.createServer((request, response) => {
     if (stalling) {
@@ -182,11 +185,14 @@ export async function faultyProxy(target: string): Promise<FaultyProxy> {
       return;
     }
     const cut = truncating && request.method === 'GET';
-    answers.push(cut ? 'truncated' : 'forwarded');
+    const chunked = chunking && request.method === 'GET';
+    answers.push(cut ? 'truncated' : chunked ? 'chunked' : 'forwarded');
     const forward = http.request(
       { host: upstream.hostname, port: upstream.port, method: request.method, path: request.url, headers: request.headers },
       (answer) => {
-        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        const headers = { ...answer.headers };
+        if (chunked) delete headers['content-length'];
+        response.writeHead(answer.statusCode ?? 502, headers);
         const length = Number(answer.headers['content-length'] ?? 0);
         if (!cut || length < 2) {
           answer.pipe(response);
@@ -220,6 +226,9 @@ export async function faultyProxy(target: string): Promise<FaultyProxy> {
     },
     truncate: (on) => {
       truncating = on;
+    },
+    chunk: (on) => {
+      chunking = on;
     },
     async close() {
       const closing = new Promise((resolve) => server.close(resolve));

@@ -90,12 +90,18 @@ function durableWriter() {
   };
 }
 
-/** A blob of a bucket into a new file of the backup, made durable like a copied one. */
-async function download(bucket: BlobStore, key: string, to: string, out: ReturnType<typeof durableWriter>): Promise<void> {
+/**
+ * A blob of a bucket into a new file of the backup, made durable like a copied one. A file of
+ * another size than its rows record (`size`, -1 when they record none) fails the backup: the
+ * object is damaged, or the store answered short.
+ */
+async function download(bucket: BlobStore, key: string, size: number, to: string, out: ReturnType<typeof durableWriter>): Promise<void> {
   const source = await bucket.get(key);
   if (!source) throw new Error(`not in ${bucket.location}`);
   out.mkdir(path.dirname(to));
   await pipeline(source, fs.createWriteStream(to, { flags: 'wx', mode: 0o600 }));
+  const written = fs.statSync(to).size;
+  if (size >= 0 && written !== size) throw new Error(`${written} bytes downloaded where its database records ${size}`);
   out.written(to);
 }
 
@@ -146,13 +152,14 @@ export async function backupEmbedded(
   } finally {
     live.close();
   }
-  const keys = [...referencedIn(target).keys()];
+  const sizes = referencedIn(target);
+  const keys = [...sizes.keys()];
   out.written(target);
   let bytes = 0;
   for (const [index, key] of keys.entries()) {
     const to = blobPath(destination, key);
     try {
-      if (bucket) await download(bucket, key, to, out);
+      if (bucket) await download(bucket, key, sizes.get(key) ?? -1, to, out);
       else out.copy(blobPath(dataDir, key), to, fs.constants.COPYFILE_EXCL);
     } catch (error) {
       throw new Error(

@@ -230,12 +230,18 @@ export class S3BlobStore implements BlobStore {
     );
     if (!answer?.Body) return undefined;
     const body = answer.Body as Readable;
-    if (!range) return Readable.from(exactly(body, 0, answer.ContentLength ?? 0), { objectMode: false });
+    // Without its length (a chunked answer) a read that ends short could not be told from a whole one.
+    const received = answer.ContentLength;
+    if (received === undefined) {
+      body.destroy();
+      throw new BlobStorageError('io', `blob store: S3 answered GetObject ${key} without Content-Length`);
+    }
+    if (!range) return Readable.from(exactly(body, 0, received), { objectMode: false });
     // A store may answer with more than the range asked for (s3rver answers `bytes=0-0` with the
     // whole object, as its own Content-Range says): the part asked for is cut out of what came.
     const from = Number(/^bytes (\d+)-/.exec(answer.ContentRange ?? '')?.[1] ?? 0);
     const length = range.end - range.start + 1;
-    if (from > range.start || (answer.ContentLength ?? 0) < range.start - from + length) {
+    if (from > range.start || received < range.start - from + length) {
       body.destroy();
       throw new BlobStorageError(
         'io',
