@@ -231,6 +231,43 @@ describe('S3BlobStore when the store fails', () => {
       assert.deepEqual(await buffer((await store.get(info.sha256)) as NodeJS.ReadableStream), bytes);
     });
 
+    test("the parts of a large upload have time for their size, beyond the timeout of a request's answer", async () => {
+      const { store } = await s3Store({ timeoutMs: 300, maxAttempts: 1 }, proxy);
+      const bytes = randomBytes(9 * 1024 * 1024);
+      proxy.answers.length = 0;
+      // Each part answered later than the timeout, within the time a 5 MiB part is given.
+      proxy.delay(800, (request) => request.method === 'PUT' && /[?&]partNumber=/.test(request.url ?? ''));
+      try {
+        const info = await store.put(chunks(bytes));
+        info.release();
+        assert.equal(info.sha256, sha256(bytes));
+      } finally {
+        proxy.delay(0);
+      }
+      assert.equal(proxy.answers.filter((answer) => answer === 'delayed').length, 2, 'both parts');
+    });
+
+    test("a large upload's copy into place has time for its size, beyond the timeout of a request's answer", async () => {
+      // Parts are given no more than the timeout here, so the copy's time is its own.
+      const slowestTransfer = { sendBytesPerSecond: Number.MAX_SAFE_INTEGER, copyBytesPerSecond: 8 * 1024 * 1024 };
+      const { store } = await s3Store({ timeoutMs: 300, maxAttempts: 1, slowestTransfer }, proxy);
+      const bytes = randomBytes(9 * 1024 * 1024);
+      proxy.answers.length = 0;
+      // Answered later than the timeout, within the time a 9 MiB copy is given (300 ms + 1125 ms).
+      proxy.delay(800, (request) => request.method === 'PUT' && 'x-amz-copy-source' in request.headers);
+      try {
+        const info = await store.put(chunks(bytes));
+        info.release();
+        assert.equal(info.sha256, sha256(bytes));
+      } finally {
+        proxy.delay(0);
+      }
+      assert.deepEqual(
+        proxy.answers.filter((answer) => answer === 'delayed'),
+        ['delayed'],
+      );
+    });
+
     test('an answer without Content-Length fails as storage instead of reading as an empty blob', async () => {
       const { store } = await s3Store({}, proxy);
       const bytes = randomBytes(100_000);

@@ -142,7 +142,7 @@ export interface FaultyProxy {
   /** Where clients reach the store through the proxy. */
   endpoint: string;
   /** How each request that reached the proxy was answered, in order. */
-  answers: ('forwarded' | 'refused' | 'stalled' | 'truncated' | 'chunked')[];
+  answers: ('forwarded' | 'refused' | 'stalled' | 'truncated' | 'chunked' | 'delayed')[];
   /** The next `count` requests get 503 SlowDown, as a throttling or failing store answers. */
   refuse(count: number): void;
   /** While on, requests get no answer at all (a store that hangs). */
@@ -151,6 +151,8 @@ export interface FaultyProxy {
   truncate(on: boolean): void;
   /** While on, a GET's answer comes chunked, without Content-Length (as some stores and proxies send it). */
   chunk(on: boolean): void;
+  /** Requests that `which` picks are answered `ms` late (a store busy copying or storing a large part); 0 ends it. */
+  delay(ms: number, which?: (request: http.IncomingMessage) => boolean): void;
   close(): Promise<void>;
 }
 
@@ -165,6 +167,7 @@ export async function faultyProxy(target: string): Promise<FaultyProxy> {
   let stalling = false;
   let truncating = false;
   let chunking = false;
+  let delay = { ms: 0, which: (_request: http.IncomingMessage) => true };
   const answers: FaultyProxy['answers'] = [];
   const server = http.createServer((request, response) => {
     if (stalling) {
@@ -186,28 +189,33 @@ export async function faultyProxy(target: string): Promise<FaultyProxy> {
     }
     const cut = truncating && request.method === 'GET';
     const chunked = chunking && request.method === 'GET';
-    answers.push(cut ? 'truncated' : chunked ? 'chunked' : 'forwarded');
+    const late = delay.ms > 0 && delay.which(request) ? delay.ms : 0;
+    answers.push(cut ? 'truncated' : chunked ? 'chunked' : late ? 'delayed' : 'forwarded');
+    const relay = (answer: http.IncomingMessage) => {
+      const headers = { ...answer.headers };
+      if (chunked) delete headers['content-length'];
+      response.writeHead(answer.statusCode ?? 502, headers);
+      const length = Number(answer.headers['content-length'] ?? 0);
+      if (!cut || length < 2) {
+        answer.pipe(response);
+        return;
+      }
+      let sent = 0;
+      answer.on('data', (chunk: Buffer) => {
+        const room = Math.floor(length / 2) - sent;
+        if (room > 0) response.write(chunk.subarray(0, room));
+        sent += chunk.length;
+        if (sent >= length / 2) {
+          answer.destroy();
+          response.socket?.destroy();
+        }
+      });
+    };
     const forward = http.request(
       { host: upstream.hostname, port: upstream.port, method: request.method, path: request.url, headers: request.headers },
       (answer) => {
-        const headers = { ...answer.headers };
-        if (chunked) delete headers['content-length'];
-        response.writeHead(answer.statusCode ?? 502, headers);
-        const length = Number(answer.headers['content-length'] ?? 0);
-        if (!cut || length < 2) {
-          answer.pipe(response);
-          return;
-        }
-        let sent = 0;
-        answer.on('data', (chunk: Buffer) => {
-          const room = Math.floor(length / 2) - sent;
-          if (room > 0) response.write(chunk.subarray(0, room));
-          sent += chunk.length;
-          if (sent >= length / 2) {
-            answer.destroy();
-            response.socket?.destroy();
-          }
-        });
+        if (late) setTimeout(() => relay(answer), late);
+        else relay(answer);
       },
     );
     forward.on('error', () => response.socket?.destroy());
@@ -229,6 +237,9 @@ export async function faultyProxy(target: string): Promise<FaultyProxy> {
     },
     chunk: (on) => {
       chunking = on;
+    },
+    delay: (ms, which = () => true) => {
+      delay = { ms, which };
     },
     async close() {
       const closing = new Promise((resolve) => server.close(resolve));

@@ -25,7 +25,7 @@ import {
   isBlobKey,
   type StoredBlob,
 } from './blob-store.ts';
-import { createS3Client, exactly, isMissing, type S3ClientOptions, s3Failure } from './s3-client.ts';
+import { createS3Client, exactly, isMissing, MAX_BACKOFF_MS, type S3ClientOptions, s3Failure, sizedTimeout } from './s3-client.ts';
 
 export interface S3BlobStoreOptions extends S3ClientOptions {
   bucket: string;
@@ -40,6 +40,8 @@ export interface S3BlobStoreOptions extends S3ClientOptions {
   bufferBytes?: number;
   /** Keys asked for per listing page (at most 1000, S3's own maximum). */
   listPageSize?: number;
+  /** The slowest transfers the timeouts of size-bound requests allow for; SLOWEST_TRANSFER by default. */
+  slowestTransfer?: { sendBytesPerSecond: number; copyBytesPerSecond: number };
 }
 
 /**
@@ -47,6 +49,12 @@ export interface S3BlobStoreOptions extends S3ClientOptions {
  * single PutObject for `Upload` too, so buffering it costs no more memory than streaming it would.
  */
 const BUFFER_BYTES = 5 * 1024 * 1024;
+/**
+ * The slowest transfers that requests whose work grows with their size are given time for, beyond
+ * `timeoutMs` (docs/storage.md): a part sent at 2 Mbit/s (20 s more for 5 MiB), an object copied
+ * inside the store at 8 MiB/s (128 s more per GiB).
+ */
+const SLOWEST_TRANSFER = { sendBytesPerSecond: 256 * 1024, copyBytesPerSecond: 8 * 1024 * 1024 };
 /** Parts a streamed upload keeps in flight: memory per upload is about this many parts. */
 const UPLOAD_QUEUE = 4;
 
@@ -68,6 +76,11 @@ const SHARDED_DIGEST = /^([0-9a-f]{2})\/([0-9a-f]{2})\/(\1\2[0-9a-f]{60})$/;
 export class S3BlobStore implements BlobStore {
   readonly location: string;
   private readonly client: S3Client;
+  /** For the requests whose time grows with their size: multipart uploads and CopyObject (see createS3Client). */
+  private readonly transfers: S3Client;
+  private readonly timeoutMs: number;
+  private readonly maxAttempts: number;
+  private readonly copyBytesPerSecond: number;
   private readonly bucket: string;
   /** '' or the prefix with its slash. */
   private readonly root: string;
@@ -87,6 +100,12 @@ export class S3BlobStore implements BlobStore {
     this.bufferBytes = options.bufferBytes ?? BUFFER_BYTES;
     this.listPageSize = options.listPageSize ?? 1000;
     this.client = createS3Client(options);
+    const slowest = options.slowestTransfer ?? SLOWEST_TRANSFER;
+    // A part is BUFFER_BYTES at most.
+    this.transfers = createS3Client(options, { requestMs: sizedTimeout(options.timeoutMs, BUFFER_BYTES, slowest.sendBytesPerSecond) });
+    this.timeoutMs = options.timeoutMs;
+    this.maxAttempts = options.maxAttempts;
+    this.copyBytesPerSecond = slowest.copyBytesPerSecond;
   }
 
   /** The object key of a blob. Only well-formed digests map to a key, so no key escapes `blobs/`. */
@@ -171,7 +190,7 @@ export class S3BlobStore implements BlobStore {
     let release: (() => void) | undefined;
     try {
       const upload = new Upload({
-        client: this.client,
+        client: this.transfers,
         params: { Bucket: this.bucket, Key: temp, Body: body },
         partSize: BUFFER_BYTES,
         queueSize: UPLOAD_QUEUE,
@@ -189,8 +208,10 @@ export class S3BlobStore implements BlobStore {
       release = await this.fence.hold(sha256);
       if ((await this.headKey(key))?.size === size) return { sha256, size, created: false, release };
       // CopyObject copies up to 5 GiB in one request; createBlobStore keeps the artifact limit below it.
+      // Each attempt has time for the size, and all of them together (with the backoffs) a deadline.
+      const copyMs = sizedTimeout(this.timeoutMs, size, this.copyBytesPerSecond);
       await this.call('CopyObject', () =>
-        this.client.send(
+        this.transfers.send(
           new CopyObjectCommand({
             Bucket: this.bucket,
             Key: key,
@@ -198,6 +219,7 @@ export class S3BlobStore implements BlobStore {
             MetadataDirective: 'REPLACE',
             Metadata: { sha256 },
           }),
+          { requestTimeout: copyMs, abortSignal: AbortSignal.timeout(this.maxAttempts * (copyMs + MAX_BACKOFF_MS)) },
         ),
       );
       await this.confirm(key, size);

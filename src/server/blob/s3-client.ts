@@ -14,13 +14,27 @@ export interface S3ClientOptions {
   maxAttempts: number;
 }
 
+/** The SDK's longest backoff between two attempts (standard retry strategy). */
+export const MAX_BACKOFF_MS = 20_000;
+
+/** `timeoutMs` plus the time `bytes` take at `bytesPerSecond`: the timeout of a request whose work grows with its size. */
+export function sizedTimeout(timeoutMs: number, bytes: number, bytesPerSecond: number): number {
+  return timeoutMs + Math.ceil((bytes * 1000) / bytesPerSecond);
+}
+
 /**
  * The SDK client as the store uses it. It computes and checks no checksums of its own
  * (`WHEN_REQUIRED`: third-party stores reject or ignore the newer ones), retries with the SDK's
  * standard strategy, and takes its credentials from the SDK's default chain (environment,
  * profiles, instance roles), never from Attest's configuration.
+ *
+ * Each attempt must be answered within `timeoutMs`, and the client gives up on a transfer silent
+ * that long; `transfer` makes the client for requests whose time grows with their size (the parts
+ * of a multipart upload, CopyObject): answered within `transfer.requestMs` by default (or a
+ * per-call `requestTimeout`), and without the silence limit, since a store copying a large object
+ * may send nothing until it is done.
  */
-export function createS3Client(options: S3ClientOptions): S3Client {
+export function createS3Client(options: S3ClientOptions, transfer?: { requestMs: number }): S3Client {
   return new S3Client({
     region: options.region,
     endpoint: options.endpoint,
@@ -33,9 +47,10 @@ export function createS3Client(options: S3ClientOptions): S3Client {
     // silent store fails each attempt within the timeout instead of hanging the request.
     requestHandler: {
       connectionTimeout: options.timeoutMs,
-      requestTimeout: options.timeoutMs,
+      requestTimeout: transfer?.requestMs ?? options.timeoutMs,
       throwOnRequestTimeout: true,
-      socketTimeout: options.timeoutMs,
+      // 0: no limit on silence.
+      socketTimeout: transfer ? 0 : options.timeoutMs,
     },
   });
 }
