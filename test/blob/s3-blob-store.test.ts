@@ -107,6 +107,36 @@ describe('S3BlobStore in a bucket', () => {
     assert.deepEqual(await s3.keys(bucket, `${PREFIX}/tmp/`), [], 'the temp object is gone');
   });
 
+  test('at most four streamed uploads read on at once; the others wait for one to finish before they read past what they buffered', async () => {
+    const { store } = await s3Store({ bufferBytes: 1024 });
+    const reading = new Set<number>();
+    const gates = Array.from({ length: 6 }, () => {
+      let resolve = () => {};
+      const promise = new Promise<void>((settle) => {
+        resolve = settle;
+      });
+      return { promise, resolve };
+    });
+    async function* source(index: number) {
+      yield randomBytes(2048);
+      reading.add(index);
+      await gates[index]?.promise;
+      yield randomBytes(2048);
+    }
+    const puts = gates.map((_, index) => store.put(source(index)));
+    await waitFor(() => reading.size === 4, { message: () => `${reading.size} uploads reading, expected 4` });
+    // Deliberate: a window in which the other two must NOT read on; there is no event for "still waiting".
+    await delay(200);
+    assert.equal(reading.size, 4);
+    const first = [...reading][0] ?? -1;
+    gates[first]?.resolve();
+    (await puts[first])?.release();
+    await waitFor(() => reading.size === 5, { message: 'a fifth upload reads on once one finished' });
+    for (const gate of gates) gate.resolve();
+    for (const put of puts) (await put).release();
+    assert.equal(reading.size, 6);
+  });
+
   test('lists page by page', async () => {
     const { store } = await s3Store({ listPageSize: 2 });
     const stored: string[] = [];

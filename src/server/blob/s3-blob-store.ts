@@ -55,8 +55,17 @@ const BUFFER_BYTES = 5 * 1024 * 1024;
  * inside the store at 8 MiB/s (128 s more per GiB).
  */
 const SLOWEST_TRANSFER = { sendBytesPerSecond: 256 * 1024, copyBytesPerSecond: 8 * 1024 * 1024 };
-/** Parts a streamed upload keeps in flight: memory per upload is about this many parts. */
-const UPLOAD_QUEUE = 4;
+/**
+ * Parts a streamed upload keeps in flight. Its memory is these parts, the one being filled and the
+ * source's read-ahead: about 3 parts of 5 MiB, 15-16 MiB (with 4 in flight it was 25-30 MiB).
+ */
+const UPLOAD_QUEUE = 2;
+/**
+ * Streamed uploads under way at once in this process; the others wait for a slot, each holding the
+ * 5 MiB it read before it knew it would stream, and read no further. So streamed uploads take at
+ * most about 4 x 16 = 64 MiB, plus 5 MiB per waiting one.
+ */
+const STREAMED_PUTS = 4;
 
 /** The digest of a blob key below the `blobs/` prefix: `aa/bb/<sha256>`, shards matching the digest. */
 const SHARDED_DIGEST = /^([0-9a-f]{2})\/([0-9a-f]{2})\/(\1\2[0-9a-f]{60})$/;
@@ -89,6 +98,7 @@ export class S3BlobStore implements BlobStore {
   private readonly staleUploadMs: number;
   private readonly bufferBytes: number;
   private readonly listPageSize: number;
+  private readonly streamedPuts = new Slots(STREAMED_PUTS);
 
   constructor(options: S3BlobStoreOptions) {
     this.bucket = options.bucket;
@@ -169,12 +179,14 @@ export class S3BlobStore implements BlobStore {
     hash: ReturnType<typeof createHash>,
     bufferedSize: number,
   ): Promise<StoredBlob> {
+    const slot = await this.streamedPuts.take();
     const temp = `${this.root}tmp/${randomUUID()}`;
     let size = bufferedSize;
     let sourceFailure: { error: unknown } | undefined;
     const body = Readable.from(
       (async function* () {
-        yield* buffered;
+        // One by one off the array, so the upload alone keeps a buffered chunk once it has it.
+        for (let chunk = buffered.shift(); chunk; chunk = buffered.shift()) yield chunk;
         try {
           for await (const chunk of rest) {
             hash.update(chunk);
@@ -202,6 +214,8 @@ export class S3BlobStore implements BlobStore {
       } catch (error) {
         if (sourceFailure) throw sourceFailure.error;
         throw s3Failure('multipart upload', error);
+      } finally {
+        slot();
       }
       const sha256 = hash.digest('hex');
       const key = this.blobKey(sha256);
@@ -228,6 +242,7 @@ export class S3BlobStore implements BlobStore {
       release?.();
       throw error;
     } finally {
+      slot();
       // Stops reading the source when the store failed first; nothing is left to read otherwise.
       body.destroy();
       // Best effort: a temp object the store would not delete now goes at a later start (recover).
@@ -387,5 +402,28 @@ export class S3BlobStore implements BlobStore {
       if (isMissing(error)) return undefined;
       throw s3Failure(operation, error);
     }
+  }
+}
+
+/** A counting semaphore: `take` resolves with the slot's release (idempotent) once one is free, in order of asking. */
+class Slots {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(count: number) {
+    this.free = count;
+  }
+
+  async take(): Promise<() => void> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.free++;
+    };
   }
 }
