@@ -261,6 +261,17 @@ describe('S3BlobStore when the store fails', () => {
       assert.deepEqual(await buffer((await store.get(info.sha256)) as NodeJS.ReadableStream), bytes);
     });
 
+    test("every part of a large upload carries its body's SHA-256 in its signature, which S3 checks on arrival", async () => {
+      const { store } = await s3Store({}, proxy);
+      const bytes = randomBytes(11 * 1024 * 1024);
+      proxy.puts.length = 0;
+      const info = await store.put(chunks(bytes));
+      info.release();
+      const parts = proxy.puts.filter((put) => /[?&]partNumber=/.test(put.url));
+      assert.equal(parts.length, 3);
+      for (const part of parts) assert.equal(part.claimed, part.sha256, `${part.url} claims the SHA-256 of the bytes sent`);
+    });
+
     test("the parts of a large upload have time for their size, beyond the timeout of a request's answer", async () => {
       const { store } = await s3Store({ timeoutMs: 300, maxAttempts: 1 }, proxy);
       const bytes = randomBytes(9 * 1024 * 1024);

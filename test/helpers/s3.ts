@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -143,6 +143,8 @@ export interface FaultyProxy {
   endpoint: string;
   /** How each request that reached the proxy was answered, in order. */
   answers: ('forwarded' | 'refused' | 'stalled' | 'truncated' | 'chunked' | 'delayed')[];
+  /** The PUTs forwarded, in order: their path and query, the SHA-256 their signature claims for the body, and the body's own. */
+  puts: { url: string; claimed: string | undefined; sha256: string }[];
   /** The next `count` requests get 503 SlowDown, as a throttling or failing store answers. */
   refuse(count: number): void;
   /** While on, requests get no answer at all (a store that hangs). */
@@ -169,6 +171,7 @@ export async function faultyProxy(target: string): Promise<FaultyProxy> {
   let chunking = false;
   let delay = { ms: 0, which: (_request: http.IncomingMessage) => true };
   const answers: FaultyProxy['answers'] = [];
+  const puts: FaultyProxy['puts'] = [];
   const server = http.createServer((request, response) => {
     if (stalling) {
       answers.push('stalled');
@@ -219,6 +222,14 @@ export async function faultyProxy(target: string): Promise<FaultyProxy> {
       },
     );
     forward.on('error', () => response.socket?.destroy());
+    if (request.method === 'PUT') {
+      const hash = createHash('sha256');
+      request.on('data', (chunk: Buffer) => hash.update(chunk));
+      request.on('end', () => {
+        const claimed = request.headers['x-amz-content-sha256'];
+        puts.push({ url: request.url ?? '', claimed: typeof claimed === 'string' ? claimed : undefined, sha256: hash.digest('hex') });
+      });
+    }
     request.pipe(forward);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -226,6 +237,7 @@ export async function faultyProxy(target: string): Promise<FaultyProxy> {
   return {
     endpoint: `http://127.0.0.1:${port}`,
     answers,
+    puts,
     refuse: (count) => {
       refusals = count;
     },

@@ -79,7 +79,11 @@ const SHARDED_DIGEST = /^([0-9a-f]{2})\/([0-9a-f]{2})\/(\1\2[0-9a-f]{60})$/;
  * The SDK computes and checks no checksums of its own (`WHEN_REQUIRED`: third-party stores reject
  * or ignore the newer ones); the store sends Content-MD5 with each PutObject (S3 refuses a body that
  * arrived damaged, DUR-11), keeps the SHA-256 as `x-amz-meta-sha256`, confirms every object
- * it wrote by its size, and `attest verify` re-hashes objects against their keys. Credentials come
+ * it wrote by its size, and `attest verify` re-hashes objects against their keys. The parts of a
+ * multipart upload carry no Content-MD5 (`Upload` sends the same headers with every part); each
+ * PutObject and part, sent from memory, carries its body's SHA-256 in its signature
+ * (`x-amz-content-sha256`), which AWS S3 and MinIO check on arrival. On a store that does not,
+ * integrity in transit above 5 MiB rests on TLS, and after it on `attest verify`. Credentials come
  * from the SDK's default chain (environment, profiles, instance roles), never from Attest's config.
  */
 export class S3BlobStore implements BlobStore {
