@@ -137,6 +137,17 @@ describe('S3BlobStore in a bucket', () => {
     assert.equal(reading.size, 6);
   });
 
+  test('a prefix with a space, a plus and a percent sign holds large blobs too: the copy source is URL-encoded', async () => {
+    const prefix = 'team a+b 100%';
+    const { store, bucket } = await s3Store({ prefix, bufferBytes: 1024 });
+    const bytes = randomBytes(4096);
+    const info = await store.put(chunks(bytes));
+    info.release();
+    const sha = sha256(bytes);
+    assert.deepEqual(await s3.keys(bucket), [`${prefix}/blobs/${sha.slice(0, 2)}/${sha.slice(2, 4)}/${sha}`]);
+    assert.deepEqual(await buffer((await store.get(sha)) as NodeJS.ReadableStream), bytes);
+  });
+
   test('lists page by page', async () => {
     const { store } = await s3Store({ listPageSize: 2 });
     const stored: string[] = [];

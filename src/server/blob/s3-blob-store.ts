@@ -233,7 +233,8 @@ export class S3BlobStore implements BlobStore {
           new CopyObjectCommand({
             Bucket: this.bucket,
             Key: key,
-            CopySource: `${this.bucket}/${temp}`,
+            // URL-encoded, as S3 reads it: the prefix may hold any character.
+            CopySource: `${this.bucket}/${temp.split('/').map(encodeURIComponent).join('/')}`,
             MetadataDirective: 'REPLACE',
             Metadata: { sha256 },
           }),
