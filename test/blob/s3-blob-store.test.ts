@@ -272,6 +272,40 @@ describe('S3BlobStore when the store fails', () => {
       assert.deepEqual(await buffer((await store.get(info.sha256)) as NodeJS.ReadableStream), bytes);
     });
 
+    test('listings that say they are truncated but do not move on end instead of asking for the same page forever', async () => {
+      const { store } = await s3Store({}, proxy);
+      const xmlns = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"';
+      /** Requests of a kind, up to five: a listing that loops is cut off there, and the store answers the rest. */
+      const firstFive = (kind: (query: URLSearchParams) => boolean) => {
+        let count = 0;
+        return (request: { method?: string; url?: string }) =>
+          request.method === 'GET' && kind(new URL(request.url ?? '', 'http://proxy').searchParams) && count++ < 5;
+      };
+      const served = () => proxy.answers.filter((answer) => answer === 'served').length;
+      proxy.answers.length = 0;
+      proxy.serve(
+        `<?xml version="1.0" encoding="UTF-8"?><ListMultipartUploadsResult ${xmlns}><Prefix>${PREFIX}/tmp/</Prefix><IsTruncated>true</IsTruncated><NextKeyMarker>${PREFIX}/tmp/a</NextKeyMarker><NextUploadIdMarker>u1</NextUploadIdMarker></ListMultipartUploadsResult>`,
+        firstFive((query) => query.has('uploads')),
+      );
+      try {
+        assert.deepEqual(await store.recover(), { removedTempFiles: 0 });
+      } finally {
+        proxy.serve(undefined);
+      }
+      assert.equal(served(), 2, 'the first page, and the same again: no third');
+      proxy.answers.length = 0;
+      proxy.serve(
+        `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult ${xmlns}><Prefix>${PREFIX}/blobs/</Prefix><KeyCount>0</KeyCount><IsTruncated>true</IsTruncated><NextContinuationToken>same</NextContinuationToken></ListBucketResult>`,
+        firstFive((query) => query.get('list-type') === '2'),
+      );
+      try {
+        assert.deepEqual(await drain(store), []);
+      } finally {
+        proxy.serve(undefined);
+      }
+      assert.equal(served(), 2, 'the first page, and the same again: no third');
+    });
+
     test("every part of a large upload carries its body's SHA-256 in its signature, which S3 checks on arrival", async () => {
       const { store } = await s3Store({}, proxy);
       const bytes = randomBytes(11 * 1024 * 1024);

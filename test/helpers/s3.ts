@@ -142,7 +142,7 @@ export interface FaultyProxy {
   /** Where clients reach the store through the proxy. */
   endpoint: string;
   /** How each request that reached the proxy was answered, in order. */
-  answers: ('forwarded' | 'refused' | 'stalled' | 'truncated' | 'chunked' | 'delayed')[];
+  answers: ('forwarded' | 'refused' | 'stalled' | 'truncated' | 'chunked' | 'delayed' | 'served')[];
   /** The PUTs forwarded, in order: their path and query, the SHA-256 their signature claims for the body, and the body's own. */
   puts: { url: string; claimed: string | undefined; sha256: string }[];
   /** The next `count` requests get 503 SlowDown, as a throttling or failing store answers. */
@@ -155,6 +155,8 @@ export interface FaultyProxy {
   chunk(on: boolean): void;
   /** Requests that `which` picks are answered `ms` late (a store busy copying or storing a large part); 0 ends it. */
   delay(ms: number, which?: (request: http.IncomingMessage) => boolean): void;
+  /** Requests that `which` picks are answered 200 with `xml` by the proxy itself (a store answering oddly); undefined ends it. */
+  serve(xml: string | undefined, which?: (request: http.IncomingMessage) => boolean): void;
   close(): Promise<void>;
 }
 
@@ -170,6 +172,7 @@ export async function faultyProxy(target: string): Promise<FaultyProxy> {
   let truncating = false;
   let chunking = false;
   let delay = { ms: 0, which: (_request: http.IncomingMessage) => true };
+  let served: { xml: string | undefined; which: (request: http.IncomingMessage) => boolean } = { xml: undefined, which: () => true };
   const answers: FaultyProxy['answers'] = [];
   const puts: FaultyProxy['puts'] = [];
   const server = http.createServer((request, response) => {
@@ -187,6 +190,16 @@ export async function faultyProxy(target: string): Promise<FaultyProxy> {
         response.end(
           '<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>',
         );
+      });
+      return;
+    }
+    if (served.xml !== undefined && served.which(request)) {
+      const { xml } = served;
+      answers.push('served');
+      request.resume();
+      request.on('end', () => {
+        response.writeHead(200, { 'content-type': 'application/xml' });
+        response.end(xml);
       });
       return;
     }
@@ -252,6 +265,9 @@ export async function faultyProxy(target: string): Promise<FaultyProxy> {
     },
     delay: (ms, which = () => true) => {
       delay = { ms, which };
+    },
+    serve: (xml, which = () => true) => {
+      served = { xml, which };
     },
     async close() {
       const closing = new Promise((resolve) => server.close(resolve));

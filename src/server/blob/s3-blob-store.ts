@@ -324,7 +324,11 @@ export class S3BlobStore implements BlobStore {
 
   /** Every object under `prefix`, page by page. */
   private async *objects(prefix: string): AsyncIterable<{ key: string; size: number; modifiedAt: Date }> {
-    const pages = paginateListObjectsV2({ client: this.client, pageSize: this.listPageSize }, { Bucket: this.bucket, Prefix: prefix });
+    // A continuation token that comes back unchanged ends the listing rather than repeating it forever.
+    const pages = paginateListObjectsV2(
+      { client: this.client, pageSize: this.listPageSize, stopOnSameToken: true },
+      { Bucket: this.bucket, Prefix: prefix },
+    );
     try {
       for await (const page of pages) {
         for (const object of page.Contents ?? []) {
@@ -374,8 +378,10 @@ export class S3BlobStore implements BlobStore {
         );
         removedTempFiles++;
       }
-      if (!page.IsTruncated) break;
-      marker = { KeyMarker: page.NextKeyMarker, UploadIdMarker: page.NextUploadIdMarker };
+      const next = { KeyMarker: page.NextKeyMarker, UploadIdMarker: page.NextUploadIdMarker };
+      // A store that says there is more but names no later place would be asked the same page forever.
+      if (!page.IsTruncated || (next.KeyMarker === marker.KeyMarker && next.UploadIdMarker === marker.UploadIdMarker)) break;
+      marker = next;
     }
     return { removedTempFiles };
   }
