@@ -173,7 +173,7 @@ describe('S3BlobStore in a bucket', () => {
     assert.deepEqual(await later.store.recover(), { removedTempFiles: 0 });
   });
 
-  test('a bucket that does not exist fails every call as storage, and ping says so', async () => {
+  test('a bucket that does not exist fails every call as storage, head and get too, and ping says so', async () => {
     const store = new S3BlobStore({
       bucket: 'attest-no-such-bucket',
       prefix: '',
@@ -188,6 +188,9 @@ describe('S3BlobStore in a bucket', () => {
     await assert.rejects(store.ping(), isIoFailure);
     await assert.rejects(store.put(chunks('nowhere to go')), isIoFailure);
     await assert.rejects(drain(store), isIoFailure);
+    // Not "missing blob": the store is what fails.
+    await assert.rejects(store.head('0'.repeat(64)), isIoFailure);
+    await assert.rejects(store.get('0'.repeat(64)), isIoFailure);
   });
 });
 

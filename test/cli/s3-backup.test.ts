@@ -93,6 +93,29 @@ describe('attest backup / restore / verify with blobs in a bucket', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  test('attest verify against a bucket that does not exist reports the store failing, not missing blobs', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-s3-cli-'));
+    const env = { ATTEST_DATA_DIR: path.join(dir, 'data'), ...s3.env(await s3.createBucket(), 'attest') };
+    const server = await startTestServer('sqlite', env);
+    const project = await createProject(server);
+    const run = await startRun(server.admin.client, project.id);
+    const res = await upload(
+      server.url,
+      server.admin.key,
+      project.id,
+      { testRunId: run.id, kind: 'screenshot', name: 'shot.png' },
+      { file: { bytes: await randomPng() } },
+    );
+    assert.equal(res.status, 201);
+    await server.close();
+
+    const verified = await attest(['verify', '--json'], { ...env, ...s3.env('attest-no-such-bucket', 'attest') });
+    assert.notEqual(verified.code, 0, verified.output);
+    assert.match(verified.output, /blob store: S3 HeadBucket failed/);
+    assert.doesNotMatch(verified.output, /missingBlobs/);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
   test('a PostgreSQL instance is told how to back up its database and its bucket instead', async () => {
     const backup = await attest(['backup', path.join(os.tmpdir(), 'attest-never-written')], {
       ATTEST_DATABASE_URL: 'postgres://127.0.0.1:1/attest',

@@ -293,8 +293,14 @@ export class S3BlobStore implements BlobStore {
     return Readable.from(exactly(body, range.start - from, length), { objectMode: false });
   }
 
+  /**
+   * A HEAD's 404 has no body, so a missing bucket looks like a missing object: the bucket is asked
+   * then (HeadBucket), and a missing or unreachable one fails as storage instead of reading as a
+   * missing blob. Uploads' own HEADs skip this; their write fails on a missing bucket.
+   */
   async head(sha256: string): Promise<BlobEntry | undefined> {
     const stored = await this.headKey(this.blobKey(sha256));
+    if (!stored) await this.ping();
     return stored && { sha256, ...stored };
   }
 
