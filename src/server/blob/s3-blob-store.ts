@@ -7,12 +7,8 @@ import {
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
-  ListMultipartUploadsCommand,
-  type ListMultipartUploadsCommandOutput,
   PutObjectCommand,
-  paginateListObjectsV2,
   type S3Client,
-  S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import {
@@ -25,7 +21,18 @@ import {
   isBlobKey,
   type StoredBlob,
 } from './blob-store.ts';
-import { createS3Client, exactly, isMissing, MAX_BACKOFF_MS, type S3ClientOptions, s3Failure, sizedTimeout } from './s3-client.ts';
+import {
+  createS3Client,
+  exactly,
+  isMissing,
+  listMultipartUploads,
+  listObjects,
+  MAX_BACKOFF_MS,
+  type S3ClientOptions,
+  s3Failure,
+  sizedTimeout,
+} from './s3-client.ts';
+import { Slots } from './slots.ts';
 
 export interface S3BlobStoreOptions extends S3ClientOptions {
   bucket: string;
@@ -320,29 +327,11 @@ export class S3BlobStore implements BlobStore {
 
   async *list(): AsyncIterable<BlobEntry> {
     const prefix = `${this.root}blobs/`;
-    for await (const object of this.objects(prefix)) {
+    for await (const object of listObjects(this.client, this.bucket, prefix, this.listPageSize)) {
       const match = SHARDED_DIGEST.exec(object.key.slice(prefix.length));
       const sha256 = match?.[3];
       if (!sha256) continue;
       yield { sha256, size: object.size, modifiedAt: object.modifiedAt };
-    }
-  }
-
-  /** Every object under `prefix`, page by page. */
-  private async *objects(prefix: string): AsyncIterable<{ key: string; size: number; modifiedAt: Date }> {
-    // A continuation token that comes back unchanged ends the listing rather than repeating it forever.
-    const pages = paginateListObjectsV2(
-      { client: this.client, pageSize: this.listPageSize, stopOnSameToken: true },
-      { Bucket: this.bucket, Prefix: prefix },
-    );
-    try {
-      for await (const page of pages) {
-        for (const object of page.Contents ?? []) {
-          if (object.Key) yield { key: object.Key, size: object.Size ?? 0, modifiedAt: object.LastModified ?? new Date(0) };
-        }
-      }
-    } catch (error) {
-      throw s3Failure('ListObjectsV2', error);
     }
   }
 
@@ -362,40 +351,19 @@ export class S3BlobStore implements BlobStore {
     const cutoff = this.clock().getTime() - this.staleUploadMs;
     const prefix = `${this.root}tmp/`;
     let removedTempFiles = 0;
-    for await (const object of this.objects(prefix)) {
+    for await (const object of listObjects(this.client, this.bucket, prefix, this.listPageSize)) {
       if (object.modifiedAt.getTime() > cutoff) continue;
       await this.call('DeleteObject', () => this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: object.key })));
       removedTempFiles++;
     }
-    let marker: { KeyMarker?: string; UploadIdMarker?: string } = {};
-    for (;;) {
-      let page: ListMultipartUploadsCommandOutput;
-      try {
-        page = await this.listUploads(prefix, marker);
-      } catch (error) {
-        if (error instanceof BlobStorageError && error.cause instanceof S3ServiceException && error.cause.name === 'NotImplemented') break;
-        throw error;
-      }
-      for (const upload of page.Uploads ?? []) {
-        if (!upload.Key || !upload.UploadId || (upload.Initiated?.getTime() ?? 0) > cutoff) continue;
-        const { Key, UploadId } = upload;
-        await this.call('AbortMultipartUpload', () =>
-          this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key, UploadId })),
-        );
-        removedTempFiles++;
-      }
-      const next = { KeyMarker: page.NextKeyMarker, UploadIdMarker: page.NextUploadIdMarker };
-      // A store that says there is more but names no later place would be asked the same page forever.
-      if (!page.IsTruncated || (next.KeyMarker === marker.KeyMarker && next.UploadIdMarker === marker.UploadIdMarker)) break;
-      marker = next;
+    for await (const { Key, UploadId, initiated } of listMultipartUploads(this.client, this.bucket, prefix)) {
+      if (initiated.getTime() > cutoff) continue;
+      await this.call('AbortMultipartUpload', () =>
+        this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key, UploadId })),
+      );
+      removedTempFiles++;
     }
     return { removedTempFiles };
-  }
-
-  private listUploads(prefix: string, marker: { KeyMarker?: string; UploadIdMarker?: string }): Promise<ListMultipartUploadsCommandOutput> {
-    return this.call('ListMultipartUploads', () =>
-      this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: prefix, ...marker })),
-    );
   }
 
   async ping(): Promise<void> {
@@ -419,28 +387,5 @@ export class S3BlobStore implements BlobStore {
       if (isMissing(error)) return undefined;
       throw s3Failure(operation, error);
     }
-  }
-}
-
-/** A counting semaphore: `take` resolves with the slot's release (idempotent) once one is free, in order of asking. */
-class Slots {
-  private free: number;
-  private readonly waiting: (() => void)[] = [];
-
-  constructor(count: number) {
-    this.free = count;
-  }
-
-  async take(): Promise<() => void> {
-    if (this.free > 0) this.free--;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
-    let given = false;
-    return () => {
-      if (given) return;
-      given = true;
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.free++;
-    };
   }
 }

@@ -1,5 +1,11 @@
 import type { Readable } from 'node:stream';
-import { S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import {
+  ListMultipartUploadsCommand,
+  type ListMultipartUploadsCommandOutput,
+  paginateListObjectsV2,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
 import { BlobStorageError } from './blob-store.ts';
 
 /** Where the S3 store's requests go, and how long and how often each may try. */
@@ -90,4 +96,51 @@ export async function* exactly(body: Readable, skip: number, length: number): As
     body.destroy();
   }
   if (at < end) throw new BlobStorageError('io', `blob store: S3 GetObject ended after ${at - skip} of ${length} bytes`);
+}
+
+/** Every object under `prefix`, page by page. A continuation token that comes back unchanged ends the listing rather than repeating it forever. */
+export async function* listObjects(
+  client: S3Client,
+  bucket: string,
+  prefix: string,
+  pageSize: number,
+): AsyncIterable<{ key: string; size: number; modifiedAt: Date }> {
+  const pages = paginateListObjectsV2({ client, pageSize, stopOnSameToken: true }, { Bucket: bucket, Prefix: prefix });
+  try {
+    for await (const page of pages) {
+      for (const object of page.Contents ?? []) {
+        if (object.Key) yield { key: object.Key, size: object.Size ?? 0, modifiedAt: object.LastModified ?? new Date(0) };
+      }
+    }
+  } catch (error) {
+    throw s3Failure('ListObjectsV2', error);
+  }
+}
+
+/**
+ * The incomplete multipart uploads under `prefix`, page by page; none from a store that does not
+ * list them (answers NotImplemented). A page that says there is more but whose markers do not move
+ * on ends the listing: asked again, the store would answer the same page forever.
+ */
+export async function* listMultipartUploads(
+  client: S3Client,
+  bucket: string,
+  prefix: string,
+): AsyncIterable<{ Key: string; UploadId: string; initiated: Date }> {
+  let marker: { KeyMarker?: string; UploadIdMarker?: string } = {};
+  for (;;) {
+    let page: ListMultipartUploadsCommandOutput;
+    try {
+      page = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix, ...marker }));
+    } catch (error) {
+      if (error instanceof S3ServiceException && error.name === 'NotImplemented') return;
+      throw s3Failure('ListMultipartUploads', error);
+    }
+    for (const { Key, UploadId, Initiated } of page.Uploads ?? []) {
+      if (Key && UploadId) yield { Key, UploadId, initiated: Initiated ?? new Date(0) };
+    }
+    const next = { KeyMarker: page.NextKeyMarker, UploadIdMarker: page.NextUploadIdMarker };
+    if (!page.IsTruncated || (next.KeyMarker === marker.KeyMarker && next.UploadIdMarker === marker.UploadIdMarker)) return;
+    marker = next;
+  }
 }
