@@ -28,9 +28,7 @@ export interface NewTask {
 }
 
 /** A claimed task's row, as the store reads it (payload still JSON text). */
-export interface ClaimedTask extends Omit<Task, 'payload'> {
-  payload: string;
-}
+export type ClaimedTask = Omit<Task, 'payload'> & { payload: string };
 
 /**
  * The queue's storage: the port the runner uses, which `db/repositories/tasks.ts` implements.
@@ -101,10 +99,7 @@ interface Registration {
 }
 
 /** The logger the runner writes to (pino's shape). */
-export interface TaskLog {
-  error(object: object, message: string): void;
-  warn(object: object, message: string): void;
-}
+export type TaskLog = Record<'error' | 'warn', (object: object, message: string) => void>;
 
 export interface TaskRunnerOptions {
   store: TaskStore;
@@ -284,7 +279,14 @@ export class TaskRunner {
     const claimed = await this.store.claim(this.instanceId, kinds, new Date(now), new Date(now + this.leaseMs));
     if (!claimed) return false;
     const registration = this.kinds.get(claimed.kind) as Registration;
-    const task: Task = { ...claimed, payload: JSON.parse(claimed.payload) as unknown };
+    let task: Task;
+    try {
+      task = { ...claimed, payload: JSON.parse(claimed.payload) as unknown };
+    } catch (error) {
+      // Never runnable: given up at once (its kind's `gaveUp` could not read it either), not retried forever.
+      await this.giveUp({ ...claimed, payload: undefined, lastError: `its payload is not JSON: ${(error as Error).message}` });
+      return true;
+    }
     if (registration.everyMs === undefined && task.attempts > this.maxAttempts) {
       // Claimed that often without finishing: its runs died with their instances, or kept failing.
       await this.giveUp(task, registration);
@@ -298,13 +300,13 @@ export class TaskRunner {
     const abort = new AbortController();
     this.current = { abort };
     let heldUntil = leaseUntil;
-    let lost = false;
     // Renewed every third of the lease; a lease with less than a third left (two renewals missed)
     // counts as lost already, so the handler stops while the lease still covers its last step.
     const margin = this.leaseMs / 3;
     const lease: Lease = {
       stillHeld: () => {
-        if (!lost && !this.stopped && heldUntil - this.now() >= margin) return true;
+        // Once aborted, never held again: a renewal that answers late does not undo the handler's stop.
+        if (!abort.signal.aborted && !this.stopped && heldUntil - this.now() >= margin) return true;
         abort.abort();
         return false;
       },
@@ -314,11 +316,9 @@ export class TaskRunner {
       const until = this.now() + this.leaseMs;
       this.store.renew(task.id, this.instanceId, new Date(until)).then(
         (held) => {
-          if (held) heldUntil = until;
-          else {
-            lost = true;
-            abort.abort();
-          }
+          // Renewals that overlap may answer out of order: the lease ends at the latest one's end.
+          if (held) heldUntil = Math.max(heldUntil, until);
+          else abort.abort();
         },
         (error: unknown) => this.log.warn({ err: error, task: task.key }, 'a background task lease could not be renewed'),
       );
@@ -358,10 +358,10 @@ export class TaskRunner {
     else await this.release(task, Math.min(this.retryMs * 2 ** (task.attempts - 1), MAX_RETRY_MS), task.attempts, message);
   }
 
-  private async giveUp(task: Task, registration: Registration): Promise<void> {
+  private async giveUp(task: Task, registration?: Registration): Promise<void> {
     this.log.error({ task: task.key, attempts: task.attempts, lastError: task.lastError }, `background task ${task.kind} given up`);
     try {
-      await registration.gaveUp?.(task);
+      await registration?.gaveUp?.(task);
     } finally {
       await this.store.finish(task.id, this.instanceId);
     }

@@ -257,6 +257,69 @@ for (const dialect of DIALECTS) {
       await waitFor(async () => (await findTaskByKey(db, `${kind}:x`)) === undefined, { message: 'a given-up task is deleted' });
     });
 
+    test('a task whose payload is not JSON is given up at its first claim, with the reason logged', async () => {
+      const kind = kindOf('garbled');
+      await enqueueTask(db, { kind, key: `${kind}:x`, payload: '{not json', runAt: new Date(), now: new Date() });
+      const errors: { object: { lastError?: string }; message: string }[] = [];
+      const runner = runnerOf({ log: { error: (object, message) => errors.push({ object, message }), warn() {} } });
+      let ran = false;
+      runner.handle(kind, async () => {
+        ran = true;
+      });
+      runner.start();
+      await waitFor(async () => (await findTaskByKey(db, `${kind}:x`)) === undefined, { message: 'the task is given up and deleted' });
+      assert.equal(ran, false);
+      const gaveUp = errors.find((e) => e.message === `background task ${kind} given up`);
+      assert.match(String(gaveUp?.object.lastError), /payload is not JSON/);
+    });
+
+    test('renewals answered out of order never move the end of the lease backwards', { timeout: 60_000 }, async () => {
+      const kind = kindOf('renewals');
+      // The runner's clock is the test's (it starts at the real time: leases are compared with the
+      // database's rows). Renewals run every 200 ms of real time. The first, to start + 600, is
+      // answered only after the second, to start + 900 (the clock moved on meanwhile); the ones
+      // after it are not answered before the end.
+      const start = Date.now();
+      let clock = start;
+      const store = storeOf();
+      const answers: (() => void)[] = [];
+      let answering = false;
+      const delayed: TaskStore = {
+        ...store,
+        renew: async (id, owner, until) => {
+          const held = await store.renew(id, owner, until);
+          const index = answers.length;
+          if (index === 0) clock = start + 300;
+          if (index === 1 || answering) answers.push(() => {});
+          else await new Promise<void>((answer) => answers.push(answer));
+          return held;
+        },
+      };
+      const runner = new TaskRunner({ store: delayed, log: silentLog, leaseMs: 600, pollMs: 20, now: () => clock });
+      runners.push(runner);
+      let lease: Lease | undefined;
+      let finish: () => void = () => {};
+      const finished = new Promise<void>((resolve) => {
+        finish = resolve;
+      });
+      runner.handle(kind, async (_task, held) => {
+        lease = held;
+        await finished;
+      });
+      runner.start();
+      await runner.enqueue({ kind, key: `${kind}:x` });
+      await waitFor(() => answers.length === 2, { message: 'the second renewal answered, the first not yet' });
+      await nextTurn();
+      (answers[0] as () => void)();
+      await nextTurn();
+      clock = start + 500;
+      assert.equal(lease?.stillHeld(), true, 'held to start + 900 (the later renewal), not start + 600');
+      answering = true;
+      for (const answer of answers) answer();
+      finish();
+      await runner.idle();
+    });
+
     if (dialect === 'sqlite') {
       test('on SQLite a starting runner ends the leases a dead process left', async () => {
         const kind = kindOf('orphan');
