@@ -1,11 +1,12 @@
-import { type Lease, type Task, TaskInterrupted } from '../background.ts';
+import { type Task, TaskInterrupted } from '../background.ts';
 import type { ServiceContext } from '../context.ts';
-import { findImport, updateImport } from '../db/repositories/imports.ts';
+import { findImport, updateOpenImport } from '../db/repositories/imports.ts';
 import { markJobClosed } from '../db/repositories/jobs.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { ImportsTable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 import { type ReadUpload, readUpload } from './import-reading.ts';
+import { assertTaskHeld, type ImportLease, type TaskHold } from './import-writer.ts';
 import { IMPORT_TASK, writeImport } from './imports.ts';
 
 // The background half of imports (IMP-4, SCALE-5): the task stored with an accepted import, run
@@ -14,10 +15,12 @@ import { IMPORT_TASK, writeImport } from './imports.ts';
 /** Registers the writing of imports with the background runner (the imports plugin does, at start). */
 export function handleImportTasks(ctx: ServiceContext): void {
   const importIdOf = (task: Task) => (task.payload as { importId: string }).importId;
-  ctx.background.handle(IMPORT_TASK, (task, lease) => runImport(ctx, importIdOf(task), lease), {
+  const holdOf = (task: Task): TaskHold => ({ taskId: task.id, owner: ctx.background.instanceId });
+  ctx.background.handle(IMPORT_TASK, (task, lease) => runImport(ctx, importIdOf(task), { ...lease, ...holdOf(task) }), {
     // Claimed again and again without finishing: each attempt died with its instance, or its
     // failure could not even be recorded. Marked failed, so it is not `processing` forever.
-    gaveUp: (task) => markImportFailed(ctx, importIdOf(task), 'The import did not finish after several attempts; upload it again.'),
+    gaveUp: (task) =>
+      markImportFailed(ctx, importIdOf(task), 'The import did not finish after several attempts; upload it again.', holdOf(task)),
   });
 }
 
@@ -26,7 +29,7 @@ export function handleImportTasks(ctx: ServiceContext): void {
  * lease is lost or the instance stops, it stops between two batches and throws TaskInterrupted:
  * the batches written so far stay, and whoever claims the task next resumes after them.
  */
-export async function runImport(ctx: ServiceContext, importId: string, lease: Lease): Promise<void> {
+export async function runImport(ctx: ServiceContext, importId: string, lease: ImportLease): Promise<void> {
   const row = await findImport(ctx.db, importId);
   if (!row || row.status === 'completed' || row.status === 'failed') return;
   try {
@@ -38,17 +41,22 @@ export async function runImport(ctx: ServiceContext, importId: string, lease: Le
     // unique keys keep every case once): the import is the successor's to finish, not to fail.
     if (error instanceof TaskInterrupted || !lease.stillHeld()) throw new TaskInterrupted(`import ${importId}`);
     ctx.log.error({ err: error, importId }, 'an import failed');
-    await markImportFailed(ctx, importId, error instanceof AppError ? error.message : 'The import failed on the server; see its log.');
+    const reason = error instanceof AppError ? error.message : 'The import failed on the server; see its log.';
+    await markImportFailed(ctx, importId, reason, lease);
   }
 }
 
-/** Marks an import failed; its job holds what was written before the failure, and gets nothing more: closed too. */
-async function markImportFailed(ctx: ServiceContext, importId: string, message: string): Promise<void> {
+/**
+ * Marks an import failed while its task is still this runner's, unless it ended already (another
+ * attempt completed it); its job holds what was written before the failure, and gets nothing more: closed too.
+ */
+async function markImportFailed(ctx: ServiceContext, importId: string, message: string, hold: TaskHold): Promise<void> {
   const finishedAt = ctx.clock().toISOString();
   await inTransaction(ctx.db, async (trx) => {
+    await assertTaskHeld(trx, hold, importId);
+    if (!(await updateOpenImport(trx, importId, { status: 'failed', error: message, finished_at: finishedAt }))) return;
     const jobId = (await findImport(trx, importId))?.job_id;
     if (jobId) await markJobClosed(trx, jobId, finishedAt);
-    await updateImport(trx, importId, { status: 'failed', error: message, finished_at: finishedAt });
   });
 }
 

@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { TEXT_MAX } from '../../api/common.ts';
 import { RUN_RESULT_ITEMS_MAX, STEP_DEPTH_MAX, STEP_TITLE_MAX } from '../../api/v1/results.ts';
 import type { ImportedCase, ImportedCell, ImportedReport, ImportedStep } from '../../import/model.ts';
+import { type Lease, TaskInterrupted } from '../background.ts';
 import type { ServiceContext } from '../context.ts';
 import { insertCells, insertSteps } from '../db/repositories/results.ts';
 import { insertRuns } from '../db/repositories/runs.ts';
+import { holdsTaskLease } from '../db/repositories/tasks.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, StepsTable, TestRunsTable, TextCellsTable } from '../db/types.ts';
 import { sanitizeArtifactName } from '../media/file-names.ts';
@@ -21,6 +23,26 @@ import { fitsQuota, hasQuota } from './usage.ts';
 
 // Turns imported cases into rows (IMP-1, IMP-2): one completed run per case, its step tree,
 // cells and artifacts, written a batch of cases per transaction after their blobs are durable.
+
+/** Whose the import's task is: the task and the runner that claimed it. */
+export interface TaskHold {
+  taskId: string;
+  owner: string;
+}
+
+/** The lease of the task writing an import, and whose it is. */
+export type ImportLease = Lease & TaskHold;
+
+/**
+ * Throws TaskInterrupted unless the runner still holds the import's task; the first statement of
+ * every transaction that writes an import (its job, each batch, its end). `stillHeld()` is this
+ * instance's own view: an instance that stalled after asking it may have lost the task to another,
+ * which is writing the same runs by now. On PostgreSQL the check also keeps the task from being
+ * claimed until the transaction ends (tasks.ts `holdsTaskLease`).
+ */
+export async function assertTaskHeld(trx: Executor, hold: TaskHold, importId: string): Promise<void> {
+  if (!(await holdsTaskLease(trx, hold.taskId, hold.owner))) throw new TaskInterrupted(`import ${importId}: its task is another's now`);
+}
 
 /** What every run of an import shares. */
 export interface ImportTarget {
@@ -224,13 +246,14 @@ async function writeAttachmentRows(
 
 /**
  * Writes a batch of cases: attachment blobs first (durable before any row names them), then one
- * transaction for the runs, steps, cells, images and artifacts.
+ * transaction for the runs, steps, cells, images and artifacts, while `lease` is still held.
  */
 export async function writeCases(
   ctx: ServiceContext,
   target: ImportTarget,
   batch: readonly PlacedCase[],
   files: ReadonlyMap<string, Uint8Array>,
+  lease: TaskHold,
 ): Promise<BatchOutcome> {
   const sink: Sink = { steps: [], cells: [], attachments: [], problems: [] };
   const runs = batch.map((placed) => caseRows(target, placed, sink));
@@ -238,6 +261,7 @@ export async function writeCases(
   let written = 0;
   try {
     await inTransaction(ctx.db, async (trx) => {
+      await assertTaskHeld(trx, lease, target.importId);
       await insertRuns(trx, runs);
       await insertSteps(trx, sink.steps);
       await insertCells(trx, sink.cells);

@@ -3,7 +3,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Static } from 'typebox';
 import type { ImportRecord } from '../../api/v1/imports.ts';
 import type { ImportedCase, ImportedStep } from '../../import/model.ts';
-import { type Lease, TaskInterrupted } from '../background.ts';
+import { TaskInterrupted } from '../background.ts';
 import type { ServiceContext } from '../context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
@@ -14,6 +14,7 @@ import {
   insertImport,
   listImports as listImportRows,
   updateImport,
+  updateOpenImport,
 } from '../db/repositories/imports.ts';
 import { insertJob, markJobClosed } from '../db/repositories/jobs.ts';
 import { runKeysWithPrefix } from '../db/repositories/runs.ts';
@@ -23,7 +24,7 @@ import type { ImportsTable } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
 import { canonicalJson } from './fingerprint.ts';
 import { checkAndStoreUpload, type ImportOptionsInput, type ImportUpload, type ReadUpload } from './import-reading.ts';
-import { type ImportTarget, type PlacedCase, writeCases } from './import-writer.ts';
+import { assertTaskHeld, type ImportLease, type ImportTarget, type PlacedCase, writeCases } from './import-writer.ts';
 import type { JobRequest } from './jobs.ts';
 import { ensureTestsByFullName } from './tests.ts';
 
@@ -212,7 +213,13 @@ function emptyCounts(): NonNullable<ImportSummary['counts']> {
 }
 
 /** The job an import becomes, created once: a resumed import finds the one it made. */
-async function jobOf(ctx: ServiceContext, row: ImportsTable, read: ReadUpload, options: ImportOptionsInput): Promise<string> {
+async function jobOf(
+  ctx: ServiceContext,
+  row: ImportsTable,
+  read: ReadUpload,
+  options: ImportOptionsInput,
+  lease: ImportLease,
+): Promise<string> {
   if (row.job_id) return row.job_id;
   const jobId = randomUUID();
   const request: JobRequest & { importId: string } = {
@@ -227,6 +234,7 @@ async function jobOf(ctx: ServiceContext, row: ImportsTable, read: ReadUpload, o
   };
   const name = (options.name ?? read.reports.find((r) => r.name)?.name ?? row.file_name).slice(0, 256) || 'Import';
   await inTransaction(ctx.db, async (trx) => {
+    await assertTaskHeld(trx, lease, row.id);
     await insertJob(trx, {
       id: jobId,
       project_id: row.project_id,
@@ -269,12 +277,14 @@ async function ensureTests(
 /**
  * Writes an accepted import's job from its upload read again (import-tasks.ts runs it), a batch per
  * transaction, after the batches an earlier attempt committed; stops between two batches once the
- * lease is no longer held.
+ * lease is no longer held, and writes nothing once the task is another runner's (`assertTaskHeld`).
+ * An import that ended meanwhile (`row` is read before the slow reading) is left as it is.
  */
-export async function writeImport(ctx: ServiceContext, row: ImportsTable, read: ReadUpload, lease: Lease): Promise<void> {
+export async function writeImport(ctx: ServiceContext, row: ImportsTable, read: ReadUpload, lease: ImportLease): Promise<void> {
   const options = JSON.parse(row.options) as ImportOptionsInput;
-  await updateImport(ctx.db, row.id, { status: 'processing', started_at: row.started_at ?? ctx.clock().toISOString() });
-  const jobId = await jobOf(ctx, row, read, options);
+  const started = { status: 'processing', started_at: row.started_at ?? ctx.clock().toISOString() } as const;
+  if (!(await updateOpenImport(ctx.db, row.id, started))) return;
+  const jobId = await jobOf(ctx, row, read, options, lease);
   const now = ctx.clock().toISOString();
   const placed: PlacedCase[] = read.reports.flatMap((report) => report.cases.map((testCase) => ({ report, testCase, index: 0 })));
   placed.forEach((p, i) => {
@@ -320,7 +330,7 @@ export async function writeImport(ctx: ServiceContext, row: ImportsTable, read: 
       testsCreated: counts.testsCreated,
       attachmentsMissing: missing,
     };
-    return updateImport(ctx.db, row.id, { summary: JSON.stringify(partial) });
+    return updateOpenImport(ctx.db, row.id, { summary: JSON.stringify(partial) });
   };
   await progress(placed.length - todo.length);
   let written = placed.length - todo.length;
@@ -330,7 +340,11 @@ export async function writeImport(ctx: ServiceContext, row: ImportsTable, read: 
   for (const batch of batchesOf(todo)) {
     // Stopping, or the lease lost: the batches written so far stay; the next claimer resumes after them.
     if (!lease.stillHeld()) throw new TaskInterrupted(`import ${row.id}`);
-    const outcome = await writeCases(ctx, target, batch, read.files);
+    const outcome = await writeCases(ctx, target, batch, read.files, lease).catch(async (error: unknown) => {
+      // Runs of this batch committed by another writer (their keys are unique): resumed with a fresh look, not failed.
+      const committed = isUniqueViolation(error) ? await runKeysWithPrefix(ctx.db, row.project_id, `import:${row.id}:`) : undefined;
+      throw batch.some((p) => committed?.has(`import:${row.id}:${p.index}`)) ? new TaskInterrupted(`import ${row.id}`) : error;
+    });
     missing += outcome.attachmentsMissing;
     rows.steps += outcome.steps;
     rows.cells += outcome.cells;
@@ -362,8 +376,9 @@ export async function writeImport(ctx: ServiceContext, row: ImportsTable, read: 
   const finishedAt = ctx.clock().toISOString();
   // The job is closed with the import, in one transaction: its runs are all there (JOB-1).
   await inTransaction(ctx.db, async (trx) => {
-    await markJobClosed(trx, jobId, finishedAt);
-    await updateImport(trx, row.id, { status: 'completed', summary: JSON.stringify(summary), finished_at: finishedAt });
+    await assertTaskHeld(trx, lease, row.id);
+    const ended = { status: 'completed', summary: JSON.stringify(summary), finished_at: finishedAt } as const;
+    if (await updateOpenImport(trx, row.id, ended)) await markJobClosed(trx, jobId, finishedAt);
   });
 }
 

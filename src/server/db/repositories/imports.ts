@@ -24,6 +24,17 @@ export async function updateImport(executor: Executor, importId: string, changes
   await executor.updateTable('imports').set(changes).where('id', '=', importId).execute();
 }
 
+/** Updates an import still being written (`queued` or `processing`); false when it ended (completed or failed) by now. */
+export async function updateOpenImport(executor: Executor, importId: string, changes: Partial<ImportsTable>): Promise<boolean> {
+  const result = await executor
+    .updateTable('imports')
+    .set(changes)
+    .where('id', '=', importId)
+    .where('status', 'in', ['queued', 'processing'])
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
 /** A project's imports, newest first. */
 export async function listImports(executor: Executor, projectId: string, page: PageRequest): Promise<Page<ImportsTable>> {
   const query = executor.selectFrom('imports').selectAll().where('project_id', '=', projectId);

@@ -79,6 +79,18 @@ export async function renewTaskLease(executor: Executor, id: string, owner: stri
   return Number(result.numUpdatedRows) > 0;
 }
 
+/**
+ * Whether `owner` still holds the task, asked inside a transaction that writes the task's work
+ * (SCALE-5). On PostgreSQL the row is then share-locked until that transaction ends: a claim skips
+ * it meanwhile, so no other instance takes the task over between this check and the commit, and
+ * one that took it over before the check makes it false.
+ */
+export async function holdsTaskLease(executor: Executor, id: string, owner: string): Promise<boolean> {
+  let query = executor.selectFrom('tasks').select('id').where('id', '=', id).where('lease_owner', '=', owner);
+  if (dialectOf(executor) === 'postgres') query = query.forShare();
+  return (await query.executeTakeFirst()) !== undefined;
+}
+
 /** Deletes a task `owner` holds (done, or given up). */
 export async function finishTask(executor: Executor, id: string, owner: string): Promise<void> {
   await executor.deleteFrom('tasks').where('id', '=', id).where('lease_owner', '=', owner).execute();
