@@ -8,8 +8,9 @@ import { findImport } from '../../src/server/db/repositories/imports.ts';
 import { runKeysWithPrefix } from '../../src/server/db/repositories/runs.ts';
 import { findTaskByKey, taskStore } from '../../src/server/db/repositories/tasks.ts';
 import type { DB } from '../../src/server/db/types.ts';
-import { handleImportTasks, runImport } from '../../src/server/services/import-tasks.ts';
+import { handleImportTasks, readAgain, runImport } from '../../src/server/services/import-tasks.ts';
 import type { ImportLease } from '../../src/server/services/import-writer.ts';
+import { writeImport } from '../../src/server/services/imports.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject } from '../helpers/factories.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -101,6 +102,27 @@ for (const dialect of DIALECTS) {
         .execute();
       assert.equal(runs.length, CASES, 'every case exactly once, in the one job');
       assert.equal((await jobsOf(projectId)).length, 1);
+    });
+
+    test('an attempt that read the import before another gave it its job writes into that job, not a second one', async () => {
+      const { importId, projectId, taskId } = await accepted('instance-a');
+      const stale = await findImport(db, importId);
+      assert.ok(stale && stale.job_id === null);
+      await assert.rejects(runImport(ctx, importId, leaseOf(taskId, 'instance-a', 1)), TaskInterrupted);
+      const jobId = (await findImport(db, importId))?.job_id;
+      assert.ok(jobId, 'the first attempt made the job');
+
+      // Read before that job was made: the stored job wins over the one this attempt would make.
+      await writeImport(ctx, stale, await readAgain(ctx, stale), leaseOf(taskId, 'instance-a'));
+      const done = await findImport(db, importId);
+      assert.equal(done?.status, 'completed');
+      assert.equal(done?.job_id, jobId);
+      assert.deepEqual(
+        (await jobsOf(projectId)).map((job) => job.id),
+        [jobId],
+      );
+      const runs = await db.selectFrom('test_runs').select('id').where('job_id', '=', jobId).execute();
+      assert.equal(runs.length, CASES);
     });
 
     test('a completed import whose task outlived it (its instance died before deleting it) is not failed when the task is given up', async () => {

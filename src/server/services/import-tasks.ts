@@ -64,7 +64,7 @@ async function markImportFailed(ctx: ServiceContext, importId: string, message: 
  * An import's upload, read again from the blob kept at acceptance: streamed from the store into
  * the worker, never whole in this thread.
  */
-async function readAgain(ctx: ServiceContext, row: ImportsTable): Promise<ReadUpload> {
+export async function readAgain(ctx: ServiceContext, row: ImportsTable): Promise<ReadUpload> {
   const source = await ctx.blobs.get(row.source_sha256);
   if (!source) throw new AppError('UNAVAILABLE', 'The uploaded report is no longer stored; upload it again.');
   try {

@@ -13,6 +13,7 @@ import {
   findImportByIdempotencyKey,
   insertImport,
   listImports as listImportRows,
+  setImportJob,
   updateImport,
   updateOpenImport,
 } from '../db/repositories/imports.ts';
@@ -24,7 +25,7 @@ import type { ImportsTable } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
 import { canonicalJson } from './fingerprint.ts';
 import { checkAndStoreUpload, type ImportOptionsInput, type ImportUpload, type ReadUpload } from './import-reading.ts';
-import { assertTaskHeld, type ImportLease, type ImportTarget, type PlacedCase, writeCases } from './import-writer.ts';
+import { assertTaskHeld, type ImportLease, type ImportTarget, type PlacedCase, type TaskHold, writeCases } from './import-writer.ts';
 import type { JobRequest } from './jobs.ts';
 import { ensureTestsByFullName } from './tests.ts';
 
@@ -212,14 +213,14 @@ function emptyCounts(): NonNullable<ImportSummary['counts']> {
   };
 }
 
-/** The job an import becomes, created once: a resumed import finds the one it made. */
-async function jobOf(
-  ctx: ServiceContext,
-  row: ImportsTable,
-  read: ReadUpload,
-  options: ImportOptionsInput,
-  lease: ImportLease,
-): Promise<string> {
+/** Rolls back the making of a job that another attempt made first. */
+const JOB_MADE_ALREADY = new Error('the import has its job already');
+
+/**
+ * The job an import becomes, created once: a resumed import finds the one it made, and so does an
+ * attempt that read `row` before another gave the import its job (the stored one wins).
+ */
+async function jobOf(ctx: ServiceContext, row: ImportsTable, name: string, options: ImportOptionsInput, hold: TaskHold): Promise<string> {
   if (row.job_id) return row.job_id;
   const jobId = randomUUID();
   const request: JobRequest & { importId: string } = {
@@ -232,9 +233,8 @@ async function jobOf(
     commit: options.commit ?? null,
     importId: row.id,
   };
-  const name = (options.name ?? read.reports.find((r) => r.name)?.name ?? row.file_name).slice(0, 256) || 'Import';
-  await inTransaction(ctx.db, async (trx) => {
-    await assertTaskHeld(trx, lease, row.id);
+  const made = inTransaction(ctx.db, async (trx) => {
+    await assertTaskHeld(trx, hold, row.id);
     await insertJob(trx, {
       id: jobId,
       project_id: row.project_id,
@@ -249,9 +249,15 @@ async function jobOf(
       closed_at: null,
       ci_url: options.ciUrl ?? null,
     });
-    await updateImport(trx, row.id, { job_id: jobId });
+    if (!(await setImportJob(trx, row.id, jobId))) throw JOB_MADE_ALREADY;
   });
-  return jobId;
+  return made.then(
+    () => jobId,
+    async (error: unknown) => {
+      if (error !== JOB_MADE_ALREADY) throw error;
+      return (await findImport(ctx.db, row.id))?.job_id as string;
+    },
+  );
 }
 
 /** The project's tests of the cases, found or created a hundred names at a time (all at once held SQLite's event loop for 300 ms). */
@@ -284,7 +290,8 @@ export async function writeImport(ctx: ServiceContext, row: ImportsTable, read: 
   const options = JSON.parse(row.options) as ImportOptionsInput;
   const started = { status: 'processing', started_at: row.started_at ?? ctx.clock().toISOString() } as const;
   if (!(await updateOpenImport(ctx.db, row.id, started))) return;
-  const jobId = await jobOf(ctx, row, read, options, lease);
+  const name = (options.name ?? read.reports.find((r) => r.name)?.name ?? row.file_name).slice(0, 256) || 'Import';
+  const jobId = await jobOf(ctx, row, name, options, lease);
   const now = ctx.clock().toISOString();
   const placed: PlacedCase[] = read.reports.flatMap((report) => report.cases.map((testCase) => ({ report, testCase, index: 0 })));
   placed.forEach((p, i) => {

@@ -35,6 +35,17 @@ export async function updateOpenImport(executor: Executor, importId: string, cha
   return Number(result.numUpdatedRows) > 0;
 }
 
+/** Gives an import the job it is written into, unless it has one by now (another attempt made it); false then. */
+export async function setImportJob(executor: Executor, importId: string, jobId: string): Promise<boolean> {
+  const result = await executor
+    .updateTable('imports')
+    .set({ job_id: jobId })
+    .where('id', '=', importId)
+    .where('job_id', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
 /** A project's imports, newest first. */
 export async function listImports(executor: Executor, projectId: string, page: PageRequest): Promise<Page<ImportsTable>> {
   const query = executor.selectFrom('imports').selectAll().where('project_id', '=', projectId);
