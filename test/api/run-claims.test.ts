@@ -195,6 +195,31 @@ for (const dialect of DIALECTS) {
         assert.equal(again?.runner, 'next');
       });
 
+      test("a cancelled job's running run is aborted when its lease expires, and never claimed again", async () => {
+        const { projectId, testIds } = await freshProject(2);
+        const job = await queue({ projectId, testIds });
+        const claimed = await claim(projectId, { runner: 'gone', leaseSeconds: 10 });
+        assert.ok(claimed);
+        await tester.client.call(v1.jobs.cancelJob, { params: { jobId: job.id } });
+        assert.equal((await getRun(claimed.id)).status, 'running', 'a running run goes on while its runner holds it');
+        server.clock.advance(seconds(10));
+        await requeueExpiredRuns(server.app.attest);
+        const ended = await getRun(claimed.id);
+        assert.equal(ended.status, 'aborted');
+        assert.equal(ended.runner, null);
+        assert.equal(ended.leaseExpiresAt, null);
+        assert.ok(ended.finishedAt);
+        assert.equal(await claim(projectId, { runner: 'next' }), undefined, 'nothing of the cancelled job to claim');
+
+        // A sweep that had not seen the cancel yet put the run back in the queue: no claim takes it.
+        await server.app.attest.db
+          .updateTable('test_runs')
+          .set({ status: 'queued', started_at: null, finished_at: null })
+          .where('id', '=', claimed.id)
+          .execute();
+        assert.equal(await claim(projectId, { runner: 'next' }), undefined, 'a queued run of a cancelled job is not handed out');
+      });
+
       test('a claim returns expired runs to the queue itself before it picks', async () => {
         const { projectId, testIds } = await freshProject();
         await queue({ projectId, testIds });

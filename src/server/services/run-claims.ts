@@ -19,12 +19,14 @@ const leaseEnd = (now: Date, seconds = LEASE_SECONDS_DEFAULT) => new Date(now.ge
 
 /**
  * Returns every run whose lease has expired to the queue, so its job counts it queued again and
- * the next claim can take it. Claims call it before they pick; a periodic task calls it too, so a
- * lost run shows queued even when no runner asks. Answers how many went back.
+ * the next claim can take it; a run of a cancelled job is aborted instead. Claims call it before
+ * they pick; a periodic task calls it too, so a lost run shows queued even when no runner asks.
+ * Answers how many went back.
  */
 export async function requeueExpiredRuns(ctx: ServiceContext): Promise<number> {
-  const requeued = await requeueExpiredLeases(ctx.db, ctx.clock().toISOString());
+  const { requeued, aborted } = await requeueExpiredLeases(ctx.db, ctx.clock().toISOString());
   if (requeued.length > 0) ctx.log.info({ runs: requeued }, 'runs whose runner lease expired went back to the queue');
+  if (aborted.length > 0) ctx.log.info({ runs: aborted }, 'runs of cancelled jobs whose runner lease expired were aborted');
   return requeued.length;
 }
 

@@ -1,9 +1,9 @@
-import { sql } from 'kysely';
+import { type ExpressionBuilder, sql } from 'kysely';
 import { chunk, IN_LIST_SIZE, insertRows } from '../chunks.ts';
 import { compiledOnce } from '../compiled-once.ts';
 import { dialectOf } from '../dialect.ts';
 import { keysetPage, type Page, type PageRequest } from '../pagination.ts';
-import type { Executor, TestRunsTable } from '../types.ts';
+import type { Database, Executor, TestRunsTable } from '../types.ts';
 
 // Queries of test runs. Every function takes the database or an open transaction.
 
@@ -162,6 +162,8 @@ export async function claimOldestQueuedRun(executor: Executor, claim: RunClaim):
       }
       return eb.or(devices);
     })
+    // A cancel aborts its job's queued runs, but a run requeued by a sweep that did not see the cancel yet may be left.
+    .where((eb) => eb.not(ofCancelledJob(eb)))
     .orderBy('created_at')
     .orderBy('id')
     .limit(1);
@@ -195,12 +197,19 @@ export async function renewRunLease(
     .executeTakeFirst();
 }
 
+/** The runs of cancelled jobs: never handed out again, whatever becomes of their lease. */
+const ofCancelledJob = (eb: ExpressionBuilder<Database, 'test_runs'>) =>
+  eb.exists(
+    eb.selectFrom('jobs').select('jobs.id').whereRef('jobs.id', '=', 'test_runs.job_id').where('jobs.cancelled_at', 'is not', null),
+  );
+
 /**
- * Returns the running runs whose lease ended by `now` to the queue: `queued`, with no runner,
+ * Ends the running runs whose lease ended by `now`: a cancelled job's are aborted (its runner is
+ * gone, and nobody is to run it again), the others go back to the queue, `queued` with no runner,
  * lease or start time, as before their claim. Answers their ids. Each row is changed only while it
  * is still expired, so a heartbeat that got there first is never undone.
  */
-export async function requeueExpiredLeases(executor: Executor, now: string): Promise<string[]> {
+export async function requeueExpiredLeases(executor: Executor, now: string): Promise<{ requeued: string[]; aborted: string[] }> {
   // Looked for first: every claim and every instance's sweep asks, nearly always finding nothing,
   // and a read neither takes SQLite's write lock nor counts as a commit to sync.
   const expired = await executor
@@ -210,15 +219,24 @@ export async function requeueExpiredLeases(executor: Executor, now: string): Pro
     .where('lease_expires_at', '<=', now)
     .limit(1)
     .executeTakeFirst();
-  if (!expired) return [];
-  const rows = await executor
+  if (!expired) return { requeued: [], aborted: [] };
+  const aborted = await executor
+    .updateTable('test_runs')
+    .set({ status: 'aborted', finished_at: now, lease_owner: null, lease_expires_at: null })
+    .where('status', '=', 'running')
+    .where('lease_expires_at', '<=', now)
+    .where(ofCancelledJob)
+    .returning('id')
+    .execute();
+  const requeued = await executor
     .updateTable('test_runs')
     .set({ status: 'queued', started_at: null, lease_owner: null, lease_expires_at: null })
     .where('status', '=', 'running')
     .where('lease_expires_at', '<=', now)
+    .where((eb) => eb.not(ofCancelledJob(eb)))
     .returning('id')
     .execute();
-  return rows.map((row) => row.id);
+  return { requeued: requeued.map((row) => row.id), aborted: aborted.map((row) => row.id) };
 }
 
 export interface RunFilter {
