@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { v1 } from '../../src/client/index.ts';
 import { CHANNEL, type PgNotificationBus } from '../../src/server/cluster/pg-notification-bus.ts';
@@ -112,6 +113,34 @@ for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
       const elapsed = await seenWithin(performance.now(), async () => (await status(second, results, tester.key)) === 404, 'the run gone');
       assert.ok(elapsed < 1000);
       assert.equal(second.app.attest.frozenResults.size.entries, 0);
+    });
+
+    test('a notification goes out within one second while every connection of the request pool is busy', async () => {
+      const topic = unique('saturated-');
+      const heard: unknown[] = [];
+      const unsubscribe = busOf(second).subscribe(topic, (payload) => heard.push(payload));
+      // The first instance's ten pooled connections held by statements that take three seconds.
+      const busy = Array.from({ length: 10 }, () => sql`SELECT pg_sleep(3)`.execute(first.app.attest.db));
+      const watcher = new pg.Client({ connectionString: first.config.databaseUrl });
+      await watcher.connect();
+      try {
+        const sleeping = async () =>
+          (
+            await watcher.query(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = 'SELECT pg_sleep(3)' AND state = 'active'",
+            )
+          ).rows[0].n;
+        await waitFor(async () => (await sleeping()) === 10, { message: 'the pool saturated' });
+        const since = performance.now();
+        await busOf(first).publish(topic, { revoked: 'key' });
+        const elapsed = await seenWithin(since, async () => heard.length === 1, 'the notification heard by the other instance');
+        assert.ok(elapsed < 1000);
+        assert.equal(await sleeping(), 10, 'sent while the pool was still saturated');
+      } finally {
+        unsubscribe();
+        await watcher.end();
+        await Promise.all(busy);
+      }
     });
 
     test('a change is sent once, by the instance that made it, and the other does not send it on', async () => {

@@ -13,7 +13,7 @@ const LONGEST_RETRY_MS = 5000;
 /** How often the listening connection is asked to answer, and how long it may take: a half-open connection hears nothing. */
 const HEARTBEAT_MS = 10_000;
 const HEARTBEAT_TIMEOUT_MS = 5000;
-/** Tries of one publication: the pool may hand out a connection that has just broken. */
+/** Tries of one publication: its connection may have just broken. */
 const PUBLISH_ATTEMPTS = 3;
 
 /** The logger the bus writes to (pino's shape). */
@@ -30,9 +30,12 @@ export interface BusLog {
  * waits, and every (re)connection runs the `onConnected` listeners, since notifications sent
  * meanwhile are lost. A heartbeat query finds a connection that died without a word.
  *
- * Notifications are sent on the shared pool with `pg_notify`, by whoever calls `publish` after its
- * write has committed (a NOTIFY inside a transaction would wait for the commit; one outside it goes
- * at once, so a change is never announced before it can be read).
+ * Notifications are sent with `pg_notify` by whoever calls `publish` after its write has committed
+ * (a NOTIFY inside a transaction would wait for the commit; one outside it goes at once, so a change
+ * is never announced before it can be read). They go on the listening connection, which nothing
+ * else queues on: on the request pool a revocation would wait behind every request when the pool is
+ * saturated, past the second SCALE-3 allows. Only while that connection is being made again (or
+ * never made: a command that only publishes) do they take a connection of the pool.
  */
 export class PgNotificationBus implements NotificationBus {
   readonly origin = randomUUID();
@@ -61,7 +64,9 @@ export class PgNotificationBus implements NotificationBus {
   async #send(text: string): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await sql`SELECT pg_notify(${CHANNEL}, ${text})`.execute(this.db);
+        const client = this.#client;
+        if (client) await client.query('SELECT pg_notify($1, $2)', [CHANNEL, text]);
+        else await sql`SELECT pg_notify(${CHANNEL}, ${text})`.execute(this.db);
         return;
       } catch (error) {
         if (attempt >= PUBLISH_ATTEMPTS) throw error;
