@@ -6,10 +6,13 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { v1 } from '../../src/client/index.ts';
+import { PgSharedCounts } from '../../src/server/cluster/pg-shared-counts.ts';
 import { loadConfig } from '../../src/server/config.ts';
 import { createContext } from '../../src/server/context.ts';
 import { StartupError } from '../../src/server/errors.ts';
 import { LoginThrottle } from '../../src/server/security/login-throttle.ts';
+import { SharedFailureLimiter } from '../../src/server/security/shared-limits.ts';
+import { cuttableProxy } from '../helpers/cuttable-proxy.ts';
 import { createPostgresDatabase, DIALECTS } from '../helpers/dialects.ts';
 import { createUser, unique } from '../helpers/factories.ts';
 import { closedPort, type RawResponse, rawRequest } from '../helpers/http.ts';
@@ -185,6 +188,33 @@ for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
       await ctx.database.close();
       await database.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+}
+
+for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
+  test(`[${dialect}] counts in a database that stops answering: failures count locally after seconds, and closing ends`, {
+    timeout: 120_000,
+  }, async () => {
+    const database = await createPostgresDatabase();
+    const proxy = await cuttableProxy(database.url);
+    const errors: unknown[] = [];
+    const counts = new PgSharedCounts(proxy.url, (error) => errors.push(error));
+    const limiter = new SharedFailureLimiter(counts, 2, (error) => errors.push(error));
+    const address = '10.9.8.7';
+    try {
+      assert.equal(await limiter.recordFailure(address), 0);
+      assert.deepEqual(errors, [], 'counted in the database while it answers');
+      // Its packets dropped from now on: the open connection gets no answer, a new one none either.
+      proxy.cut();
+      assert.equal(await limiter.recordFailure(address), 0);
+      assert.equal(await limiter.recordFailure(address), 0);
+      assert.ok((await limiter.retryAfter(address)) > 0, 'two failures counted here: the address waits');
+      assert.ok(errors.length >= 3, 'each failed round trip reported');
+    } finally {
+      await counts.close();
+      await proxy.close();
+      await database.drop();
     }
   });
 }

@@ -8,6 +8,7 @@ import * as tasksMigration from '../../src/server/db/migrations/2026-11-27-0013-
 import { claimTask, enqueueTask, findTaskByKey, finishTask, releaseTask, taskStore } from '../../src/server/db/repositories/tasks.ts';
 import { inTransaction } from '../../src/server/db/repositories/transaction.ts';
 import type { DB, ImportsTable } from '../../src/server/db/types.ts';
+import { cuttableProxy } from '../helpers/cuttable-proxy.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject } from '../helpers/factories.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -319,6 +320,39 @@ for (const dialect of DIALECTS) {
       finish();
       await runner.idle();
     });
+
+    if (dialect === 'postgres') {
+      test('a runner whose database stops answering logs it, looks again later, and stops without hanging', {
+        timeout: 60_000,
+      }, async () => {
+        const proxy = await cuttableProxy(server.config.databaseUrl as string);
+        const errors: string[] = [];
+        const store = taskStore(
+          db,
+          openLeaseConnections(proxy.url, () => {}),
+        );
+        const runner = new TaskRunner({
+          store,
+          log: { error: (_, message) => errors.push(message), warn() {} },
+          leaseMs: 30_000,
+          pollMs: 20,
+        });
+        try {
+          runner.handle(kindOf('cut'), async () => {});
+          runner.start();
+          await runner.idle();
+          // Its packets dropped from now on: the runner's open connection gets no answer, a new one none either.
+          proxy.cut();
+          await waitFor(() => errors.filter((message) => message === 'looking for background tasks failed').length >= 2, {
+            timeoutMs: 30_000,
+            message: 'failed looks logged, and looked again',
+          });
+          await runner.stop();
+        } finally {
+          await proxy.close();
+        }
+      });
+    }
 
     if (dialect === 'sqlite') {
       test('on SQLite a starting runner ends the leases a dead process left', async () => {

@@ -7,6 +7,13 @@ import type { SharedCounts, StoredCount } from '../security/shared-counts.ts';
 const SWEEP_MS = 60_000;
 /** Connections of the counts' own: a flood of failed keys waits for these, never for the request pool. */
 const CONNECTIONS = 3;
+/**
+ * How long a connection may take to open, a statement to run (PostgreSQL cancels it), and a
+ * statement to be answered at all (a database that stopped answering, its packets dropped). A
+ * failure counts locally meanwhile (shared-limits.ts): a request waits seconds at worst, never
+ * for ever, and `close()` ends.
+ */
+const TIMEOUTS = { connectionTimeoutMillis: 2000, statement_timeout: 5000, query_timeout: 6000 };
 
 interface Row {
   subject: string;
@@ -33,7 +40,7 @@ export class PgSharedCounts implements SharedCounts {
     databaseUrl: string,
     private readonly onError: (error: unknown) => void,
   ) {
-    const pool = new pg.Pool({ connectionString: databaseUrl, max: CONNECTIONS });
+    const pool = new pg.Pool({ connectionString: databaseUrl, max: CONNECTIONS, ...TIMEOUTS });
     // Without a listener an idle connection's error is an uncaught exception that ends the process.
     pool.on('error', onError);
     this.#db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });

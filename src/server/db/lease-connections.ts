@@ -9,9 +9,19 @@ import type { Database, DB } from './types.ts';
  * another instance start it again. The idle runner's poll is not a request's statement either,
  * so it stays out of the handle's statement count. Connections open on first use and close with
  * `destroy()`. The task's own work (an import's batches) runs on the main pool as any other write.
+ *
+ * A connection that cannot open in 2 s, a statement that runs 5 s (PostgreSQL cancels it) or gets
+ * no answer in 6 s (a database that stopped answering) fails: the runner logs it and looks again
+ * at its next poll, a lease it could not renew runs out, and stopping the runner never hangs.
  */
 export function openLeaseConnections(databaseUrl: string, onConnectionLost: (error: Error) => void): DB {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: 2,
+    connectionTimeoutMillis: 2000,
+    statement_timeout: 5000,
+    query_timeout: 6000,
+  });
   // Without a listener an idle connection's error is an uncaught exception that ends the process.
   pool.on('error', onConnectionLost);
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
