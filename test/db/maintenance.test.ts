@@ -65,6 +65,22 @@ for (const dialect of DIALECTS) {
         assert.ok(fs.existsSync(blobFile(server.dataDir, fresh.sha256)), 'a fresh orphan may be an upload in flight: kept');
         for (const sha of shas) assert.ok(fs.existsSync(blobFile(server.dataDir, sha)), 'referenced blobs stay');
       });
+
+      test('run as a periodic task, it stops once its lease is lost and deletes nothing more', async () => {
+        const ctx = server.app.attest;
+        const orphan = await ctx.blobs.put([Buffer.from(`orphan-leased-${Math.random()}`)]);
+        orphan.release();
+        const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+        fs.utimesSync(blobFile(server.dataDir, orphan.sha256), twoHoursAgo, twoHoursAgo);
+        // The lease as the task runner hands it: here lost (another instance has the task, or this one stops).
+        const lost = { stillHeld: () => false, signal: AbortSignal.abort() };
+        const stopped = await collectGarbage({ ...ctx, clock: () => new Date() }, { graceMs: 3600_000, lease: lost });
+        assert.equal(stopped.deleted, 0);
+        assert.ok(fs.existsSync(blobFile(server.dataDir, orphan.sha256)), 'left to the next run');
+        const held = { stillHeld: () => true, signal: new AbortController().signal };
+        await collectGarbage({ ...ctx, clock: () => new Date() }, { graceMs: 3600_000, lease: held });
+        assert.ok(!fs.existsSync(blobFile(server.dataDir, orphan.sha256)), 'collected by the next run');
+      });
     });
 
     describe('collectGarbage under concurrent uploads (DUR-10)', () => {

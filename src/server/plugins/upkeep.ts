@@ -12,7 +12,8 @@ const LEASE_SWEEP_MS = 10_000;
  * The server's upkeep. Blob garbage collection every `gcIntervalMinutes` (DUR-10) and the retention
  * sweep every `retentionIntervalMinutes` (RET-2) are periodic background tasks (SCALE-5): of all
  * the instances on one database, one at a time runs each, and the period counts from the end of
- * its last run wherever that was (0: never). Garbage collection then frees what the sweep deleted.
+ * its last run wherever that was (0: never); each stops between batches once its lease is lost or
+ * the instance stops, and the next run goes on. Garbage collection then frees what the sweep deleted.
  * The old-format key digests the request log masks by (SEC-2a) are this process's memory, so each
  * instance reads them again every minute on a timer of its own. Runs whose runner lease expired go
  * back to the queue every 10 seconds on a timer of each instance too (SCALE-6; claims also do it
@@ -21,12 +22,12 @@ const LEASE_SWEEP_MS = 10_000;
  */
 export const upkeepPlugin = fp(
   async (app: FastifyInstance, { ctx }: { ctx: AppContext }) => {
-    ctx.background.every('gc', ctx.config.gcIntervalMinutes * 60_000, async () => {
-      const report = await collectGarbage(ctx, { graceMs: ctx.config.gcGraceMinutes * 60_000 });
+    ctx.background.every('gc', ctx.config.gcIntervalMinutes * 60_000, async (lease) => {
+      const report = await collectGarbage(ctx, { graceMs: ctx.config.gcGraceMinutes * 60_000, lease });
       if (report.deleted > 0 || report.removedFolders > 0) ctx.log.info({ gc: report }, 'blob garbage collection');
     });
-    ctx.background.every('retention', ctx.config.retentionIntervalMinutes * 60_000, async () => {
-      const report = await sweepRetention(ctx);
+    ctx.background.every('retention', ctx.config.retentionIntervalMinutes * 60_000, async (lease) => {
+      const report = await sweepRetention(ctx, { lease });
       if (report.deleted > 0) ctx.log.info({ retention: { deleted: report.deleted } }, 'retention sweep');
     });
     const refresh = setInterval(() => {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Lease } from '../background.ts';
 import type { BlobStore } from '../blob/blob-store.ts';
 import { deleteImageIfUnused, expectedBlobs, isBlobReferenced, referencedBlobs, unusedImageIds } from '../db/repositories/maintenance.ts';
 import { type RunCountMismatch, recountRunArtifacts, recountUsage, type UsageMismatch } from '../db/repositories/usage.ts';
@@ -51,10 +52,12 @@ export function reclaimSpace(deps: { database: SpaceReclaimer }): Promise<Reclai
  * of those bytes fenced off) whether a row references them and whether they are still old.
  * After the scan every empty blob folder goes (BlobStore.removeEmptyFolders), and given
  * `database`, the space deleted rows freed is handed back to the filesystem at the end (RET-3).
+ * Run as a periodic task, it stops between two images or blobs once `lease` is no longer held (lost
+ * to another instance, or this one stopping), and leaves the rest to the next run.
  */
 export async function collectGarbage(
   deps: { db: DB; blobs: BlobStore; clock: () => Date; database?: SpaceReclaimer },
-  options: { graceMs: number; dryRun?: boolean; onProgress?: (report: GcReport) => void },
+  options: { graceMs: number; dryRun?: boolean; onProgress?: (report: GcReport) => void; lease?: Lease },
 ): Promise<GcReport> {
   const report: GcReport = {
     unusedImages: 0,
@@ -73,11 +76,13 @@ export async function collectGarbage(
   // guards against clock skew between instances.
   const cutoffIso = new Date(cutoff).toISOString();
   for (const id of await unusedImageIds(deps.db, cutoffIso)) {
+    if (options.lease?.stillHeld() === false) return report;
     if (report.dryRun) report.unusedImages++;
     else if (await deleteImageIfUnused(deps.db, id, cutoffIso)) report.unusedImages++;
   }
   const referenced = await referencedBlobs(deps.db);
   for await (const blob of deps.blobs.list()) {
+    if (options.lease?.stillHeld() === false) return report;
     report.scanned++;
     if (referenced.has(blob.sha256)) {
       report.referenced++;

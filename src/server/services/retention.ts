@@ -1,5 +1,6 @@
 import type { Static } from 'typebox';
 import type { RetentionPolicy } from '../../api/v1/projects.ts';
+import type { Lease } from '../background.ts';
 import type { ServiceContext } from '../context.ts';
 import { deleteRuns, expiredRuns, type Policy, projectsForRetention, setKeep, trySweepLock } from '../db/repositories/retention.ts';
 import { findRun } from '../db/repositories/runs.ts';
@@ -42,9 +43,10 @@ function policyOf(rules: RetentionRules, now: number): Policy {
 /**
  * Applies every project's retention: deletes the runs it expires (or, with `dryRun`, only counts
  * them). On PostgreSQL each batch takes the sweep's advisory lock, so of several instances only one
- * sweeps at a time; another that finds it taken stops and leaves the work to it.
+ * sweeps at a time; another that finds it taken stops and leaves the work to it. Run as a periodic
+ * task, it stops before the next batch once `lease` is no longer held (lost, or this instance stopping).
  */
-export async function sweepRetention(ctx: ServiceContext, options: { dryRun?: boolean } = {}): Promise<RetentionReport> {
+export async function sweepRetention(ctx: ServiceContext, options: { dryRun?: boolean; lease?: Lease } = {}): Promise<RetentionReport> {
   const report: RetentionReport = { dryRun: options.dryRun === true, deleted: 0, projects: [] };
   const now = ctx.clock().getTime();
   const fallback = defaultRules(ctx.config);
@@ -62,6 +64,7 @@ export async function sweepRetention(ctx: ServiceContext, options: { dryRun?: bo
     for (;;) {
       const expired = await expiredRuns(ctx.db, project.id, policy, SWEEP_SELECT);
       for (let i = 0; i < expired.length; i += SWEEP_BATCH) {
+        if (options.lease?.stillHeld() === false) return report;
         const batch = await inTransaction(ctx.db, async (trx) => {
           if (!(await trySweepLock(trx))) return undefined;
           const deleted = await deleteRuns(trx, expired.slice(i, i + SWEEP_BATCH));
