@@ -134,7 +134,10 @@ export const cancelJob = endpoint({
   method: 'POST',
   path: '/testmgmt/jobs/{jobId}/cancel',
   summary: 'Cancel a job (tester): its queued runs are aborted; running runs finish normally.',
-  description: 'A job that is already completed or cancelled answers 409 `STATE_CONFLICT`.',
+  description:
+    'A job that is already completed or cancelled answers 409 `STATE_CONFLICT`. A running run claimed by a runner ' +
+    '(`POST /testmgmt/testruns/claim`) whose lease then expires is aborted rather than queued again, and no runner ' +
+    'claims a queued run of a cancelled job.',
   tag: 'Jobs',
   access: { scope: 'project', role: 'tester' },
   params: JobParams,
