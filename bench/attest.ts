@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { generateKey } from '../src/server/security/api-key.ts';
 import { multipart, send } from './http-client.ts';
-import { answers, freePort, type Started, startPinned } from './lib.ts';
+import { answers, freePort, onExit, type Started, startPinned } from './lib.ts';
 
 // The real server, started as users start it (`node dist/server/main.js`), and a small API client.
 
@@ -27,6 +27,38 @@ export interface Attest extends Started {
 
 export function tempDir(prefix: string): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** A maker of temp folders that are all removed when the benchmark exits. */
+export function tempFolders(): (prefix: string) => string {
+  const made: string[] = [];
+  onExit(() => {
+    for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return (prefix) => {
+    const dir = tempDir(prefix);
+    made.push(dir);
+    return dir;
+  };
+}
+
+/**
+ * nginx in the foreground, pinned beside the servers, listening on 127.0.0.1 with `blocks` (given its
+ * port) in its `http { … }`, its files in `dir`; resolves once `path` answers.
+ */
+export async function startNginx(dir: string, blocks: (port: number) => string, path = '/'): Promise<Started & { url: string }> {
+  const port = await freePort();
+  const conf = `${dir}/nginx.conf`;
+  fs.writeFileSync(
+    conf,
+    `daemon off; worker_processes 1; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
+events { worker_connections 1024; }
+http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir}; fastcgi_temp_path ${dir}; uwsgi_temp_path ${dir}; scgi_temp_path ${dir};
+${blocks(port)}
+}\n`,
+  );
+  const url = `http://127.0.0.1:${port}`;
+  return { ...(await startPinned('nginx', ['-c', conf, '-p', dir], {}, answers(`${url}${path}`))), url };
 }
 
 export async function startAttest(options: {

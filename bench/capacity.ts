@@ -5,14 +5,12 @@
 // say what one core of instances serves in the scaled mode and what nginx and the second instance
 // cost, not how far more machines scale. Printed as a Markdown table; nothing is written.
 import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
 import pg from 'pg';
 import { documentedUpstreamBlocks } from '../test/helpers/nginx.ts';
 import { startS3 } from '../test/helpers/s3.ts';
-import { Api, type Attest, startAttest, stepsOf, tempDir } from './attest.ts';
+import { Api, type Attest, startAttest, startNginx, stepsOf, tempFolders } from './attest.ts';
 import { closedLoop, png } from './figures.ts';
-import { answers, freePort, hasCommand, median, onExit, PINNED, pinSelf, startPinned, wrk } from './lib.ts';
+import { hasCommand, median, PINNED, pinSelf, wrk } from './lib.ts';
 
 if (!hasCommand('wrk') || !hasCommand('nginx')) {
   console.error('npm run bench:capacity needs wrk and nginx: apt-get install -y wrk nginx-light');
@@ -21,15 +19,7 @@ if (!hasCommand('wrk') || !hasCommand('nginx')) {
 pinSelf();
 const SECONDS = 5;
 const REPETITIONS = 3;
-const temps: string[] = [];
-const temp = (prefix: string) => {
-  const dir = tempDir(prefix);
-  temps.push(dir);
-  return dir;
-};
-onExit(() => {
-  for (const dir of temps) fs.rmSync(dir, { recursive: true, force: true });
-});
+const temp = tempFolders();
 execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'ignore' });
 
 const postgresUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -45,7 +35,7 @@ const rows: string[] = [];
 try {
   const one = await startAttest({ dataDir: temp('attest-capacity-1-'), databaseUrl, env });
   const two = await startAttest({ dataDir: temp('attest-capacity-2-'), databaseUrl, env, key: one.key });
-  const nginx = await startNginx([one, two]);
+  const nginx = await balancer([one, two]);
   const api = new Api(one.url, one.key);
   const headers = { 'service.api-token': one.key };
 
@@ -121,23 +111,15 @@ function row(what: string, unit: string, direct: number[], balanced: number[], n
   return `| ${what} | ${unit} | ${fmt(median(direct))} | ${fmt(median(balanced))} | ${notes} |`;
 }
 
-/** nginx pinned beside the servers, with docs/deployment.md's upstream and server blocks in front of `instances`. */
-async function startNginx(instances: Attest[]): Promise<{ url: string; stop: () => Promise<void> }> {
-  const dir = temp('attest-capacity-nginx-');
-  const port = await freePort();
-  const conf = path.join(dir, 'nginx.conf');
-  fs.writeFileSync(
-    conf,
-    `daemon off; worker_processes 1; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
-events { worker_connections 1024; }
-http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir}; fastcgi_temp_path ${dir}; uwsgi_temp_path ${dir}; scgi_temp_path ${dir};
-${documentedUpstreamBlocks(
-  port,
-  instances.map((i) => i.url),
-)}
-}\n`,
+/** nginx with docs/deployment.md's upstream and server blocks in front of `instances`. */
+function balancer(instances: Attest[]): Promise<{ url: string; stop: () => Promise<void> }> {
+  return startNginx(
+    temp('attest-capacity-nginx-'),
+    (port) =>
+      documentedUpstreamBlocks(
+        port,
+        instances.map((i) => i.url),
+      ),
+    '/health',
   );
-  const url = `http://127.0.0.1:${port}`;
-  const started = await startPinned('nginx', ['-c', conf, '-p', dir], {}, answers(`${url}/health`));
-  return { url, stop: started.stop };
 }

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import sharp from 'sharp';
-import { ADMIN_EMAIL, Api, type Attest, stepsOf, tempDir } from './attest.ts';
+import { ADMIN_EMAIL, Api, type Attest, startNginx, stepsOf, tempDir } from './attest.ts';
 import { driverBulkRowsPerSecond, driverSingleRowTransactionsPerSecond, writeFsyncPerSecond } from './baselines.ts';
 import { answers, freePort, hasCommand, median, rssMb, type Started, sleep, startPinned, wrk } from './lib.ts';
 import { type Figure, judge } from './report.ts';
@@ -224,21 +224,16 @@ async function imageFigures(attest: Attest, set: ReadSet, settings: Settings, ba
   const imageDir = tempDir('attest-bench-image-');
   fs.writeFileSync(path.join(imageDir, 'image.png'), image.body);
   if (hasCommand('nginx')) {
-    const port = await freePort();
-    const conf = path.join(imageDir, 'nginx.conf');
-    fs.writeFileSync(
-      conf,
-      `daemon off; worker_processes 1; pid ${imageDir}/nginx.pid; error_log ${imageDir}/error.log;
-events { worker_connections 1024; }
-http { access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000;
-  client_body_temp_path ${imageDir}; proxy_temp_path ${imageDir}; fastcgi_temp_path ${imageDir}; uwsgi_temp_path ${imageDir}; scgi_temp_path ${imageDir};
-  server { listen 127.0.0.1:${port}; location / { root ${imageDir}; default_type image/png; } } }\n`,
+    const nginx = await startNginx(
+      imageDir,
+      (port) =>
+        `sendfile on; tcp_nopush on; keepalive_requests 100000;\n  server { listen 127.0.0.1:${port}; location / { root ${imageDir}; default_type image/png; } }`,
+      '/image.png',
     );
-    const nginx = await startPinned('nginx', ['-c', conf, '-p', imageDir], {}, answers(`http://127.0.0.1:${port}/image.png`));
     const f3 = await interleaved(
       settings,
       { url: imageUrl, headers: std, pid: attest.pid },
-      { url: `http://127.0.0.1:${port}/image.png`, pid: nginx.pid },
+      { url: `${nginx.url}/image.png`, pid: nginx.pid },
     );
     figures.push(readFigure('F3', `hot ${Math.round(image.body.length / 1024)} KB image`, dialect, 0.5, 'nginx sendfile', f3));
     await nginx.stop();

@@ -7,12 +7,12 @@ import os from 'node:os';
 import path from 'node:path';
 import cliProgress from 'cli-progress';
 import pg from 'pg';
-import { ADMIN_EMAIL, Api, startAttest, stepsOf, tempDir } from './attest.ts';
+import { ADMIN_EMAIL, Api, startAttest, stepsOf, tempFolders } from './attest.ts';
 import { exportFigure } from './export.ts';
 import { peakRss, png, prepareReads, readFigures, type Settings, writeFigures } from './figures.ts';
 import { send } from './http-client.ts';
 import { importFigures } from './import.ts';
-import { answers, freePort, hasCommand, median, onExit, PINNED, pinSelf, rssMb, sleep, startPinned } from './lib.ts';
+import { answers, freePort, hasCommand, median, PINNED, pinSelf, rssMb, sleep, startPinned } from './lib.ts';
 import { type Figure, judge, markdown, write } from './report.ts';
 import { s3Figures } from './s3.ts';
 
@@ -41,15 +41,7 @@ const settings: Settings = {
   wants,
 };
 const figures: Figure[] = [];
-const temps: string[] = [];
-const temp = (prefix: string) => {
-  const dir = tempDir(prefix);
-  temps.push(dir);
-  return dir;
-};
-onExit(() => {
-  for (const dir of temps) fs.rmSync(dir, { recursive: true, force: true });
-});
+const temp = tempFolders();
 
 execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'ignore' });
 

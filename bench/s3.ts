@@ -26,6 +26,18 @@ async function imageOf(attest: Attest, bytes: Buffer): Promise<string> {
   return `${attest.url}/api/v1/images/${(artifact.images as { id: string }[])[0]?.id}`;
 }
 
+/** A 300 KB screenshot read from the bucket's server against the same read from the disk's, interleaved. */
+async function imageFigure(settings: Settings, servers: { disk: Attest; bucket: Attest }, title: string): Promise<Figure> {
+  const shot = await png(300);
+  const read = async (attest: Attest) => ({
+    url: await imageOf(attest, shot),
+    headers: { 'service.api-token': attest.key },
+    pid: attest.pid,
+  });
+  const reads = await interleaved(settings, await read(servers.bucket), await read(servers.disk));
+  return readFigure('F9', title, 'sqlite', undefined, 'the same read, disk store', reads);
+}
+
 /** F9: 35 KB uploads at 4 clients, a hot (kept in memory) and a cold (read from the store) 300 KB image read. */
 export async function s3Figures(settings: Settings, temp: (prefix: string) => string): Promise<Figure[]> {
   const s3 = await startS3();
@@ -69,15 +81,7 @@ export async function s3Figures(settings: Settings, temp: (prefix: string) => st
       );
 
       settings.step('F9 S3 store: hot image');
-      const shot = await png(300);
-      const hotReads = await interleaved(
-        settings,
-        { url: await imageOf(hot.bucket, shot), headers: { 'service.api-token': hot.bucket.key }, pid: hot.bucket.pid },
-        { url: await imageOf(hot.disk, shot), headers: { 'service.api-token': hot.disk.key }, pid: hot.disk.pid },
-      );
-      figures.push(
-        readFigure('F9', 'hot 300 KB image (image cache), S3 store', 'sqlite', undefined, 'the same read, disk store', hotReads),
-      );
+      figures.push(await imageFigure(settings, hot, 'hot 300 KB image (image cache), S3 store'));
     } finally {
       await hot.stop();
     }
@@ -86,15 +90,7 @@ export async function s3Figures(settings: Settings, temp: (prefix: string) => st
     // No image cache: every read goes to the store (a GetObject, or a file read).
     const cold = await pair(temp, s3.env(await s3.createBucket(), 'attest'), { ATTEST_IMAGE_CACHE_MB: '0' });
     try {
-      const shot = await png(300);
-      const coldReads = await interleaved(
-        settings,
-        { url: await imageOf(cold.bucket, shot), headers: { 'service.api-token': cold.bucket.key }, pid: cold.bucket.pid },
-        { url: await imageOf(cold.disk, shot), headers: { 'service.api-token': cold.disk.key }, pid: cold.disk.pid },
-      );
-      figures.push(
-        readFigure('F9', 'cold 300 KB image (no image cache), S3 store', 'sqlite', undefined, 'the same read, disk store', coldReads),
-      );
+      figures.push(await imageFigure(settings, cold, 'cold 300 KB image (no image cache), S3 store'));
     } finally {
       await cold.stop();
     }
