@@ -174,6 +174,7 @@ const FLOORS: string[][] = [
     'server/background',
     'server/changes',
     'server/openapi',
+    'server/failures',
   ],
   ['server/db/repositories', 'server/backup', 'server/http', 'server/cluster'],
   ['server/context'],
