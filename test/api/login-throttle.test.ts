@@ -4,21 +4,13 @@ import { v1 } from '../../src/client/index.ts';
 import { LoginThrottle } from '../../src/server/security/login-throttle.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createUser, unique } from '../helpers/factories.ts';
-import { type RawResponse, rawRequest } from '../helpers/http.ts';
+import { login, type RawResponse } from '../helpers/http.ts';
 import { assertProblem } from '../helpers/problems.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // Password logins throttled per account across addresses (SEC-2d) and per address (SEC-2b), without
 // letting a stranger lock the owner out: the audit's 300 guesses from 300 addresses, the backoff
 // and its cap, and the clients an account signed in from keeping their way in.
-
-const login = (server: TestServer, address: string, email: string, password: string): Promise<RawResponse> =>
-  rawRequest(`${server.url}/api/v1/auth/login`, {
-    method: 'POST',
-    localAddress: address,
-    headers: { 'content-type': 'application/json', accept: 'application/json' },
-    body: JSON.stringify({ email, password }),
-  });
 
 /** The n-th of many loopback addresses in a block of 127/8 of the test's own (all of it is local). */
 const addressOf = (block: number, n: number) => `127.${block}.${Math.floor(n / 250)}.${(n % 250) + 1}`;

@@ -15,7 +15,7 @@ import { SharedFailureLimiter } from '../../src/server/security/shared-limits.ts
 import { cuttableProxy } from '../helpers/cuttable-proxy.ts';
 import { createPostgresDatabase, DIALECTS } from '../helpers/dialects.ts';
 import { createUser, unique } from '../helpers/factories.ts';
-import { closedPort, type RawResponse, rawRequest } from '../helpers/http.ts';
+import { closedPort, login, rawRequest } from '../helpers/http.ts';
 import { assertProblem } from '../helpers/problems.ts';
 import { startPeerServer, startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -64,14 +64,6 @@ const FAILURES = 6;
 
 const me = (server: TestServer, key: string, localAddress?: string) =>
   rawRequest(`${server.url}/api/v1/me`, { headers: { 'service.api-token': key, accept: 'application/json' }, localAddress });
-
-const login = (server: TestServer, address: string, email: string, password: string): Promise<RawResponse> =>
-  rawRequest(`${server.url}/api/v1/auth/login`, {
-    method: 'POST',
-    localAddress: address,
-    headers: { 'content-type': 'application/json', accept: 'application/json' },
-    body: JSON.stringify({ email, password }),
-  });
 
 const stores = [
   ...DIALECTS.filter((d) => d === 'postgres').map(() => ({ store: 'postgres' as const, env: {} })),

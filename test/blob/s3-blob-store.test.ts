@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import type http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { after, before, describe, test } from 'node:test';
 import { HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { BlobStorageError } from '../../src/server/blob/blob-store.ts';
+import { BlobStorageError, type BlobStore } from '../../src/server/blob/blob-store.ts';
 import { S3BlobStore, type S3BlobStoreOptions } from '../../src/server/blob/s3-blob-store.ts';
 import { loadConfig } from '../../src/server/config.ts';
 import { createDatabase, type DatabaseHandle } from '../../src/server/db/database.ts';
@@ -232,6 +233,20 @@ describe('S3BlobStore when the store fails', () => {
     });
     after(() => proxy.close());
 
+    /** Stores 9 MiB (a multipart upload and a copy) while the proxy answers the requests `late` picks 800 ms late. */
+    async function putLarge(store: BlobStore, late: (request: http.IncomingMessage) => boolean): Promise<void> {
+      const bytes = randomBytes(9 * 1024 * 1024);
+      proxy.answers.length = 0;
+      proxy.delay(800, late);
+      try {
+        const info = await store.put(chunks(bytes));
+        info.release();
+        assert.equal(info.sha256, sha256(bytes));
+      } finally {
+        proxy.delay(0);
+      }
+    }
+
     test('503s are retried with backoff: a put succeeds after two, and fails as storage once the attempts are spent', async () => {
       const bucket = await s3.createBucket();
       const { store } = await s3Store({ bucket, maxAttempts: 3 }, proxy);
@@ -322,17 +337,8 @@ describe('S3BlobStore when the store fails', () => {
 
     test("the parts of a large upload have time for their size, beyond the timeout of a request's answer", async () => {
       const { store } = await s3Store({ timeoutMs: 300, maxAttempts: 1 }, proxy);
-      const bytes = randomBytes(9 * 1024 * 1024);
-      proxy.answers.length = 0;
       // Each part answered later than the timeout, within the time a 5 MiB part is given.
-      proxy.delay(800, (request) => request.method === 'PUT' && /[?&]partNumber=/.test(request.url ?? ''));
-      try {
-        const info = await store.put(chunks(bytes));
-        info.release();
-        assert.equal(info.sha256, sha256(bytes));
-      } finally {
-        proxy.delay(0);
-      }
+      await putLarge(store, (request) => request.method === 'PUT' && /[?&]partNumber=/.test(request.url ?? ''));
       assert.equal(proxy.answers.filter((answer) => answer === 'delayed').length, 2, 'both parts');
     });
 
@@ -340,17 +346,8 @@ describe('S3BlobStore when the store fails', () => {
       // Parts are given no more than the timeout here, so the copy's time is its own.
       const slowestTransfer = { sendBytesPerSecond: Number.MAX_SAFE_INTEGER, copyBytesPerSecond: 8 * 1024 * 1024 };
       const { store } = await s3Store({ timeoutMs: 300, maxAttempts: 1, slowestTransfer }, proxy);
-      const bytes = randomBytes(9 * 1024 * 1024);
-      proxy.answers.length = 0;
       // Answered later than the timeout, within the time a 9 MiB copy is given (300 ms + 1125 ms).
-      proxy.delay(800, (request) => request.method === 'PUT' && 'x-amz-copy-source' in request.headers);
-      try {
-        const info = await store.put(chunks(bytes));
-        info.release();
-        assert.equal(info.sha256, sha256(bytes));
-      } finally {
-        proxy.delay(0);
-      }
+      await putLarge(store, (request) => request.method === 'PUT' && 'x-amz-copy-source' in request.headers);
       assert.deepEqual(
         proxy.answers.filter((answer) => answer === 'delayed'),
         ['delayed'],

@@ -20,25 +20,30 @@ import { upload } from '../helpers/uploads.ts';
 const s3 = await startS3();
 after(() => s3.close());
 
+/** A SQLite instance in a temp folder with its blobs in a new bucket, holding `shots` as screenshots of one run. */
+async function instanceWithShots(shots: Buffer[]) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-s3-cli-'));
+  const env = { ATTEST_DATA_DIR: path.join(dir, 'data'), ...s3.env(await s3.createBucket(), 'attest') };
+  const server = await startTestServer('sqlite', env);
+  const project = await createProject(server);
+  const run = await startRun(server.admin.client, project.id);
+  for (const png of shots) {
+    const res = await upload(
+      server.url,
+      server.admin.key,
+      project.id,
+      { testRunId: run.id, kind: 'screenshot', name: 'shot.png' },
+      { file: { bytes: png } },
+    );
+    assert.equal(res.status, 201);
+  }
+  return { dir, env, server };
+}
+
 describe('attest backup / restore / verify with blobs in a bucket', () => {
   test('a SQLite instance on a bucket backs up its blobs into the backup, restores them into another bucket, and verifies sound', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-s3-cli-'));
-    const dataDir = path.join(dir, 'data');
-    const env = { ATTEST_DATA_DIR: dataDir, ...s3.env(await s3.createBucket(), 'attest') };
-    const server = await startTestServer('sqlite', env);
-    const project = await createProject(server);
-    const run = await startRun(server.admin.client, project.id);
     const shots = [await randomPng(), await randomPng(30, 20)];
-    for (const png of shots) {
-      const res = await upload(
-        server.url,
-        server.admin.key,
-        project.id,
-        { testRunId: run.id, kind: 'screenshot', name: 'shot.png' },
-        { file: { bytes: png } },
-      );
-      assert.equal(res.status, 201);
-    }
+    const { dir, env, server } = await instanceWithShots(shots);
 
     const backupDir = path.join(dir, 'backup');
     const backup = await attest(['backup', backupDir], env);
@@ -66,20 +71,8 @@ describe('attest backup / restore / verify with blobs in a bucket', () => {
   });
 
   test('a backup fails loudly when an object in the bucket holds another size than its rows record', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-s3-cli-'));
-    const env = { ATTEST_DATA_DIR: path.join(dir, 'data'), ...s3.env(await s3.createBucket(), 'attest') };
-    const server = await startTestServer('sqlite', env);
-    const project = await createProject(server);
-    const run = await startRun(server.admin.client, project.id);
     const png = await randomPng();
-    const res = await upload(
-      server.url,
-      server.admin.key,
-      project.id,
-      { testRunId: run.id, kind: 'screenshot', name: 'shot.png' },
-      { file: { bytes: png } },
-    );
-    assert.equal(res.status, 201);
+    const { dir, env, server } = await instanceWithShots([png]);
     await tamperWithBlob(server, sha256(png), png.subarray(0, png.length - 10));
     await server.close();
 
@@ -94,19 +87,7 @@ describe('attest backup / restore / verify with blobs in a bucket', () => {
   });
 
   test('attest verify against a bucket that does not exist reports the store failing, not missing blobs', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-s3-cli-'));
-    const env = { ATTEST_DATA_DIR: path.join(dir, 'data'), ...s3.env(await s3.createBucket(), 'attest') };
-    const server = await startTestServer('sqlite', env);
-    const project = await createProject(server);
-    const run = await startRun(server.admin.client, project.id);
-    const res = await upload(
-      server.url,
-      server.admin.key,
-      project.id,
-      { testRunId: run.id, kind: 'screenshot', name: 'shot.png' },
-      { file: { bytes: await randomPng() } },
-    );
-    assert.equal(res.status, 201);
+    const { dir, env, server } = await instanceWithShots([await randomPng()]);
     await server.close();
 
     const verified = await attest(['verify', '--json'], { ...env, ...s3.env('attest-no-such-bucket', 'attest') });

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { v1 } from '../../src/client/index.ts';
 import { generateKey } from '../../src/server/security/api-key.ts';
+import { acceptedImport, junitReport, runsPerName } from '../helpers/crash-imports.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
-import { jsonHeaders, rawRequest } from '../helpers/http.ts';
 import { sharedS3 } from '../helpers/s3.ts';
 import { createStorage, type SpawnedServer, spawnServer } from '../helpers/spawned-server.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -28,17 +27,6 @@ after(() => {
   for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function report(): Buffer {
-  const cases = Array.from(
-    { length: CASES },
-    (_, i) =>
-      `<testcase classname="com.example.Instances" name="case ${i}" time="0.01">${i % 7 === 0 ? '<failure message="no">at X</failure>' : ''}</testcase>`,
-  );
-  return Buffer.from(
-    `<?xml version="1.0"?><testsuites name="instances"><testsuite name="com.example.Instances">${cases.join('')}</testsuite></testsuites>`,
-  );
-}
-
 if (DIALECTS.includes('postgres')) {
   describe('[postgres] an import whose instance is killed is finished by another (SCALE-5)', () => {
     test('the instance writing it is SIGKILLed mid-way; the other finishes it with every case exactly once', {
@@ -55,24 +43,14 @@ if (DIALECTS.includes('postgres')) {
         servers.push(await spawnServer(storage, env));
         servers.push(await spawnServer({ ...storage, dataDir: dirs[1] as string }, env));
         const [first] = servers as [SpawnedServer, SpawnedServer];
-        const project = await first.admin.call(v1.projects.createProject, {
-          body: { key: `I${randomBytes(3).toString('hex').toUpperCase()}`, name: 'Import across instances' },
-        });
-        const body = report();
-        const accepted = await rawRequest(`${first.url}/api/v1/projects/${project.id}/imports`, {
-          method: 'POST',
-          headers: { ...jsonHeaders(storage.adminKey), 'content-type': 'application/xml', 'content-length': body.length },
-          body,
-        });
-        assert.equal(accepted.status, 202, accepted.text);
+        const { projectId, importId } = await acceptedImport(first, storage.adminKey, junitReport(CASES, 'Instances'));
 
         // Whichever claimed the task dies after its eighth batch; the other lives on.
         const killed = await Promise.race(servers.map(async (server) => ({ server, death: await server.exited })));
         assert.equal(killed.death.signal, 'SIGKILL', killed.server.output.slice(-5).join('\n'));
         const survivor = servers.find((server) => server !== killed.server) as SpawnedServer;
 
-        const importId = String(accepted.json.id);
-        const read = () => survivor.admin.call(v1.imports.getImport, { params: { projectId: project.id, importId } });
+        const read = () => survivor.admin.call(v1.imports.getImport, { params: { projectId, importId } });
         const midway = await read();
         assert.notEqual(midway.status, 'completed', 'killed in the middle of the import');
         await waitFor(async () => (await read()).status === 'completed', {
@@ -83,22 +61,14 @@ if (DIALECTS.includes('postgres')) {
         const record = await read();
         assert.equal(record.counts?.runs, CASES);
 
-        const names = new Map<string, number>();
-        let cursor: string | undefined;
-        do {
-          const page = await survivor.admin.call(v1.runs.listRuns, {
-            query: { projectId: project.id, jobId: record.jobId as string, limit: 200, ...(cursor ? { cursor } : {}) },
-          });
-          for (const run of page.items) names.set(run.name, (names.get(run.name) ?? 0) + 1);
-          cursor = page.nextCursor ?? undefined;
-        } while (cursor);
+        const names = await runsPerName(survivor.admin, projectId, record.jobId as string);
         assert.equal(names.size, CASES, 'every case has its run');
         assert.deepEqual(
           [...names].filter(([, count]) => count !== 1),
           [],
           'no case written twice',
         );
-        const jobs = await survivor.admin.call(v1.jobs.listJobs, { query: { projectId: project.id } });
+        const jobs = await survivor.admin.call(v1.jobs.listJobs, { query: { projectId } });
         assert.equal(jobs.items.length, 1, 'the survivor went on with the job the killed instance made');
       } finally {
         await Promise.all(servers.map((server) => server.stop()));

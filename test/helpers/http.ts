@@ -84,3 +84,12 @@ export async function closedPort(): Promise<number> {
   await new Promise((resolve) => probe.close(resolve));
   return port;
 }
+
+/** A password login (`POST /auth/login`) from the local address `address`, as the login throttle counts it. */
+export const login = (server: { url: string }, address: string, email: string, password: string): Promise<RawResponse> =>
+  rawRequest(`${server.url}/api/v1/auth/login`, {
+    method: 'POST',
+    localAddress: address,
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify({ email, password }),
+  });
