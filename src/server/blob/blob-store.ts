@@ -67,6 +67,8 @@ export class BlobStorageError extends Error {
 export interface BlobStore {
   /** Where the blobs live, for logs: a `file://` folder or an `s3://bucket/prefix`. */
   readonly location: string;
+  /** Which kind of store: a folder on this machine's disk, or a bucket any instance may share. */
+  readonly kind: 'files' | 's3';
 
   /**
    * Streams `source` into the store, hashing and counting on the way, and resolves once the blob

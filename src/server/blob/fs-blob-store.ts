@@ -42,6 +42,7 @@ const SHARD = /^[0-9a-f]{2}$/;
  * written, so bytes already stored are not written again.
  */
 export class FsBlobStore implements BlobStore {
+  readonly kind = 'files';
   readonly location: string;
   private readonly blobsDir: string;
   private readonly tmpDir: string;

@@ -94,6 +94,7 @@ const SHARDED_DIGEST = /^([0-9a-f]{2})\/([0-9a-f]{2})\/(\1\2[0-9a-f]{60})$/;
  * from the SDK's default chain (environment, profiles, instance roles), never from Attest's config.
  */
 export class S3BlobStore implements BlobStore {
+  readonly kind = 's3';
   readonly location: string;
   private readonly client: S3Client;
   /** For the requests whose time grows with their size: multipart uploads and CopyObject (see createS3Client). */

@@ -29,7 +29,7 @@ export const recoveryPlugin = fp(
       const recovered = await ctx.blobs.recover();
       app.log.info({ blobs: ctx.blobs.location, removedTempFiles: recovered.removedTempFiles }, 'blob store recovered');
     } catch (error) {
-      if (!ctx.blobs.location.startsWith('s3:')) throw error;
+      if (ctx.blobs.kind !== 's3') throw error;
       app.log.warn({ err: error, blobs: ctx.blobs.location }, 'leftover uploads in the bucket were not cleaned up at start');
     }
   },

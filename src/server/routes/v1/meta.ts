@@ -40,7 +40,7 @@ export function metaRoutes(ctx: AppContext) {
           );
         }
         reply.code(200);
-        return { status, database: ctx.dialect, blobs: ctx.blobs.location.startsWith('s3:') ? ('s3' as const) : ('files' as const) };
+        return { status, database: ctx.dialect, blobs: ctx.blobs.kind };
       },
     }),
 
