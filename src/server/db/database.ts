@@ -21,6 +21,7 @@ import * as blobFences from './migrations/2026-11-27-0012-blob-fences.ts';
 import * as tasks from './migrations/2026-11-27-0013-tasks.ts';
 import * as runLeases from './migrations/2026-11-27-0014-run-leases.ts';
 import * as sharedLimits from './migrations/2026-11-27-0015-shared-limits.ts';
+import * as triage from './migrations/2026-11-27-0016-triage.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
 import type { Database, DB, Dialect } from './types.ts';
@@ -43,6 +44,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-0013-tasks': tasks,
   '2026-11-27-0014-run-leases': runLeases,
   '2026-11-27-0015-shared-limits': sharedLimits,
+  '2026-11-27-0016-triage': triage,
 };
 
 /** The migrations this build applies, in order (test templates are keyed by them). */

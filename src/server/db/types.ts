@@ -42,6 +42,10 @@ export interface ProjectsTable {
   retention: string | null;
   /** Most stored bytes the project's artifacts may take (RET-5); null: no quota. */
   quota_bytes: number | null;
+  /** JSON: the ordered category rules (TRIAGE-3); null: none. */
+  failure_rules: string | null;
+  /** JSON: the project's triage thresholds (TRIAGE-4, TRIAGE-6); null: the defaults. */
+  triage_settings: string | null;
 }
 
 /** A project's storage counters (RET-4), kept by triggers (migration 0006) in the writing transaction. */
@@ -122,6 +126,9 @@ export interface JobsTable {
   closed_at: string | null;
   /** The CI build that made the job (an http(s) URL), if the client gave one. */
   ci_url: string | null;
+  /** The error group behind most of the job's failures (TRIAGE-4), and how many failed runs it had then. */
+  incident_group_id: string | null;
+  incident_failed_runs: number | null;
 }
 
 export interface ImportsTable {
@@ -174,6 +181,10 @@ export interface TestRunsTable {
   artifact_count: number;
   /** The CI build that made the run (an http(s) URL), if the client gave one (migration 0011). */
   ci_url: string | null;
+  /** The error group of the run's failure (TRIAGE-1); set when a failed or broken run completes. */
+  failure_group_id: string | null;
+  /** 0 for a first attempt; retries of the same test in the same job count up (TRIAGE-5). */
+  attempt: number;
 }
 
 export interface ResultPostsTable {
@@ -198,6 +209,8 @@ export interface StepsTable {
   duration_ms: number | null;
   error_message: string | null;
   created_at: string;
+  /** The error group of a failed or broken step (TRIAGE-1); set when its run completes. */
+  failure_group_id: string | null;
 }
 
 export interface TextCellsTable {
@@ -290,6 +303,90 @@ export interface BlobFencesTable {
   expires_at: string;
 }
 
+/** One cause of failure in a project (TRIAGE-1, TRIAGE-2). */
+export interface FailureGroupsTable {
+  id: string;
+  project_id: string;
+  fingerprint: string;
+  /** The normalised message. */
+  title: string;
+  /** The first occurrence's message as written. */
+  message: string;
+  /** JSON array of the first project frames, `file:function`. */
+  frames: string;
+  category: 'assertion' | 'timeout' | 'network' | 'crash' | 'element' | 'other';
+  action: string | null;
+  target: string | null;
+  /** The name of the first category rule that matched (TRIAGE-3). */
+  rule: string | null;
+  status: 'new' | 'known' | 'regressed' | 'resolved';
+  defect_type: 'product_bug' | 'automation_bug' | 'system_issue' | 'no_defect' | 'to_investigate';
+  comment: string | null;
+  issue_url: string | null;
+  assignee: string | null;
+  first_seen_at: string;
+  first_seen_run_id: string;
+  first_seen_job_id: string | null;
+  last_seen_at: string;
+  last_seen_run_id: string;
+  last_seen_job_id: string | null;
+  /** Failed runs with this cause (a run counts once, however many of its steps share it). */
+  occurrences: number;
+  affected_tests: number;
+  affected_branches: number;
+  triaged_at: string | null;
+  triaged_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A failed run with this cause. */
+export interface FailureOccurrencesTable {
+  group_id: string;
+  run_id: string;
+  project_id: string;
+  job_id: string | null;
+  /** The first failed step with this cause; null for a run-level error. */
+  step_id: string | null;
+  /** The test id, else `name:` and the run's name. */
+  test_key: string;
+  branch: string | null;
+  /** The run's finish time. */
+  at: string;
+}
+
+export interface FailureGroupTestsTable {
+  group_id: string;
+  test_key: string;
+}
+
+export interface FailureGroupBranchesTable {
+  group_id: string;
+  branch: string;
+}
+
+/** A test's health over its latest completed runs (TRIAGE-6), kept as runs complete. */
+export interface TestHealthTable {
+  test_id: string;
+  project_id: string;
+  state: 'stable' | 'flaky' | 'broken';
+  flaky_score: number;
+  runs_considered: number;
+  failing_streak: number;
+  updated_at: string;
+}
+
+/** A quarantined test (TRIAGE-6): it still runs and reports; its failures do not fail a CI job until it expires. */
+export interface TestQuarantinesTable {
+  test_id: string;
+  project_id: string;
+  owner: string;
+  reason: string;
+  expires_at: string;
+  created_at: string;
+  created_by: string | null;
+}
+
 export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -312,6 +409,12 @@ export interface Database {
   audit_log: AuditLogTable;
   blob_fences: BlobFencesTable;
   tasks: TasksTable;
+  failure_groups: FailureGroupsTable;
+  failure_occurrences: FailureOccurrencesTable;
+  failure_group_tests: FailureGroupTestsTable;
+  failure_group_branches: FailureGroupBranchesTable;
+  test_health: TestHealthTable;
+  test_quarantines: TestQuarantinesTable;
 }
 
 export type DB = Kysely<Database>;

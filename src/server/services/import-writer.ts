@@ -168,6 +168,7 @@ function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRun
       duration_ms: storedDuration(step.durationMs) ?? null,
       error_message: step.error === undefined ? null : clean(step.error),
       created_at: target.now,
+      failure_group_id: null, // set once the batch's failures are recorded
     };
     sink.steps.push(row);
     byId.set(row.id, row);
@@ -204,6 +205,8 @@ function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRun
     keep: 0,
     artifact_count: 0, // kept by the artifacts triggers (migration 0007)
     ci_url: target.ciUrl,
+    failure_group_id: null,
+    attempt: testCase.attempt,
   };
 }
 

@@ -248,6 +248,8 @@ async function jobOf(ctx: ServiceContext, row: ImportsTable, name: string, optio
       // Open while the import writes it, a batch at a time; closed when the import ends (JOB-1).
       closed_at: null,
       ci_url: options.ciUrl ?? null,
+      incident_group_id: null,
+      incident_failed_runs: null,
     });
     if (!(await setImportJob(trx, row.id, jobId))) throw JOB_MADE_ALREADY;
   });

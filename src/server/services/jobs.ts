@@ -242,6 +242,8 @@ async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJo
       idempotency_fingerprint: input.idempotencyKey === undefined ? null : bodyFingerprint(input),
       closed_at: null,
       ci_url: ciUrl,
+      incident_group_id: null,
+      incident_failed_runs: null,
     };
     await insertJob(trx, job);
     const runs: TestRunsTable[] = input.testIds.flatMap((testId) =>
@@ -270,6 +272,8 @@ async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJo
         // Kept by the artifacts triggers (migration 0007).
         artifact_count: 0,
         ci_url: ciUrl,
+        failure_group_id: null,
+        attempt: 0,
       })),
     );
     await insertRuns(trx, runs);

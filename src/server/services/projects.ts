@@ -71,6 +71,8 @@ export async function createProject(ctx: ServiceContext, input: CreateProjectInp
     created_by: creatorId,
     retention: null,
     quota_bytes: null,
+    failure_rules: null,
+    triage_settings: null,
   };
   if (await findProjectIdByKey(ctx.db, row.key)) throw keyTaken(row.key);
   try {

@@ -233,6 +233,7 @@ function planNewStep(plan: Plan, step: StepInput, i: number): AppendedStep {
     started_at: normaliseTime(step.startedAt),
     duration_ms: step.durationMs ?? null,
     error_message: step.error ?? null,
+    failure_group_id: null, // set when the run completes (docs/triage.md)
     created_at: plan.now,
   };
   plan.newSteps.push(row);

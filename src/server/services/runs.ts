@@ -138,6 +138,8 @@ async function recordRun(
     // Kept by the artifacts triggers (migration 0007).
     artifact_count: 0,
     ci_url: ciUrl,
+    failure_group_id: null,
+    attempt: 0,
   };
   if (input.verdict === undefined) {
     if (input.finishedAt !== undefined) throw invalid('/body/finishedAt', 'needs a verdict: only a finished run has a finish time');
