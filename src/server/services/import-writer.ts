@@ -19,6 +19,7 @@ import {
   type StoredAttachment,
   storeAttachments,
 } from './import-attachments.ts';
+import { onRunsCompleted } from './run-completion.ts';
 import { fitsQuota, hasQuota } from './usage.ts';
 
 // Turns imported cases into rows (IMP-1, IMP-2): one completed run per case, its step tree,
@@ -269,6 +270,7 @@ export async function writeCases(
       await insertSteps(trx, sink.steps);
       await insertCells(trx, sink.cells);
       written = await writeAttachmentRows(trx, target, stored, sink.problems);
+      await onRunsCompleted(ctx, trx, runs);
     });
   } finally {
     releaseAttachments(stored);

@@ -21,6 +21,7 @@ import { AppError, found, invalid } from '../errors.ts';
 import { checkedCiUrl } from './ci-url.ts';
 import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
 import { appendResults } from './results.ts';
+import { onRunsCompleted } from './run-completion.ts';
 import { ensureTestsByFullName } from './tests.ts';
 
 export type CreateRunInput = Static<NonNullable<(typeof createRunEndpoint)['body']>>;
@@ -159,7 +160,9 @@ async function recordRun(
   await inTransaction(ctx.db, async (trx) => {
     await insertRun(trx, row);
     if (input.results) await appendResults(ctx, row.id, input.results, trx);
-    await updateRunIfStatus(trx, row.id, 'running', { status: 'completed', verdict: input.verdict ?? null, finished_at: finishedAt });
+    const completed = { status: 'completed', verdict: input.verdict ?? null, finished_at: finishedAt } as const;
+    await updateRunIfStatus(trx, row.id, 'running', completed);
+    await onRunsCompleted(ctx, trx, [{ ...row, ...completed }]);
   });
   return getRun(ctx, row.id);
 }
@@ -214,6 +217,8 @@ export async function changeRunStatus(ctx: ServiceContext, runId: string, change
     if (!(await updateRunIfStatus(trx, run.id, run.status, changes))) {
       throw new AppError('STATE_CONFLICT', 'The run changed meanwhile; read it again.');
     }
-    return { ...run, ...changes };
+    const changed = { ...run, ...changes };
+    if (change.status === 'completed') await onRunsCompleted(ctx, trx, [changed]);
+    return changed;
   });
 }
