@@ -58,6 +58,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('failure_occurrences_group_at').on('failure_occurrences').columns(['group_id', 'at']).execute();
   await db.schema.createIndex('failure_occurrences_run').on('failure_occurrences').column('run_id').execute();
   await db.schema.createIndex('failure_occurrences_job').on('failure_occurrences').columns(['job_id', 'group_id']).execute();
+  // The dashboard's top groups of a time window.
+  await db.schema.createIndex('failure_occurrences_project_at').on('failure_occurrences').columns(['project_id', 'at']).execute();
 
   // The distinct tests and branches a group touched: they keep its affected counts exact without a scan.
   await db.schema
