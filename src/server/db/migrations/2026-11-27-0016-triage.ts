@@ -116,10 +116,13 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   // The comparison and the per-test fold read a job's runs by test; the dashboard reads a branch's.
   await db.schema.createIndex('test_runs_branch_finished').on('test_runs').columns(['project_id', 'branch', 'finished_at']).execute();
+  // A job's attempts of one test: the fold finds the final one, the dashboard whether a failure was retried.
+  await db.schema.createIndex('test_runs_job_test').on('test_runs').columns(['job_id', 'test_id', 'attempt']).execute();
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: see up()
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropIndex('test_runs_job_test').execute();
   await db.schema.dropIndex('test_runs_branch_finished').execute();
   await db.schema.dropTable('test_quarantines').execute();
   await db.schema.dropTable('test_health').execute();
