@@ -2,16 +2,22 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Static } from 'typebox';
 import type { FailureGroup } from '../../src/api/v1/failures.ts';
-import { type AttestClient, v1 } from '../../src/client/index.ts';
+import { type ApiError, type AttestClient, v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, twoProjects, unique } from '../helpers/factories.ts';
 import { jsonHeaders, rawRequest } from '../helpers/http.ts';
-import { firstPointer, isProblem } from '../helpers/problems.ts';
+import { firstPointer } from '../helpers/problems.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // TRIAGE-2, TRIAGE-3, TRIAGE-4: failures grouped by cause, triaged once, and the outage guard.
 
 type Group = Static<typeof FailureGroup>;
+
+/** A phrase of letters only: unique per call, and nothing the normaliser turns into a placeholder (hex, numbers). */
+const phrase = (prefix: string) => `${prefix} ${unique('').replace(/[0-9a-f]/g, (c) => String.fromCharCode(103 + Number.parseInt(c, 16)))}`;
+
+/** A problem answer of this status. */
+const refused = (error: unknown, status: number) => (error as ApiError).status === status;
 
 const xmlText = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
 
@@ -241,6 +247,387 @@ for (const dialect of DIALECTS) {
         assert.equal(group.category, 'other');
         const passed = await tester.client.call(v1.runs.createRun, { body: { projectId: projectA, name: 'fine', verdict: 'passed' } });
         assert.equal(passed.failureGroupId, null);
+      });
+    });
+
+    describe('the outage guard (incidents)', () => {
+      test('one job with 100 failures from one cause is one incident and one group of 100 occurrences', async () => {
+        const suite = unique('outage-');
+        const cases: Case[] = Array.from({ length: 100 }, (_, i) => ({
+          name: `order ${i}`,
+          error: {
+            message: `connect ECONNREFUSED 10.0.${i % 7}.${i}:${5000 + i}`,
+            type: 'Error',
+            body: `Error: connect ECONNREFUSED 10.0.${i % 7}.${i}:${5000 + i}\n    at placeOrder (tests/orders.spec.ts:${10 + i}:5)`,
+          },
+        }));
+        cases.push({ name: 'lists products' }, { name: 'searches' }, { name: 'logs in' });
+        cases.push({ name: 'shows a price', failure: { message: 'expected:<9.99> but was:<10.99>' } });
+        cases.push({ name: 'shows a stock', failure: { message: "Timeout 5000ms exceeded waiting for locator('.stock')" } });
+        const jobId = await importJunit(junit(suite, cases));
+        const runs = await runsOfJob(jobId);
+        const outageGroups = new Set(runs.filter((run) => run.name.startsWith('order ')).map((run) => run.failureGroupId));
+        assert.equal(outageGroups.size, 1, 'the hundred failures share one group');
+        const [groupId] = [...outageGroups] as [string];
+        const group = await groupOf(groupId);
+        assert.equal(group.occurrences, 100);
+        assert.equal(group.affectedTests, 100);
+        assert.equal(group.category, 'network');
+        const job = await viewer.client.call(v1.jobs.getJob, { params: { jobId } });
+        assert.deepEqual(job.incident, { failureGroupId: groupId, failedRuns: 100 });
+      });
+
+      test('a job with fewer failed tests than incidentMinFailures is no incident; the project sets its thresholds', async () => {
+        const projectId = (await createProject(server, 'thresholds')).id;
+        await server.admin.client.call(v1.projects.addMember, { params: { projectId, email: tester.email } });
+        await server.admin.client.call(v1.projects.addMember, { params: { projectId, email: viewer.email } });
+        const defaults = await viewer.client.call(v1.projects.getProject, { params: { projectId } });
+        assert.deepEqual(defaults.triage, { incidentMinFailures: 20, incidentShare: 0.5, brokenAfter: 5, healthWindow: 30 });
+
+        const cases = (n: number): Case[] =>
+          Array.from({ length: n }, (_, i) => ({ name: `case ${i}`, failure: { message: `expected:<1> but was:<${i + 2}>` } }));
+        const small = await importJunit(junit(unique('small-'), [...cases(3), { name: 'other', failure: { message: 'boom' } }]), projectId);
+        assert.equal((await viewer.client.call(v1.jobs.getJob, { params: { jobId: small } })).incident, null);
+
+        const changed = await server.admin.client.call(v1.projects.updateProject, {
+          params: { projectId },
+          body: { triage: { incidentMinFailures: 4, incidentShare: 0.7 } },
+        });
+        assert.deepEqual(changed.triage, { incidentMinFailures: 4, incidentShare: 0.7, brokenAfter: 5, healthWindow: 30 });
+        const again = await importJunit(junit(unique('small-'), [...cases(3), { name: 'other', failure: { message: 'boom' } }]), projectId);
+        const incident = (await viewer.client.call(v1.jobs.getJob, { params: { jobId: again } })).incident;
+        assert.equal(incident?.failedRuns, 3, 'three of four failed tests (75 % > 70 %) share a cause');
+        const shared = (await runsOfJob(again)).find((run) => run.name === 'case 0')?.failureGroupId;
+        assert.equal(incident?.failureGroupId, shared);
+
+        const refusals: [unknown, string][] = [
+          [{ incidentShare: 1.5 }, '/body/triage/incidentShare'],
+          [{ incidentMinFailures: 0 }, '/body/triage/incidentMinFailures'],
+          [{ healthWindow: 1 }, '/body/triage/healthWindow'],
+          [{ surprise: 1 }, '/body/triage'],
+        ];
+        for (const [triage, pointer] of refusals) {
+          await assert.rejects(
+            server.admin.client.call(v1.projects.updateProject, { params: { projectId }, body: { triage } as never }),
+            (error) => refused(error, 400) && (firstPointer(error as ApiError) ?? '').startsWith(pointer),
+          );
+        }
+        await assert.rejects(
+          tester.client.call(v1.projects.updateProject, { params: { projectId }, body: { triage: { brokenAfter: 3 } } }),
+          (error) => refused(error, 403),
+        );
+        const reset = await server.admin.client.call(v1.projects.updateProject, { params: { projectId }, body: { triage: null } });
+        assert.equal(reset.triage.incidentMinFailures, 20);
+      });
+    });
+
+    describe('GET /projects/{projectId}/failures', () => {
+      let jobs: string[];
+      let onMain: string;
+      before(async () => {
+        const project = await createProject(server, 'lists');
+        onMain = project.id;
+        for (const email of [tester.email, viewer.email])
+          await server.admin.client.call(v1.projects.addMember, { params: { projectId: onMain, email } });
+        jobs = [];
+        // Three causes: one in 3 tests, one in 2, one in 1; the first on branch main, the rest on feature.
+        const cause = (n: number) => ({ message: ['', 'the basket total is wrong', 'the login link is missing'][n] as string });
+        jobs.push(
+          await importJunit(
+            junit('lists', [
+              { name: 'a', failure: cause(1) },
+              { name: 'b', failure: cause(1) },
+              { name: 'c', failure: cause(1) },
+            ]),
+            onMain,
+            '?branch=main',
+          ),
+        );
+        server.clock.advance(60_000);
+        jobs.push(
+          await importJunit(
+            junit('lists', [
+              { name: 'd', failure: cause(2) },
+              { name: 'e', failure: cause(2) },
+              { name: 'f', error: { message: "Timeout 100ms exceeded waiting for locator('#f')" } },
+            ]),
+            onMain,
+            '?branch=feature',
+          ),
+        );
+      });
+
+      test('sorts by last seen (default), occurrences or affected tests, and pages with a cursor', async () => {
+        const byLastSeen = await groupsOf({}, onMain);
+        assert.equal(byLastSeen.length, 3);
+        assert.ok(byLastSeen[0]?.lastSeenAt && byLastSeen[2]?.lastSeenAt && byLastSeen[0].lastSeenAt >= byLastSeen[2].lastSeenAt);
+        assert.deepEqual(
+          (await groupsOf({ sort: 'occurrences' }, onMain)).map((g) => g.occurrences),
+          [3, 2, 1],
+        );
+        assert.deepEqual(
+          (await groupsOf({ sort: 'affectedTests' }, onMain)).map((g) => g.affectedTests),
+          [3, 2, 1],
+        );
+        const paged: Group[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await viewer.client.call(v1.failures.listFailureGroups, {
+            params: { projectId: onMain },
+            query: { sort: 'occurrences', limit: 1, ...(cursor ? { cursor } : {}) },
+          });
+          assert.ok(page.items.length <= 1);
+          paged.push(...page.items);
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor);
+        assert.deepEqual(
+          paged.map((g) => g.occurrences),
+          [3, 2, 1],
+        );
+      });
+
+      test('filters by status, category, branch, since, test, defect type and text', async () => {
+        assert.equal((await groupsOf({ branch: 'main' }, onMain)).length, 1);
+        assert.equal((await groupsOf({ branch: 'feature' }, onMain)).length, 2);
+        assert.equal((await groupsOf({ branch: 'nope' }, onMain)).length, 0);
+        const timeouts = await groupsOf({ category: 'timeout' }, onMain);
+        assert.equal(timeouts.length, 1);
+        assert.equal((await groupsOf({ status: 'new' }, onMain)).length, 3);
+        assert.equal((await groupsOf({ status: 'known' }, onMain)).length, 0);
+        assert.equal((await groupsOf({ q: 'LOCATOR(' }, onMain)).length, 1, 'case-insensitive, special characters literal');
+        assert.equal((await groupsOf({ q: '%' }, onMain)).length, 0, 'a LIKE wildcard is a character');
+        const latest = (await groupsOf({}, onMain))[0] as Group;
+        assert.equal((await groupsOf({ since: latest.lastSeenAt }, onMain)).length, 2, 'the second job');
+        const run = (await runsOfJob(jobs[0] as string)).find((r) => r.name === 'a');
+        const ofTest = await groupsOf({ testId: run?.testId as string }, onMain);
+        assert.deepEqual(
+          ofTest.map((g) => g.id),
+          [run?.failureGroupId],
+        );
+        await tester.client.call(v1.failures.triageFailureGroup, {
+          params: { projectId: onMain, groupId: timeouts[0]?.id as string },
+          body: { defectType: 'automation_bug' },
+        });
+        assert.deepEqual(
+          (await groupsOf({ defectType: 'automation_bug' }, onMain)).map((g) => g.id),
+          [timeouts[0]?.id],
+        );
+      });
+
+      test("another project's groups are not listed, and a bad query is a 400", async () => {
+        const listed = await server.admin.client.call(v1.failures.listFailureGroups, { params: { projectId: projectB } });
+        assert.equal(listed.items.length, 0);
+        await assert.rejects(
+          viewer.client.call(v1.failures.listFailureGroups, { params: { projectId: onMain }, query: { sort: 'bogus' as never } }),
+          (error) => refused(error, 400),
+        );
+        await assert.rejects(
+          viewer.client.call(v1.failures.listFailureGroups, { params: { projectId: projectB } }),
+          (error) => refused(error, 404) || refused(error, 403),
+        );
+      });
+    });
+
+    describe('PATCH /projects/{projectId}/failures/{groupId}', () => {
+      let groupId: string;
+      before(async () => {
+        const run = await tester.client.call(v1.runs.createRun, {
+          body: {
+            projectId: projectA,
+            name: 'to triage',
+            verdict: 'failed',
+            results: { steps: [{ title: 's', status: 'failed', error: phrase('cause') }] },
+          },
+        });
+        groupId = run.failureGroupId as string;
+      });
+
+      test('refuses a bad defect type or issue link (400), a viewer (403), and a group of another project (404)', async () => {
+        const patch = (body: unknown, client: AttestClient = tester.client, projectId = projectA) =>
+          client.call(v1.failures.triageFailureGroup, { params: { projectId, groupId }, body: body as never });
+        await assert.rejects(
+          patch({ defectType: 'feature' }),
+          (error) => refused(error, 400) && firstPointer(error as ApiError) === '/body/defectType',
+        );
+        await assert.rejects(
+          patch({ issueUrl: 'ftp://issues.example.com/1' }),
+          (error) => refused(error, 400) && firstPointer(error as ApiError) === '/body/issueUrl',
+        );
+        await assert.rejects(
+          patch({ issueUrl: 'https://[oops/1' }),
+          (error) => refused(error, 400) && firstPointer(error as ApiError) === '/body/issueUrl',
+        );
+        await assert.rejects(patch({}), (error) => refused(error, 400));
+        await assert.rejects(patch({ comment: 'looked' }, viewer.client), (error) => refused(error, 403));
+        await assert.rejects(patch({ comment: 'looked' }, server.admin.client, projectB), (error) => refused(error, 404));
+        await assert.rejects(
+          groupOf(groupId, projectB).catch((e) => Promise.reject(e)),
+          (error) => refused(error, 404) || refused(error, 403),
+        );
+        await assert.rejects(server.admin.client.call(v1.failures.getFailureGroup, { params: { projectId: projectB, groupId } }), (error) =>
+          refused(error, 404),
+        );
+        const group = await groupOf(groupId);
+        assert.equal(group.triagedAt, null, 'nothing changed');
+      });
+
+      test('sets and clears fields, resolves and sees a resolved group regress, and audits each triage', async () => {
+        const resolved = await tester.client.call(v1.failures.triageFailureGroup, {
+          params: { projectId: projectA, groupId },
+          body: { status: 'resolved', comment: 'fixed in 2.1', assignee: 'ana@example.com' },
+        });
+        assert.equal(resolved.status, 'resolved');
+        const cleared = await tester.client.call(v1.failures.triageFailureGroup, {
+          params: { projectId: projectA, groupId },
+          body: { assignee: null },
+        });
+        assert.equal(cleared.assignee, null);
+        assert.equal(cleared.comment, 'fixed in 2.1');
+        const { message } = await groupOf(groupId);
+        await tester.client.call(v1.runs.createRun, {
+          body: {
+            projectId: projectA,
+            name: 'again',
+            verdict: 'failed',
+            results: { steps: [{ title: 's', status: 'failed', error: message }] },
+          },
+        });
+        assert.equal((await groupOf(groupId)).status, 'regressed');
+        const audit = await server.admin.client.call(v1.users.listAuditLog, {
+          query: { action: 'failure-group.triage', targetId: groupId },
+        });
+        assert.equal(audit.items.length, 2);
+        assert.equal(audit.items[0]?.targetType, 'failure-group');
+      });
+
+      test('bulk triage changes every group named, or none when one is unknown', async () => {
+        const make = async () =>
+          (
+            await tester.client.call(v1.runs.createRun, {
+              body: {
+                projectId: projectA,
+                name: 'bulk',
+                verdict: 'failed',
+                results: { steps: [{ title: 's', status: 'failed', error: phrase('bulk') }] },
+              },
+            })
+          ).failureGroupId as string;
+        const ids = [await make(), await make()];
+        const answer = await tester.client.call(v1.failures.triageFailureGroups, {
+          params: { projectId: projectA },
+          body: { groupIds: ids, changes: { defectType: 'system_issue' } },
+        });
+        assert.deepEqual(
+          answer.items.map((g) => [g.id, g.defectType]),
+          ids.map((id) => [id, 'system_issue']),
+        );
+        await assert.rejects(
+          tester.client.call(v1.failures.triageFailureGroups, {
+            params: { projectId: projectA },
+            body: { groupIds: [...ids, '00000000-0000-4000-8000-000000000000'], changes: { defectType: 'no_defect' } },
+          }),
+          (error) => refused(error, 404),
+        );
+        for (const id of ids) assert.equal((await groupOf(id)).defectType, 'system_issue');
+      });
+    });
+
+    describe('GET and PUT /projects/{projectId}/failure-rules', () => {
+      test("Allure's categories.json names groups (new ones, and the untriaged ones at once); unsafe regexes are refused", async () => {
+        const projectId = (await createProject(server, 'rules')).id;
+        for (const email of [tester.email, viewer.email, manager.email])
+          await server.admin.client.call(v1.projects.addMember, { params: { projectId, email } });
+        const fail = async (name: string, error: string, verdict: 'failed' | 'broken' = 'failed') =>
+          (
+            await tester.client.call(v1.runs.createRun, {
+              body: { projectId, name, verdict, results: { steps: [{ title: 's', status: verdict, error }] } },
+            })
+          ).failureGroupId as string;
+        const before = await fail('before', 'Error: connect ECONNREFUSED 127.0.0.1:5432');
+        const triaged = await fail('triaged', 'Error: connect ECONNREFUSED 127.0.0.1:6379 (redis)');
+        await tester.client.call(v1.failures.triageFailureGroup, {
+          params: { projectId, groupId: triaged },
+          body: { defectType: 'no_defect' },
+        });
+
+        const categories = [
+          { name: 'Ignored tests', matchedStatuses: ['skipped'] },
+          {
+            name: 'Infrastructure problems',
+            messageRegex: '.*ECONNREFUSED.*',
+            matchedStatuses: ['broken', 'failed'],
+            defectType: 'system_issue',
+            flaky: false,
+          },
+          { name: 'Product defects', matchedStatuses: ['failed'] },
+        ];
+        const put = await manager.client.call(v1.failures.putFailureRules, { params: { projectId }, body: categories as never });
+        assert.deepEqual(
+          put.rules.map((r) => r.name),
+          ['Ignored tests', 'Infrastructure problems', 'Product defects'],
+        );
+        assert.deepEqual((await viewer.client.call(v1.failures.getFailureRules, { params: { projectId } })).rules, put.rules);
+
+        const renamed = await groupOf(before, projectId);
+        assert.equal(renamed.rule, 'Infrastructure problems', 'an untriaged group is named at once');
+        assert.equal(renamed.defectType, 'system_issue');
+        const kept = await groupOf(triaged, projectId);
+        assert.equal(kept.defectType, 'no_defect', 'a triaged group keeps its triage');
+        assert.equal(kept.rule, null);
+
+        const product = await groupOf(await fail('after', 'expected:<1> but was:<2>'), projectId);
+        assert.equal(product.rule, 'Product defects', 'a new group is named as it is created');
+        assert.equal(product.defectType, 'to_investigate', 'a rule without a defect type leaves it');
+        const broken = await groupOf(await fail('broken', 'TypeError: x is not a function', 'broken'), projectId);
+        assert.equal(broken.rule, null, 'no rule matches a broken run outside the infrastructure rule');
+
+        for (const [body, pointer] of [
+          [{ rules: [{ name: 'exp', messageRegex: '(a+)+$' }] }, '/body/rules/0/messageRegex'],
+          [{ rules: [{ name: 'ok' }, { name: 'bad', traceRegex: '([' }] }, '/body/rules/1/traceRegex'],
+          [[{ name: 'exp', messageRegex: '(x*)*y' }], '/body/0/messageRegex'],
+        ] as const) {
+          await assert.rejects(
+            manager.client.call(v1.failures.putFailureRules, { params: { projectId }, body: body as never }),
+            (error) => refused(error, 400) && firstPointer(error as ApiError) === pointer,
+          );
+        }
+        await assert.rejects(tester.client.call(v1.failures.putFailureRules, { params: { projectId }, body: { rules: [] } }), (error) =>
+          refused(error, 403),
+        );
+        assert.equal(
+          (await viewer.client.call(v1.failures.getFailureRules, { params: { projectId } })).rules.length,
+          3,
+          'refusals changed nothing',
+        );
+
+        await manager.client.call(v1.failures.putFailureRules, { params: { projectId }, body: { rules: [] } });
+        const unnamed = await groupOf(before, projectId);
+        assert.equal(unnamed.rule, null, 'rules removed: the untriaged group is unnamed again');
+        assert.equal(unnamed.defectType, 'to_investigate');
+        const audit = await server.admin.client.call(v1.users.listAuditLog, {
+          query: { action: 'failure-rules.set', targetId: projectId },
+        });
+        assert.equal(audit.items.length, 2);
+      });
+    });
+
+    describe('deletions', () => {
+      test('deleting a run, its job and the project keeps working, the groups keeping their counts until the project goes', async () => {
+        const projectId = (await createProject(server, 'deletions')).id;
+        await server.admin.client.call(v1.projects.addMember, { params: { projectId, email: tester.email } });
+        await server.admin.client.call(v1.projects.addMember, { params: { projectId, email: viewer.email } });
+        const jobId = await importJunit(junit(unique('del-'), checkoutSuite(5)), projectId);
+        const [run] = (await runsOfJob(jobId, server.admin.client)).filter((r) => r.failureGroupId !== null);
+        const groupId = run?.failureGroupId as string;
+        await server.admin.client.call(v1.runs.deleteRun, { params: { testRunId: run?.id as string } });
+        const group = await server.admin.client.call(v1.failures.getFailureGroup, { params: { projectId, groupId } });
+        assert.equal(group.occurrences, 1, 'the counters count what was recorded');
+        assert.deepEqual(group.latestOccurrences, []);
+        await server.admin.client.call(v1.jobs.deleteJob, { params: { jobId } });
+        await server.admin.client.call(v1.projects.deleteProject, { params: { projectId } });
+        await assert.rejects(server.admin.client.call(v1.failures.getFailureGroup, { params: { projectId, groupId } }), (error) =>
+          refused(error, 404),
+        );
       });
     });
   });

@@ -158,7 +158,7 @@ export const FailureRule = Type.Object(
     defectType: Type.Optional(DefectType),
   },
   // Allure's categories.json carries `flaky` and `description`; they are accepted and not kept.
-  { additionalProperties: true },
+  { additionalProperties: true, maxProperties: 20 },
 );
 
 /** Allure's statuses in a categories.json (`passed` and `skipped` match no failure, so they are accepted and dropped). */
@@ -168,7 +168,7 @@ const AllureCategory = Type.Object(
     ...FailureRule.properties,
     matchedStatuses: Type.Optional(Type.Array(AllureStatusName, { maxItems: 5 })),
   },
-  { additionalProperties: true },
+  { additionalProperties: true, maxProperties: 20 },
 );
 
 export const FailureRules = Type.Object(
