@@ -68,22 +68,31 @@ export function scoreHealth(outcomes: readonly TestOutcome[], settings: HealthSe
   if (runsConsidered < 2) return { state: 'stable', flakyScore: 0, runsConsidered, failingStreak };
 
   let flaky = 0;
-  let flips = 0;
-  // Oldest to newest: the side each branch (null is a branch of its own) last showed, and each commit's sides.
-  const lastOnBranch = new Map<string | null, Side>();
+  // Oldest to newest: each branch's outcomes as runs of one side (null is a branch of its own), and each commit's sides.
+  const runsOfBranch = new Map<string | null, { side: Side; length: number }[]>();
   const sidesOfCommit = new Map<string, Set<Side>>();
   for (let i = considered.length - 1; i >= 0; i--) {
     const outcome = considered[i] as TestOutcome;
     const side = sideOf(outcome.verdict) as Side;
     if (outcome.verdict === 'flaky') flaky++;
-    const last = lastOnBranch.get(outcome.branch);
-    if (last !== undefined && last !== side) flips++;
-    lastOnBranch.set(outcome.branch, side);
+    const runs = runsOfBranch.get(outcome.branch) ?? [];
+    const last = runs[runs.length - 1];
+    if (last?.side === side) last.length++;
+    else runs.push({ side, length: 1 });
+    runsOfBranch.set(outcome.branch, runs);
     if (outcome.commit !== null) {
       const sides = sidesOfCommit.get(outcome.commit) ?? new Set<Side>();
       sides.add(side);
       sidesOfCommit.set(outcome.commit, sides);
     }
+  }
+  // A flip is a boundary between two runs of one branch; one into or out of a failing run long
+  // enough to be broken is a break and its fix, not flakiness.
+  const breaks = (run: { side: Side; length: number }) => run.side === 'fail' && run.length >= settings.brokenAfter;
+  let flips = 0;
+  for (const runs of runsOfBranch.values()) {
+    for (let i = 1; i < runs.length; i++)
+      if (!breaks(runs[i - 1] as (typeof runs)[number]) && !breaks(runs[i] as (typeof runs)[number])) flips++;
   }
   const splitCommits = [...sidesOfCommit.values()].filter((sides) => sides.size > 1).length;
   const flakyScore = Math.min(1, Math.round(((flaky + flips + splitCommits) / runsConsidered) * 1000) / 1000);
