@@ -72,7 +72,19 @@ function ProgressBar({ progress }: { progress: Job['progress'] }) {
           </li>
         ))}
       </ul>
+      <TestCounts tests={progress.tests} />
     </div>
+  );
+}
+
+const TEST_PARTS = ['passed', 'flaky', 'failed', 'broken', 'skipped', 'unfinished'] as const;
+
+/** The job per test, retries folded (TRIAGE-5): a flaky test counts once, not as a failed run and a passed one. */
+function TestCounts({ tests }: { tests: Job['progress']['tests'] }) {
+  return (
+    <p class="progress-tests">
+      <strong>{tests.total}</strong> tests: {TEST_PARTS.map((part) => `${tests[part]} ${part}`).join(', ')}
+    </p>
   );
 }
 
