@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { NAME_MAX, Nullable, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
+import { DeviceId } from './devices.ts';
 import { Job } from './jobs.ts';
 import { RunLabel } from './runs.ts';
 
@@ -16,6 +17,10 @@ export const ComparedTest = Type.Object(
   {
     testKey: Type.String({ description: 'The test id, else `name:` and the run name: what identifies the test across jobs.' }),
     testId: Nullable(Uuid),
+    deviceId: Nullable({
+      ...DeviceId,
+      description: 'A job that runs a test on several devices has one outcome per device, compared device by device.',
+    }),
     name: Type.String({ maxLength: NAME_MAX }),
     verdict: Nullable({
       ...Verdict,
@@ -40,7 +45,10 @@ export const NewErrorGroup = Type.Object(
     status: Type.String({ maxLength: 20 }),
     defectType: Type.String({ maxLength: 20 }),
     issueUrl: Nullable(Type.String()),
-    tests: Type.Integer({ minimum: 1, description: 'Tests of the job (not quarantined) that failed with it, in any attempt.' }),
+    tests: Type.Integer({
+      minimum: 1,
+      description: 'Outcomes of the job (a test on a device, not quarantined) that failed with it, in any attempt.',
+    }),
     flakyOnly: Type.Boolean({ description: 'Every such test passed in the end (flaky): `attest gate --allow-flaky` lets it through.' }),
   },
   { additionalProperties: false },

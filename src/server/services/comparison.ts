@@ -15,6 +15,8 @@ export type ComparedVerdict = NonNullable<TestOutcome['verdict']>;
 export interface ComparedTest {
   testKey: string;
   testId: string | null;
+  /** A job that runs a test on several devices has one outcome per device: they are compared device by device. */
+  deviceId: string | null;
   name: string;
   verdict: ComparedVerdict | null;
   baseVerdict: ComparedVerdict | null;
@@ -86,16 +88,18 @@ export async function compareJobs(
   const headOutcomes = (await testOutcomesOfJobs(ctx.db, [jobId])).get(jobId) ?? [];
   const base = await baseJob(ctx, head, headOutcomes, options);
   const baseOutcomes = base === null ? [] : ((await testOutcomesOfJobs(ctx.db, [base.row.id])).get(base.row.id) ?? []);
-  const baseByKey = new Map(baseOutcomes.map((outcome) => [outcome.testKey, outcome]));
+  const matchKey = (outcome: TestOutcome) => `${outcome.testKey}\u0000${outcome.deviceId ?? ''}`;
+  const baseByKey = new Map(baseOutcomes.map((outcome) => [matchKey(outcome), outcome]));
 
   const testIds = headOutcomes.map((outcome) => outcome.testId).filter((id): id is string => id !== null);
   const quarantinedIds = await quarantinedAmong(ctx.db, row.project_id, testIds, ctx.clock().toISOString());
 
   const compared = headOutcomes.map((outcome): ComparedTest => {
-    const before = baseByKey.get(outcome.testKey);
+    const before = baseByKey.get(matchKey(outcome));
     return {
       testKey: outcome.testKey,
       testId: outcome.testId,
+      deviceId: outcome.deviceId,
       name: outcome.name,
       verdict: outcome.verdict,
       baseVerdict: before?.verdict ?? null,
@@ -107,17 +111,20 @@ export async function compareJobs(
     };
   });
   const inForce = compared.filter((test) => !test.quarantined);
-  const byName = (a: ComparedTest, b: ComparedTest) => a.name.localeCompare(b.name) || a.testKey.localeCompare(b.testKey);
+  const byName = (a: ComparedTest, b: ComparedTest) =>
+    a.name.localeCompare(b.name) || a.testKey.localeCompare(b.testKey) || (a.deviceId ?? '').localeCompare(b.deviceId ?? '');
 
-  const verdictOf = new Map(compared.map((test) => [test.testKey, test]));
+  // Occurrences name the test, not the device: a group is new for each outcome of that test.
+  const outcomesOfTest = new Map<string, ComparedTest[]>();
+  for (const test of compared) outcomesOfTest.set(test.testKey, [...(outcomesOfTest.get(test.testKey) ?? []), test]);
   const headGroups = await groupsOfJob(ctx.db, jobId);
   const baseGroups = new Set(base === null ? [] : (await groupsOfJob(ctx.db, base.row.id)).map((occurrence) => occurrence.group_id));
   const testsOfNewGroup = new Map<string, ComparedTest[]>();
   for (const occurrence of headGroups) {
     if (baseGroups.has(occurrence.group_id)) continue;
-    const test = verdictOf.get(occurrence.test_key);
-    if (!test || test.quarantined) continue;
-    testsOfNewGroup.set(occurrence.group_id, [...(testsOfNewGroup.get(occurrence.group_id) ?? []), test]);
+    const tests = (outcomesOfTest.get(occurrence.test_key) ?? []).filter((test) => !test.quarantined);
+    if (tests.length === 0) continue;
+    testsOfNewGroup.set(occurrence.group_id, [...(testsOfNewGroup.get(occurrence.group_id) ?? []), ...tests]);
   }
   const groupRows = (await findFailureGroups(ctx.db, row.project_id, [...testsOfNewGroup.keys()])).sort(
     (a, b) => a.first_seen_at.localeCompare(b.first_seen_at) || a.id.localeCompare(b.id),
