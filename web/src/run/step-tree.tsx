@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { Badge, Preformatted } from '../components.tsx';
 import { formatDuration } from '../format.ts';
+import { failureGroupOf } from '../triage/api.ts';
 import { ArtifactGroup } from './artifacts.tsx';
 import { Cells } from './cells.tsx';
 import { type ArtifactDetails, type StepNode, type StepTree, visibleSteps } from './steps.ts';
@@ -191,6 +192,11 @@ function StepRow({
             <Preformatted class="step-error" label={`Error of ${step.title}`}>
               {step.error}
             </Preformatted>
+          ) : null}
+          {failureGroupOf(step) ? (
+            <a class="step-group-link" href={`#failure-group-${failureGroupOf(step)}`}>
+              Its error group and triage
+            </a>
           ) : null}
           <Cells cells={step.cells} />
           {artifacts ? <ArtifactGroup artifacts={artifacts} /> : null}
