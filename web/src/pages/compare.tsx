@@ -24,7 +24,9 @@ function testColumns(projectKey: string | undefined): Column<ComparedTest>[] {
     { header: 'Test', cell: (t) => (t.testId ? <a href={`/tests/${t.testId}`}>{t.name}</a> : t.name) },
     { header: 'Verdict', cell: (t) => <Badge value={t.verdict ?? 'absent'} /> },
     { header: 'In the base', cell: (t) => <Badge value={t.baseVerdict ?? 'absent'} /> },
-    { header: 'Run', cell: (t) => (t.runId ? <a href={`/runs/${t.runId}`}>Open run</a> : '—') },
+    { header: 'Attempts', class: 'num', cell: (t) => t.attempts },
+    { header: 'Run', cell: (t) => (t.runId ? <a href={`/runs/${t.runId}`}>This job’s</a> : '—') },
+    { header: 'Base run', cell: (t) => (t.baseRunId ? <a href={`/runs/${t.baseRunId}`}>The base’s</a> : '—') },
     {
       header: 'Error group',
       cell: (t) => (t.failureGroupId && projectKey ? <a href={`/projects/${projectKey}/failures/${t.failureGroupId}`}>Open group</a> : '—'),
@@ -51,11 +53,13 @@ function Section({ comparison, section, projectKey }: { comparison: Comparison; 
               header: 'Error',
               class: 'group-title',
               cell: (g) => g.title,
-              href: (g) => `/projects/${projectKey ?? g.projectId}/failures/${g.id}`,
+              href: (g) => `/projects/${projectKey ?? comparison.job.projectId}/failures/${g.id}`,
             },
             { header: 'Category', cell: (g) => g.category },
             { header: 'Status', cell: (g) => <GroupStatus status={g.status} /> },
             { header: 'Defect type', cell: (g) => <DefectName type={g.defectType} /> },
+            { header: 'Tests', class: 'num', cell: (g) => g.tests },
+            { header: 'Flaky only', cell: (g) => (g.flakyOnly ? 'yes' : '') },
           ]}
         />
       ) : (
@@ -99,8 +103,12 @@ export function ComparePage({ jobId }: { jobId: string }) {
         <div data-testid="comparison">
           <p>
             <a href={`/jobs/${data.job.id}`}>{data.job.name}</a> compared with{' '}
-            {data.base ? <a href={`/jobs/${data.base.id}`}>{data.base.name}</a> : <span>no job</span>}
-            {baseBranch ? ` (the latest completed job on ${baseBranch})` : ''}.
+            {data.base ? (
+              <a href={`/jobs/${data.base.id}`}>{data.base.name}</a>
+            ) : (
+              <span>no job (none was found: every failure is new)</span>
+            )}
+            {baseBranch && data.base ? ` (the latest completed job on ${baseBranch})` : ''}, {data.counts.tests} tests.
           </p>
           <ul class="count-list" aria-label="Counts">
             {SECTIONS.map((section) => (

@@ -12,6 +12,7 @@ import {
   getDashboard,
   type HealthEntry,
   type QuarantinedTest,
+  testProgressOf,
 } from '../triage/api.ts';
 import { COLOURS, LineChart, percent, Sparkline } from '../triage/charts.tsx';
 import { DefectName, GroupStatus, IncidentMarker } from '../triage/parts.tsx';
@@ -75,10 +76,11 @@ const DAY_COLUMNS: Column<DashboardDay>[] = [
   { header: 'Passed', class: 'num', cell: (day) => day.passed },
   { header: 'Failed', class: 'num', cell: (day) => day.failed },
   { header: 'Pass rate', class: 'num', cell: (day) => percent(day.passRate) },
-  { header: 'Median duration', class: 'num', cell: (day) => formatDuration(day.medianDurationMs) },
+  { header: 'Skipped', class: 'num', cell: (day) => day.skipped },
+  { header: 'Mean duration', class: 'num', cell: (day) => formatDuration(day.meanDurationMs) },
 ];
 
-/** Pass rate and median duration per day: two charts and the table of their numbers. */
+/** Pass rate and mean run duration per day: two charts and the table of their numbers. */
 function PerDay({ daily }: { daily: DashboardDay[] }) {
   const labels = daily.map((d) => d.day.slice(5));
   return (
@@ -97,9 +99,9 @@ function PerDay({ daily }: { daily: DashboardDay[] }) {
           testId="chart-daily-pass-rate"
         />
         <LineChart
-          label={`Median run duration per day, ${daily.length} days; the numbers are in the table below`}
+          label={`Mean run duration per day, ${daily.length} days; the numbers are in the table below`}
           labels={labels}
-          series={[{ label: 'Median duration', colour: COLOURS.accent, values: daily.map((d) => d.medianDurationMs) }]}
+          series={[{ label: 'Mean duration', colour: COLOURS.accent, values: daily.map((d) => d.meanDurationMs) }]}
           format={seconds}
           testId="chart-daily-duration"
         />
@@ -111,34 +113,42 @@ function PerDay({ daily }: { daily: DashboardDay[] }) {
   );
 }
 
+/** A count of a job's tests (retries folded, TRIAGE-5), or of its runs when the server does not fold them. */
+const testsOf = (entry: DashboardJob) => testProgressOf(entry.job) ?? { ...entry.job.progress, flaky: 0 };
+
 function jobColumns(projectKey: string): Column<DashboardJob>[] {
   return [
-    { header: 'Job', cell: (job) => job.name, href: (job) => `/jobs/${job.id}` },
-    { header: 'Created', cell: (job) => formatTime(job.createdAt) },
-    { header: 'Tests', class: 'num', cell: (job) => job.tests },
-    { header: 'Passed', class: 'num', cell: (job) => job.passed },
-    { header: 'Failed', class: 'num', cell: (job) => job.failed },
-    { header: 'Flaky', class: 'num', cell: (job) => job.flaky },
-    { header: 'Pass rate', class: 'num', cell: (job) => percent(job.passRate) },
-    { header: 'Duration', class: 'num', cell: (job) => formatDuration(job.durationMs) },
-    { header: 'Incident', cell: (job) => (job.incident ? <IncidentMarker incident={job.incident} projectKey={projectKey} /> : '') },
+    { header: 'Job', cell: ({ job }) => job.name, href: ({ job }) => `/jobs/${job.id}` },
+    { header: 'Status', cell: ({ job }) => <Badge value={job.status} /> },
+    { header: 'Branch', cell: ({ job }) => job.branch ?? '' },
+    { header: 'Created', cell: ({ job }) => formatTime(job.createdAt) },
+    { header: 'Tests', class: 'num', cell: (entry) => testsOf(entry).total },
+    { header: 'Passed', class: 'num', cell: (entry) => testsOf(entry).passed },
+    { header: 'Failed', class: 'num', cell: (entry) => testsOf(entry).failed },
+    { header: 'Flaky', class: 'num', cell: (entry) => testsOf(entry).flaky },
+    { header: 'Pass rate', class: 'num', cell: (entry) => percent(entry.passRate) },
+    { header: 'Duration', class: 'num', cell: (entry) => formatDuration(entry.durationMs) },
+    { header: 'Incident', cell: ({ job }) => <IncidentMarker incident={job.incident} projectKey={projectKey} /> },
   ];
 }
 
-/** Pass rate and duration per job, oldest first in the charts (the order they ran), newest first in the table. */
+/**
+ * The latest jobs: pass rate and duration per job in charts (oldest first, the order they ran), and
+ * the table of their numbers, newest first, with the mark of an incident.
+ */
 function PerJob({ jobs, projectKey }: { jobs: DashboardJob[]; projectKey: string }) {
-  const ordered = [...jobs].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-  const labels = ordered.map((job) => job.name);
+  const ordered = [...jobs].sort((a, b) => a.job.createdAt.localeCompare(b.job.createdAt));
+  const labels = ordered.map((entry) => entry.job.name);
   return (
     <section class="panel" aria-labelledby="per-job">
-      <h2 id="per-job">Per job</h2>
+      <h2 id="per-job">Latest jobs</h2>
       {jobs.length === 0 ? (
-        <p class="muted">No job in this window.</p>
+        <p class="muted">No job yet.</p>
       ) : (
         <>
           <div class="charts">
             <LineChart
-              label={`Pass rate of the latest ${jobs.length} jobs, tests counted once each; the numbers are in the table below`}
+              label={`Pass rate of the latest ${jobs.length} jobs, each test counted once; the numbers are in the table below`}
               labels={labels}
               series={[
                 { label: 'Pass rate', colour: COLOURS.passed, values: ordered.map((j) => (j.passRate === null ? null : j.passRate * 100)) },
@@ -156,7 +166,7 @@ function PerJob({ jobs, projectKey }: { jobs: DashboardJob[]; projectKey: string
             />
           </div>
           <div class="numbers">
-            <ListTable class="jobs-table" label="Per job" rows={jobs} columns={jobColumns(projectKey)} rowKey={(job) => job.id} />
+            <ListTable class="jobs-table" label="Latest jobs" rows={jobs} columns={jobColumns(projectKey)} rowKey={({ job }) => job.id} />
           </div>
         </>
       )}
@@ -186,8 +196,8 @@ function TopGroups({ groups, projectKey }: { groups: Dashboard['topGroups']; pro
           { header: 'Category', cell: (group) => group.category },
           { header: 'Status', cell: (group) => <GroupStatus status={group.status} /> },
           { header: 'Defect type', cell: (group) => <DefectName type={group.defectType} /> },
-          { header: 'Occurrences', class: 'num', cell: (group) => group.occurrences },
-          { header: 'Tests', class: 'num', cell: (group) => group.affectedTests },
+          { header: 'Failed runs', class: 'num', cell: (group) => group.occurrences },
+          { header: 'In all', class: 'num', cell: (group) => group.totalOccurrences },
           {
             header: 'Trend',
             cell: (group) => (
@@ -240,8 +250,14 @@ function TopGroups({ groups, projectKey }: { groups: Dashboard['topGroups']; pro
 
 const HEALTH_COLUMNS: Column<HealthEntry>[] = [
   { header: 'Test', cell: (entry) => entry.name, href: (entry) => `/tests/${entry.testId}` },
-  { header: 'Flaky score', class: 'num', cell: (entry) => entry.health.flakyScore.toFixed(2) },
-  { header: 'Outcomes', class: 'num', cell: (entry) => entry.health.runsConsidered },
+  { header: 'Flaky score', class: 'num', cell: (entry) => entry.flakyScore.toFixed(2) },
+  { header: 'Outcomes', class: 'num', cell: (entry) => entry.runsConsidered },
+];
+
+const BROKEN_COLUMNS: Column<HealthEntry>[] = [
+  { header: 'Test', cell: (entry) => entry.name, href: (entry) => `/tests/${entry.testId}` },
+  { header: 'Failing in a row', class: 'num', cell: (entry) => entry.failingStreak },
+  { header: 'Outcomes', class: 'num', cell: (entry) => entry.runsConsidered },
 ];
 
 const QUARANTINE_COLUMNS: Column<QuarantinedTest>[] = [
@@ -271,7 +287,7 @@ function TestHealth({ data }: { data: Dashboard }) {
           class="broken-table"
           label="Broken tests"
           rows={data.broken}
-          columns={HEALTH_COLUMNS}
+          columns={BROKEN_COLUMNS}
           rowKey={(e) => e.testId}
           empty="None."
         />
@@ -291,33 +307,7 @@ function TestHealth({ data }: { data: Dashboard }) {
   );
 }
 
-/** The latest jobs, newest first, with the mark of an incident. */
-function LatestJobs({ jobs, projectKey }: { jobs: DashboardJob[]; projectKey: string }) {
-  return (
-    <section class="panel" aria-labelledby="latest-jobs">
-      <h2 id="latest-jobs">Latest jobs</h2>
-      <ListTable
-        class="latest-jobs-table"
-        label="Latest jobs"
-        rows={jobs}
-        empty="No job yet."
-        rowKey={(job) => job.id}
-        columns={[
-          { header: 'Job', cell: (job) => job.name, href: (job) => `/jobs/${job.id}` },
-          { header: 'Status', cell: (job) => (job.status ? <Badge value={job.status} /> : '') },
-          { header: 'Branch', cell: (job) => job.branch ?? '' },
-          { header: 'Tests', class: 'num', cell: (job) => job.tests ?? '' },
-          { header: 'Failed', class: 'num', cell: (job) => job.failed ?? '' },
-          { header: 'Flaky', class: 'num', cell: (job) => job.flaky ?? '' },
-          { header: 'Created', cell: (job) => formatTime(job.createdAt) },
-          { header: 'Incident', cell: (job) => <IncidentMarker incident={job.incident} projectKey={projectKey} /> },
-        ]}
-      />
-    </section>
-  );
-}
-
-/** A project's health at a glance (TRIAGE-8): per day and per job on a branch, top error groups, test health, latest jobs. */
+/** A project's health at a glance (TRIAGE-8): per day and per job on a branch, the top error groups, flaky, broken and quarantined tests. */
 export function DashboardPage({ projectKey }: { projectKey: string }) {
   const { query } = useLocation();
   const branch = query.branch ?? '';
@@ -330,7 +320,7 @@ export function DashboardPage({ projectKey }: { projectKey: string }) {
   );
   if (!project.data) return <PageWaiting title="Dashboard" error={project.error} />;
   const data = dashboard.data;
-  const branches = [...new Set((data?.latestJobs ?? []).map((job) => job.branch).filter((b): b is string => Boolean(b)))];
+  const branches = [...new Set((data?.jobs ?? []).map(({ job }) => job.branch).filter((b): b is string => Boolean(b)))];
   return (
     <Page title={`${project.data.name} · Dashboard`}>
       <Breadcrumb projectId={project.data.id} here="Dashboard" />
@@ -352,7 +342,6 @@ export function DashboardPage({ projectKey }: { projectKey: string }) {
           <PerJob jobs={data.jobs} projectKey={project.data.key} />
           <TopGroups groups={data.topGroups} projectKey={project.data.key} />
           <TestHealth data={data} />
-          <LatestJobs jobs={data.latestJobs} projectKey={project.data.key} />
         </div>
       )}
     </Page>

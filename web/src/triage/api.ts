@@ -80,20 +80,6 @@ export interface TriageChanges {
   assignee?: string | null;
 }
 
-export interface Quarantine {
-  owner: string;
-  reason: string;
-  expiresAt: string;
-  expired: boolean;
-}
-
-export interface Health {
-  state: 'stable' | 'flaky' | 'broken';
-  flakyScore: number;
-  runsConsidered: number;
-  quarantine: Quarantine | null;
-}
-
 export interface Incident {
   failureGroupId: string;
   failedRuns: number;
@@ -104,35 +90,60 @@ export interface DashboardDay {
   runs: number;
   passed: number;
   failed: number;
+  skipped: number;
+  /** passed / (passed + failed), null on a day with neither. */
   passRate: number | null;
-  medianDurationMs: number | null;
+  meanDurationMs: number | null;
+}
+
+/** A job as the dashboard and the comparison carry it: the job answer, with `progress.tests` and `incident`. */
+export interface JobAnswer {
+  id: string;
+  name: string;
+  projectId: string;
+  status: string;
+  branch: string | null;
+  createdAt: string;
+  progress: { total: number; passed: number; failed: number; tests?: TestProgress | null };
+  incident?: Incident | null;
 }
 
 export interface DashboardJob {
-  id: string;
-  name: string;
-  createdAt: string;
-  tests: number;
-  passed: number;
-  failed: number;
-  flaky: number;
+  job: JobAnswer;
+  /** Tests passed or flaky, of those that passed, were flaky or failed. */
   passRate: number | null;
   durationMs: number | null;
-  incident: Incident | null;
-  branch?: string | null;
-  status?: string;
+}
+
+export interface TopGroup {
+  id: string;
+  title: string;
+  category: string;
+  rule: string | null;
+  status: FailureStatus;
+  defectType: DefectType | null;
+  issueUrl: string | null;
+  assignee: string | null;
+  /** Failed runs in the window. */
+  occurrences: number;
+  totalOccurrences: number;
+  trend: Trend;
 }
 
 export interface HealthEntry {
   testId: string;
   name: string;
-  health: Health;
+  fullName: string | null;
+  state: 'stable' | 'flaky' | 'broken';
+  flakyScore: number;
+  runsConsidered: number;
+  failingStreak: number;
 }
 
 export interface QuarantinedTest {
   testId: string;
-  fullName?: string;
   name: string;
+  fullName: string | null;
   owner: string;
   reason: string;
   expiresAt: string;
@@ -142,13 +153,14 @@ export interface QuarantinedTest {
 export interface Dashboard {
   branch: string | null;
   days: number;
+  /** Every day of the window, oldest first. */
   daily: DashboardDay[];
+  /** The latest 20 jobs, newest first. */
   jobs: DashboardJob[];
-  topGroups: (FailureGroup & { trend: Trend })[];
+  topGroups: TopGroup[];
   flaky: HealthEntry[];
   broken: HealthEntry[];
   quarantined: QuarantinedTest[];
-  latestJobs: DashboardJob[];
 }
 
 export interface ComparedTest {
@@ -157,32 +169,39 @@ export interface ComparedTest {
   name: string;
   verdict: string | null;
   baseVerdict: string | null;
+  attempts: number;
   runId: string | null;
+  baseRunId: string | null;
   failureGroupId: string | null;
   quarantined: boolean;
 }
 
-export interface ComparedJob {
+export interface ComparedGroup {
   id: string;
-  name: string;
-  projectId: string;
-  branch?: string | null;
-  createdAt?: string;
+  title: string;
+  category: string;
+  status: FailureStatus;
+  defectType: DefectType | null;
+  issueUrl: string | null;
+  /** Tests of the job it failed. */
+  tests: number;
+  /** Every such test passed in the end (flaky). */
+  flakyOnly: boolean;
 }
 
 export const COMPARISON_SECTIONS = ['newFailures', 'fixed', 'stillFailing', 'newErrorGroups', 'flaky', 'quarantined'] as const;
 export type ComparisonSection = (typeof COMPARISON_SECTIONS)[number];
 
 export interface Comparison {
-  job: ComparedJob;
-  base: ComparedJob | null;
-  counts: Record<ComparisonSection, number>;
+  job: JobAnswer;
+  base: JobAnswer | null;
+  counts: Record<ComparisonSection | 'tests', number>;
   newFailures: ComparedTest[];
   fixed: ComparedTest[];
   stillFailing: ComparedTest[];
   flaky: ComparedTest[];
   quarantined: ComparedTest[];
-  newErrorGroups: FailureGroup[];
+  newErrorGroups: ComparedGroup[];
 }
 
 /** The error group a run or a step failed with (`failureGroupId`), once its run has completed. */
