@@ -48,7 +48,8 @@ function DashboardForm({ branch, days, branches }: { branch: string; days: numbe
     <form class="filters dashboard-form" onSubmit={submit} aria-label="Dashboard of">
       <label>
         Branch
-        <input name="branch" type="text" list="dashboard-branches" value={branch} placeholder="every branch" />
+        {/* Keyed by the branch shown: typing is not undone by a re-render, and a new address resets the field. */}
+        <input key={branch} name="branch" type="text" list="dashboard-branches" defaultValue={branch} placeholder="every branch" />
       </label>
       <datalist id="dashboard-branches">
         {branches.map((name) => (

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { v1 } from '../../../src/client/index.ts';
 import { Breadcrumb } from '../breadcrumb.tsx';
@@ -131,6 +131,9 @@ export function FailuresPage({ projectKey }: { projectKey: string }) {
     [projectId, JSON.stringify(query)],
   );
   const [selected, setSelected] = useState<Set<string>>(new Set());
+  // Another filter or page is another list: a selection never reaches groups no longer shown.
+  const listed = JSON.stringify(query);
+  useEffect(() => setSelected(new Set()), [listed]);
   const toggle = (id: string) =>
     setSelected((current) => {
       const next = new Set(current);
