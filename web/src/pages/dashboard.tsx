@@ -28,7 +28,8 @@ function daysOf(value: string | undefined): number {
   return Number.isInteger(days) && days >= 1 && days <= 90 ? days : DEFAULT_DAYS;
 }
 
-const seconds = (ms: number) => formatDuration(Math.round(ms));
+/** A duration on a chart's axis: seconds, short. */
+const seconds = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
 
 /** The branch and the window, in the URL (so a dashboard can be linked). */
 function DashboardForm({ branch, days, branches }: { branch: string; days: number; branches: string[] }) {
