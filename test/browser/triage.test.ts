@@ -240,8 +240,9 @@ describe('triage in the web interface, in Chromium (TRIAGE-8)', { skip: !browser
     await waitFor(
       () =>
         shot.evaluate((node) => {
-          const img = node as unknown as { complete: boolean; naturalWidth: number };
-          return img.complete && img.naturalWidth > 0;
+          // Fetched with the session key and shown from a blob: URL, not the placeholder pixel.
+          const img = node as unknown as { complete: boolean; naturalWidth: number; src: string };
+          return img.complete && img.naturalWidth > 1 && img.src.startsWith('blob:');
         }),
       { timeoutMs: 10_000, message: 'the occurrence screenshot rendered' },
     );
@@ -258,10 +259,7 @@ describe('triage in the web interface, in Chromium (TRIAGE-8)', { skip: !browser
     await page.getByLabel('Defect type').waitFor();
     assert.equal(await page.getByLabel('Defect type').inputValue(), 'product_bug');
     assert.equal(await page.getByLabel('Assignee').inputValue(), 'dev@example.com');
-    const group = await api<{ defectType: string; assignee: string; issueUrl: string }>(
-      'GET',
-      `/projects/${project.id}/failures/${groupId}`,
-    );
+    const group = await client.call(v1.failures.getFailureGroup, { params: { projectId: project.id, groupId } });
     assert.deepEqual(
       [group.defectType, group.assignee, group.issueUrl],
       ['product_bug', 'dev@example.com', 'https://issues.example.com/SHOP-7'],
@@ -284,10 +282,7 @@ describe('triage in the web interface, in Chromium (TRIAGE-8)', { skip: !browser
     await page.getByLabel('Set defect type').selectOption('system_issue');
     await page.getByRole('button', { name: 'Apply to selected' }).click();
     await page.getByTestId('bulk-result').getByText('2 groups triaged').waitFor();
-    const listed = await api<{ items: { title: string; status: string; defectType: string | null }[] }>(
-      'GET',
-      `/projects/${project.id}/failures?status=resolved`,
-    );
+    const listed = await client.call(v1.failures.listFailureGroups, { params: { projectId: project.id }, query: { status: 'resolved' } });
     assert.equal(listed.items.length, 2);
     assert.ok(listed.items.every((g) => g.defectType === 'system_issue'));
     await page.goto(`${server.url}/projects/${project.key}/failures?status=resolved`);
@@ -305,8 +300,8 @@ describe('triage in the web interface, in Chromium (TRIAGE-8)', { skip: !browser
     await panel.first().getByRole('button', { name: 'Save' }).click();
     await panel.first().getByText('Saved: Automation bug').waitFor();
     await checkAccessibility('run-triage');
-    const groupId = String((run as unknown as { failureGroupId: string }).failureGroupId ?? '');
-    const group = await api<{ defectType: string }>('GET', `/projects/${project.id}/failures/${groupId}`);
+    assert.ok(run.failureGroupId);
+    const group = await client.call(v1.failures.getFailureGroup, { params: { projectId: project.id, groupId: run.failureGroupId } });
     assert.equal(group.defectType, 'automation_bug');
   });
 

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { v1 } from '../../../src/client/index.ts';
+import { type AttestClient, v1 } from '../../../src/client/index.ts';
 import { Breadcrumb } from '../breadcrumb.tsx';
 import { Page, PageWaiting, Preformatted } from '../components.tsx';
 import { useApi } from '../data.ts';
@@ -12,31 +12,54 @@ import { Sparkline } from '../triage/charts.tsx';
 import { DefectName, GroupStatus, TriageForm } from '../triage/parts.tsx';
 import '../triage/triage.css';
 
-const OCCURRENCE_COLUMNS: Column<Occurrence>[] = [
-  {
-    header: 'Screenshot',
-    cell: (o) =>
-      o.screenshotId ? (
-        <a href={`/runs/${o.runId}`}>
-          <ApiImage
-            imageId={o.screenshotId}
-            thumbnail
-            alt={`Screenshot of ${o.runName}`}
-            class="occurrence-shot"
-            data-testid="occurrence-shot"
-          />
-        </a>
-      ) : (
-        <span class="muted">none</span>
-      ),
-  },
-  { header: 'Run', cell: (o) => o.runName, href: (o) => `/runs/${o.runId}` },
-  { header: 'Step', cell: (o) => o.stepTitle ?? '—' },
-  { header: 'Test', cell: (o) => (o.testId ? <a href={`/tests/${o.testId}`}>Open test</a> : '—') },
-  { header: 'Job', cell: (o) => (o.jobId ? <a href={`/jobs/${o.jobId}`}>Open job</a> : '—') },
-  { header: 'Branch', cell: (o) => o.branch ?? '' },
-  { header: 'When', cell: (o) => formatTime(o.at) },
-];
+/**
+ * A group and the images of its occurrences' screenshots: an occurrence names a screenshot
+ * artifact, whose image (`GET /images/{id}`, as thumbnail) one batch call of the artifacts'
+ * details gives, as on the run page.
+ */
+async function loadGroup(client: AttestClient, projectId: string, groupId: string) {
+  const group = await getFailureGroup(client, projectId, groupId);
+  const artifactIds = [...new Set(group.latestOccurrences.map((o) => o.screenshotId).filter((id): id is string => id !== null))];
+  const shots = new Map<string, string>();
+  if (artifactIds.length > 0) {
+    const { items } = await client.call(v1.artifacts.getArtifacts, { query: { ids: artifactIds.join(',') } });
+    for (const artifact of items) {
+      const image = artifact.images.find((i) => i.role === 'screenshot');
+      if (image) shots.set(artifact.id, image.id);
+    }
+  }
+  return { group, shots };
+}
+
+function occurrenceColumns(shots: Map<string, string>): Column<Occurrence>[] {
+  return [
+    {
+      header: 'Screenshot',
+      cell: (o) => {
+        const imageId = o.screenshotId ? shots.get(o.screenshotId) : undefined;
+        return imageId ? (
+          <a href={`/runs/${o.runId}`}>
+            <ApiImage
+              imageId={imageId}
+              thumbnail
+              alt={`Screenshot of ${o.runName}`}
+              class="occurrence-shot"
+              data-testid="occurrence-shot"
+            />
+          </a>
+        ) : (
+          <span class="muted">none</span>
+        );
+      },
+    },
+    { header: 'Run', cell: (o) => o.runName, href: (o) => `/runs/${o.runId}` },
+    { header: 'Step', cell: (o) => o.stepTitle ?? '—' },
+    { header: 'Test', cell: (o) => (o.testId ? <a href={`/tests/${o.testId}`}>Open test</a> : '—') },
+    { header: 'Job', cell: (o) => (o.jobId ? <a href={`/jobs/${o.jobId}`}>Open job</a> : '—') },
+    { header: 'Branch', cell: (o) => o.branch ?? '' },
+    { header: 'When', cell: (o) => formatTime(o.at) },
+  ];
+}
 
 /** What the group is: its signature, counts and first and last sightings. */
 function GroupFacts({ group }: { group: FailureGroup }) {
@@ -87,13 +110,10 @@ function GroupFacts({ group }: { group: FailureGroup }) {
 export function FailureGroupPage({ projectKey, groupId }: { projectKey: string; groupId: string }) {
   const project = useApi((client) => client.call(v1.projects.getProject, { params: { projectId: projectKey } }), [projectKey]);
   const projectId = project.data?.id;
-  const loaded = useApi(
-    (client) => (projectId ? getFailureGroup(client, projectId, groupId) : Promise.resolve(undefined)),
-    [projectId, groupId],
-  );
+  const loaded = useApi((client) => (projectId ? loadGroup(client, projectId, groupId) : Promise.resolve(undefined)), [projectId, groupId]);
   // The triage answer replaces the group's fields at once; the occurrences and trend stay as loaded.
   const [group, setGroup] = useState<FailureGroupDetail | undefined>();
-  useEffect(() => setGroup(loaded.data), [loaded.data]);
+  useEffect(() => setGroup(loaded.data?.group), [loaded.data]);
   if (!project.data || !group) return <PageWaiting title="Error group" error={project.error ?? loaded.error} />;
   const trend = group.trend;
   return (
@@ -154,7 +174,7 @@ export function FailureGroupPage({ projectKey, groupId }: { projectKey: string; 
           label="Latest occurrences"
           rows={group.latestOccurrences}
           empty="No occurrence is kept (retention deleted the runs)."
-          columns={OCCURRENCE_COLUMNS}
+          columns={occurrenceColumns(loaded.data?.shots ?? new Map())}
           rowKey={(o) => `${o.runId}:${o.stepId ?? ''}`}
         />
       </section>

@@ -16,6 +16,7 @@ import {
   FAILURE_SORTS,
   FAILURE_STATUSES,
   type FailureGroup,
+  type FailureQuery,
   type FailureStatus,
   listFailures,
   type TriageChanges,
@@ -123,7 +124,8 @@ export function FailuresPage({ projectKey }: { projectKey: string }) {
     (client) =>
       projectId
         ? listFailures(client, projectId, {
-            ...filters,
+            // The select fields take only the API's own values, so the filters are the API's query as they stand.
+            ...(filters as FailureQuery),
             ...(since ? { since: new Date(since).toISOString() } : {}),
             ...pageQuery(query),
           })

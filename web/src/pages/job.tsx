@@ -8,7 +8,7 @@ import { Fact, LabelFacts, TimeFacts } from '../facts.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { type Column, ListTable } from '../list-table.tsx';
 import type { TestRun } from '../run/steps.ts';
-import { incidentOf, type TestProgress, testProgressOf } from '../triage/api.ts';
+import { type TestProgress, testProgressOf } from '../triage/api.ts';
 import { CompareForm } from '../triage/compare-form.tsx';
 import '../run/run.css';
 
@@ -101,7 +101,7 @@ function TestCounts({ tests }: { tests: TestProgress }) {
 
 /** A job one error group dominated (TRIAGE-4): one cause to triage, not each of its failures. */
 function IncidentBanner({ job }: { job: Job }) {
-  const incident = incidentOf(job);
+  const { incident } = job;
   if (!incident) return null;
   return (
     <div class="panel incident-banner" role="note" data-testid="incident">

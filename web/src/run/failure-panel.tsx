@@ -2,14 +2,14 @@ import { useEffect, useState } from 'preact/hooks';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
 import { ErrorBox, Loading } from '../components.tsx';
 import { useApi } from '../data.ts';
-import { type FailureGroup, failureGroupOf, getFailureGroup } from '../triage/api.ts';
+import { type FailureGroup, getFailureGroup } from '../triage/api.ts';
 import { DefectName, GroupStatus, TriageInline } from '../triage/parts.tsx';
 import type { ResultStep, TestRun } from './steps.ts';
 import '../triage/triage.css';
 
 /** The error groups a completed run failed with: its own first, then its failed steps' (TRIAGE-2). */
 export function failureGroupsOf(run: TestRun, steps: readonly ResultStep[]): string[] {
-  const ids = [failureGroupOf(run), ...steps.map((step) => failureGroupOf(step))];
+  const ids = [run.failureGroupId, ...steps.map((step) => step.failureGroupId)];
   return [...new Set(ids.filter((id): id is string => id !== null))];
 }
 
@@ -48,7 +48,7 @@ export function FailurePanel({ run, steps }: { run: TestRun; steps: readonly Res
   const project = useApi((client) => client.call(v1.projects.getProject, { params: { projectId: run.projectId } }), [run.projectId]);
   const groups = useApi((client) => (key ? loadGroups(client, run.projectId, ids) : Promise.resolve([])), [run.projectId, key]);
   if (ids.length === 0) return null;
-  const own = failureGroupOf(run);
+  const own = run.failureGroupId;
   return (
     <section class="panel failure-panel" aria-labelledby="failure-heading">
       <h2 id="failure-heading">{ids.length === 1 ? 'Error group' : `Error groups (${ids.length})`}</h2>

@@ -1,7 +1,6 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { Badge, Preformatted } from '../components.tsx';
 import { formatDuration } from '../format.ts';
-import { failureGroupOf } from '../triage/api.ts';
 import { ArtifactGroup } from './artifacts.tsx';
 import { Cells } from './cells.tsx';
 import { type ArtifactDetails, type StepNode, type StepTree, visibleSteps } from './steps.ts';
@@ -193,8 +192,8 @@ function StepRow({
               {step.error}
             </Preformatted>
           ) : null}
-          {failureGroupOf(step) ? (
-            <a class="step-group-link" href={`#failure-group-${failureGroupOf(step)}`}>
+          {step.failureGroupId ? (
+            <a class="step-group-link" href={`#failure-group-${step.failureGroupId}`}>
               Its error group and triage
             </a>
           ) : null}

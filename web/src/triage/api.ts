@@ -1,12 +1,11 @@
-import { AttestClient } from '../../../src/client/index.ts';
+import type { Static } from 'typebox';
+import type { QueryOf } from '../../../src/api/endpoint.ts';
+import { AttestClient, v1 } from '../../../src/client/index.ts';
 
-// The answers of the issue-30 endpoints (docs/triage.md) the triage pages read: error groups and
-// their triage, the project dashboard and the comparison of two jobs.
+// What the triage pages read (docs/triage.md): error groups and their triage (the failures
+// contract), the project dashboard and the comparison of two jobs.
 
-export const FAILURE_STATUSES = ['new', 'known', 'regressed', 'resolved'] as const;
-export const DEFECT_TYPES = ['product_bug', 'automation_bug', 'system_issue', 'no_defect', 'to_investigate'] as const;
-export const FAILURE_CATEGORIES = ['assertion', 'element', 'timeout', 'network', 'crash', 'other'] as const;
-export const FAILURE_SORTS = ['lastSeen', 'occurrences', 'affectedTests'] as const;
+export const { FAILURE_STATUSES, DEFECT_TYPES, FAILURE_CATEGORIES, FAILURE_SORTS } = v1.failures;
 
 export type FailureStatus = (typeof FAILURE_STATUSES)[number];
 export type DefectType = (typeof DEFECT_TYPES)[number];
@@ -20,70 +19,17 @@ export const DEFECT_LABEL: Record<DefectType, string> = {
   to_investigate: 'To investigate',
 };
 
-export const defectLabel = (type: string | null | undefined): string => (type ? (DEFECT_LABEL[type as DefectType] ?? type) : 'Not triaged');
+export const defectLabel = (type: string | null | undefined): string => (type ? (DEFECT_LABEL[type as DefectType] ?? type) : '—');
 
-export interface FailureGroup {
-  id: string;
-  projectId: string;
-  fingerprint: string;
-  title: string;
-  message: string;
-  frames: string[];
-  category: string;
-  action: string | null;
-  target: string | null;
-  rule: string | null;
-  status: FailureStatus;
-  defectType: DefectType | null;
-  comment: string | null;
-  issueUrl: string | null;
-  assignee: string | null;
-  firstSeenAt: string;
-  firstSeenRunId: string | null;
-  firstSeenJobId: string | null;
-  lastSeenAt: string;
-  lastSeenRunId: string | null;
-  lastSeenJobId: string | null;
-  occurrences: number;
-  affectedTests: number;
-  affectedBranches: number;
-  triagedAt: string | null;
-  triagedBy: string | null;
-}
-
-/** Occurrences per UTC day (`YYYY-MM-DD`), oldest first. */
-export type Trend = { day: string; occurrences: number }[];
-
-export interface Occurrence {
-  runId: string;
-  runName: string;
-  stepId: string | null;
-  stepTitle: string | null;
-  testId: string | null;
-  jobId: string | null;
-  branch: string | null;
-  at: string;
-  screenshotId: string | null;
-}
-
-export interface FailureGroupDetail extends FailureGroup {
-  latestOccurrences: Occurrence[];
-  trend: Trend;
-}
-
+export type FailureGroup = Static<typeof v1.failures.FailureGroup>;
+export type FailureGroupDetail = Static<typeof v1.failures.FailureGroupDetails>;
+export type Occurrence = Static<typeof v1.failures.FailureOccurrence>;
 /** What `PATCH …/failures/{groupId}` changes; null clears a text field. */
-export interface TriageChanges {
-  defectType?: DefectType | null;
-  status?: FailureStatus;
-  comment?: string | null;
-  issueUrl?: string | null;
-  assignee?: string | null;
-}
-
-export interface Incident {
-  failureGroupId: string;
-  failedRuns: number;
-}
+export type TriageChanges = Static<typeof v1.failures.FailureTriage>;
+/** Occurrences per UTC day (`YYYY-MM-DD`), oldest first. */
+export type Trend = FailureGroupDetail['trend'];
+/** The outage guard's mark on a job (TRIAGE-4). */
+export type Incident = NonNullable<Static<typeof v1.jobs.Job>['incident']>;
 
 export interface DashboardDay {
   day: string;
@@ -204,12 +150,6 @@ export interface Comparison {
   newErrorGroups: ComparedGroup[];
 }
 
-/** The error group a run or a step failed with (`failureGroupId`), once its run has completed. */
-export const failureGroupOf = (thing: object): string | null => (thing as { failureGroupId?: string | null }).failureGroupId ?? null;
-
-/** A run's attempt (0 for the first execution), when the server says it. */
-export const attemptOf = (thing: object): number | undefined => (thing as { attempt?: number }).attempt;
-
 /** The query string of defined values. */
 function search(query: Record<string, string | number | undefined>): string {
   const params = new URLSearchParams();
@@ -229,29 +169,14 @@ export function getDashboard(client: AttestClient, projectId: string, query: { b
   return json(client, 'GET', `${project(projectId)}/dashboard${search(query)}`);
 }
 
-export interface FailureQuery {
-  status?: string;
-  category?: string;
-  defectType?: string;
-  branch?: string;
-  since?: string;
-  testId?: string;
-  q?: string;
-  sort?: string;
-  limit?: number;
-  cursor?: string;
-}
+export type FailureQuery = QueryOf<typeof v1.failures.listFailureGroups>;
 
-export function listFailures(
-  client: AttestClient,
-  projectId: string,
-  query: FailureQuery,
-): Promise<{ items: FailureGroup[]; nextCursor: string | null }> {
-  return json(client, 'GET', `${project(projectId)}/failures${search({ ...query })}`);
+export function listFailures(client: AttestClient, projectId: string, query: FailureQuery) {
+  return client.call(v1.failures.listFailureGroups, { params: { projectId }, query });
 }
 
 export function getFailureGroup(client: AttestClient, projectId: string, groupId: string): Promise<FailureGroupDetail> {
-  return json(client, 'GET', `${project(projectId)}/failures/${encodeURIComponent(groupId)}`);
+  return client.call(v1.failures.getFailureGroup, { params: { projectId, groupId } });
 }
 
 export function triageFailureGroup(
@@ -260,16 +185,11 @@ export function triageFailureGroup(
   groupId: string,
   changes: TriageChanges,
 ): Promise<FailureGroup> {
-  return json(client, 'PATCH', `${project(projectId)}/failures/${encodeURIComponent(groupId)}`, changes);
+  return client.call(v1.failures.triageFailureGroup, { params: { projectId, groupId }, body: changes });
 }
 
-export function triageFailureGroups(
-  client: AttestClient,
-  projectId: string,
-  groupIds: string[],
-  changes: TriageChanges,
-): Promise<{ items: FailureGroup[] }> {
-  return json(client, 'PATCH', `${project(projectId)}/failures`, { groupIds, changes });
+export function triageFailureGroups(client: AttestClient, projectId: string, groupIds: string[], changes: TriageChanges) {
+  return client.call(v1.failures.triageFailureGroups, { params: { projectId }, body: { groupIds, changes } });
 }
 
 export function getComparison(client: AttestClient, jobId: string, base: { base?: string; baseBranch?: string }): Promise<Comparison> {
@@ -286,9 +206,6 @@ export interface TestProgress {
   flaky: number;
   unfinished: number;
 }
-
-/** The incident a job answer names (TRIAGE-4), or null. */
-export const incidentOf = (job: object): Incident | null => (job as { incident?: Incident | null }).incident ?? null;
 
 /** A job's progress counted per test, when the server gives it. */
 export const testProgressOf = (job: { progress: object }): TestProgress | null =>

@@ -18,7 +18,7 @@ export function GroupStatus({ status }: { status: string }) {
   return <span class={`badge badge-group-${status}`}>{status}</span>;
 }
 
-/** A defect type as words ("Not triaged" when none is set). */
+/** A defect type as words (`to_investigate` until a rule or a person says otherwise). */
 export function DefectName({ type }: { type: string | null }) {
   return <span class={type ? 'defect' : 'defect muted'}>{defectLabel(type)}</span>;
 }
@@ -56,8 +56,9 @@ function changesOf(values: Values, group: FailureGroup, fields: readonly Field[]
     if (value === (group[field] ?? null)) continue;
     if (field === 'status') {
       if (value) changes.status = value as FailureStatus;
-    } else if (field === 'defectType') changes.defectType = value as DefectType | null;
-    else changes[field] = value;
+    } else if (field === 'defectType') {
+      if (value) changes.defectType = value as DefectType;
+    } else changes[field] = value;
   }
   return changes;
 }
@@ -109,7 +110,6 @@ function DefectSelect({ value, onChange }: { value: string; onChange: (event: Ev
     <label>
       Defect type
       <select name="defectType" value={value} onChange={onChange}>
-        <option value="">Not triaged</option>
         {DEFECT_TYPES.map((type) => (
           <option key={type} value={type}>
             {defectLabel(type)}
