@@ -12,7 +12,6 @@ import {
   getDashboard,
   type HealthEntry,
   type QuarantinedTest,
-  testProgressOf,
 } from '../triage/api.ts';
 import { COLOURS, LineChart, percent, Sparkline } from '../triage/charts.tsx';
 import { DefectName, GroupStatus, IncidentMarker } from '../triage/parts.tsx';
@@ -115,8 +114,8 @@ function PerDay({ daily }: { daily: DashboardDay[] }) {
   );
 }
 
-/** A count of a job's tests (retries folded, TRIAGE-5), or of its runs when the server does not fold them. */
-const testsOf = (entry: DashboardJob) => testProgressOf(entry.job) ?? { ...entry.job.progress, flaky: 0 };
+/** A job's tests, retries folded into their test (TRIAGE-5). */
+const testsOf = (entry: DashboardJob) => entry.job.progress.tests;
 
 function jobColumns(projectKey: string): Column<DashboardJob>[] {
   return [

@@ -8,7 +8,7 @@ import { Fact, LabelFacts, TimeFacts } from '../facts.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { type Column, ListTable } from '../list-table.tsx';
 import type { TestRun } from '../run/steps.ts';
-import { type TestProgress, testProgressOf } from '../triage/api.ts';
+import type { TestProgress } from '../triage/api.ts';
 import { CompareForm } from '../triage/compare-form.tsx';
 import '../run/run.css';
 
@@ -127,7 +127,7 @@ function JobSummary({ job, refreshError }: { job: Job; refreshError: Error | und
       </div>
       <h2 class="progress-heading">Progress</h2>
       <ProgressBar progress={job.progress} />
-      {testProgressOf(job) ? <TestCounts tests={testProgressOf(job) as TestProgress} /> : null}
+      <TestCounts tests={job.progress.tests} />
       <dl class="facts job-facts">
         <LabelFacts labels={job} />
         {job.deviceLabels.length > 0 ? <Fact term="Device labels">{job.deviceLabels.join(', ')}</Fact> : null}

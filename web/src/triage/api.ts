@@ -43,16 +43,9 @@ export interface DashboardDay {
 }
 
 /** A job as the dashboard and the comparison carry it: the job answer, with `progress.tests` and `incident`. */
-export interface JobAnswer {
-  id: string;
-  name: string;
-  projectId: string;
-  status: string;
-  branch: string | null;
-  createdAt: string;
-  progress: { total: number; passed: number; failed: number; tests?: TestProgress | null };
-  incident?: Incident | null;
-}
+export type JobAnswer = Static<typeof v1.jobs.Job>;
+/** Tests in a job, retries folded into their test (TRIAGE-5). */
+export type TestProgress = Static<typeof v1.jobs.JobTestProgress>;
 
 export interface DashboardJob {
   job: JobAnswer;
@@ -195,18 +188,3 @@ export function triageFailureGroups(client: AttestClient, projectId: string, gro
 export function getComparison(client: AttestClient, jobId: string, base: { base?: string; baseBranch?: string }): Promise<Comparison> {
   return json(client, 'GET', `/testmgmt/jobs/${encodeURIComponent(jobId)}/comparison${search(base)}`);
 }
-
-/** Tests in a job, retries folded into their test (TRIAGE-5): `progress.tests` of a job answer. */
-export interface TestProgress {
-  total: number;
-  passed: number;
-  failed: number;
-  broken: number;
-  skipped: number;
-  flaky: number;
-  unfinished: number;
-}
-
-/** A job's progress counted per test, when the server gives it. */
-export const testProgressOf = (job: { progress: object }): TestProgress | null =>
-  (job.progress as { tests?: TestProgress | null }).tests ?? null;
