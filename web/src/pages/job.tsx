@@ -8,6 +8,8 @@ import { Fact, LabelFacts, TimeFacts } from '../facts.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { type Column, ListTable } from '../list-table.tsx';
 import type { TestRun } from '../run/steps.ts';
+import type { TestProgress } from '../triage/api.ts';
+import { CompareForm } from '../triage/compare-form.tsx';
 import '../run/run.css';
 
 type Job = Static<typeof v1.jobs.Job>;
@@ -72,19 +74,40 @@ function ProgressBar({ progress }: { progress: Job['progress'] }) {
           </li>
         ))}
       </ul>
-      <TestCounts tests={progress.tests} />
     </div>
   );
 }
 
-const TEST_PARTS = ['passed', 'flaky', 'failed', 'broken', 'skipped', 'unfinished'] as const;
+const TEST_PARTS = ['passed', 'failed', 'broken', 'flaky', 'skipped', 'unfinished'] as const;
 
-/** The job per test, retries folded (TRIAGE-5): a flaky test counts once, not as a failed run and a passed one. */
-function TestCounts({ tests }: { tests: Job['progress']['tests'] }) {
+/** The job's tests, retries folded into their test (TRIAGE-5): the final attempt decides, a failure then a pass is flaky. */
+function TestCounts({ tests }: { tests: TestProgress }) {
   return (
-    <p class="progress-tests">
-      <strong>{tests.total}</strong> tests: {TEST_PARTS.map((part) => `${tests[part]} ${part}`).join(', ')}
-    </p>
+    <div data-testid="test-progress">
+      <h3 class="progress-heading">Tests</h3>
+      <ul class="progress-legend" aria-label="Tests, retries folded into their test">
+        <li>
+          <strong>{tests.total}</strong> tests
+        </li>
+        {TEST_PARTS.map((part) => (
+          <li key={part}>
+            {tests[part]} {part}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+/** A job one error group dominated (TRIAGE-4): one cause to triage, not each of its failures. */
+function IncidentBanner({ job }: { job: Job }) {
+  const { incident } = job;
+  if (!incident) return null;
+  return (
+    <div class="panel incident-banner" role="note" data-testid="incident">
+      <strong>Incident:</strong> {incident.failedRuns} failed runs share one cause.{' '}
+      <a href={`/projects/${job.projectId}/failures/${incident.failureGroupId}`}>Open the error group</a>
+    </div>
   );
 }
 
@@ -104,6 +127,7 @@ function JobSummary({ job, refreshError }: { job: Job; refreshError: Error | und
       </div>
       <h2 class="progress-heading">Progress</h2>
       <ProgressBar progress={job.progress} />
+      <TestCounts tests={job.progress.tests} />
       <dl class="facts job-facts">
         <LabelFacts labels={job} />
         {job.deviceLabels.length > 0 ? <Fact term="Device labels">{job.deviceLabels.join(', ')}</Fact> : null}
@@ -176,7 +200,12 @@ export function JobPage({ jobId }: { jobId: string }) {
   return (
     <Page title={job.name}>
       <Breadcrumb projectId={job.projectId} here="Job" />
+      <IncidentBanner job={job} />
       <JobSummary job={job} refreshError={error} />
+      <section class="panel" aria-labelledby="compare-heading">
+        <h2 id="compare-heading">Compare with…</h2>
+        <CompareForm jobId={job.id} baseBranch={job.branch ?? undefined} />
+      </section>
       <RunGrid runs={runs} />
       {runs.length > 0 ? (
         <section class="panel" aria-labelledby="table-heading">
