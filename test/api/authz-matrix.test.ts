@@ -157,6 +157,20 @@ const artifactFixture = (hides: Fixture['hides']): Fixture => ({
 const MATRIX_JUNIT = '<testsuite name="matrix"><testcase classname="matrix" name="passes"/></testsuite>';
 
 /** One entry per field name that addresses a resource; add one when a route with a new kind of id appears. */
+/** A new error group of the project (a run failed with a message of its own), or an unknown id. */
+async function failureGroupOf(server: TestServer, projectId: string, missing: boolean): Promise<string> {
+  if (missing) return randomUUID();
+  const run = await admin(server).call(v1.runs.createRun, {
+    body: {
+      projectId,
+      name: 'Matrix failure',
+      verdict: 'failed',
+      results: { steps: [{ title: 'check', status: 'failed', error: `matrix cause ${unique('c')}` }] },
+    },
+  });
+  return (await admin(server).call(v1.runs.getRun, { params: { testRunId: run.id } })).failureGroupId as string;
+}
+
 const FIXTURES: Record<string, Fixture> = {
   projectId: {
     hides: 'project',
@@ -195,14 +209,23 @@ const FIXTURES: Record<string, Fixture> = {
   testId: {
     hides: 'project',
     addressesInBody: true,
-    build: async (input) =>
-      isMissing(input)
-        ? randomUUID()
-        : createByOperation(input.server, 'createTest', {
-            projectId: await projectOf(input),
-            name: 'Matrix test',
-            steps: [{ action: 'open', expected: 'shown' }],
-          }),
+    // Quarantined, so that releasing its quarantine (DELETE …/quarantine) has one to release.
+    build: async (input) => {
+      if (isMissing(input)) return randomUUID();
+      const testId = await createByOperation(input.server, 'createTest', {
+        projectId: await projectOf(input),
+        name: 'Matrix test',
+        steps: [{ action: 'open', expected: 'shown' }],
+      });
+      await admin(input.server).call(v1.tests.quarantineTest, { params: { testId }, body: { owner: 'matrix', reason: 'matrix' } });
+      return testId;
+    },
+  },
+  groupId: {
+    hides: 'project',
+    addressesInBody: true,
+    // The error group of a failed run of the project.
+    build: async (input) => failureGroupOf(input.server, await projectOf(input), isMissing(input)),
   },
   jobId: {
     hides: 'project',
@@ -260,6 +283,11 @@ const BODY_OVERRIDES: Record<string, (input: FixtureInput) => Promise<Record<str
     ],
   }),
   login: () => ({ email: LOGIN.email, password: LOGIN.password }),
+  // Bulk triage names groups of the addressed project: one made there (unknown under a missing project).
+  triageFailureGroups: async (input) => ({
+    groupIds: [await failureGroupOf(input.server, input.values.projectId as string, input.target === 'missing')],
+    changes: { defectType: 'product_bug' },
+  }),
   // A heartbeat renews the lease of the runner holding the run: the fixture run (created running)
   // is given that runner's lease, as a claim would, so an allowed heartbeat succeeds.
   heartbeatRun: async (input) => {
