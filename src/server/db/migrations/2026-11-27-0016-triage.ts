@@ -41,6 +41,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('failure_groups_fingerprint').unique().on('failure_groups').columns(['project_id', 'fingerprint']).execute();
   await db.schema.createIndex('failure_groups_last_seen').on('failure_groups').columns(['project_id', 'last_seen_at', 'id']).execute();
+  // The failures list's other two orders (GET /projects/{projectId}/failures?sort=…).
+  await db.schema.createIndex('failure_groups_occurrences').on('failure_groups').columns(['project_id', 'occurrences', 'id']).execute();
+  await db.schema.createIndex('failure_groups_affected').on('failure_groups').columns(['project_id', 'affected_tests', 'id']).execute();
 
   // A failed run with this cause: one row per run and group, however many of its steps share it.
   await db.schema
@@ -121,10 +124,15 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('test_runs_branch_finished').on('test_runs').columns(['project_id', 'branch', 'finished_at']).execute();
   // A job's attempts of one test: the fold finds the final one, the dashboard whether a failure was retried.
   await db.schema.createIndex('test_runs_job_test').on('test_runs').columns(['job_id', 'test_id', 'attempt']).execute();
+  // The outage guard counts a job's failed runs; the dashboard and the comparison ask whether a job ran on a branch.
+  await db.schema.createIndex('test_runs_job_verdict').on('test_runs').columns(['job_id', 'verdict']).execute();
+  await db.schema.createIndex('test_runs_job_branch').on('test_runs').columns(['job_id', 'branch']).execute();
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: see up()
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropIndex('test_runs_job_branch').execute();
+  await db.schema.dropIndex('test_runs_job_verdict').execute();
   await db.schema.dropIndex('test_runs_job_test').execute();
   await db.schema.dropIndex('test_runs_branch_finished').execute();
   await db.schema.dropTable('test_quarantines').execute();
