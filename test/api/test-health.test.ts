@@ -86,6 +86,25 @@ for (const dialect of DIALECTS) {
       throw new Error('the import did not finish');
     };
 
+    test('runs of one test completing at the same moment all complete, and its health counts them (TRIAGE-6)', async () => {
+      const testId = await newTest();
+      const runs = await Promise.all(
+        Array.from({ length: 8 }, () => tester.client.call(v1.runs.createRun, { body: { projectId: projectA, name: 'run', testId } })),
+      );
+      // Eight completions racing: each transaction rewrites the test's health row; none may fail on another's.
+      const completed = await Promise.all(
+        runs.map((run, i) =>
+          tester.client.call(v1.runs.updateRun, {
+            params: { testRunId: run.id },
+            body: { status: 'completed', verdict: i % 2 === 0 ? 'passed' : 'failed' },
+          }),
+        ),
+      );
+      assert.ok(completed.every((run) => run.status === 'completed'));
+      const { health } = await getTest(testId);
+      assert.equal(health.runsConsidered, 8);
+    });
+
     describe('retries folded into their test (TRIAGE-5)', () => {
       test('a Playwright job of 8 tests with one flaky test reports 8 tests, 1 flaky, and the history counts that job as passed', async () => {
         const file = `${unique('retry')}.spec.ts`;

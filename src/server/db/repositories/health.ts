@@ -1,23 +1,35 @@
 import { sql } from 'kysely';
-import { chunk, IN_LIST_SIZE, insertRows } from '../chunks.ts';
-import { dialectOf } from '../dialect.ts';
+import { chunk, IN_LIST_SIZE } from '../chunks.ts';
 import { keysetPage, type Page, type PageRequest } from '../pagination.ts';
 import type { Executor, TestHealthTable, TestQuarantinesTable, TestsTable } from '../types.ts';
 
 // Tests' health and quarantines (TRIAGE-6, docs/triage.md).
 
-/** Writes the health of these tests, replacing what each had (one statement per chunk). */
+/** Rows per upsert statement: 7 parameters each, well under both dialects' limits. */
+const HEALTH_ROWS_PER_STATEMENT = 100;
+
+/**
+ * Writes the health of these tests, replacing what each had: an upsert, so two transactions
+ * completing runs of the same test at once both succeed (the later one's row wins), in test id
+ * order, so two of them never wait on each other's rows in opposite orders.
+ */
 export async function upsertTestHealth(executor: Executor, rows: readonly TestHealthTable[]): Promise<void> {
-  if (rows.length === 0) return;
-  // The upsert's conflict clause on top of the chunked insert: delete, then insert, keeps both
-  // dialects on the plain batched insert, and the transaction makes the pair atomic.
-  for (const ids of chunk(
-    rows.map((row) => row.test_id),
-    IN_LIST_SIZE,
-  )) {
-    await executor.deleteFrom('test_health').where('test_id', 'in', ids).execute();
+  const sorted = [...rows].sort((a, b) => (a.test_id < b.test_id ? -1 : a.test_id > b.test_id ? 1 : 0));
+  for (const part of chunk(sorted, HEALTH_ROWS_PER_STATEMENT)) {
+    await executor
+      .insertInto('test_health')
+      .values(part)
+      .onConflict((conflict) =>
+        conflict.column('test_id').doUpdateSet((eb) => ({
+          state: eb.ref('excluded.state'),
+          flaky_score: eb.ref('excluded.flaky_score'),
+          runs_considered: eb.ref('excluded.runs_considered'),
+          failing_streak: eb.ref('excluded.failing_streak'),
+          updated_at: eb.ref('excluded.updated_at'),
+        })),
+      )
+      .execute();
   }
-  await insertRows(executor, dialectOf(executor), 'test_health', rows);
 }
 
 /** The health and quarantine of each test given, by test id (absent when it has neither). */
