@@ -173,6 +173,16 @@ for (const dialect of DIALECTS) {
       assert.match(unknown.stderr, /cannot answer: .*404/);
       const both = await attest(['gate', '--job', headJob, '--base', baseJob, '--base-branch', 'main'], env);
       assert.equal(both.code, 2);
+      // A job still under way: its unfinished tests are neither failures nor passes yet.
+      const open = await tester.client.call(v1.jobs.createJob, {
+        body: { projectId: projectA, testIds: [], branch: 'main', name: 'open' },
+      });
+      await tester.client.call(v1.runs.createRun, {
+        body: { projectId: projectA, jobId: open.id, name: 'suite › stays green', testName: 'suite › stays green' },
+      });
+      const unfinished = await attest(['gate', '--job', open.id], env);
+      assert.equal(unfinished.code, 2, unfinished.output);
+      assert.match(unfinished.stderr, /is running; gate it once it has completed/);
     });
 
     test('the dashboard: daily trend, latest jobs with folded tests, top error groups with sparklines', async () => {

@@ -6,8 +6,8 @@ import { explain, type RemoteOptions, remoteClient, remoteOptions } from '../rem
 
 // `attest gate` (TRIAGE-7): a job compared with its base, as a CI exit code. 0: the job may pass;
 // 1: it brought new failures or new error groups (or flaky tests, unless allowed); 2: no answer
-// (unknown job, no access, instance unreachable), so a pipeline never mistakes "could not ask"
-// for either verdict.
+// (unknown job, no access, instance unreachable, a job not yet completed), so a pipeline never
+// mistakes "could not ask" for either verdict.
 
 type Comparison = Static<typeof v1.comparison.Comparison>;
 type Compared = Static<typeof v1.comparison.ComparedTest>;
@@ -103,6 +103,14 @@ export function gateCommand(program: Command): void {
           message = explained instanceof Error ? explained.message : String(explained);
         }
         process.stderr.write(`attest gate: cannot answer: ${message}\n`);
+        process.exitCode = 2;
+        return;
+      }
+      // A job still under way has tests without a verdict yet: judging it now could pass what then fails.
+      if (comparison.job.status !== 'completed') {
+        process.stderr.write(
+          `attest gate: cannot answer: job ${comparison.job.id} is ${comparison.job.status}; gate it once it has completed\n`,
+        );
         process.exitCode = 2;
         return;
       }

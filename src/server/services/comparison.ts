@@ -73,8 +73,12 @@ async function baseJob(
   }
   const branch = options.baseBranch ?? branchOf(head, headOutcomes);
   const candidates = await latestJobsBefore(ctx.db, head.row, branch, BASE_CANDIDATES);
-  const views = await viewJobs(ctx.db, candidates, jobClock(ctx));
-  return views.find((view) => view.state.status === 'completed') ?? null;
+  // One at a time, newest first: the latest job is nearly always completed, and a job's view reads its runs.
+  for (const candidate of candidates) {
+    const [view] = await viewJobs(ctx.db, [candidate], jobClock(ctx));
+    if (view?.state.status === 'completed') return view;
+  }
+  return null;
 }
 
 export async function compareJobs(
