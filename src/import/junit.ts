@@ -61,6 +61,7 @@ function reportOf(file: string, root: XmlElement): ImportedReport {
   if (root.name === 'testsuite') walkSuite(root, top, walk);
   else walkChildren(root, top, walk);
   if (walk.cases.length === 0) walk.warnings.push('the report has no testcase');
+  numberAttempts(walk.cases);
   return {
     format: 'junit',
     file,
@@ -69,6 +70,20 @@ function reportOf(file: string, root: XmlElement): ImportedReport {
     cases: walk.cases,
     warnings: walk.warnings,
   };
+}
+
+/**
+ * A test case repeated in one report is a rerun of it (Gradle's test-retry, a runner that reruns
+ * failures and appends them): its repetitions are attempts 1, 2, … in report order, so the last one
+ * decides the test's verdict in the job (TRIAGE-5) rather than whichever the database lists first.
+ */
+function numberAttempts(cases: ImportedCase[]): void {
+  const seen = new Map<string, number>();
+  for (const testCase of cases) {
+    const before = seen.get(testCase.fullName) ?? 0;
+    testCase.attempt = before;
+    seen.set(testCase.fullName, before + 1);
+  }
 }
 
 /** Put in place of an element once read: a large report's tree goes as its cases are made. */

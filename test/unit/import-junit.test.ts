@@ -394,3 +394,23 @@ describe('JUnit reading details', () => {
     assert.equal(fullNameOf([], 'test', 'x'), 'x');
   });
 });
+
+describe('a test case repeated in one report', () => {
+  test('is a rerun: its repetitions are attempts 0, 1, … in report order (TRIAGE-5)', () => {
+    const xml =
+      '<testsuite name="cart">' +
+      '<testcase classname="cart" name="applies a coupon"><failure message="expected 10, got 9"/></testcase>' +
+      '<testcase classname="cart" name="adds an item"/>' +
+      '<testcase classname="cart" name="applies a coupon"/>' +
+      '</testsuite>';
+    const report = parseJUnit('rerun.xml', Buffer.from(xml));
+    assert.deepEqual(
+      report.cases.map((c) => [c.name, c.verdict, c.attempt]),
+      [
+        ['applies a coupon', 'failed', 0],
+        ['adds an item', 'passed', 0],
+        ['applies a coupon', 'passed', 1],
+      ],
+    );
+  });
+});
