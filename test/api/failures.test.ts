@@ -533,7 +533,7 @@ for (const dialect of DIALECTS) {
     });
 
     describe('GET and PUT /projects/{projectId}/failure-rules', () => {
-      test("Allure's categories.json names groups (new ones, and the untriaged ones at once); unsafe regexes are refused", async () => {
+      test("Allure's categories.json names groups (new ones, and the untriaged ones at once); a regex RE2 cannot compile is refused, and none can hang the server", async () => {
         const projectId = (await createProject(server, 'rules')).id;
         for (const email of [tester.email, viewer.email, manager.email])
           await server.admin.client.call(v1.projects.addMember, { params: { projectId, email } });
@@ -581,14 +581,20 @@ for (const dialect of DIALECTS) {
         const broken = await groupOf(await fail('broken', 'TypeError: x is not a function', 'broken'), projectId);
         assert.equal(broken.rule, null, 'no rule matches a broken run outside the infrastructure rule');
 
+        // Not RE2 syntax (backreferences, lookaround, a repeat above 1,000) or not compiling: refused, naming the regex.
         for (const [body, pointer] of [
-          [{ rules: [{ name: 'exp', messageRegex: '(a+)+$' }] }, '/body/rules/0/messageRegex'],
+          [{ rules: [{ name: 'backreference', messageRegex: '(a)\\1' }] }, '/body/rules/0/messageRegex'],
           [{ rules: [{ name: 'ok' }, { name: 'bad', traceRegex: '([' }] }, '/body/rules/1/traceRegex'],
-          [[{ name: 'exp', messageRegex: '(x*)*y' }], '/body/0/messageRegex'],
+          [[{ name: 'lookahead', messageRegex: '(?=x)y' }], '/body/0/messageRegex'],
+          [{ rules: [{ name: 'ok' }, { name: 'ok too' }, { name: 'lookbehind', messageRegex: '(?<=a)b' }] }, '/body/rules/2/messageRegex'],
+          [{ rules: [{ name: 'repeat', traceRegex: 'a{1001}' }] }, '/body/rules/0/traceRegex'],
         ] as const) {
           await assert.rejects(
             manager.client.call(v1.failures.putFailureRules, { params: { projectId }, body: body as never }),
-            (error) => refused(error, 400) && firstPointer(error as ApiError) === pointer,
+            (error) =>
+              refused(error, 400) &&
+              firstPointer(error as ApiError) === pointer &&
+              /RE2 syntax/.test(String((error as ApiError).problem.detail)),
           );
         }
         await assert.rejects(tester.client.call(v1.failures.putFailureRules, { params: { projectId }, body: { rules: [] } }), (error) =>
@@ -600,6 +606,23 @@ for (const dialect of DIALECTS) {
           'refusals changed nothing',
         );
 
+        // Patterns that backtrack exponentially (or polynomially) in a backtracking engine are linear under
+        // RE2: accepted, and matched against long messages as they are recorded and as groups are named again.
+        const catastrophic = [
+          { name: 'a or a', messageRegex: '(a|a)*', matchedStatuses: ['broken'] },
+          { name: 'a or aa', messageRegex: '(a|aa)*b', matchedStatuses: ['broken'] },
+          { name: 'word or digit', messageRegex: '(\\w|\\d)*!', matchedStatuses: ['broken'] },
+          { name: 'dots', messageRegex: '.*.*.*.*x', matchedStatuses: ['broken'] },
+        ];
+        await manager.client.call(v1.failures.putFailureRules, { params: { projectId }, body: { rules: catastrophic } as never });
+        const matchedBy = async (name: string, error: string) => (await groupOf(await fail(name, error, 'broken'), projectId)).rule;
+        // Thousands of characters: a backtracking engine gives up on these at a few dozen (29 took 16.9 s).
+        // Each message starts differently, so that each is a group of its own (the fingerprint reads 500 characters a line).
+        assert.equal(await matchedBy('only a', 'a'.repeat(8000)), 'a or a');
+        assert.equal(await matchedBy('a then b', `${'a'.repeat(499)}b`), 'a or aa');
+        assert.equal(await matchedBy('digits then !', `${'1'.repeat(7999)}!`), 'word or digit');
+        assert.equal(await matchedBy('y then x', `${'y'.repeat(7999)}x`), 'dots');
+        assert.equal(await matchedBy('x then y', `${'x'.repeat(7999)}y`), null, 'no rule matches: each was tried to the end');
         await manager.client.call(v1.failures.putFailureRules, { params: { projectId }, body: { rules: [] } });
         const unnamed = await groupOf(before, projectId);
         assert.equal(unnamed.rule, null, 'rules removed: the untriaged group is unnamed again');
@@ -607,7 +630,7 @@ for (const dialect of DIALECTS) {
         const audit = await server.admin.client.call(v1.users.listAuditLog, {
           query: { action: 'failure-rules.set', targetId: projectId },
         });
-        assert.equal(audit.items.length, 2);
+        assert.equal(audit.items.length, 3);
       });
     });
 
