@@ -6,7 +6,7 @@ import { type ApiError, type AttestClient, v1 } from '../../src/client/index.ts'
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, twoProjects, unique } from '../helpers/factories.ts';
 import { jsonHeaders, rawRequest } from '../helpers/http.ts';
-import { firstPointer } from '../helpers/problems.ts';
+import { assertProblem, firstPointer } from '../helpers/problems.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // TRIAGE-2, TRIAGE-3, TRIAGE-4: failures grouped by cause, triaged once, and the outage guard.
@@ -384,6 +384,46 @@ for (const dialect of DIALECTS) {
           paged.map((g) => g.occurrences),
           [3, 2, 1],
         );
+      });
+
+      test('a cursor is of its sort: used with another sort, or forged, it is a 400 INVALID_CURSOR', async () => {
+        const first = (sort?: 'lastSeen' | 'occurrences' | 'affectedTests') =>
+          viewer.client.call(v1.failures.listFailureGroups, {
+            params: { projectId: onMain },
+            query: { limit: 1, ...(sort ? { sort } : {}) },
+          });
+        const list = (query: Record<string, string>) =>
+          rawRequest(`${server.url}/api/v1/projects/${onMain}/failures?${new URLSearchParams(query)}`, {
+            headers: jsonHeaders(viewer.key),
+          });
+        const cursors = {
+          lastSeen: (await first()).nextCursor as string,
+          occurrences: (await first('occurrences')).nextCursor as string,
+          affectedTests: (await first('affectedTests')).nextCursor as string,
+        };
+        for (const [issued, cursor] of Object.entries(cursors)) {
+          assert.ok(cursor, issued);
+          for (const sort of ['lastSeen', 'occurrences', 'affectedTests']) {
+            const response = await list({ limit: '1', cursor, ...(sort === 'lastSeen' ? {} : { sort }) });
+            if (sort === issued) {
+              assert.equal(response.status, 200, response.text);
+              assert.equal((response.json.items as unknown[]).length, 1);
+            } else {
+              assertProblem(response, 400, 'INVALID_CURSOR');
+              assert.match(String(response.json.detail), new RegExp(`another sort than ${sort}`));
+            }
+          }
+        }
+        // A cursor naming its sort but holding text where the sort's column is an integer (or the reverse).
+        const forged = (values: unknown[]) => Buffer.from(JSON.stringify(values)).toString('base64url');
+        for (const [sort, cursor] of [
+          ['occurrences', forged(['occurrences', 'many', 'x'])],
+          ['affectedTests', forged(['affectedTests', 1.5, 'x'])],
+          ['lastSeen', forged(['lastSeen', 3, 'x'])],
+          ['occurrences', forged([3, 'x'])],
+        ] as const) {
+          assertProblem(await list({ sort, cursor }), 400, 'INVALID_CURSOR');
+        }
       });
 
       test('filters by status, category, branch, since, test, defect type and text', async () => {
