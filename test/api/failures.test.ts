@@ -6,7 +6,7 @@ import { type ApiError, type AttestClient, v1 } from '../../src/client/index.ts'
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, twoProjects, unique } from '../helpers/factories.ts';
 import { jsonHeaders, rawRequest } from '../helpers/http.ts';
-import { firstPointer } from '../helpers/problems.ts';
+import { assertProblem, firstPointer } from '../helpers/problems.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // TRIAGE-2, TRIAGE-3, TRIAGE-4: failures grouped by cause, triaged once, and the outage guard.
@@ -386,6 +386,46 @@ for (const dialect of DIALECTS) {
         );
       });
 
+      test('a cursor is of its sort: used with another sort, or forged, it is a 400 INVALID_CURSOR', async () => {
+        const first = (sort?: 'lastSeen' | 'occurrences' | 'affectedTests') =>
+          viewer.client.call(v1.failures.listFailureGroups, {
+            params: { projectId: onMain },
+            query: { limit: 1, ...(sort ? { sort } : {}) },
+          });
+        const list = (query: Record<string, string>) =>
+          rawRequest(`${server.url}/api/v1/projects/${onMain}/failures?${new URLSearchParams(query)}`, {
+            headers: jsonHeaders(viewer.key),
+          });
+        const cursors = {
+          lastSeen: (await first()).nextCursor as string,
+          occurrences: (await first('occurrences')).nextCursor as string,
+          affectedTests: (await first('affectedTests')).nextCursor as string,
+        };
+        for (const [issued, cursor] of Object.entries(cursors)) {
+          assert.ok(cursor, issued);
+          for (const sort of ['lastSeen', 'occurrences', 'affectedTests']) {
+            const response = await list({ limit: '1', cursor, ...(sort === 'lastSeen' ? {} : { sort }) });
+            if (sort === issued) {
+              assert.equal(response.status, 200, response.text);
+              assert.equal((response.json.items as unknown[]).length, 1);
+            } else {
+              assertProblem(response, 400, 'INVALID_CURSOR');
+              assert.match(String(response.json.detail), new RegExp(`another sort than ${sort}`));
+            }
+          }
+        }
+        // A cursor naming its sort but holding text where the sort's column is an integer (or the reverse).
+        const forged = (values: unknown[]) => Buffer.from(JSON.stringify(values)).toString('base64url');
+        for (const [sort, cursor] of [
+          ['occurrences', forged(['occurrences', 'many', 'x'])],
+          ['affectedTests', forged(['affectedTests', 1.5, 'x'])],
+          ['lastSeen', forged(['lastSeen', 3, 'x'])],
+          ['occurrences', forged([3, 'x'])],
+        ] as const) {
+          assertProblem(await list({ sort, cursor }), 400, 'INVALID_CURSOR');
+        }
+      });
+
       test('filters by status, category, branch, since, test, defect type and text', async () => {
         assert.equal((await groupsOf({ branch: 'main' }, onMain)).length, 1);
         assert.equal((await groupsOf({ branch: 'feature' }, onMain)).length, 2);
@@ -533,7 +573,7 @@ for (const dialect of DIALECTS) {
     });
 
     describe('GET and PUT /projects/{projectId}/failure-rules', () => {
-      test("Allure's categories.json names groups (new ones, and the untriaged ones at once); unsafe regexes are refused", async () => {
+      test("Allure's categories.json names groups (new ones, and the untriaged ones at once); a regex RE2 cannot compile is refused, and none can hang the server", async () => {
         const projectId = (await createProject(server, 'rules')).id;
         for (const email of [tester.email, viewer.email, manager.email])
           await server.admin.client.call(v1.projects.addMember, { params: { projectId, email } });
@@ -581,14 +621,20 @@ for (const dialect of DIALECTS) {
         const broken = await groupOf(await fail('broken', 'TypeError: x is not a function', 'broken'), projectId);
         assert.equal(broken.rule, null, 'no rule matches a broken run outside the infrastructure rule');
 
+        // Not RE2 syntax (backreferences, lookaround, a repeat above 1,000) or not compiling: refused, naming the regex.
         for (const [body, pointer] of [
-          [{ rules: [{ name: 'exp', messageRegex: '(a+)+$' }] }, '/body/rules/0/messageRegex'],
+          [{ rules: [{ name: 'backreference', messageRegex: '(a)\\1' }] }, '/body/rules/0/messageRegex'],
           [{ rules: [{ name: 'ok' }, { name: 'bad', traceRegex: '([' }] }, '/body/rules/1/traceRegex'],
-          [[{ name: 'exp', messageRegex: '(x*)*y' }], '/body/0/messageRegex'],
+          [[{ name: 'lookahead', messageRegex: '(?=x)y' }], '/body/0/messageRegex'],
+          [{ rules: [{ name: 'ok' }, { name: 'ok too' }, { name: 'lookbehind', messageRegex: '(?<=a)b' }] }, '/body/rules/2/messageRegex'],
+          [{ rules: [{ name: 'repeat', traceRegex: 'a{1001}' }] }, '/body/rules/0/traceRegex'],
         ] as const) {
           await assert.rejects(
             manager.client.call(v1.failures.putFailureRules, { params: { projectId }, body: body as never }),
-            (error) => refused(error, 400) && firstPointer(error as ApiError) === pointer,
+            (error) =>
+              refused(error, 400) &&
+              firstPointer(error as ApiError) === pointer &&
+              /RE2 syntax/.test(String((error as ApiError).problem.detail)),
           );
         }
         await assert.rejects(tester.client.call(v1.failures.putFailureRules, { params: { projectId }, body: { rules: [] } }), (error) =>
@@ -600,6 +646,23 @@ for (const dialect of DIALECTS) {
           'refusals changed nothing',
         );
 
+        // Patterns that backtrack exponentially (or polynomially) in a backtracking engine are linear under
+        // RE2: accepted, and matched against long messages as they are recorded and as groups are named again.
+        const catastrophic = [
+          { name: 'a or a', messageRegex: '(a|a)*', matchedStatuses: ['broken'] },
+          { name: 'a or aa', messageRegex: '(a|aa)*b', matchedStatuses: ['broken'] },
+          { name: 'word or digit', messageRegex: '(\\w|\\d)*!', matchedStatuses: ['broken'] },
+          { name: 'dots', messageRegex: '.*.*.*.*x', matchedStatuses: ['broken'] },
+        ];
+        await manager.client.call(v1.failures.putFailureRules, { params: { projectId }, body: { rules: catastrophic } as never });
+        const matchedBy = async (name: string, error: string) => (await groupOf(await fail(name, error, 'broken'), projectId)).rule;
+        // Thousands of characters: a backtracking engine gives up on these at a few dozen (29 took 16.9 s).
+        // Each message starts differently, so that each is a group of its own (the fingerprint reads 500 characters a line).
+        assert.equal(await matchedBy('only a', 'a'.repeat(8000)), 'a or a');
+        assert.equal(await matchedBy('a then b', `${'a'.repeat(499)}b`), 'a or aa');
+        assert.equal(await matchedBy('digits then !', `${'1'.repeat(7999)}!`), 'word or digit');
+        assert.equal(await matchedBy('y then x', `${'y'.repeat(7999)}x`), 'dots');
+        assert.equal(await matchedBy('x then y', `${'x'.repeat(7999)}y`), null, 'no rule matches: each was tried to the end');
         await manager.client.call(v1.failures.putFailureRules, { params: { projectId }, body: { rules: [] } });
         const unnamed = await groupOf(before, projectId);
         assert.equal(unnamed.rule, null, 'rules removed: the untriaged group is unnamed again');
@@ -607,7 +670,7 @@ for (const dialect of DIALECTS) {
         const audit = await server.admin.client.call(v1.users.listAuditLog, {
           query: { action: 'failure-rules.set', targetId: projectId },
         });
-        assert.equal(audit.items.length, 2);
+        assert.equal(audit.items.length, 3);
       });
     });
 

@@ -245,6 +245,24 @@ describe('bounded input', () => {
     assert.equal(other.fingerprint, result.fingerprint);
   });
 
+  test('a long line is cut before its placeholders are made (some rules take time with the square of its length), and what is kept is bounded', () => {
+    // One 8 KiB line each: a dotted name that never ends in a port, a scheme that never reaches `://`.
+    for (const message of ['a.'.repeat(4000), 'a1-'.repeat(2667)]) {
+      const result = normaliseFailure({ message });
+      assert.equal(result.message.split('\n').length, 1);
+      assert.ok(result.message.length <= LIMITS.lineChars, `${result.message.length} characters kept`);
+      assert.ok(result.title.length <= LIMITS.titleChars);
+      // Only the head of the line is read: another far end gives the same group.
+      const other = normaliseFailure({ message: `${message.slice(0, LIMITS.lineReadChars)}${'zz'.repeat(2000)}` });
+      assert.equal(other.fingerprint, result.fingerprint);
+    }
+    // A line whose ids shorten to placeholders still fills what is kept, the same on every run.
+    const ids = (seed: number) => Array.from({ length: 40 }, (_, i) => `order ${seed * 1000 + i * 7} failed`).join(', ');
+    const a = normaliseFailure({ message: ids(1) });
+    assert.equal(a.message.length, LIMITS.lineChars);
+    assert.equal(normaliseFailure({ message: ids(123_456) }).fingerprint, a.fingerprint);
+  });
+
   test('a message of many lines keeps at most the first lines that state the failure', () => {
     const message = Array.from({ length: 5000 }, (_, i) => `line ${i} of the story`).join('\n');
     const result = normaliseFailure({ message });

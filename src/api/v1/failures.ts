@@ -145,7 +145,7 @@ const RuleRegex = (what: string) =>
   Type.String({
     minLength: 1,
     maxLength: RULE_REGEX_MAX,
-    description: `A JavaScript regular expression that must match the whole ${what} (\`s\` mode), as Allure's do.`,
+    description: `A regular expression in RE2 syntax (no backreferences or lookaround) that must match the whole ${what} (\`s\` mode), as Allure's do.`,
   });
 
 /** One category rule: the shape of an entry of Allure's `categories.json`, plus a defect type. */
@@ -277,8 +277,8 @@ export const putFailureRules = endpoint({
     "The body is `{ rules: [...] }` or Allure's `categories.json` array itself. The first rule whose regexes both match (an absent " +
     'one matches anything; a regex must match the whole text, `s` mode) and whose `matchedStatuses` include the verdict names the ' +
     'group, and gives it its `defectType` until someone triages it. The rules are applied again at once to every group not ' +
-    `triaged by hand. A regex longer than ${RULE_REGEX_MAX} characters, that does not compile, or that can backtrack ` +
-    `exponentially is refused (400). At most ${FAILURE_RULES_MAX} rules. Audited (\`failure-rules.set\`).`,
+    `triaged by hand. Regexes are RE2 syntax, matched in time linear in the text: one longer than ${RULE_REGEX_MAX} characters ` +
+    `or that RE2 cannot compile (backreferences, lookaround) is refused (400). At most ${FAILURE_RULES_MAX} rules. Audited (\`failure-rules.set\`).`,
   tag: 'Failures',
   access: { scope: 'project', role: 'manager' },
   params: ProjectParams,

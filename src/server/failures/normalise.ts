@@ -45,6 +45,13 @@ export const LIMITS = {
   /** Lines of the message kept, and characters of each. */
   messageLines: 12,
   lineChars: 500,
+  /**
+   * Characters of each line read, from its start, before its placeholders are made: some placeholder
+   * rules take time that grows with the square of a line's length, so a line is cut first. Twice what
+   * is kept, so that what the placeholders shorten (ids, URLs, paths) still fills `lineChars` with the
+   * same text on every run, whatever the lengths of the values that varied.
+   */
+  lineReadChars: 1000,
   /** Project frames kept: enough to tell two callers of one helper apart, few enough to survive refactors below them. */
   frames: 3,
   titleLines: 3,
@@ -85,7 +92,7 @@ function statementLines(lines: readonly string[], roots: readonly string[]): str
   const kept: string[] = [];
   for (const raw of lines) {
     if (STOP.test(raw) || parseFrame(raw)) break;
-    const unprefixed = raw.replace(PYTEST_PREFIX, '');
+    const unprefixed = raw.slice(0, LIMITS.lineReadChars).replace(PYTEST_PREFIX, '');
     if (SKIP.test(unprefixed)) continue;
     const line = placeholders(withoutReceived(unprefixed), roots).replace(/\s+/g, ' ').trim();
     if (line === '') continue;

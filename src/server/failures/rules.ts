@@ -3,7 +3,7 @@
  * before anyone triages it. Pure: checking a rule set, and finding the first rule a failure matches.
  */
 
-import safeRegex from 'safe-regex2';
+import { RE2JS } from 're2js';
 import { LIMITS } from './normalise.ts';
 
 export type RuleStatus = 'failed' | 'broken';
@@ -35,13 +35,18 @@ export interface RuleProblem {
   message: string;
 }
 
-const compiled = new Map<string, RegExp>();
+const compiled = new Map<string, RE2JS>();
 
-/** The regex as it matches: the whole text, `.` matching line ends too (Allure matches the whole message, DOTALL). */
-function regexOf(source: string): RegExp {
+/**
+ * The regex as it matches, compiled by RE2 (re2js), whose matching takes time linear in the text
+ * whatever the pattern: no rule can hang the server. Matched against the whole text (`testExact`),
+ * `.` matching line ends too, as Allure matches the whole message (DOTALL). Throws when RE2 cannot
+ * compile it (backreferences and lookaround are not RE2 syntax).
+ */
+function regexOf(source: string): RE2JS {
   let regex = compiled.get(source);
   if (!regex) {
-    regex = new RegExp(`^(?:${source})$`, 's');
+    regex = RE2JS.compile(source, RE2JS.DOTALL);
     // A rule set holds at most 100 rules of two regexes: the cache stays small unless rules churn.
     if (compiled.size > 1000) compiled.clear();
     compiled.set(source, regex);
@@ -49,10 +54,7 @@ function regexOf(source: string): RegExp {
   return regex;
 }
 
-/**
- * The problems of a rule set's regexes: too long, not compiling, or able to backtrack exponentially
- * (safe-regex2's star height test), since the rules run on every failure recorded.
- */
+/** The problems of a rule set's regexes: too long, or not RE2 syntax (RE2 matches in linear time, so nothing else is refused). */
 export function ruleProblems(rules: readonly FailureRule[]): RuleProblem[] {
   const problems: RuleProblem[] = [];
   rules.forEach((rule, index) => {
@@ -66,11 +68,13 @@ export function ruleProblems(rules: readonly FailureRule[]): RuleProblem[] {
       try {
         regexOf(source);
       } catch (error) {
-        problems.push({ index, field, message: `does not compile: ${(error as Error).message}` });
-        continue;
+        const reason = (error as Error).message.replace(/^error parsing regexp: /, '');
+        problems.push({
+          index,
+          field,
+          message: `is not RE2 syntax, which rules require (no backreferences or lookaround; see https://github.com/google/re2/wiki/Syntax): ${reason}`,
+        });
       }
-      if (!safeRegex(source))
-        problems.push({ index, field, message: 'can backtrack exponentially (nested quantifiers); write it without them' });
     }
   });
   return problems;
@@ -82,8 +86,8 @@ export function firstMatchingRule(rules: readonly FailureRule[], subject: RuleSu
   const trace = subject.trace === null ? null : subject.trace.slice(0, LIMITS.traceHeadChars);
   return rules.find((rule) => {
     if (rule.matchedStatuses !== undefined && !rule.matchedStatuses.includes(subject.status)) return false;
-    if (rule.messageRegex !== undefined && !regexOf(rule.messageRegex).test(message)) return false;
-    if (rule.traceRegex !== undefined && (trace === null || !regexOf(rule.traceRegex).test(trace))) return false;
+    if (rule.messageRegex !== undefined && !regexOf(rule.messageRegex).testExact(message)) return false;
+    if (rule.traceRegex !== undefined && (trace === null || !regexOf(rule.traceRegex).testExact(trace))) return false;
     return true;
   });
 }

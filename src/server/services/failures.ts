@@ -169,8 +169,8 @@ function storedRule(rule: Static<typeof FailureRuleSchema> | Record<string, unkn
 }
 
 /**
- * Replaces the project's rules (`{ rules }` or Allure's categories.json array), refusing unsafe
- * regexes, and names again every group not triaged by hand: from its message as first written and
+ * Replaces the project's rules (`{ rules }` or Allure's categories.json array), refusing regexes
+ * that are not RE2 syntax, and names again every group not triaged by hand: from its message as first written and
  * the verdict of its last run. A trace regex needs the trace, which a group does not keep: it is
  * read from the last run's cells while that run is stored; without it such a rule does not match.
  */

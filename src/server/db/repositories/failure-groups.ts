@@ -74,7 +74,12 @@ export async function listFailureGroups(
       ]),
     );
   }
-  return keysetPage(query, { columns: SORT_COLUMNS[sort], direction: 'desc' }, page);
+  // Each order is an index's, read backwards: (project_id, last_seen_at | occurrences | affected_tests, id).
+  return keysetPage(
+    query,
+    { columns: SORT_COLUMNS[sort], direction: 'desc', name: sort, integers: sort === 'lastSeen' ? [] : [SORT_COLUMNS[sort][0]] },
+    page,
+  );
 }
 
 export async function findFailureGroup(executor: Executor, projectId: string, groupId: string): Promise<FailureGroupsTable | undefined> {
