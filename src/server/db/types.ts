@@ -127,41 +127,28 @@ export interface TestsTable {
   full_name: string | null;
   created_at: string;
   created_by: string | null;
-  /** The folder path (`Checkout/Payments`), null for none (migration 0017, TCM-1). */
+  // Migration 0017 (TCM-*): the folder path, null for none; the links as answered (JSON; `test_links`
+  // indexes them); the version (1 at creation); when and by whom the current version was made.
   suite: string | null;
-  /** JSON array of the test's links, as answered (TCM-4); `test_links` indexes them. */
   links: string;
-  /** 1 at creation, one more per edit that changes the content (TCM-2). */
   version: number;
-  /** When and by whom the current version was made. */
   updated_at: string;
   updated_by: string | null;
 }
 
-/** A superseded version of a test, as it was while current (TCM-2). */
-export interface TestVersionsTable {
-  test_id: string;
-  version: number;
-  name: string;
-  description: string;
-  steps: string;
-  tags: string;
-  suite: string | null;
-  links: string;
-  source_format: 'json' | 'gherkin';
-  source: string | null;
-  created_at: string;
-  created_by: string | null;
-}
+/** A superseded version of a test, as it was while current (TCM-2): made at `created_at` by `created_by`. */
+export type TestVersionsTable = Pick<
+  TestsTable,
+  'name' | 'description' | 'steps' | 'tags' | 'suite' | 'links' | 'source_format' | 'source' | 'version' | 'created_at' | 'created_by'
+> & { test_id: string };
 
 /** One link of a test (TCM-4); `ref` is its identity in its kind: the key in lower case, else the URL. */
 export interface TestLinksTable {
   test_id: string;
   project_id: string;
   kind: 'requirement' | 'issue';
-  /** A short hash of kind and ref: the link's id in pages. */
+  /** A short hash of kind and ref (the link's id in pages), and the ref's first 200 characters (their order). */
   link_id: string;
-  /** The ref's first 200 characters, the order of pages. */
   sort_key: string;
   ref: string;
   key: string | null;

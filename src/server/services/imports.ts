@@ -20,16 +20,21 @@ import {
 import { insertJob, markJobClosed } from '../db/repositories/jobs.ts';
 import { runKeysWithPrefix } from '../db/repositories/runs.ts';
 import { enqueueTask } from '../db/repositories/tasks.ts';
-import { testVersionsOf } from '../db/repositories/tests.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { ImportsTable } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
 import { canonicalJson } from './fingerprint.ts';
 import { checkAndStoreUpload, type ImportOptionsInput, type ImportUpload, type ReadUpload } from './import-reading.ts';
-import { assertTaskHeld, type ImportLease, type ImportTarget, type PlacedCase, type TaskHold, writeCases } from './import-writer.ts';
+import {
+  assertTaskHeld,
+  ensureTests,
+  type ImportLease,
+  type ImportTarget,
+  type PlacedCase,
+  type TaskHold,
+  writeCases,
+} from './import-writer.ts';
 import type { JobRequest } from './jobs.ts';
-import { suiteOfNames } from './test-content.ts';
-import { ensureTestsByFullName } from './tests.ts';
 
 const BATCHES_PER_CHECKPOINT = 16; // batches (512 KB of text at most) between two WAL checkpoints on SQLite
 
@@ -57,8 +62,6 @@ const BATCH_CASES = 250;
  * holds the event loop for long (IMP-7). A case is never split: its run commits whole.
  */
 const BATCH_CHARS = 512 * 1024;
-/** Tests found or created per transaction. */
-const TESTS_PER_TRANSACTION = 100;
 /** Bytes hashed per turn of the event loop. */
 const HASH_SLICE_BYTES = 4 * 1024 * 1024;
 /** Errors kept per report file in the import's summary. */
@@ -262,33 +265,6 @@ async function jobOf(ctx: ServiceContext, row: ImportsTable, name: string, optio
       return (await findImport(ctx.db, row.id))?.job_id as string;
     },
   );
-}
-
-/** The project's tests of the cases, found or created a hundred names at a time (all at once held SQLite's event loop for 300 ms). */
-async function ensureTests(
-  ctx: ServiceContext,
-  row: ImportsTable,
-  placed: readonly PlacedCase[],
-  now: string,
-): Promise<{ ids: Map<string, string>; versions: Map<string, number>; created: number }> {
-  // The suite a new test gets (TCM-6): where the first case of that name is filed.
-  const suites = new Map<string, string | null>();
-  for (const { testCase } of placed) {
-    if (!suites.has(testCase.fullName)) suites.set(testCase.fullName, suiteOfNames(testCase.suite));
-  }
-  const names = [...suites.keys()];
-  const ids = new Map<string, string>();
-  const versions = new Map<string, number>();
-  let created = 0;
-  for (let at = 0; at < names.length; at += TESTS_PER_TRANSACTION) {
-    if (at > 0) await nextTurn();
-    const fullNames = names.slice(at, at + TESTS_PER_TRANSACTION);
-    const found = await ensureTestsByFullName(ctx.db, { projectId: row.project_id, fullNames, actorId: row.created_by, now, suites });
-    for (const [name, id] of found.ids) ids.set(name, id);
-    for (const [id, version] of await testVersionsOf(ctx.db, [...found.ids.values()])) versions.set(id, version);
-    created += found.created;
-  }
-  return { ids, versions, created };
 }
 
 /**

@@ -44,6 +44,15 @@ export function suiteOfNames(names: readonly string[] | undefined): string | nul
   return path === '' ? null : path;
 }
 
+/** The suite a new test of each full name gets (TCM-6): where the first case of that name is filed. */
+export function suitesOfCases(cases: readonly { fullName: string; suite?: string[] }[]): Map<string, string | null> {
+  const suites = new Map<string, string | null>();
+  for (const testCase of cases) {
+    if (!suites.has(testCase.fullName)) suites.set(testCase.fullName, suiteOfNames(testCase.suite));
+  }
+  return suites;
+}
+
 /** A link's identity within its kind: its key in lower case, or its URL when it has none. */
 export const linkRef = (link: TestLink): string => (link.key !== undefined ? link.key.toLowerCase() : (link.url as string));
 

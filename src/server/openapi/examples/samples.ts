@@ -3,7 +3,7 @@ import type { ArtifactDetails, ArtifactImage } from '../../../api/v1/artifacts.t
 import type { Device } from '../../../api/v1/devices.ts';
 import type { Project } from '../../../api/v1/projects.ts';
 import type { TestRun } from '../../../api/v1/runs.ts';
-import type { TestDefinition } from '../../../api/v1/tests.ts';
+import type { TestDefinition, TestVersion } from '../../../api/v1/tests.ts';
 import type { User } from '../../../api/v1/users.ts';
 
 // The fixed cast of the examples: one project, its people, devices, tests, a job, a run with its
@@ -139,6 +139,31 @@ export const LOGIN_TEST: Static<typeof TestDefinition> = {
   updatedAt: '2026-02-12T08:40:00.000Z',
   updatedBy: IDS.tester,
   health: LOGIN_HEALTH,
+};
+
+/** The login test as first written, before its second step gained test data. */
+export const LOGIN_FIRST_VERSION: Static<typeof TestVersion> = {
+  testId: IDS.testLogin,
+  version: 1,
+  current: false,
+  name: LOGIN_TEST.name,
+  description: LOGIN_TEST.description,
+  steps: LOGIN_TEST.steps.map(({ action, expected }) => ({ action, expected })),
+  tags: LOGIN_TEST.tags,
+  suite: LOGIN_TEST.suite,
+  links: LOGIN_TEST.links,
+  sourceFormat: 'json',
+  source: null,
+  createdAt: LOGIN_TEST.createdAt,
+  createdBy: IDS.tester,
+};
+
+export const LOGIN_V2: Static<typeof TestVersion> = {
+  ...LOGIN_FIRST_VERSION,
+  version: 2,
+  current: true,
+  steps: LOGIN_TEST.steps,
+  createdAt: LOGIN_TEST.updatedAt,
 };
 
 export const CHECKOUT_FEATURE = [

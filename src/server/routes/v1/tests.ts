@@ -7,17 +7,15 @@ import { deleteTest } from '../../services/deletions.ts';
 import { listQuarantines, quarantineTest, quarantineView, releaseQuarantine } from '../../services/health.ts';
 import { suiteTree, traceLinks } from '../../services/test-catalogue.ts';
 import { checkedSuite } from '../../services/test-content.ts';
+import { getTestVersion, listTestVersions, updateTest } from '../../services/test-versions.ts';
 import {
   createTest,
   getTest,
   getTestHistory,
-  getTestVersion,
   listTests,
-  listTestVersions,
   NEW_TEST_HEALTH,
   testFromGherkin,
   testFromJsonBody,
-  updateTest,
 } from '../../services/tests.ts';
 import { namedProject, pathProject, testOwner } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
