@@ -1,98 +1,28 @@
 import { Type } from 'typebox';
-import {
-  Description,
-  LABEL_MAX,
-  LABELS_MAX,
-  NAME_MAX,
-  Name,
-  NoContent,
-  Nullable,
-  Page,
-  PageQuery,
-  TEXT_MAX,
-  Timestamp,
-  Uuid,
-} from '../common.ts';
+import { Description, LABEL_MAX, LABELS_MAX, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { DeviceId } from './devices.ts';
 import { ProjectParams } from './projects.ts';
 import { RunStatus, Verdict } from './run-states.ts';
 import { ProjectQuery, RunLabel } from './runs.ts';
+import {
+  GHERKIN_MAX,
+  GHERKIN_MEDIA_TYPE,
+  LINK_URL_MAX,
+  SUITE_MAX,
+  Tag,
+  TEST_LINKS_MAX,
+  TEST_STEPS_MAX,
+  TestDefinition,
+  TestHealth,
+  TestLink,
+  TestQuarantine,
+  TestStep,
+  TestSuite,
+} from './test-definition.ts';
 
-/** Most steps one test definition holds, whether given as JSON or produced from Gherkin. */
-export const TEST_STEPS_MAX = 1000;
-/** Largest Gherkin feature text accepted, in characters (the JSON body limit bounds it too). */
-export const GHERKIN_MAX = 1024 * 1024;
-
-/** The media type of a Gherkin feature sent as the whole body of `POST /testmgmt/tests`. */
-export const GHERKIN_MEDIA_TYPE = 'text/x-gherkin';
-
-export const TestStep = Type.Object(
-  {
-    action: Type.String({ minLength: 1, maxLength: TEXT_MAX, description: 'What the tester (or automation) does.' }),
-    expected: Type.String({ maxLength: TEXT_MAX, description: 'The expected result; empty when the step only sets things up.' }),
-  },
-  { additionalProperties: false },
-);
-
-const Tag = Type.String({ minLength: 1, maxLength: LABEL_MAX, pattern: '^[^\\s,]+$', description: 'A tag, without the Gherkin `@`.' });
-
-/** A quarantine as a test's health shows it. */
-export const TestQuarantine = Type.Object(
-  {
-    owner: Type.String({ minLength: 1, maxLength: NAME_MAX, description: 'Who looks after the test, usually an e-mail.' }),
-    reason: Type.String({ minLength: 1, maxLength: TEXT_MAX }),
-    expiresAt: Timestamp,
-    expired: Type.Boolean({
-      description:
-        'The expiry has passed: the quarantine no longer keeps failures from failing CI jobs, and shows until released or renewed.',
-    }),
-  },
-  { additionalProperties: false },
-);
-
-/** A test's health over its latest outcomes (TRIAGE-6, docs/triage.md). */
-export const TestHealth = Type.Object(
-  {
-    state: Type.Union([Type.Literal('stable'), Type.Literal('flaky'), Type.Literal('broken')], {
-      description:
-        '`broken`: its latest outcomes (at least `brokenAfter`, default 5) all failed or broke; never flaky then. `flaky`: a ' +
-        'flaky score of at least 0.1. `stable` otherwise, and with fewer than 2 outcomes considered.',
-    }),
-    flakyScore: Type.Number({
-      minimum: 0,
-      maximum: 1,
-      description:
-        '(Outcomes flaky within a job + pass↔fail flips between consecutive outcomes on one branch + commits with both ' +
-        'verdicts) / outcomes considered, capped at 1; 0 when broken.',
-    }),
-    runsConsidered: Type.Integer({
-      minimum: 0,
-      description:
-        'Outcomes considered: the latest completed ones (per job, retries folded; at most `healthWindow`, default 30) that ' +
-        'passed, failed, broke or were flaky, leaving out incident jobs.',
-    }),
-    quarantine: Nullable(TestQuarantine),
-  },
-  { additionalProperties: false },
-);
-
-export const TestDefinition = Type.Object(
-  {
-    id: Uuid,
-    projectId: Uuid,
-    name: Type.String({ maxLength: NAME_MAX }),
-    description: Description,
-    steps: Type.Array(TestStep, { maxItems: TEST_STEPS_MAX }),
-    tags: Type.Array(Tag, { maxItems: LABELS_MAX }),
-    sourceFormat: Type.Union([Type.Literal('json'), Type.Literal('gherkin')], { description: 'How the test was given.' }),
-    source: Nullable(Type.String({ maxLength: GHERKIN_MAX, description: 'The Gherkin feature text a test was created from.' })),
-    createdAt: Timestamp,
-    createdBy: Nullable(Uuid),
-    health: TestHealth,
-  },
-  { additionalProperties: false },
-);
+export * from './test-cases.ts';
+export * from './test-definition.ts';
 
 /**
  * The JSON body of `POST /testmgmt/tests`: a definition given field by field (`name` + `steps`),
@@ -109,6 +39,8 @@ export const CreateTestBody = Type.Object(
     gherkin: Type.Optional(
       Type.String({ minLength: 1, maxLength: GHERKIN_MAX, description: 'A Gherkin feature text, parsed into the test.' }),
     ),
+    suite: Type.Optional(Nullable(TestSuite)),
+    links: Type.Optional(Type.Array(TestLink, { maxItems: TEST_LINKS_MAX })),
   },
   { additionalProperties: false },
 );
@@ -128,7 +60,10 @@ export const createTest = endpoint({
     'a Then step (and the And/But after it) becomes the `expected` result of the step before it. A doc string or data ' +
     'table is appended to its step; a Then with no step before it becomes a step of its own. When the feature has ' +
     'several scenarios, each starts with a heading step (`Scenario: <name>`, in the keyword and language of the file). ' +
-    'A syntax error answers 400 naming the line and column.',
+    "A syntax error answers 400: the problem's `errors` hold one entry per syntax error with its `line` and `column` " +
+    '(1-based, in the feature text) beside the `pointer` and `message`.\n\n' +
+    '`suite` and `links` do not come from Gherkin: give them beside `gherkin` in a JSON body, or `suite` in the query ' +
+    'with a text/x-gherkin body. The test starts at `version` 1. Audited as `test.create`.',
   tag: 'Tests',
   access: { scope: 'project', role: 'tester' },
   consumes: ['application/json', GHERKIN_MEDIA_TYPE],
@@ -138,6 +73,7 @@ export const createTest = endpoint({
         ...ProjectQuery,
         description: 'The project, by id or short key; only with a text/x-gherkin body (JSON bodies name it inside).',
       }),
+      suite: Type.Optional({ ...TestSuite, description: 'The suite of the test; only with a text/x-gherkin body.' }),
     },
     { additionalProperties: false },
   ),
@@ -149,11 +85,15 @@ export const listTests = endpoint({
   operationId: 'listTests',
   method: 'GET',
   path: '/testmgmt/tests',
-  summary: "A project's test definitions, newest first, or flakiest first; by health.",
+  summary: "A project's test definitions, newest first, or flakiest first; by health, suite, tag, name and link.",
   description:
     '`projectId` takes the id or the short key, in any case. `sort=flaky` orders by flaky score, highest first (then ' +
     'newest). `health` keeps the tests in that state; `stable` includes tests with no outcome yet, and `quarantined` ' +
-    'the tests whose quarantine has not expired.',
+    'the tests whose quarantine has not expired.\n\n' +
+    '`suite` keeps the tests in that folder and every folder under it (`Checkout` keeps `Checkout` and ' +
+    '`Checkout/Payments`, not `Checkouts`); `suite=` (empty) keeps the tests in no folder. `tag` keeps the tests carrying ' +
+    'that tag (any case). `q` keeps the tests whose name holds it (any case). `link` keeps the tests linked to that key ' +
+    'or URL (a key in any case; a URL exactly). Every filter narrows the list.',
   tag: 'Tests',
   access: { scope: 'project', role: 'viewer' },
   querystring: Type.Object(
@@ -164,6 +104,12 @@ export const listTests = endpoint({
       health: Type.Optional(
         Type.Union([Type.Literal('stable'), Type.Literal('flaky'), Type.Literal('broken'), Type.Literal('quarantined')]),
       ),
+      suite: Type.Optional(
+        Type.String({ maxLength: SUITE_MAX, description: 'A folder: its tests and those of every folder under it; empty for no folder.' }),
+      ),
+      tag: Type.Optional(Type.String({ minLength: 1, maxLength: LABEL_MAX, description: 'A tag (without `@`), in any case.' })),
+      q: Type.Optional(Type.String({ minLength: 1, maxLength: NAME_MAX, description: 'A part of the name, in any case.' })),
+      link: Type.Optional(Type.String({ minLength: 1, maxLength: LINK_URL_MAX, description: 'A link key (any case) or URL (exactly).' })),
     },
     { additionalProperties: false },
   ),

@@ -127,6 +127,33 @@ export interface TestsTable {
   full_name: string | null;
   created_at: string;
   created_by: string | null;
+  // Migration 0017 (TCM-*): the folder path, null for none; the links as answered (JSON; `test_links`
+  // indexes them); the version (1 at creation); when and by whom the current version was made.
+  suite: string | null;
+  links: string;
+  version: number;
+  updated_at: string;
+  updated_by: string | null;
+}
+
+/** A superseded version of a test, as it was while current (TCM-2): made at `created_at` by `created_by`. */
+export type TestVersionsTable = Pick<
+  TestsTable,
+  'name' | 'description' | 'steps' | 'tags' | 'suite' | 'links' | 'source_format' | 'source' | 'version' | 'created_at' | 'created_by'
+> & { test_id: string };
+
+/** One link of a test (TCM-4); `ref` is its identity in its kind: the key in lower case, else the URL. */
+export interface TestLinksTable {
+  test_id: string;
+  project_id: string;
+  kind: 'requirement' | 'issue';
+  /** A short hash of kind and ref (the link's id in pages), and the ref's first 200 characters (their order). */
+  link_id: string;
+  sort_key: string;
+  ref: string;
+  key: string | null;
+  url: string | null;
+  title: string | null;
 }
 
 export interface JobsTable {
@@ -202,6 +229,8 @@ export interface TestRunsTable {
   failure_group_id: string | null;
   /** 0 for a first attempt; retries of the same test in the same job count up (TRIAGE-5). */
   attempt: number;
+  /** The version of its test the run executes (TCM-3); null without a test. */
+  test_version: number | null;
 }
 
 export interface ResultPostsTable {
@@ -348,6 +377,8 @@ export interface Database {
   failure_group_branches: FailureGroupBranchesTable;
   test_health: TestHealthTable;
   test_quarantines: TestQuarantinesTable;
+  test_versions: TestVersionsTable;
+  test_links: TestLinksTable;
 }
 
 export type DB = Kysely<Database>;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { TEXT_MAX } from '../../api/common.ts';
 import { RUN_RESULT_ITEMS_MAX, STEP_DEPTH_MAX, STEP_TITLE_MAX } from '../../api/v1/results.ts';
 import type { ImportedCase, ImportedCell, ImportedReport, ImportedStep } from '../../import/model.ts';
@@ -8,7 +9,7 @@ import { insertCells, insertSteps } from '../db/repositories/results.ts';
 import { insertRuns } from '../db/repositories/runs.ts';
 import { holdsTaskLease } from '../db/repositories/tasks.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
-import type { Executor, StepsTable, TestRunsTable, TextCellsTable } from '../db/types.ts';
+import type { Executor, ImportsTable, StepsTable, TestRunsTable, TextCellsTable } from '../db/types.ts';
 import { sanitizeArtifactName } from '../media/file-names.ts';
 import { writeArtifact } from './evidence-writer.ts';
 import {
@@ -20,6 +21,8 @@ import {
   storeAttachments,
 } from './import-attachments.ts';
 import { onRunsCompleted } from './run-completion.ts';
+import { suitesOfCases } from './test-content.ts';
+import { ensureTestsByFullName } from './tests.ts';
 import { fitsQuota, hasQuota } from './usage.ts';
 
 // Turns imported cases into rows (IMP-1, IMP-2): one completed run per case, its step tree,
@@ -56,6 +59,8 @@ export interface ImportTarget {
   labels: { environment?: string; branch?: string; build?: string; commit?: string };
   ciUrl: string | null;
   testIds: Map<string, string>;
+  /** The current version of each of those tests, by test id (TCM-3). */
+  testVersions: Map<string, number>;
 }
 
 /** One case, where it came from, and its place in the import (its run's idempotency key). */
@@ -182,10 +187,11 @@ function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRun
   for (const attachment of testCase.attachments) sink.attachments.push({ attachment, stepId: null, runId, file: report.file });
 
   const labels = runLabels(target, testCase);
+  const testId = target.testIds.get(testCase.fullName) ?? null;
   return {
     id: runId,
     project_id: target.projectId,
-    test_id: target.testIds.get(testCase.fullName) ?? null,
+    test_id: testId,
     job_id: target.jobId,
     device_id: null,
     name: clean(testCase.name, 256) || '(unnamed)',
@@ -208,6 +214,7 @@ function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRun
     ci_url: target.ciUrl,
     failure_group_id: null,
     attempt: testCase.attempt,
+    test_version: testId === null ? null : (target.testVersions.get(testId) ?? 1),
   };
 }
 
@@ -282,4 +289,30 @@ export async function writeCases(
     problems: sink.problems,
     attachmentsMissing: sink.attachments.length + expanded - written,
   };
+}
+
+/** Tests found or created per transaction. */
+const TESTS_PER_TRANSACTION = 100;
+
+/** The project's tests of the cases (new ones filed in the report's suites, TCM-6), found or created a hundred names at a time (all at once held SQLite's event loop for 300 ms). */
+export async function ensureTests(
+  ctx: ServiceContext,
+  row: ImportsTable,
+  placed: readonly PlacedCase[],
+  now: string,
+): Promise<{ ids: Map<string, string>; versions: Map<string, number>; created: number }> {
+  const suites = suitesOfCases(placed.map((p) => p.testCase));
+  const names = [...suites.keys()];
+  const ids = new Map<string, string>();
+  const versions = new Map<string, number>();
+  let created = 0;
+  for (let at = 0; at < names.length; at += TESTS_PER_TRANSACTION) {
+    if (at > 0) await nextTurn();
+    const fullNames = names.slice(at, at + TESTS_PER_TRANSACTION);
+    const found = await ensureTestsByFullName(ctx.db, { projectId: row.project_id, fullNames, actorId: row.created_by, now, suites });
+    for (const [name, id] of found.ids) ids.set(name, id);
+    for (const [id, version] of found.versions) versions.set(id, version);
+    created += found.created;
+  }
+  return { ids, versions, created };
 }

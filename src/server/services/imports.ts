@@ -25,9 +25,16 @@ import type { ImportsTable } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
 import { canonicalJson } from './fingerprint.ts';
 import { checkAndStoreUpload, type ImportOptionsInput, type ImportUpload, type ReadUpload } from './import-reading.ts';
-import { assertTaskHeld, type ImportLease, type ImportTarget, type PlacedCase, type TaskHold, writeCases } from './import-writer.ts';
+import {
+  assertTaskHeld,
+  ensureTests,
+  type ImportLease,
+  type ImportTarget,
+  type PlacedCase,
+  type TaskHold,
+  writeCases,
+} from './import-writer.ts';
 import type { JobRequest } from './jobs.ts';
-import { ensureTestsByFullName } from './tests.ts';
 
 const BATCHES_PER_CHECKPOINT = 16; // batches (512 KB of text at most) between two WAL checkpoints on SQLite
 
@@ -55,8 +62,6 @@ const BATCH_CASES = 250;
  * holds the event loop for long (IMP-7). A case is never split: its run commits whole.
  */
 const BATCH_CHARS = 512 * 1024;
-/** Tests found or created per transaction. */
-const TESTS_PER_TRANSACTION = 100;
 /** Bytes hashed per turn of the event loop. */
 const HASH_SLICE_BYTES = 4 * 1024 * 1024;
 /** Errors kept per report file in the import's summary. */
@@ -262,26 +267,6 @@ async function jobOf(ctx: ServiceContext, row: ImportsTable, name: string, optio
   );
 }
 
-/** The project's tests of the cases, found or created a hundred names at a time (all at once held SQLite's event loop for 300 ms). */
-async function ensureTests(
-  ctx: ServiceContext,
-  row: ImportsTable,
-  placed: readonly PlacedCase[],
-  now: string,
-): Promise<{ ids: Map<string, string>; created: number }> {
-  const names = [...new Set(placed.map((p) => p.testCase.fullName))];
-  const ids = new Map<string, string>();
-  let created = 0;
-  for (let at = 0; at < names.length; at += TESTS_PER_TRANSACTION) {
-    if (at > 0) await nextTurn();
-    const fullNames = names.slice(at, at + TESTS_PER_TRANSACTION);
-    const found = await ensureTestsByFullName(ctx.db, { projectId: row.project_id, fullNames, actorId: row.created_by, now });
-    for (const [name, id] of found.ids) ids.set(name, id);
-    created += found.created;
-  }
-  return { ids, created };
-}
-
 /**
  * Writes an accepted import's job from its upload read again (import-tasks.ts runs it), a batch per
  * transaction, after the batches an earlier attempt committed; stops between two batches once the
@@ -299,7 +284,7 @@ export async function writeImport(ctx: ServiceContext, row: ImportsTable, read: 
   placed.forEach((p, i) => {
     p.index = i;
   });
-  const { ids: testIds, created: testsCreated } = await ensureTests(ctx, row, placed, now);
+  const { ids: testIds, versions: testVersions, created: testsCreated } = await ensureTests(ctx, row, placed, now);
   const target: ImportTarget = {
     importId: row.id,
     projectId: row.project_id,
@@ -309,6 +294,7 @@ export async function writeImport(ctx: ServiceContext, row: ImportsTable, read: 
     labels: { environment: options.environment, branch: options.branch, build: options.build, commit: options.commit },
     ciUrl: options.ciUrl ?? null,
     testIds,
+    testVersions,
   };
   const earlier = row.summary === null ? undefined : (JSON.parse(row.summary) as ImportSummary);
   const counts = emptyCounts();

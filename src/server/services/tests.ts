@@ -5,18 +5,36 @@ import type { ServiceContext } from '../context.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import { listTestsByHealth, type TestListFilter } from '../db/repositories/health.ts';
 import { decisiveVerdictBefore, latestRunsOfTest } from '../db/repositories/runs.ts';
-import { findTest, insertTest, insertTestsByFullName, testsByFullName } from '../db/repositories/tests.ts';
+import {
+  findTest,
+  insertTest,
+  insertTestsByFullName,
+  replaceTestLinks,
+  testsByFullName,
+  testVersionsOf,
+} from '../db/repositories/tests.ts';
+import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, TestRunsTable, TestsTable } from '../db/types.ts';
 import { found, invalid } from '../errors.ts';
 import { compileValidator } from '../validation.ts';
+import { audit } from './audit.ts';
 import { type FeatureDefinition, featureToTest } from './gherkin.ts';
 import { healthViewsOf, type TestHealthView } from './health.ts';
 import { countOutcomes, foldOutcomes, type OutcomeCounts, type TestOutcome } from './outcomes.ts';
+import { checkedLinks, checkedSuite, linkRows, type TestLink } from './test-content.ts';
 
 /** A test definition ready to store, with the input it came from. */
 export interface NewTest extends FeatureDefinition {
   sourceFormat: TestsTable['source_format'];
   source: string | null;
+  suite: string | null;
+  links: TestLink[];
+}
+
+/** Who asks, for the audit log. */
+export interface Actor {
+  userId: string;
+  requestId?: string;
 }
 
 // The app validates JSON bodies itself only on routes that take JSON alone; this one also takes
@@ -24,8 +42,8 @@ export interface NewTest extends FeatureDefinition {
 const validateCreateTestBody = compileValidator(CreateTestBody);
 
 /** The test a Gherkin feature text describes; problems are 400s at `pointer`. */
-export function testFromGherkin(text: string, pointer: string): NewTest {
-  return { ...featureToTest(text, pointer), sourceFormat: 'gherkin', source: text };
+export function testFromGherkin(text: string, pointer: string, suite: string | null = null, links: TestLink[] = []): NewTest {
+  return { ...featureToTest(text, pointer), sourceFormat: 'gherkin', source: text, suite, links };
 }
 
 /**
@@ -35,12 +53,14 @@ export function testFromGherkin(text: string, pointer: string): NewTest {
  */
 export function testFromJsonBody(raw: unknown): NewTest {
   const body = validateCreateTestBody(raw);
+  const suite = checkedSuite(body.suite ?? null, '/body/suite');
+  const links = checkedLinks(body.links ?? [], '/body/links');
   if (body.gherkin !== undefined) {
     if (body.steps !== undefined) throw invalid('/body/steps', 'cannot be combined with gherkin; give one of them');
     for (const field of ['name', 'description', 'tags'] as const) {
       if (body[field] !== undefined) throw invalid(`/body/${field}`, 'comes from the Gherkin text; leave it out');
     }
-    return testFromGherkin(body.gherkin, '/body/gherkin');
+    return testFromGherkin(body.gherkin, '/body/gherkin', suite, links);
   }
   if (body.steps === undefined) throw invalid('/body/steps', 'is required (or give a Gherkin feature in gherkin)');
   if (body.name === undefined) throw invalid('/body/name', 'is required with steps');
@@ -51,24 +71,48 @@ export function testFromJsonBody(raw: unknown): NewTest {
     tags: body.tags ?? [],
     sourceFormat: 'json',
     source: null,
+    suite,
+    links,
   };
 }
 
-export async function createTest(ctx: ServiceContext, projectId: string, test: NewTest, actorId: string): Promise<TestsTable> {
+/** Steps as stored: `data` kept only when it says something. */
+export const storedSteps = (steps: readonly { action: string; data?: string; expected: string }[]) =>
+  JSON.stringify(steps.map(({ action, data, expected }) => (data ? { action, data, expected } : { action, expected })));
+
+/** Creates a test at version 1 (TCM-1), with its links indexed; audited as `test.create`. */
+export async function createTest(ctx: ServiceContext, projectId: string, test: NewTest, actor: Actor): Promise<TestsTable> {
+  const now = ctx.clock().toISOString();
   const row: TestsTable = {
     id: randomUUID(),
     project_id: projectId,
     name: test.name,
     description: test.description,
-    steps: JSON.stringify(test.steps),
+    steps: storedSteps(test.steps),
     tags: JSON.stringify(test.tags),
     source_format: test.sourceFormat,
     source: test.source,
     full_name: null,
-    created_at: ctx.clock().toISOString(),
-    created_by: actorId,
+    created_at: now,
+    created_by: actor.userId,
+    suite: test.suite,
+    links: JSON.stringify(test.links),
+    version: 1,
+    updated_at: now,
+    updated_by: actor.userId,
   };
-  await insertTest(ctx.db, row);
+  await inTransaction(ctx.db, async (trx) => {
+    await insertTest(trx, row);
+    await replaceTestLinks(trx, row.id, linkRows(row.id, projectId, test.links));
+    await audit(ctx, trx, {
+      actorUserId: actor.userId,
+      action: 'test.create',
+      targetType: 'test',
+      targetId: row.id,
+      details: { projectId, name: row.name, sourceFormat: row.source_format },
+      requestId: actor.requestId,
+    });
+  });
   return row;
 }
 
@@ -166,12 +210,19 @@ const displayName = (fullName: string) => (fullName.length > NAME_MAX ? `${fullN
  */
 export async function ensureTestsByFullName(
   executor: Executor,
-  input: { projectId: string; fullNames: readonly string[]; actorId: string | null; now: string },
-): Promise<{ ids: Map<string, string>; created: number }> {
+  input: {
+    projectId: string;
+    fullNames: readonly string[];
+    actorId: string | null;
+    now: string;
+    /** The suite of each test a report names (TCM-6), by full name: given to the tests created, never to existing ones. */
+    suites?: ReadonlyMap<string, string | null>;
+  },
+): Promise<{ ids: Map<string, string>; versions: Map<string, number>; created: number }> {
   const wanted = [...new Set(input.fullNames)];
   const known = await testsByFullName(executor, input.projectId, wanted);
   const missing = wanted.filter((name) => !known.has(name));
-  if (missing.length === 0) return { ids: known, created: 0 };
+  if (missing.length === 0) return { ids: known, versions: await testVersionsOf(executor, [...known.values()]), created: 0 };
   await insertTestsByFullName(
     executor,
     missing.map((fullName) => ({
@@ -186,8 +237,13 @@ export async function ensureTestsByFullName(
       full_name: fullName,
       created_at: input.now,
       created_by: input.actorId,
+      suite: input.suites?.get(fullName) ?? null,
+      links: '[]',
+      version: 1,
+      updated_at: input.now,
+      updated_by: input.actorId,
     })),
   );
   const ids = await testsByFullName(executor, input.projectId, wanted);
-  return { ids, created: missing.length };
+  return { ids, versions: await testVersionsOf(executor, [...ids.values()]), created: missing.length };
 }

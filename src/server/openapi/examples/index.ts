@@ -3,6 +3,7 @@ import { artifactExamples } from './artifacts.ts';
 import { failureExamples } from './failures.ts';
 import { importExamples } from './imports.ts';
 import { labExamples } from './lab.ts';
+import { testCaseExamples } from './test-cases.ts';
 import { testingExamples } from './testing.ts';
 import type { OperationExamples } from './types.ts';
 
@@ -18,6 +19,7 @@ export const OPERATION_EXAMPLES: ReadonlyMap<string, OperationExamples> = new Ma
   ...accountExamples,
   ...labExamples,
   ...testingExamples,
+  ...testCaseExamples,
   ...artifactExamples,
   ...importExamples,
   ...failureExamples,

@@ -3,7 +3,7 @@ import type { ArtifactDetails, ArtifactImage } from '../../../api/v1/artifacts.t
 import type { Device } from '../../../api/v1/devices.ts';
 import type { Project } from '../../../api/v1/projects.ts';
 import type { TestRun } from '../../../api/v1/runs.ts';
-import type { TestDefinition } from '../../../api/v1/tests.ts';
+import type { TestDefinition, TestVersion } from '../../../api/v1/tests.ts';
 import type { User } from '../../../api/v1/users.ts';
 
 // The fixed cast of the examples: one project, its people, devices, tests, a job, a run with its
@@ -126,14 +126,44 @@ export const LOGIN_TEST: Static<typeof TestDefinition> = {
   description: 'A registered customer signs in with e-mail and password.',
   steps: [
     { action: 'Open the login page', expected: 'The e-mail and password fields are shown' },
-    { action: `Sign in as ${TESTER_EMAIL}`, expected: 'The dashboard greets Maria by name' },
+    { action: 'Sign in', data: `${TESTER_EMAIL} / a valid password`, expected: 'The dashboard greets Maria by name' },
   ],
   tags: ['smoke', 'login'],
+  suite: 'Accounts/Login',
+  links: [{ kind: 'requirement', key: 'SHOP-12', url: 'https://jira.example.com/browse/SHOP-12', title: 'Customers sign in with e-mail' }],
   sourceFormat: 'json',
   source: null,
+  version: 2,
   createdAt: '2026-02-10T11:00:00.000Z',
   createdBy: IDS.tester,
+  updatedAt: '2026-02-12T08:40:00.000Z',
+  updatedBy: IDS.tester,
   health: LOGIN_HEALTH,
+};
+
+/** The login test as first written, before its second step gained test data. */
+export const LOGIN_FIRST_VERSION: Static<typeof TestVersion> = {
+  testId: IDS.testLogin,
+  version: 1,
+  current: false,
+  name: LOGIN_TEST.name,
+  description: LOGIN_TEST.description,
+  steps: LOGIN_TEST.steps.map(({ action, expected }) => ({ action, expected })),
+  tags: LOGIN_TEST.tags,
+  suite: LOGIN_TEST.suite,
+  links: LOGIN_TEST.links,
+  sourceFormat: 'json',
+  source: null,
+  createdAt: LOGIN_TEST.createdAt,
+  createdBy: IDS.tester,
+};
+
+export const LOGIN_V2: Static<typeof TestVersion> = {
+  ...LOGIN_FIRST_VERSION,
+  version: 2,
+  current: true,
+  steps: LOGIN_TEST.steps,
+  createdAt: LOGIN_TEST.updatedAt,
 };
 
 export const CHECKOUT_FEATURE = [
@@ -158,10 +188,15 @@ export const CHECKOUT_TEST: Static<typeof TestDefinition> = {
     { action: 'When I check out with my saved card', expected: 'Then the order confirmation shows the order number' },
   ],
   tags: ['smoke', 'checkout'],
+  suite: 'Checkout/Payments',
+  links: [{ kind: 'requirement', key: 'SHOP-40', title: 'Pay with a saved card' }],
   sourceFormat: 'gherkin',
   source: CHECKOUT_FEATURE,
+  version: 1,
   createdAt: '2026-02-11T15:30:00.000Z',
   createdBy: IDS.tester,
+  updatedAt: '2026-02-11T15:30:00.000Z',
+  updatedBy: IDS.tester,
   health: { state: 'stable', flakyScore: 0, runsConsidered: 12, quarantine: null },
 };
 
@@ -176,6 +211,7 @@ export const RUN: Static<typeof TestRun> = {
   status: 'completed',
   verdict: 'passed',
   testId: IDS.testLogin,
+  testVersion: 2,
   jobId: null,
   deviceId: DEVICE_ID,
   ...RUN_LABELS,
@@ -205,6 +241,7 @@ export const JOB_RUN: Static<typeof TestRun> = {
   status: 'running',
   verdict: null,
   testId: IDS.testCheckout,
+  testVersion: 1,
   jobId: IDS.job,
   deviceId: IPHONE_ID,
   ...RUN_LABELS,

@@ -2,10 +2,8 @@ import type { Static } from 'typebox';
 import { cancelJob, completeJob, createJob, exportJob, getJob, type Job, listJobs } from '../../../api/v1/jobs.ts';
 import { appendResults, exportRun, getResults, type XrayExecution } from '../../../api/v1/results.ts';
 import { claimRun, createRun, getRun, heartbeatRun, keepRun, listRuns, updateRun } from '../../../api/v1/runs.ts';
-import { createTest, getTest, getTestHistory, listQuarantines, listTests, quarantineTest } from '../../../api/v1/tests.ts';
+import { getTestHistory, listQuarantines, quarantineTest } from '../../../api/v1/tests.ts';
 import {
-  CHECKOUT_FEATURE,
-  CHECKOUT_TEST,
   CI_URL,
   DEVICE_ID,
   IDS,
@@ -69,19 +67,6 @@ const stepTimes = {
 };
 
 export const testingExamples = [
-  examplesOf(createTest, {
-    request: {
-      projectId: IDS.project,
-      name: LOGIN_TEST.name,
-      description: LOGIN_TEST.description,
-      steps: LOGIN_TEST.steps,
-      tags: LOGIN_TEST.tags,
-    },
-    text: CHECKOUT_FEATURE,
-    responses: { 201: { ...LOGIN_TEST, health: { state: 'stable', flakyScore: 0, runsConsidered: 0, quarantine: null } } },
-  }),
-  examplesOf(listTests, { responses: { 200: { items: [CHECKOUT_TEST, LOGIN_TEST], nextCursor: null } } }),
-  examplesOf(getTest, { responses: { 200: LOGIN_TEST } }),
   examplesOf(getTestHistory, {
     responses: {
       200: {
