@@ -1,8 +1,11 @@
+import { useLocation } from 'preact-iso';
 import type { Static } from 'typebox';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
+import { useAction } from '../admin/action.ts';
+import { ConfirmAction } from '../admin/confirm.tsx';
 import { Breadcrumb } from '../breadcrumb.tsx';
 import { CiLink } from '../ci-link.tsx';
-import { Badge, LiveStatus, Page, PageWaiting } from '../components.tsx';
+import { Badge, ErrorBox, LiveStatus, Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { Fact, LabelFacts, TimeFacts } from '../facts.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
@@ -193,12 +196,55 @@ const RUN_COLUMNS: Column<TestRun>[] = [
   { header: 'Duration', cell: (run) => formatDuration(between(run.startedAt, run.finishedAt)) },
 ];
 
+/** The same tests on the same devices with the same labels, as a new job (JOB-2). */
+const againBody = (job: Job) => ({
+  projectId: job.projectId,
+  name: job.name,
+  testIds: job.testIds,
+  deviceIds: job.deviceIds,
+  deviceLabels: job.deviceLabels,
+  ...Object.fromEntries((['branch', 'build', 'environment', 'commit'] as const).flatMap((l) => (job[l] ? [[l, job[l]]] : []))),
+  ...(job.ciUrl ? { ciUrl: job.ciUrl } : {}),
+});
+
+/** Cancel (asked twice: its queued runs are aborted) while the job is open; run again once it has tests. */
+function JobActions({ job, onChanged }: { job: Job; onChanged: () => void }) {
+  const { route } = useLocation();
+  const again = useAction();
+  const runAgain = async () => {
+    const created = await again.run(
+      (client) => client.call(v1.jobs.createJob, { body: againBody(job) }),
+      (next) => `Launched ${next.name}.`,
+    );
+    if (created) route(`/jobs/${created.id}`);
+  };
+  return (
+    <div class="job-actions">
+      {isOpen(job) ? (
+        <ConfirmAction
+          verb="Cancel job"
+          what={job.name}
+          done={`Cancelled ${job.name}.`}
+          perform={(client) => client.call(v1.jobs.cancelJob, { params: { jobId: job.id } })}
+          onDone={onChanged}
+        />
+      ) : null}
+      {job.testIds.length > 0 ? (
+        <button type="button" onClick={runAgain} disabled={again.busy}>
+          Run again
+        </button>
+      ) : null}
+      {again.error ? <ErrorBox error={again.error} /> : null}
+    </div>
+  );
+}
+
 export function JobPage({ jobId }: { jobId: string }) {
-  const { data, error } = useApi((client) => loadJob(client, jobId), [jobId], LIVE);
+  const { data, error, reload } = useApi((client) => loadJob(client, jobId), [jobId], LIVE);
   if (!data) return <PageWaiting title="Job" error={error} />;
   const { job, runs } = data;
   return (
-    <Page title={job.name}>
+    <Page title={job.name} actions={<JobActions job={job} onChanged={reload} />}>
       <Breadcrumb projectId={job.projectId} here="Job" />
       <IncidentBanner job={job} />
       <JobSummary job={job} refreshError={error} />
