@@ -5,7 +5,7 @@ import { ApiError } from '../../src/client/index.ts';
 import { describeError } from './data.ts';
 import './forms.css';
 
-/** One validation problem of an API answer: the field it names (a JSON pointer) and what is wrong. */
+/** One validation problem of an API answer: the body field it names (a JSON pointer) and what is wrong. */
 export interface FieldProblem {
   pointer: string;
   message: string;
@@ -27,7 +27,15 @@ export function fieldProblems(error: Error | undefined): FieldProblem[] {
     const said = /line (\d+)(?:, column (\d+))?/.exec(message);
     const lineOf = typeof line === 'number' ? line : said ? Number(said[1]) : undefined;
     const columnOf = typeof column === 'number' ? column : said?.[2] ? Number(said[2]) : undefined;
-    return [{ pointer, message, ...(lineOf ? { line: lineOf } : {}), ...(columnOf ? { column: columnOf } : {}) }];
+    // The server names body fields from the request (`/body/key`); a form names them from its body (`/key`).
+    return [
+      {
+        pointer: pointer.replace(/^\/body(?=\/|$)/, ''),
+        message,
+        ...(lineOf ? { line: lineOf } : {}),
+        ...(columnOf ? { column: columnOf } : {}),
+      },
+    ];
   });
 }
 

@@ -7,11 +7,12 @@
  */
 export type Reach =
   /** The page (a route of app.tsx) where a person performs the operation, and how. */
-  | { page: string; does: string; evidence?: string }
+  | { page: string; does: string; evidence?: RegExp }
   /** Deliberately without a page, and why. */
   | { apiOnly: string };
 
-const RUNNER = 'A runner’s protocol (SCALE-6): a program takes a queued run for its device and renews the lease while it runs; a browser tab would hold a lease nobody renews. A person starts a queued run by hand instead (PATCH to running), which takes no lease.';
+const RUNNER =
+  'A runner’s protocol (SCALE-6): a program takes a queued run for its device and renews the lease while it runs; a browser tab would hold a lease nobody renews. A person starts a queued run by hand instead (PATCH to running), which takes no lease.';
 
 export const PARITY: Record<string, Reach> = {
   // Meta
@@ -54,7 +55,12 @@ export const PARITY: Record<string, Reach> = {
   // Tests
   listTests: { page: '/projects/:projectKey/tests', does: 'The tests tree, searched' },
   createTest: { page: '/projects/:projectKey/tests/new', does: 'New test: steps or Gherkin' },
+  updateTest: { page: '/tests/:testId/edit', does: 'Save test (a new version)' },
   getTest: { page: '/tests/:testId', does: 'A test' },
+  listTestVersions: { page: '/tests/:testId', does: 'Its versions' },
+  getTestVersion: { page: '/tests/:testId', does: 'One version (?version=), linked from the runs that executed it' },
+  listSuites: { page: '/projects/:projectKey/tests', does: 'The suites and their counts' },
+  listLinks: { page: '/projects/:projectKey/traceability', does: 'Each link with its tests and their latest verdicts' },
   getTestHistory: { page: '/tests/:testId', does: 'Its history' },
   deleteTest: { page: '/tests/:testId', does: 'Delete test' },
   quarantineTest: { page: '/tests/:testId', does: 'Quarantine' },
@@ -71,7 +77,7 @@ export const PARITY: Record<string, Reach> = {
   cancelJob: { page: '/jobs/:jobId', does: 'Cancel job' },
   completeJob: { page: '/jobs/:jobId', does: 'Close launch' },
   deleteJob: { page: '/jobs/:jobId', does: 'Delete job' },
-  exportJob: { page: '/jobs/:jobId', does: 'Export', evidence: '/testmgmt/jobs/${encodeURIComponent(jobId)}/export' },
+  exportJob: { page: '/jobs/:jobId', does: 'Export', evidence: /\/testmgmt\/jobs\/\$\{[^}]+\}\/export/ },
 
   // Runs
   claimRun: { apiOnly: RUNNER },
@@ -84,15 +90,15 @@ export const PARITY: Record<string, Reach> = {
   keepRun: { page: '/runs/:testRunId', does: 'Keep' },
   appendResults: { page: '/runs/:testRunId/execute', does: 'Pass, Fail, Blocked, Skip a step' },
   getResults: { page: '/runs/:testRunId', does: 'Its steps' },
-  exportRun: { page: '/runs/:testRunId', does: 'Export', evidence: '/testmgmt/testruns/${encodeURIComponent(testRunId)}/export' },
+  exportRun: { page: '/runs/:testRunId', does: 'Export', evidence: /\/testmgmt\/testruns\/\$\{[^}]+\}\/export/ },
 
   // Artifacts and images
   getArtifacts: { page: '/runs/:testRunId', does: 'Screenshots beside their steps' },
   listArtifacts: { page: '/runs/:testRunId', does: 'Other artifacts' },
-  getArtifactContent: { page: '/runs/:testRunId', does: 'Download', evidence: '/content`' },
+  getArtifactContent: { page: '/runs/:testRunId', does: 'Download', evidence: /\/artifact\/artifacts\/\$\{[^}]+\}\/content/ },
   uploadArtifact: { page: '/runs/:testRunId/execute', does: 'Paste, drop or pick a screenshot for a step' },
   deleteArtifact: { page: '/runs/:testRunId', does: 'Delete an artifact' },
-  getImage: { page: '/runs/:testRunId', does: 'Screenshots, thumbnails first', evidence: '`/images/${' },
+  getImage: { page: '/runs/:testRunId', does: 'Screenshots, thumbnails first', evidence: /`\/images\/\$\{/ },
 
   // Imports
   importReport: { page: '/projects/:projectKey/import', does: 'Import results (drop a file)' },

@@ -10,7 +10,7 @@ import { ProjectMembers } from '../admin/members.tsx';
 import { Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatBytes } from '../format.ts';
-import { bodyField, Field, FormProblem, integerOrUndefined, problemAt, TextField } from '../forms.tsx';
+import { bodyField, Field, FormProblem, fieldProblems, integerOrUndefined, problemAt, TextField } from '../forms.tsx';
 
 type Project = Static<typeof v1.projects.Project>;
 const UPDATE = v1.projects.updateProject;
@@ -187,6 +187,68 @@ function QuotaForm({ project, onSaved }: { project: Project; onSaved: (p: Projec
   );
 }
 
+/** The project's failure category rules (TRIAGE), as the JSON the API takes: `{ rules }` or Allure's categories.json. */
+function FailureRulesForm({ projectId }: { projectId: string }) {
+  const loaded = useApi((client) => client.call(v1.failures.getFailureRules, { params: { projectId } }), [projectId]);
+  const action = useAction();
+  const [text, setText] = useState<string | undefined>();
+  const [parseError, setParseError] = useState<string | undefined>();
+  const shown = text ?? (loaded.data ? JSON.stringify(loaded.data, null, 2) : '');
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    let body: unknown;
+    try {
+      body = JSON.parse(shown);
+      setParseError(undefined);
+    } catch (error) {
+      setParseError(`Not JSON: ${(error as Error).message}`);
+      return;
+    }
+    const saved = await action.run(
+      (client) => client.call(v1.failures.putFailureRules, { params: { projectId }, body: body as never }),
+      (r) => `Saved ${r.rules.length} rule${r.rules.length === 1 ? '' : 's'}.`,
+    );
+    if (saved) setText(JSON.stringify(saved, null, 2));
+  };
+  const problems = fieldProblems(action.error)
+    .map((p) => `${p.pointer || 'body'}: ${p.message}`)
+    .join('; ');
+  return (
+    <form class="panel form" onSubmit={submit} aria-label="Failure rules">
+      <h2>Failure rules</h2>
+      <Field
+        label="Rules (JSON)"
+        problem={parseError ?? (problems || undefined)}
+        hint="The first rule whose patterns match a failure gives its category. Allure's categories.json is taken as it is."
+      >
+        {({ id, describedBy, invalid }) => (
+          <textarea
+            id={id}
+            rows={8}
+            class="mono"
+            spellcheck={false}
+            value={shown}
+            aria-describedby={describedBy}
+            aria-invalid={invalid || undefined}
+            onInput={(e) => setText(e.currentTarget.value)}
+          />
+        )}
+      </Field>
+      {problems ? null : <FormProblem error={action.error} fields={[]} />}
+      <div class="form-actions">
+        <button type="submit" disabled={action.busy || loaded.data === undefined}>
+          Save failure rules
+        </button>
+        {action.done ? (
+          <span class="notice" role="status">
+            {action.done}
+          </span>
+        ) : null}
+      </div>
+    </form>
+  );
+}
+
 /** How much the project holds, read from its counters (`GET /projects/{id}/usage`). */
 function UsagePanel({ projectId, version }: { projectId: string; version: number }) {
   const usage = useApi((client) => client.call(v1.projects.getProjectUsage, { params: { projectId } }), [projectId, version]);
@@ -284,6 +346,7 @@ export function ProjectSettingsPage({ projectKey }: { projectKey: string }) {
         <RetentionForm project={project} onSaved={saved} />
         {me.data?.role === 'admin' ? <QuotaForm project={project} onSaved={saved} /> : null}
         <UsagePanel projectId={project.id} version={version} />
+        <FailureRulesForm projectId={project.id} />
         <section class="panel" aria-labelledby="members-heading">
           <h2 id="members-heading">Members</h2>
           <ProjectMembers projectId={project.id} projectName={project.name} />

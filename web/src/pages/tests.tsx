@@ -68,7 +68,7 @@ function TestRow({ test, chosen, onChoose }: { test: TestDefinition; chosen: boo
 
 /** One suite, open, with a link to run all of it; its sub-suites inside. */
 function SuiteBranch(props: { node: SuiteNode; projectKey: string; chosen: Set<string>; onChoose: (ids: string[], on: boolean) => void }) {
-  const { node, projectKey, chosen, onChoose } = props;
+  const { node, projectKey, totals, chosen, onChoose } = props;
   const rows = (
     <ul class="test-list">
       {[...node.children.values()].map((child) => (
@@ -91,11 +91,15 @@ function SuiteBranch(props: { node: SuiteNode; projectKey: string; chosen: Set<s
   return (
     <details open class="suite">
       <summary>
-        <span class="suite-name">{node.name}</span> <span class="muted">({countOf(node)})</span>
+        <span class="suite-name">{node.name}</span>{' '}
+        <span class="muted">
+          ({countOf(node)}
+          {totals.get(node.path) !== countOf(node) ? ` of ${totals.get(node.path) ?? '?'}` : ''})
+        </span>
       </summary>
       <div class="suite-actions">
         <a href={`/projects/${projectKey}/jobs/new?suite=${encodeURIComponent(node.path)}`} aria-label={`Run suite ${node.path}`}>
-          Run suite
+          Run suite ({totals.get(node.path) ?? countOf(node)} tests)
         </a>
       </div>
       {rows}
@@ -110,13 +114,17 @@ export function TestsPage({ projectKey }: { projectKey: string }) {
   const data = useApi(
     async (client) => {
       const project = await client.call(v1.projects.getProject, { params: { projectId: projectKey } });
-      return { project, tests: await loadTests(client, project.id, filter) };
+      const [tests, suites] = await Promise.all([
+        loadTests(client, project.id, filter),
+        client.call(v1.tests.listSuites, { params: { projectId: project.id } }),
+      ]);
+      return { project, tests, totals: new Map(suites.items.map((s) => [s.path, s.total])) };
     },
     [projectKey, JSON.stringify(filter)],
   );
   const [chosen, setChosen] = useState<Set<string>>(new Set());
   if (!data.data) return <PageWaiting title="Tests" error={data.error} />;
-  const { project, tests } = data.data;
+  const { project, tests, totals } = data.data;
   const choose = (ids: string[], on: boolean) => {
     const next = new Set(chosen);
     for (const id of ids) on ? next.add(id) : next.delete(id);
@@ -157,6 +165,9 @@ export function TestsPage({ projectKey }: { projectKey: string }) {
         <button type="button" onClick={runChosen} disabled={chosen.size === 0}>
           Run
         </button>
+        {filter.suite ? (
+          <a href={`/projects/${project.key}/jobs/new?suite=${encodeURIComponent(filter.suite)}`}>Run suite {filter.suite}</a>
+        ) : null}
         {filter.tag ? (
           <a href={`/projects/${project.key}/jobs/new?tag=${encodeURIComponent(filter.tag)}`}>Run every test tagged {filter.tag}</a>
         ) : null}
@@ -165,7 +176,7 @@ export function TestsPage({ projectKey }: { projectKey: string }) {
         <p class="muted">{Object.keys(filter).length ? 'No test matches.' : 'No test yet.'}</p>
       ) : (
         <section class="panel test-tree" aria-label="Tests by suite">
-          <SuiteBranch node={treeOf(tests)} projectKey={project.key} chosen={chosen} onChoose={choose} />
+          <SuiteBranch node={treeOf(tests)} projectKey={project.key} totals={totals} chosen={chosen} onChoose={choose} />
         </section>
       )}
     </Page>
