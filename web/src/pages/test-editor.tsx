@@ -259,7 +259,7 @@ export function TestEditorPage(props: { projectKey?: string; testId?: string }) 
           problem={problemAt(action.error, '/suite')}
         />
         {draft.mode === 'gherkin' ? (
-          <Field label="Gherkin" problem={undefined} hint="Name, description, tags and steps come from the feature.">
+          <Field label="Gherkin feature" problem={undefined} hint="Name, description, tags and steps come from the feature.">
             {({ id, describedBy }) => (
               <GherkinEditor
                 id={id}

@@ -55,18 +55,20 @@ export function GherkinEditor({
         />
       </div>
       {problems.length > 0 ? (
-        <ul class="gherkin-errors" id={listId} role="alert" aria-label="Gherkin errors">
-          {problems.map((problem) => (
-            <li key={`${problem.line}-${problem.message}`} data-testid="gherkin-error">
-              {problem.line ? (
-                <button type="button" class="link-button" onClick={() => area.current && goToLine(area.current, problem.line as number)}>
-                  Line {problem.line}
-                </button>
-              ) : null}{' '}
-              {problem.message}
-            </li>
-          ))}
-        </ul>
+        <div role="alert" id={listId}>
+          <ul class="gherkin-errors" aria-label="Gherkin errors">
+            {problems.map((problem) => (
+              <li key={`${problem.line}-${problem.message}`} data-testid="gherkin-error">
+                {problem.line ? (
+                  <button type="button" class="gherkin-line" onClick={() => area.current && goToLine(area.current, problem.line as number)}>
+                    Line {problem.line}
+                  </button>
+                ) : null}{' '}
+                {problem.message}
+              </li>
+            ))}
+          </ul>
+        </div>
       ) : null}
     </div>
   );
