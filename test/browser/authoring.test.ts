@@ -90,7 +90,7 @@ describe('writing tests, launching jobs and managing a project in the web interf
     await server?.close();
   });
 
-  test('New project: the key and name, and the API's refusal of a key taken shown in the form', async () => {
+  test("New project: the key and name, and the API's refusal of a key taken shown in the form", async () => {
     await page.getByRole('button', { name: 'New project' }).click();
     const form = page.getByRole('form', { name: 'New project' });
     await form.getByLabel('Key').fill('shop');
@@ -111,7 +111,7 @@ describe('writing tests, launching jobs and managing a project in the web interf
     assert.match((await form.getByRole('alert').first().textContent()) ?? '', /409|exists|taken|already/i);
   });
 
-  test('a Gherkin test with a syntax error shows the server's error at its line; fixed, it is created in its suite with its link', async () => {
+  test("a Gherkin test with a syntax error shows the server's error at its line; fixed, it is created in its suite with its link", async () => {
     await page.goto(`${server.url}/projects/${KEY}`);
     await page.getByRole('link', { name: 'Tests', exact: true }).click();
     await page.waitForURL(`${server.url}/projects/${KEY}/tests`);
@@ -224,7 +224,7 @@ describe('writing tests, launching jobs and managing a project in the web interf
     assert.ok(await page.getByRole('checkbox', { name: 'Pay by card' }).isChecked());
   });
 
-  test('traceability: the requirement with its test and the test's latest verdict', async () => {
+  test("traceability: the requirement with its test and the test's latest verdict", async () => {
     const [run] = (await client.call(v1.runs.listRuns, { query: { jobId } })).items;
     const runId = run?.id as string;
     await client.call(v1.runs.updateRun, { params: { testRunId: runId }, body: { status: 'running' } });
