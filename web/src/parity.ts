@@ -96,12 +96,21 @@ export const PARITY: Record<string, Reach> = {
   getArtifacts: { page: '/runs/:testRunId', does: 'Screenshots beside their steps' },
   listArtifacts: { page: '/runs/:testRunId', does: 'Other artifacts' },
   getArtifactContent: { page: '/runs/:testRunId', does: 'Download', evidence: /\/artifact\/artifacts\/\$\{[^}]+\}\/content/ },
-  uploadArtifact: { page: '/runs/:testRunId/execute', does: 'Paste, drop or pick a screenshot for a step' },
+  // Uploads go through XMLHttpRequest for their progress: the evidence is the path they post to.
+  uploadArtifact: {
+    page: '/runs/:testRunId/execute',
+    does: 'Paste, drop or pick a screenshot for a step',
+    evidence: /`\/projects\/\$\{[^}]+\}\/artifact`/,
+  },
   deleteArtifact: { page: '/runs/:testRunId', does: 'Delete an artifact' },
   getImage: { page: '/runs/:testRunId', does: 'Screenshots, thumbnails first', evidence: /`\/images\/\$\{/ },
 
   // Imports
-  importReport: { page: '/projects/:projectKey/import', does: 'Import results (drop a file)' },
+  importReport: {
+    page: '/projects/:projectKey/import',
+    does: 'Import results (drop a file)',
+    evidence: /\/projects\/\$\{[^}]+\}\/imports\?/,
+  },
   getImport: { page: '/projects/:projectKey/import', does: "The import's progress and errors" },
   listImports: { page: '/projects/:projectKey/import', does: 'Earlier imports' },
 
