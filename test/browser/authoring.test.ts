@@ -187,7 +187,7 @@ describe('writing tests, launching jobs and managing a project in the web interf
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     await page.waitForURL(/\/jobs\/new\?tests=/);
     const form = page.getByRole('form', { name: 'New job' });
-    assert.ok(await form.getByRole('checkbox', { name: 'Pay by card' }).isChecked());
+    await form.getByRole('checkbox', { name: 'Pay by card', checked: true }).waitFor();
     await form.getByLabel('Job name').fill('Card payments by hand');
     await form.getByLabel('Branch').fill('main');
     await form.getByLabel('Build').fill('1.4.2');
@@ -221,7 +221,7 @@ describe('writing tests, launching jobs and managing a project in the web interf
     await page.goto(`${server.url}/projects/${KEY}/tests`);
     await page.getByRole('link', { name: 'Run suite Checkout/Payments' }).click();
     await page.waitForURL(/suite=Checkout%2FPayments/);
-    assert.ok(await page.getByRole('checkbox', { name: 'Pay by card' }).isChecked());
+    await page.getByRole('checkbox', { name: 'Pay by card', checked: true }).waitFor();
   });
 
   test("traceability: the requirement with its test and the test's latest verdict", async () => {

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { v1 } from '../../../src/client/index.ts';
 import { useAction } from '../admin/action.ts';
@@ -41,7 +41,8 @@ export function NewJobPage({ projectKey }: { projectKey: string }) {
     [projectKey, JSON.stringify(query)],
   );
   const action = useAction();
-  const [chosen, setChosen] = useState<Set<string>>(new Set());
+  // Until the person changes it, every test the address chose is chosen.
+  const [changed, setChosen] = useState<Set<string> | undefined>();
   const [deviceIds, setDeviceIds] = useState<Set<string>>(new Set());
   const [form, setForm] = useState<Record<string, string>>({
     name: '',
@@ -51,11 +52,9 @@ export function NewJobPage({ projectKey }: { projectKey: string }) {
     environment: '',
     commit: '',
   });
-  useEffect(() => {
-    if (data.data) setChosen(new Set(data.data.tests.map((t) => t.id)));
-  }, [data.data]);
   if (!data.data) return <PageWaiting title="New job" error={data.error} />;
   const { project, tests, devices } = data.data;
+  const chosen = changed ?? new Set(tests.map((t) => t.id));
   const set = (name: string) => (value: string) => setForm({ ...form, [name]: value });
   const toggle = (items: Set<string>, id: string, on: boolean) => {
     const next = new Set(items);
