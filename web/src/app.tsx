@@ -20,6 +20,12 @@ const DashboardPage = lazy(() => import('./pages/dashboard.tsx').then((m) => m.D
 const FailuresPage = lazy(() => import('./pages/failures.tsx').then((m) => m.FailuresPage));
 const FailureGroupPage = lazy(() => import('./pages/failure-group.tsx').then((m) => m.FailureGroupPage));
 const ComparePage = lazy(() => import('./pages/compare.tsx').then((m) => m.ComparePage));
+// Issue 31: writing, not only reading: a project's settings, its tests, launching jobs, traceability.
+const ProjectSettingsPage = lazy(() => import('./pages/project-settings.tsx').then((m) => m.ProjectSettingsPage));
+const TestsPage = lazy(() => import('./pages/tests.tsx').then((m) => m.TestsPage));
+const TestEditorPage = lazy(() => import('./pages/test-editor.tsx').then((m) => m.TestEditorPage));
+const TraceabilityPage = lazy(() => import('./pages/traceability.tsx').then((m) => m.TraceabilityPage));
+const NewJobPage = lazy(() => import('./pages/job-new.tsx').then((m) => m.NewJobPage));
 
 /** A page behind the login: without a session, the login page, with the place asked for. */
 function behindLogin<P extends object>(Component: (props: P) => unknown) {
@@ -55,6 +61,11 @@ const Pages = {
   failures: behindLogin(FailuresPage),
   failureGroup: behindLogin(FailureGroupPage),
   compare: behindLogin(ComparePage),
+  projectSettings: behindLogin(ProjectSettingsPage),
+  tests: behindLogin(TestsPage),
+  testEditor: behindLogin(TestEditorPage),
+  traceability: behindLogin(TraceabilityPage),
+  newJob: behindLogin(NewJobPage),
   notFound: behindLogin(NotFoundPage),
 };
 
@@ -69,10 +80,16 @@ export function App() {
         <Route path="/projects/:projectKey/dashboard" component={Pages.dashboard} />
         <Route path="/projects/:projectKey/failures" component={Pages.failures} />
         <Route path="/projects/:projectKey/failures/:groupId" component={Pages.failureGroup} />
+        <Route path="/projects/:projectKey/settings" component={Pages.projectSettings} />
+        <Route path="/projects/:projectKey/tests" component={Pages.tests} />
+        <Route path="/projects/:projectKey/tests/new" component={Pages.testEditor} />
+        <Route path="/projects/:projectKey/traceability" component={Pages.traceability} />
+        <Route path="/projects/:projectKey/jobs/new" component={Pages.newJob} />
         <Route path="/runs/:testRunId" component={Pages.run} />
         <Route path="/jobs/:jobId" component={Pages.job} />
         <Route path="/jobs/:jobId/compare" component={Pages.compare} />
         <Route path="/tests/:testId" component={Pages.test} />
+        <Route path="/tests/:testId/edit" component={Pages.testEditor} />
         <Route path="/devices" component={Pages.devices} />
         <Route path="/admin/users" component={Pages.users} />
         <Route path="/keys" component={Pages.keys} />

@@ -6,6 +6,7 @@ import { v1 } from '../../../src/client/index.ts';
 import { useAction } from '../admin/action.ts';
 import '../admin/admin.css';
 import { ApiKeysPanel } from '../admin/api-keys.tsx';
+import { ConfirmAction } from '../admin/confirm.tsx';
 import { atLeast, useMe } from '../admin/me.ts';
 import { ProjectMembers } from '../admin/members.tsx';
 import { ROLES, type Role, RolesEditor } from '../admin/roles.tsx';
@@ -88,11 +89,13 @@ function UserDetail({
   onChanged,
   closeHref,
   currentKeyId,
+  onDeleted,
 }: {
   email: string;
   onChanged: () => void;
   closeHref: string;
   currentKeyId: string;
+  onDeleted: () => void;
 }) {
   const user = useApi((client) => client.call(v1.users.getUser, { params: { email } }), [email]);
   if (user.error) return <ErrorBox error={user.error} />;
@@ -119,6 +122,15 @@ function UserDetail({
       />
       <h3>API keys</h3>
       <ApiKeysPanel email={u.email} currentKeyId={currentKeyId} />
+      <h3>Delete</h3>
+      <p class="muted">Revokes their keys at once; what they created stays.</p>
+      <ConfirmAction
+        verb="Delete user"
+        what={u.email}
+        done={`Deleted ${u.email}.`}
+        perform={(client) => client.call(v1.users.deleteUser, { params: { email: u.email } })}
+        onDone={onDeleted}
+      />
     </section>
   );
 }
@@ -164,6 +176,10 @@ function UsersSection({ currentKeyId }: { currentKeyId: string }) {
           onChanged={users.reload}
           closeHref={withQuery(path, query, { user: undefined })}
           currentKeyId={currentKeyId}
+          onDeleted={() => {
+            users.reload();
+            route(withQuery(path, query, { user: undefined }));
+          }}
         />
       ) : null}
       <section class="panel" aria-labelledby="users-heading">

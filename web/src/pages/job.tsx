@@ -1,15 +1,23 @@
+import { useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
 import type { Static } from 'typebox';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
+import { useAction } from '../admin/action.ts';
+import { ConfirmAction } from '../admin/confirm.tsx';
+import { ActionStatus } from '../admin/status.tsx';
 import { Breadcrumb } from '../breadcrumb.tsx';
 import { CiLink } from '../ci-link.tsx';
-import { Badge, LiveStatus, Page, PageWaiting } from '../components.tsx';
+import { Badge, ErrorBox, LiveStatus, Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { Fact, LabelFacts, TimeFacts } from '../facts.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { type Column, ListTable } from '../list-table.tsx';
+import { downloadFromApi } from '../run/download.ts';
 import type { TestRun } from '../run/steps.ts';
 import type { TestProgress } from '../triage/api.ts';
 import { CompareForm } from '../triage/compare-form.tsx';
+import '../admin/admin.css';
+import '../forms.css';
 import '../run/run.css';
 
 type Job = Static<typeof v1.jobs.Job>;
@@ -193,12 +201,113 @@ const RUN_COLUMNS: Column<TestRun>[] = [
   { header: 'Duration', cell: (run) => formatDuration(between(run.startedAt, run.finishedAt)) },
 ];
 
+/** The same tests on the same devices with the same labels, as a new job (JOB-2). */
+const againBody = (job: Job) => ({
+  projectId: job.projectId,
+  name: job.name,
+  testIds: job.testIds,
+  deviceIds: job.deviceIds,
+  deviceLabels: job.deviceLabels,
+  ...Object.fromEntries((['branch', 'build', 'environment', 'commit'] as const).flatMap((l) => (job[l] ? [[l, job[l]]] : []))),
+  ...(job.ciUrl ? { ciUrl: job.ciUrl } : {}),
+});
+
+const EXPORTS = [
+  ['html', 'HTML report'],
+  ['junit', 'JUnit'],
+  ['zip', 'ZIP bundle'],
+  ['allure', 'Allure'],
+  ['xray', 'Xray'],
+] as const;
+
+/** The job's completed runs as one report, downloaded with the session key. */
+function JobExport({ job }: { job: Job }) {
+  const [format, setFormat] = useState<(typeof EXPORTS)[number][0]>('html');
+  const action = useAction();
+  const jobId = job.id;
+  const exportJob = () =>
+    action.run(
+      () => downloadFromApi(`/testmgmt/jobs/${encodeURIComponent(jobId)}/export?format=${format}`, `job-${jobId}-${format}`),
+      (name) => `Saved ${name}.`,
+    );
+  return (
+    <span class="job-export">
+      <label class="visually-hidden" for="job-export-format">
+        Export format
+      </label>
+      <select id="job-export-format" value={format} onChange={(e) => setFormat(e.currentTarget.value as typeof format)}>
+        {EXPORTS.map(([value, label]) => (
+          <option key={value} value={value}>
+            {label}
+          </option>
+        ))}
+      </select>
+      <button type="button" class="secondary" onClick={exportJob} disabled={action.busy}>
+        Export job
+      </button>
+      <ActionStatus state={action} />
+    </span>
+  );
+}
+
+/**
+ * Cancel (asked twice: its queued runs are aborted) while the job is open; close a launch whose
+ * reporter never did; run again once it has tests; export.
+ */
+function JobActions({ job, onChanged }: { job: Job; onChanged: () => void }) {
+  const { route } = useLocation();
+  const again = useAction();
+  const close = useAction();
+  const closeLaunch = async () => {
+    if (
+      await close.run(
+        (client) => client.call(v1.jobs.completeJob, { params: { jobId: job.id } }),
+        () => 'Closed the launch.',
+      )
+    )
+      onChanged();
+  };
+  const runAgain = async () => {
+    const created = await again.run(
+      (client) => client.call(v1.jobs.createJob, { body: againBody(job) }),
+      (next) => `Launched ${next.name}.`,
+    );
+    if (created) route(`/jobs/${created.id}`);
+  };
+  return (
+    <div class="job-actions">
+      {isOpen(job) ? (
+        <ConfirmAction
+          verb="Cancel job"
+          what={job.name}
+          done={`Cancelled ${job.name}.`}
+          perform={(client) => client.call(v1.jobs.cancelJob, { params: { jobId: job.id } })}
+          onDone={onChanged}
+        />
+      ) : null}
+      {job.testIds.length === 0 && !job.closedAt && job.status !== 'cancelled' ? (
+        <button type="button" class="secondary" onClick={closeLaunch} disabled={close.busy}>
+          Close launch
+        </button>
+      ) : null}
+      {job.testIds.length > 0 ? (
+        <button type="button" onClick={runAgain} disabled={again.busy}>
+          Run again
+        </button>
+      ) : null}
+      <JobExport job={job} />
+      {again.error ? <ErrorBox error={again.error} /> : null}
+      {close.error ? <ErrorBox error={close.error} /> : null}
+    </div>
+  );
+}
+
 export function JobPage({ jobId }: { jobId: string }) {
-  const { data, error } = useApi((client) => loadJob(client, jobId), [jobId], LIVE);
+  const { data, error, reload } = useApi((client) => loadJob(client, jobId), [jobId], LIVE);
   if (!data) return <PageWaiting title="Job" error={error} />;
   const { job, runs } = data;
   return (
-    <Page title={job.name}>
+    <Page title={job.name} actions={<JobActions job={job} onChanged={reload} />}>
       <Breadcrumb projectId={job.projectId} here="Job" />
       <IncidentBanner job={job} />
       <JobSummary job={job} refreshError={error} />

@@ -105,6 +105,15 @@ export function ProjectPage({ projectKey }: { projectKey: string }) {
           <a class="button secondary" href={`/projects/${key}/failures`}>
             Failures
           </a>
+          <a class="button secondary" href={`/projects/${key}/tests`}>
+            Tests
+          </a>
+          <a class="button secondary" href={`/projects/${key}/traceability`}>
+            Traceability
+          </a>
+          <a class="button secondary" href={`/projects/${key}/settings`}>
+            Settings
+          </a>
         </>
       }
     >

@@ -1,13 +1,99 @@
+import { useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
 import { v1 } from '../../../src/client/index.ts';
+import { useAction } from '../admin/action.ts';
+import { atLeast, useMe } from '../admin/me.ts';
 import { ErrorBox, Loading, Page } from '../components.tsx';
 import { useApi } from '../data.ts';
+import { bodyField, FormProblem, problemAt, TextField } from '../forms.tsx';
 import { UsageSummary } from '../usage.tsx';
 
-/** The projects the signed-in user can see. */
+const CREATE = v1.projects.createProject;
+
+/** A new project (managers and admins): its short key and its name; the API checks both as the fields do. */
+function NewProjectForm({ onCancel }: { onCancel: () => void }) {
+  const { route } = useLocation();
+  const action = useAction();
+  const [form, setForm] = useState({ key: '', name: '', description: '' });
+  const set = (field: keyof typeof form) => (value: string) => setForm({ ...form, [field]: value });
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const created = await action.run(
+      (client) =>
+        client.call(CREATE, {
+          body: {
+            key: form.key.trim(),
+            name: form.name.trim(),
+            ...(form.description.trim() ? { description: form.description.trim() } : {}),
+          },
+        }),
+      (project) => `Created ${project.key}.`,
+    );
+    if (created) route(`/projects/${created.key}`);
+  };
+  return (
+    <form class="panel form" onSubmit={submit} aria-label="New project">
+      <h2>New project</h2>
+      <div class="form-row">
+        <TextField
+          label="Key"
+          name="key"
+          value={form.key}
+          onInput={(value) => set('key')(value.toUpperCase())}
+          schema={bodyField(CREATE, 'key')}
+          hint="2 to 16 capitals and digits, starting with a letter: WEB, SHOP2."
+          problem={problemAt(action.error, '/key')}
+          required
+        />
+        <TextField
+          label="Name"
+          name="name"
+          value={form.name}
+          onInput={set('name')}
+          schema={bodyField(CREATE, 'name')}
+          problem={problemAt(action.error, '/name')}
+          required
+        />
+      </div>
+      <TextField
+        label="Description"
+        name="description"
+        value={form.description}
+        onInput={set('description')}
+        schema={bodyField(CREATE, 'description')}
+        problem={problemAt(action.error, '/description')}
+      />
+      <FormProblem error={action.error} fields={['/key', '/name', '/description']} />
+      <div class="form-actions">
+        <button type="submit" disabled={action.busy}>
+          Create project
+        </button>
+        <button type="button" class="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** The projects the signed-in user can see, and a new one for managers. */
 export function ProjectsPage() {
   const projects = useApi((client) => client.call(v1.projects.listProjects, { query: { limit: 200 } }), []);
+  const me = useMe();
+  const [creating, setCreating] = useState(false);
+  const canCreate = atLeast(me.data?.role, 'manager');
   return (
-    <Page title="Projects">
+    <Page
+      title="Projects"
+      actions={
+        canCreate && !creating ? (
+          <button type="button" onClick={() => setCreating(true)}>
+            New project
+          </button>
+        ) : null
+      }
+    >
+      {creating ? <NewProjectForm onCancel={() => setCreating(false)} /> : null}
       {projects.error ? <ErrorBox error={projects.error} /> : null}
       {projects.data === undefined ? (
         <Loading />

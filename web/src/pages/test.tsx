@@ -7,6 +7,7 @@ import { useApi } from '../data.ts';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { type Column, ListStates, ListTable } from '../list-table.tsx';
 import '../admin/admin.css';
+import { StepList, TestAuthoring } from '../tcm/test-panel.tsx';
 import './test.css';
 
 type History = Static<typeof TestHistory>;
@@ -184,21 +185,14 @@ export function TestPage({ testId }: { testId: string }) {
         </ul>
       ) : null}
       {t.description ? <p>{t.description}</p> : null}
+      <TestAuthoring test={t} />
       <HistorySection testId={testId} />
       <section class="panel" aria-labelledby="steps-heading">
         <h2 id="steps-heading">Steps</h2>
         {t.steps.length === 0 ? (
           <p class="muted">No steps: this test was named by a report or reporter, which sends its steps with each run.</p>
         ) : (
-          <ol class="test-steps">
-            {t.steps.map((step, i) => (
-              // Steps have no ids; their place is their identity (a definition's steps never reorder on the page).
-              <li key={i}>
-                <div class="step-action">{step.action}</div>
-                {step.expected ? <div class="step-expected">{step.expected}</div> : null}
-              </li>
-            ))}
-          </ol>
+          <StepList steps={t.steps} />
         )}
       </section>
       {t.source ? (

@@ -27,6 +27,15 @@ export function RunSummary({ run, live, refreshError }: { run: TestRun; live: bo
       </div>
       <dl class="facts">
         <Fact term="Test">{run.testId ? <a href={`/tests/${run.testId}`}>{test.data?.name ?? 'Open test'}</a> : '—'}</Fact>
+        {run.testId && run.testVersion ? (
+          // The version the run executed (TCM-4): its steps as they were, even after later edits.
+          <Fact term="Test version">
+            <a href={`/tests/${run.testId}?version=${run.testVersion}`} data-testid="run-test-version">
+              Version {run.testVersion}
+              {test.data && test.data.version !== run.testVersion ? ` (the test is now at version ${test.data.version})` : ''}
+            </a>
+          </Fact>
+        ) : null}
         <Fact term="Job">{run.jobId ? <a href={`/jobs/${run.jobId}`}>Open job</a> : '—'}</Fact>
         <Fact term="Device">{run.deviceId ?? '—'}</Fact>
         {run.ciUrl ? (

@@ -1,0 +1,358 @@
+import { useEffect, useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
+import type { Static } from 'typebox';
+import { RetentionPolicy } from '../../../src/api/v1/projects.ts';
+import { v1 } from '../../../src/client/index.ts';
+import { useAction } from '../admin/action.ts';
+import '../admin/admin.css';
+import { atLeast, useMe } from '../admin/me.ts';
+import { ProjectMembers } from '../admin/members.tsx';
+import { Page, PageWaiting } from '../components.tsx';
+import { useApi } from '../data.ts';
+import { formatBytes } from '../format.ts';
+import { bodyField, Field, FormProblem, fieldProblems, integerOrUndefined, problemAt, TextField } from '../forms.tsx';
+
+type Project = Static<typeof v1.projects.Project>;
+const UPDATE = v1.projects.updateProject;
+/** The retention fields' schemas, for their constraints. */
+const RETENTION = RetentionPolicy.properties;
+const MIB = 1024 * 1024;
+
+/** Name and description; the title shows the new name at once and goes back if the API refuses it. */
+function GeneralForm({ project, onSaved, onShown }: { project: Project; onSaved: (p: Project) => void; onShown: (name: string) => void }) {
+  const action = useAction();
+  const [form, setForm] = useState({ name: project.name, description: project.description });
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    onShown(form.name.trim());
+    const saved = await action.run(
+      (client) =>
+        client.call(UPDATE, {
+          params: { projectId: project.id },
+          body: { name: form.name.trim(), description: form.description.trim() },
+        }),
+      () => 'Saved the name and description.',
+    );
+    if (saved) onSaved(saved);
+    else onShown(project.name);
+  };
+  return (
+    <form class="panel form" onSubmit={submit} aria-label="Name and description">
+      <h2>Name and description</h2>
+      <TextField
+        label="Name"
+        name="name"
+        value={form.name}
+        onInput={(name) => setForm({ ...form, name })}
+        schema={bodyField(UPDATE, 'name')}
+        problem={problemAt(action.error, '/name')}
+        required
+      />
+      <TextField
+        label="Description"
+        name="description"
+        value={form.description}
+        onInput={(description) => setForm({ ...form, description })}
+        schema={bodyField(UPDATE, 'description')}
+        problem={problemAt(action.error, '/description')}
+      />
+      <FormProblem error={action.error} fields={['/name', '/description']} />
+      <div class="form-actions">
+        <button type="submit" disabled={action.busy}>
+          Save name and description
+        </button>
+        {action.done ? (
+          <span class="notice" role="status">
+            {action.done}
+          </span>
+        ) : null}
+      </div>
+    </form>
+  );
+}
+
+const RETENTION_FIELDS = [
+  { name: 'days', label: 'Keep finished runs (days)' },
+  { name: 'failedDays', label: 'Keep failed and broken runs (days)' },
+  { name: 'lastRunsPerTest', label: 'Keep at least the last runs of each test' },
+] as const;
+
+/** The retention policy (RET-2): the project's own, or the instance's default. */
+function RetentionForm({ project, onSaved }: { project: Project; onSaved: (p: Project) => void }) {
+  const action = useAction();
+  const own = project.retention;
+  const [useDefault, setUseDefault] = useState(own === null);
+  const [values, setValues] = useState<Record<string, string>>({
+    days: own?.days?.toString() ?? '',
+    failedDays: own?.failedDays?.toString() ?? '',
+    lastRunsPerTest: own?.lastRunsPerTest?.toString() ?? '',
+  });
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const policy: Record<string, number> = {};
+    for (const { name } of RETENTION_FIELDS) {
+      const value = integerOrUndefined(values[name] ?? '');
+      if (value !== undefined) policy[name] = value;
+    }
+    const saved = await action.run(
+      (client) => client.call(UPDATE, { params: { projectId: project.id }, body: { retention: useDefault ? null : policy } }),
+      (p) => (p.retention === null ? 'The project follows the instance default.' : 'Saved the retention policy.'),
+    );
+    if (saved) onSaved(saved);
+  };
+  return (
+    <form class="panel form" onSubmit={submit} aria-label="Retention">
+      <h2>Retention</h2>
+      <p class="muted">A run stays while any rule keeps it; runs marked keep are never expired.</p>
+      <label class="checkbox">
+        <input type="checkbox" checked={useDefault} onChange={(e) => setUseDefault(e.currentTarget.checked)} />
+        Follow the instance default
+      </label>
+      <div class="form-row">
+        {RETENTION_FIELDS.map(({ name, label }) => (
+          <TextField
+            key={name}
+            label={label}
+            name={name}
+            type="number"
+            value={values[name] ?? ''}
+            disabled={useDefault}
+            onInput={(value) => setValues({ ...values, [name]: value })}
+            schema={RETENTION[name]}
+            problem={problemAt(action.error, `/retention/${name}`)}
+          />
+        ))}
+      </div>
+      <FormProblem error={action.error} fields={['/retention']} />
+      <div class="form-actions">
+        <button type="submit" disabled={action.busy}>
+          Save retention
+        </button>
+        {action.done ? (
+          <span class="notice" role="status">
+            {action.done}
+          </span>
+        ) : null}
+      </div>
+    </form>
+  );
+}
+
+/** The storage quota (RET-5): admins set it; in MiB here, in bytes to the API. */
+function QuotaForm({ project, onSaved }: { project: Project; onSaved: (p: Project) => void }) {
+  const action = useAction();
+  const quota = project.usage.quotaBytes;
+  const [mib, setMib] = useState(quota === null ? '' : String(Math.round(quota / MIB)));
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const value = integerOrUndefined(mib);
+    const saved = await action.run(
+      (client) =>
+        client.call(UPDATE, { params: { projectId: project.id }, body: { quotaBytes: value === undefined ? null : value * MIB } }),
+      (p) => (p.usage.quotaBytes === null ? 'The project has no quota.' : `The quota is ${formatBytes(p.usage.quotaBytes)}.`),
+    );
+    if (saved) onSaved(saved);
+  };
+  return (
+    <form class="panel form" onSubmit={submit} aria-label="Quota">
+      <h2>Quota</h2>
+      <Field label="Quota (MiB)" problem={problemAt(action.error, '/quotaBytes')} hint="Empty: no quota. Uploads past it are refused.">
+        {({ id, describedBy, invalid }) => (
+          <input
+            id={id}
+            name="quota"
+            type="number"
+            min={0}
+            step={1}
+            max={2 ** 30}
+            value={mib}
+            aria-describedby={describedBy}
+            aria-invalid={invalid || undefined}
+            onInput={(e) => setMib(e.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <FormProblem error={action.error} fields={['/quotaBytes']} />
+      <div class="form-actions">
+        <button type="submit" disabled={action.busy}>
+          Save quota
+        </button>
+        {action.done ? (
+          <span class="notice" role="status">
+            {action.done}
+          </span>
+        ) : null}
+      </div>
+    </form>
+  );
+}
+
+/** The project's failure category rules (TRIAGE), as the JSON the API takes: `{ rules }` or Allure's categories.json. */
+function FailureRulesForm({ projectId }: { projectId: string }) {
+  const loaded = useApi((client) => client.call(v1.failures.getFailureRules, { params: { projectId } }), [projectId]);
+  const action = useAction();
+  const [text, setText] = useState<string | undefined>();
+  const [parseError, setParseError] = useState<string | undefined>();
+  const shown = text ?? (loaded.data ? JSON.stringify(loaded.data, null, 2) : '');
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    let body: unknown;
+    try {
+      body = JSON.parse(shown);
+      setParseError(undefined);
+    } catch (error) {
+      setParseError(`Not JSON: ${(error as Error).message}`);
+      return;
+    }
+    const saved = await action.run(
+      (client) => client.call(v1.failures.putFailureRules, { params: { projectId }, body: body as never }),
+      (r) => `Saved ${r.rules.length} rule${r.rules.length === 1 ? '' : 's'}.`,
+    );
+    if (saved) setText(JSON.stringify(saved, null, 2));
+  };
+  const problems = fieldProblems(action.error)
+    .map((p) => `${p.pointer || 'body'}: ${p.message}`)
+    .join('; ');
+  return (
+    <form class="panel form" onSubmit={submit} aria-label="Failure rules">
+      <h2>Failure rules</h2>
+      <Field
+        label="Rules (JSON)"
+        problem={parseError ?? (problems || undefined)}
+        hint="The first rule whose patterns match a failure gives its category. Allure's categories.json is taken as it is."
+      >
+        {({ id, describedBy, invalid }) => (
+          <textarea
+            id={id}
+            rows={8}
+            class="mono"
+            spellcheck={false}
+            value={shown}
+            aria-describedby={describedBy}
+            aria-invalid={invalid || undefined}
+            onInput={(e) => setText(e.currentTarget.value)}
+          />
+        )}
+      </Field>
+      {problems ? null : <FormProblem error={action.error} fields={[]} />}
+      <div class="form-actions">
+        <button type="submit" disabled={action.busy || loaded.data === undefined}>
+          Save failure rules
+        </button>
+        {action.done ? (
+          <span class="notice" role="status">
+            {action.done}
+          </span>
+        ) : null}
+      </div>
+    </form>
+  );
+}
+
+/** How much the project holds, read from its counters (`GET /projects/{id}/usage`). */
+function UsagePanel({ projectId, version }: { projectId: string; version: number }) {
+  const usage = useApi((client) => client.call(v1.projects.getProjectUsage, { params: { projectId } }), [projectId, version]);
+  const u = usage.data;
+  return (
+    <section class="panel" aria-labelledby="usage-heading">
+      <h2 id="usage-heading">Usage</h2>
+      {u ? (
+        <dl class="facts" data-testid="usage">
+          <dt>Runs</dt>
+          <dd>{u.runs.toLocaleString('en')}</dd>
+          <dt>Artifacts</dt>
+          <dd>{u.artifacts.toLocaleString('en')}</dd>
+          <dt>Stored</dt>
+          <dd>{formatBytes(u.storedBytes)}</dd>
+          <dt>Uploaded</dt>
+          <dd>{formatBytes(u.logicalBytes)}</dd>
+          <dt>Quota</dt>
+          <dd>{u.quotaBytes === null ? 'none' : formatBytes(u.quotaBytes)}</dd>
+        </dl>
+      ) : (
+        <p class="muted">{usage.error ? usage.error.message : 'Loading…'}</p>
+      )}
+    </section>
+  );
+}
+
+/** Deleting the project asks for its key to be typed: everything it holds goes with it. */
+function DeleteProject({ project }: { project: Project }) {
+  const { route } = useLocation();
+  const action = useAction();
+  const [typed, setTyped] = useState('');
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const went = await action.run(
+      (client) => client.call(v1.projects.deleteProject, { params: { projectId: project.id } }).then(() => true),
+      () => `Deleted ${project.key}.`,
+    );
+    if (went) route('/projects');
+  };
+  return (
+    <form class="panel form danger-zone" onSubmit={submit} aria-label="Delete project">
+      <h2>Delete project</h2>
+      <p>
+        Deletes {project.key} with its {project.usage.runs.toLocaleString('en')} runs, its tests, jobs and files (
+        {formatBytes(project.usage.storedBytes)} stored). This cannot be undone.
+      </p>
+      <TextField
+        label={`Type ${project.key} to confirm`}
+        name="confirm"
+        value={typed}
+        onInput={setTyped}
+        problem={undefined}
+        placeholder={project.key}
+      />
+      <FormProblem error={action.error} fields={[]} />
+      <div class="form-actions">
+        <button type="submit" class="danger" disabled={action.busy || typed.trim() !== project.key}>
+          Delete project
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** A project's settings: name, retention, quota (admins), members, usage, and deleting it. */
+export function ProjectSettingsPage({ projectKey }: { projectKey: string }) {
+  const loaded = useApi((client) => client.call(v1.projects.getProject, { params: { projectId: projectKey } }), [projectKey]);
+  const me = useMe();
+  const [project, setProject] = useState<Project | undefined>();
+  const [shownName, setShownName] = useState<string | undefined>();
+  const [version, setVersion] = useState(0);
+  useEffect(() => {
+    if (loaded.data) setProject(loaded.data);
+  }, [loaded.data]);
+  if (!project) return <PageWaiting title="Project settings" error={loaded.error} />;
+  const saved = (p: Project) => {
+    setProject(p);
+    setShownName(undefined);
+    setVersion((n) => n + 1);
+  };
+  const manages = atLeast(me.data?.role, 'manager');
+  return (
+    <Page
+      title={`${project.key} · ${shownName ?? project.name} · Settings`}
+      actions={
+        <a class="button secondary" href={`/projects/${project.key}`}>
+          Runs
+        </a>
+      }
+    >
+      {!manages && me.data ? <p class="muted">Only managers change a project; the API will refuse your changes.</p> : null}
+      <div class="settings">
+        <GeneralForm project={project} onSaved={saved} onShown={setShownName} />
+        <RetentionForm project={project} onSaved={saved} />
+        {me.data?.role === 'admin' ? <QuotaForm project={project} onSaved={saved} /> : null}
+        <UsagePanel projectId={project.id} version={version} />
+        <FailureRulesForm projectId={project.id} />
+        <section class="panel" aria-labelledby="members-heading">
+          <h2 id="members-heading">Members</h2>
+          <ProjectMembers projectId={project.id} projectName={project.name} />
+        </section>
+        <DeleteProject project={project} />
+      </div>
+    </Page>
+  );
+}

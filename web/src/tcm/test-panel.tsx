@@ -1,0 +1,195 @@
+import { useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
+import type { Static } from 'typebox';
+import { QuarantineBody } from '../../../src/api/v1/tests.ts';
+import { v1 } from '../../../src/client/index.ts';
+import { useAction } from '../admin/action.ts';
+import { ErrorBox, Preformatted } from '../components.tsx';
+import { useApi } from '../data.ts';
+import { formatTime } from '../format.ts';
+import { FormProblem, problemAt, TextField } from '../forms.tsx';
+import type { TestDefinition } from './tests-api.ts';
+
+type TestVersion = Static<typeof v1.tests.TestVersion>;
+type Quarantine = TestDefinition['health']['quarantine'];
+
+/** The steps of a test or of one of its versions: action, data, expected result. */
+export function StepList({ steps }: { steps: TestDefinition['steps'] }) {
+  return (
+    <ol class="test-steps">
+      {steps.map((step, i) => (
+        // Steps have no ids; their place is their identity.
+        <li key={i}>
+          <div class="step-action">{step.action}</div>
+          {step.data ? <div class="step-data">Data: {step.data}</div> : null}
+          {step.expected ? <div class="step-expected">{step.expected}</div> : null}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+/** One earlier version, as the address asks (`?version=2`): what a run of that version executed. */
+function VersionView({ testId, version }: { testId: string; version: number }) {
+  const shown = useApi((client) => client.call(v1.tests.getTestVersion, { params: { testId, version } }), [testId, version]);
+  if (shown.error) return <ErrorBox error={shown.error} />;
+  const v = shown.data;
+  if (!v) return null;
+  return (
+    <section class="panel" aria-labelledby="version-heading" data-testid="test-version">
+      <h2 id="version-heading">
+        Version {v.version}
+        {v.current ? ' (current)' : ''}: {v.name}
+      </h2>
+      <p class="muted">Made {formatTime(v.createdAt)}.</p>
+      <StepList steps={v.steps} />
+      {v.source ? <Preformatted label={`Gherkin source of version ${v.version}`}>{v.source}</Preformatted> : null}
+    </section>
+  );
+}
+
+function VersionList({ testId, current }: { testId: string; current: number }) {
+  const { path } = useLocation();
+  const versions = useApi(
+    (client) => client.call(v1.tests.listTestVersions, { params: { testId }, query: { limit: 50 } }),
+    [testId, current],
+  );
+  const items: TestVersion[] = versions.data?.items ?? [];
+  return (
+    <ul class="chips" aria-label="Versions">
+      {items.map((v) => (
+        <li key={v.version}>
+          <a class="chip" href={`${path}?version=${v.version}`} aria-current={v.current ? 'true' : undefined}>
+            Version {v.version}
+            {v.current ? ' (current)' : ''}, {formatTime(v.createdAt)}
+          </a>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/**
+ * Quarantine a test (its failures stop failing CI until the expiry) or release it. Releasing shows
+ * at once and comes back if the API refuses.
+ */
+function QuarantinePanel({ test }: { test: TestDefinition }) {
+  const [quarantine, setQuarantine] = useState<Quarantine>(test.health.quarantine);
+  const action = useAction();
+  const [form, setForm] = useState({ owner: '', reason: '' });
+  const release = async () => {
+    const before = quarantine;
+    setQuarantine(null);
+    const went = await action.run(
+      (client) => client.call(v1.tests.releaseTest, { params: { testId: test.id } }).then(() => true),
+      () => 'Released.',
+    );
+    if (!went) setQuarantine(before);
+  };
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const entry = await action.run(
+      (client) =>
+        client.call(v1.tests.quarantineTest, {
+          params: { testId: test.id },
+          body: { owner: form.owner.trim(), reason: form.reason.trim() },
+        }),
+      (q) => `Quarantined until ${formatTime(q.expiresAt)}.`,
+    );
+    if (entry) setQuarantine({ owner: entry.owner, reason: entry.reason, expiresAt: entry.expiresAt, expired: entry.expired });
+  };
+  return (
+    <section class="panel" aria-labelledby="quarantine-heading">
+      <h2 id="quarantine-heading">Quarantine</h2>
+      {quarantine ? (
+        <div class="form-actions">
+          <span>
+            Quarantined by {quarantine.owner} until {formatTime(quarantine.expiresAt)}
+            {quarantine.expired ? ' (expired)' : ''}: {quarantine.reason}
+          </span>
+          <button type="button" class="secondary" onClick={release} disabled={action.busy}>
+            Release
+          </button>
+        </div>
+      ) : (
+        <form class="form" onSubmit={submit} aria-label="Quarantine this test">
+          <div class="form-row">
+            <TextField
+              label="Owner"
+              name="owner"
+              value={form.owner}
+              required
+              schema={QuarantineBody.properties.owner}
+              onInput={(owner) => setForm({ ...form, owner })}
+              problem={problemAt(action.error, '/owner')}
+            />
+            <TextField
+              label="Reason"
+              name="reason"
+              value={form.reason}
+              required
+              schema={QuarantineBody.properties.reason}
+              onInput={(reason) => setForm({ ...form, reason })}
+              problem={problemAt(action.error, '/reason')}
+            />
+          </div>
+          <div class="form-actions">
+            <button type="submit" disabled={action.busy}>
+              Quarantine
+            </button>
+            <span class="muted">For 14 days.</span>
+          </div>
+        </form>
+      )}
+      <FormProblem error={action.error} fields={['/owner', '/reason']} />
+    </section>
+  );
+}
+
+/** What a test page adds for writing tests (TCM): edit, suite, links, versions, and its quarantine. */
+export function TestAuthoring({ test }: { test: TestDefinition }) {
+  const { query } = useLocation();
+  const asked = Number(query.version);
+  return (
+    <>
+      <section class="panel" aria-labelledby="definition-heading">
+        <div class="form-actions">
+          <h2 id="definition-heading">Version {test.version}</h2>
+          <a class="button" href={`/tests/${test.id}/edit`}>
+            Edit test
+          </a>
+        </div>
+        <dl class="facts">
+          <div>
+            <dt>Suite</dt>
+            <dd>{test.suite ?? '—'}</dd>
+          </div>
+          <div>
+            <dt>Updated</dt>
+            <dd>{formatTime(test.updatedAt)}</dd>
+          </div>
+        </dl>
+        {test.links.length > 0 ? (
+          <ul class="test-links" aria-label="Links">
+            {test.links.map((link) => (
+              <li key={`${link.kind}:${link.key ?? link.url}`}>
+                <span class="muted">{link.kind}</span>{' '}
+                {link.url ? (
+                  <a href={link.url} rel="noopener noreferrer" target="_blank">
+                    {link.key ?? link.url}
+                  </a>
+                ) : (
+                  link.key
+                )}
+                {link.title ? ` · ${link.title}` : ''}
+              </li>
+            ))}
+          </ul>
+        ) : null}
+        <VersionList testId={test.id} current={test.version} />
+      </section>
+      {Number.isInteger(asked) && asked >= 1 && asked !== test.version ? <VersionView testId={test.id} version={asked} /> : null}
+      <QuarantinePanel test={test} />
+    </>
+  );
+}
