@@ -21,7 +21,7 @@ import type { Executor, JobsTable, TestRunsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
 import { checkedCiUrl } from './ci-url.ts';
 import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
-import { countOutcomes, type TestOutcome, testOutcomesOfJobs } from './outcomes.ts';
+import { countOutcomes, type OutcomeCounts, testOutcomesOfJobs } from './outcomes.ts';
 
 export type CreateJobInput = Static<NonNullable<(typeof createJobEndpoint)['body']>>;
 
@@ -78,7 +78,7 @@ export function deriveJobState(
   request: Pick<JobRequest, 'testIds'>,
   groups: readonly RunGroup[],
   clock: JobClock,
-  outcomes: readonly TestOutcome[] = [],
+  tests: OutcomeCounts = countOutcomes([]),
 ): JobState {
   const progress = {
     total: 0,
@@ -90,7 +90,7 @@ export function deriveJobState(
     failed: 0,
     broken: 0,
     skipped: 0,
-    tests: countOutcomes(outcomes),
+    tests,
   };
   let startedAt: string | null = null;
   let finishedAt: string | null = null;
@@ -119,11 +119,67 @@ export function deriveJobState(
   return { status, progress, startedAt, finishedAt: status === 'completed' ? ended : null };
 }
 
+/**
+ * The per-test counts of settled jobs (no run queued or running; TRIAGE-5), by what their runs add
+ * up to: the number of runs, the last finish and the last creation. Folding a job reads every run
+ * of it (a 5,000-test import is 5,000 rows), and a settled job's counts change only when a run is
+ * added, finished or deleted, each of which changes the key. Per process, bounded, oldest out first.
+ */
+const settledCounts = new Map<string, OutcomeCounts>();
+const SETTLED_COUNTS_MAX = 20_000;
+
+function settledKey(jobId: string, groups: readonly RunGroup[]): string | undefined {
+  let runs = 0;
+  let lastFinished = '';
+  let lastCreated = '';
+  for (const group of groups) {
+    if (group.status === 'queued' || group.status === 'running') return undefined;
+    runs += Number(group.runs);
+    if (group.last_finished && group.last_finished > lastFinished) lastFinished = group.last_finished;
+    if (group.last_created && group.last_created > lastCreated) lastCreated = group.last_created;
+  }
+  return runs === 0 ? undefined : `${jobId}|${runs}|${lastFinished}|${lastCreated}`;
+}
+
+/** Each job's tests counted once (TRIAGE-5): settled jobs from the cache, the others folded from their runs. */
+async function testCountsOfJobs(
+  executor: Executor,
+  jobIds: readonly string[],
+  groups: readonly RunGroup[],
+): Promise<Map<string, OutcomeCounts>> {
+  const counts = new Map<string, OutcomeCounts>();
+  const keys = new Map<string, string>();
+  const toFold: string[] = [];
+  for (const jobId of jobIds) {
+    const key = settledKey(
+      jobId,
+      groups.filter((g) => g.job_id === jobId),
+    );
+    const known = key === undefined ? undefined : settledCounts.get(key);
+    if (known) counts.set(jobId, known);
+    else {
+      toFold.push(jobId);
+      if (key !== undefined) keys.set(jobId, key);
+    }
+  }
+  if (toFold.length === 0) return counts;
+  const outcomes = await testOutcomesOfJobs(executor, toFold);
+  for (const jobId of toFold) {
+    const folded = countOutcomes(outcomes.get(jobId) ?? []);
+    counts.set(jobId, folded);
+    const key = keys.get(jobId);
+    if (key === undefined) continue;
+    settledCounts.set(key, folded);
+    if (settledCounts.size > SETTLED_COUNTS_MAX) settledCounts.delete(settledCounts.keys().next().value as string);
+  }
+  return counts;
+}
+
 /** Jobs as the API shows them: each with the state its runs give it at `clock.now`. */
 export async function viewJobs(executor: Executor, rows: readonly JobsTable[], clock: JobClock): Promise<JobView[]> {
   const jobIds = rows.map((r) => r.id);
   const groups = rows.length > 0 ? await runGroupsOfJobs(executor, jobIds) : [];
-  const outcomes = await testOutcomesOfJobs(executor, jobIds);
+  const tests = await testCountsOfJobs(executor, jobIds, groups);
   return rows.map((row) => {
     const request = JSON.parse(row.request) as JobRequest;
     return {
@@ -134,7 +190,7 @@ export async function viewJobs(executor: Executor, rows: readonly JobsTable[], c
         request,
         groups.filter((g) => g.job_id === row.id),
         clock,
-        outcomes.get(row.id),
+        tests.get(row.id),
       ),
     };
   });
