@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import pg from 'pg';
 import { Api, startAttest } from './attest.ts';
 import { answerOf, bareServer, type Settings } from './figures.ts';
 import { report as f8Report, importReport } from './import.ts';
@@ -44,53 +45,46 @@ interface Seed {
 
 const SEED_FILE = 'bench-seed.json';
 
-/**
- * The F10 data folder, kept in bench/.cache/ and keyed by the migrations (a changed schema seeds
- * anew) and by the UTC day it was seeded on (its imports are dated relative to that day, so that
- * the dashboard's 14-day window holds the same 14 of them on any later run).
- */
-async function seeded(): Promise<{ cache: string; seed: Seed }> {
+/** What F10's seed depends on: the schema (a changed one seeds anew) and the suite's bytes. */
+function seedHash(): string {
   const folder = 'src/server/db/migrations';
   const migrations = fs
     .readdirSync(folder)
     .sort()
     .map((f) => fs.readFileSync(path.join(folder, f), 'utf8'));
-  const day = new Date().toISOString().slice(0, 10);
-  const hash = createHash('sha256')
+  return createHash('sha256')
     .update(migrations.join('\n'))
     .update(suiteReport(0, IMPORTS, new Date(0)))
     .digest('hex')
     .slice(0, 12);
-  const prefix = 'triage-100000-';
-  const cache = path.join('bench/.cache', `${prefix}${hash}-${day}`);
-  if (fs.existsSync(path.join(cache, SEED_FILE)))
-    return { cache, seed: JSON.parse(fs.readFileSync(path.join(cache, SEED_FILE), 'utf8')) as Seed };
-  // Older seeds (another schema, another day) are only disk space now.
-  for (const old of fs.readdirSync('bench/.cache').filter((name) => name.startsWith(prefix)))
-    fs.rmSync(path.join('bench/.cache', old), { recursive: true, force: true });
-  const building = `${cache}.building`;
-  fs.mkdirSync(building, { recursive: true });
+}
+
+/** The 20 imports of the 100,000-run project, through the import API of a server started on `target`. */
+async function seed(target: { dataDir: string; databaseUrl?: string }): Promise<Seed> {
   const started = performance.now();
-  const server = await startAttest({ dataDir: building });
+  const server = await startAttest(target);
   const api = new Api(server.url, server.key);
   const project = await api.project();
   const now = Date.now();
   const jobIds: string[] = [];
   let runs = 0;
-  for (let k = 0; k < IMPORTS; k++) {
-    // One import a day, the latest two hours ago.
-    const at = new Date(now - (IMPORTS - 1 - k) * DAY - 2 * 3_600_000);
-    const imported = await importReport(server, project.id, suiteReport(k, IMPORTS, at, k === OUTAGE_IMPORT), {
-      name: `shop nightly ${k + 1}`,
-      branch: FEATURE_IMPORTS.has(k) ? 'feature/x' : 'main',
-      build: String(k + 1),
-      commit: createHash('sha1').update(`commit ${k}`).digest('hex'),
-    });
-    jobIds.push(imported.jobId);
-    runs += imported.runs;
+  try {
+    for (let k = 0; k < IMPORTS; k++) {
+      // One import a day, the latest two hours ago.
+      const at = new Date(now - (IMPORTS - 1 - k) * DAY - 2 * 3_600_000);
+      const imported = await importReport(server, project.id, suiteReport(k, IMPORTS, at, k === OUTAGE_IMPORT), {
+        name: `shop nightly ${k + 1}`,
+        branch: FEATURE_IMPORTS.has(k) ? 'feature/x' : 'main',
+        build: String(k + 1),
+        commit: createHash('sha1').update(`commit ${k}`).digest('hex'),
+      });
+      jobIds.push(imported.jobId);
+      runs += imported.runs;
+    }
+  } finally {
+    await server.stop();
   }
-  await server.stop();
-  const seed: Seed = {
+  return {
     key: server.key,
     projectId: project.id,
     jobIds,
@@ -98,9 +92,68 @@ async function seeded(): Promise<{ cache: string; seed: Seed }> {
     seededAt: new Date(now).toISOString(),
     seconds: (performance.now() - started) / 1000,
   };
-  fs.writeFileSync(path.join(building, SEED_FILE), JSON.stringify(seed));
-  fs.renameSync(building, cache);
-  return { cache, seed };
+}
+
+/**
+ * The F10 project on SQLite: a data folder kept in bench/.cache/, keyed by `seedHash()` and by the
+ * UTC day it was seeded on (its imports are dated relative to that day, so that the dashboard's
+ * 14-day window holds the same 14 of them on any later run that day). Copied for each run.
+ */
+async function seededSqlite(temp: (prefix: string) => string): Promise<{ dataDir: string; seed: Seed }> {
+  const prefix = 'triage-100000-';
+  const cache = path.join('bench/.cache', `${prefix}${seedHash()}-${new Date().toISOString().slice(0, 10)}`);
+  if (!fs.existsSync(path.join(cache, SEED_FILE))) {
+    // Older seeds (another schema, another day) are only disk space now.
+    for (const old of fs.readdirSync('bench/.cache').filter((name) => name.startsWith(prefix)))
+      fs.rmSync(path.join('bench/.cache', old), { recursive: true, force: true });
+    const building = `${cache}.building`;
+    fs.mkdirSync(building, { recursive: true });
+    fs.writeFileSync(path.join(building, SEED_FILE), JSON.stringify(await seed({ dataDir: building })));
+    fs.renameSync(building, cache);
+  }
+  const dataDir = temp('attest-bench-f10-');
+  fs.cpSync(cache, dataDir, { recursive: true });
+  return { dataDir, seed: JSON.parse(fs.readFileSync(path.join(cache, SEED_FILE), 'utf8')) as Seed };
+}
+
+/**
+ * The F10 project on PostgreSQL: a database kept on the server (`attest_bench_f10_<hash>_<day>`,
+ * the seed's details beside it in bench/.cache/), from which each run creates its own copy
+ * (`CREATE DATABASE … TEMPLATE`), dropped after. Older seed databases are dropped.
+ */
+async function seededPostgres(
+  admin: pg.Client,
+  postgresUrl: string,
+  temp: (prefix: string) => string,
+): Promise<{ databaseUrl: string; seed: Seed; drop: () => Promise<void> }> {
+  const prefix = 'attest_bench_f10_';
+  const name = `${prefix}${seedHash()}_${new Date().toISOString().slice(0, 10).replaceAll('-', '_')}`;
+  const seedFile = path.join('bench/.cache', `${name}.json`);
+  const urlOf = (database: string) => {
+    const url = new URL(postgresUrl);
+    url.pathname = `/${database}`;
+    return url.toString();
+  };
+  const exists = (await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount === 1;
+  if (!exists || !fs.existsSync(seedFile)) {
+    const old = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${prefix}%`]);
+    for (const { datname } of old.rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+    for (const file of fs.readdirSync('bench/.cache').filter((f) => f.startsWith(prefix))) fs.rmSync(path.join('bench/.cache', file));
+    const building = `${name}_building`;
+    await admin.query(`CREATE DATABASE ${building}`);
+    const seeded = await seed({ dataDir: temp('attest-bench-f10-pg-seed-'), databaseUrl: urlOf(building) });
+    await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
+    fs.writeFileSync(seedFile, JSON.stringify(seeded));
+  }
+  const copy = `attest_bench_f10_run_${process.pid}`;
+  await admin.query(`CREATE DATABASE ${copy} TEMPLATE ${name}`);
+  return {
+    databaseUrl: urlOf(copy),
+    seed: JSON.parse(fs.readFileSync(seedFile, 'utf8')) as Seed,
+    drop: async () => {
+      await admin.query(`DROP DATABASE IF EXISTS ${copy} WITH (FORCE)`);
+    },
+  };
 }
 
 /** Latency of one URL over one connection: the samples' p50 and p99 (ms), interleaved with the bare server's. */
@@ -124,14 +177,49 @@ async function latencies(
   return { a, b };
 }
 
-/** F10: the four answers on the 100,000-run project, SQLite. */
+/** F10: the four answers on the 100,000-run project, on SQLite and, when one answers, PostgreSQL. */
 export async function f10Figures(settings: Settings, temp: (prefix: string) => string): Promise<Figure[]> {
-  settings.step('F10 100,000 runs: seeding (cached)');
-  const { cache, seed } = await seeded();
-  const dir = temp('attest-bench-f10-');
-  fs.cpSync(cache, dir, { recursive: true });
-  const attest = await startAttest({ dataDir: dir, key: seed.key });
-  settings.step('F10 failures, dashboard, comparison at 100,000 runs');
+  settings.step('F10 100,000 runs on SQLite (seed cached in bench/.cache)');
+  const sqlite = await seededSqlite(temp);
+  const figures = await f10Reads(settings, 'sqlite', sqlite.seed, { dataDir: sqlite.dataDir });
+  settings.step('F10 100,000 runs on PostgreSQL (seed database kept)');
+  const postgresUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const admin = new pg.Client({ connectionString: postgresUrl });
+  if (
+    !(await admin.connect().then(
+      () => true,
+      () => false,
+    ))
+  ) {
+    console.error(`PostgreSQL at ${postgresUrl} does not answer: F10's PostgreSQL figures are left out.`);
+    return figures;
+  }
+  try {
+    const postgres = await seededPostgres(admin, postgresUrl, temp);
+    try {
+      figures.push(
+        ...(await f10Reads(settings, 'postgres', postgres.seed, {
+          dataDir: temp('attest-bench-f10-pg-'),
+          databaseUrl: postgres.databaseUrl,
+        })),
+      );
+    } finally {
+      await postgres.drop();
+    }
+  } finally {
+    await admin.end();
+  }
+  return figures;
+}
+
+/** The four answers of a server started on the seeded project, each against bare node:http sending its bytes. */
+async function f10Reads(
+  settings: Settings,
+  dialect: 'sqlite' | 'postgres',
+  seed: Seed,
+  target: { dataDir: string; databaseUrl?: string },
+): Promise<Figure[]> {
+  const attest = await startAttest({ ...target, key: seed.key });
   const figures: Figure[] = [];
   try {
     const headers = { 'service.api-token': attest.key, accept: 'application/json' };
@@ -143,13 +231,12 @@ export async function f10Figures(settings: Settings, temp: (prefix: string) => s
       { title: 'dashboard, branch main, 14 days', url: `${api}/projects/${seed.projectId}/dashboard?branch=main&days=14` },
       { title: 'comparison of the latest job with baseBranch=main', url: `${api}/testmgmt/jobs/${latestJob}/comparison?baseBranch=main` },
     ];
-    const runs = seed.runs;
     for (const read of reads) {
       let answer: Awaited<ReturnType<typeof answerOf>>;
       try {
         answer = await answerOf(read.url, headers);
       } catch (error) {
-        console.error(`F10 ${read.title}: ${(error as Error).message}; left out`);
+        console.error(`F10 ${read.title} (${dialect}): ${(error as Error).message}; left out`);
         continue;
       }
       const bare = await bareServer(answer.body, answer.headers);
@@ -161,7 +248,7 @@ export async function f10Figures(settings: Settings, temp: (prefix: string) => s
           judge({
             id: 'F10',
             title: `${read.title}, p99 (${Math.round(answer.body.length / 1024)} KB)`,
-            dialect: 'sqlite',
+            dialect,
             unit: 'ms',
             attest: median(p99),
             baseline: median(bareP99),
@@ -170,7 +257,7 @@ export async function f10Figures(settings: Settings, temp: (prefix: string) => s
             maxValue: 300,
             samples: { attest: p99, baseline: bareP99 },
             notes:
-              `${runs.toLocaleString('en-US')} runs; 1 connection; p50 ${median(a.map((s) => s.p50Ms)).toFixed(1)} ms, ` +
+              `${seed.runs.toLocaleString('en-US')} runs; 1 connection; p50 ${median(a.map((s) => s.p50Ms)).toFixed(1)} ms, ` +
               `worst sample's p99 ${Math.max(...p99).toFixed(1)} ms, ${median(a.map((s) => s.rps)).toFixed(1)} req/s, ` +
               `server CPU ${(median(a.map((s) => s.cpuUsPerRequest ?? Number.NaN)) / 1000).toFixed(1)} ms/request`,
           }),
