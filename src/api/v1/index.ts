@@ -1,6 +1,7 @@
 import type { Endpoint } from '../endpoint.ts';
 import * as artifacts from './artifacts.ts';
 import * as devices from './devices.ts';
+import * as failures from './failures.ts';
 import * as images from './images.ts';
 import * as imports from './imports.ts';
 import * as jobs from './jobs.ts';
@@ -13,6 +14,7 @@ import * as users from './users.ts';
 
 export * as artifacts from './artifacts.ts';
 export * as devices from './devices.ts';
+export * as failures from './failures.ts';
 export * as images from './images.ts';
 export * as imports from './imports.ts';
 export * as jobs from './jobs.ts';
@@ -42,4 +44,5 @@ export const v1Endpoints: Endpoint[] = endpointsOf([
   artifacts,
   images,
   imports,
+  failures,
 ]);

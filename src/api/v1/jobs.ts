@@ -63,6 +63,21 @@ export const Job = Type.Object(
         'When its reporter closed the launch (`POST /testmgmt/jobs/{jobId}/complete`); null while open, and for a job with tests.',
     }),
     ciUrl: Nullable(CiUrl),
+    incident: Nullable(
+      Type.Object(
+        {
+          failureGroupId: { ...Uuid, description: 'The error group behind most of the failures.' },
+          failedRuns: Type.Integer({ minimum: 1, description: 'Failed tests of the job (final attempts) that fall into that group.' }),
+        },
+        {
+          additionalProperties: false,
+          description:
+            "The outage guard (TRIAGE-4): when the job has at least the project's `incidentMinFailures` failed tests and one error " +
+            'group holds more than `incidentShare` of them, the job is an incident of that group: one entry to triage, left out of ' +
+            'flaky scores. Null otherwise.',
+        },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

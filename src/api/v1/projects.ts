@@ -52,6 +52,46 @@ export const ProjectUsage = Type.Object(
   { additionalProperties: false },
 );
 
+/** Defaults of the triage thresholds (docs/triage.md), for a project that sets none. */
+export const TRIAGE_DEFAULTS = { incidentMinFailures: 20, incidentShare: 0.5, brokenAfter: 5, healthWindow: 30 } as const;
+
+const triageFields = {
+  incidentMinFailures: Type.Integer({
+    minimum: 1,
+    maximum: 100_000,
+    description: `The outage guard (TRIAGE-4): failed tests a job needs before one cause can make it an incident (default ${TRIAGE_DEFAULTS.incidentMinFailures}).`,
+  }),
+  incidentShare: Type.Number({
+    minimum: 0,
+    maximum: 1,
+    description: `The share of a job's failed tests one cause must exceed to make it an incident (default ${TRIAGE_DEFAULTS.incidentShare}).`,
+  }),
+  brokenAfter: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    description: `Failing outcomes in a row that make a test broken, never flaky (TRIAGE-6; default ${TRIAGE_DEFAULTS.brokenAfter}).`,
+  }),
+  healthWindow: Type.Integer({
+    minimum: 2,
+    maximum: 1000,
+    description: `Latest job outcomes a test's health considers (TRIAGE-6; default ${TRIAGE_DEFAULTS.healthWindow}).`,
+  }),
+};
+
+/** The triage thresholds in effect: the project's own, the defaults for the rest. */
+export const TriageSettings = Type.Object(triageFields, { additionalProperties: false });
+
+/** A change of the triage thresholds: the fields given replace the project's own; `null` returns them all to the defaults. */
+export const TriageSettingsChange = Type.Object(
+  {
+    incidentMinFailures: Type.Optional(triageFields.incidentMinFailures),
+    incidentShare: Type.Optional(triageFields.incidentShare),
+    brokenAfter: Type.Optional(triageFields.brokenAfter),
+    healthWindow: Type.Optional(triageFields.healthWindow),
+  },
+  { additionalProperties: false },
+);
+
 export const Project = Type.Object(
   {
     id: Uuid,
@@ -62,6 +102,7 @@ export const Project = Type.Object(
     updatedAt: Timestamp,
     retention: Nullable({ ...RetentionPolicy, description: "The project's own retention policy; null follows the instance's default." }),
     usage: ProjectUsage,
+    triage: { ...TriageSettings, description: 'The triage thresholds in effect (`PATCH` with `triage` sets them).' },
   },
   { additionalProperties: false },
 );
@@ -144,14 +185,16 @@ export const updateProject = endpoint({
   operationId: 'updateProject',
   method: 'PATCH',
   path: '/projects/{projectId}',
-  summary: "Change a project's name, description, retention policy (manager) or quota (admin).",
+  summary: "Change a project's name, description, retention policy, triage thresholds (manager) or quota (admin).",
   description:
     '`retention` sets how long the project keeps its finished runs (an object; `null` returns to the instance default, ' +
     '`ATTEST_RETENTION_*`). A background sweep deletes expired runs in small batches; `attest retention --dry-run` ' +
     'shows what it would delete. Runs marked `keep` are never expired.\n\n' +
     '`quotaBytes` caps the stored bytes of the project (`usage.storedBytes`; `null` removes the cap). Only an admin ' +
     'sets it (403 for anyone else). An upload that would take the project past it is refused with 507 ' +
-    '`QUOTA_EXCEEDED` and stores nothing; a quota below the current usage refuses new bytes and deletes nothing.',
+    '`QUOTA_EXCEEDED` and stores nothing; a quota below the current usage refuses new bytes and deletes nothing.\n\n' +
+    '`triage` sets the thresholds of the outage guard and of test health (docs/triage.md): the fields given replace the ' +
+    "project's own, the others stay; `null` returns them all to the defaults. Audited (`project.triage`).",
   tag: 'Projects',
   access: { scope: 'project', role: 'manager' },
   params: ProjectParams,
@@ -163,6 +206,7 @@ export const updateProject = endpoint({
       quotaBytes: Type.Optional(
         Nullable(Type.Integer({ minimum: 0, maximum: QUOTA_BYTES_MAX, description: 'Most stored bytes; null: no quota (admin only).' })),
       ),
+      triage: Type.Optional(Nullable(TriageSettingsChange)),
     },
     { additionalProperties: false, minProperties: 1 },
   ),

@@ -116,6 +116,10 @@ export const ResultStep = Type.Object(
     startedAt: Nullable(Timestamp),
     durationMs: Nullable(DurationMs),
     error: Nullable(Type.String({ maxLength: TEXT_MAX })),
+    failureGroupId: Nullable({
+      ...Uuid,
+      description: 'The error group of a failed or broken step with an error message, set when its run completes; null otherwise.',
+    }),
     cells: Type.Array(TextCell, { maxItems: RUN_RESULT_ITEMS_MAX }),
   },
   { additionalProperties: false },
@@ -127,6 +131,10 @@ export const RunResults = Type.Object(
     testRunId: Uuid,
     status: RunStatus,
     verdict: Nullable(Verdict),
+    failureGroupId: Nullable({
+      ...Uuid,
+      description: "The error group of the run's failure, set when it completes failed or broken; null otherwise.",
+    }),
     cells: Type.Array(TextCell, { maxItems: RUN_RESULT_ITEMS_MAX, description: 'Run-level text cells, in the order appended.' }),
     steps: Type.Array(ResultStep, {
       maxItems: RUN_RESULT_ITEMS_MAX,

@@ -75,6 +75,12 @@ export const TestRun = Type.Object(
       description:
         "When the runner's lease ends unless its heartbeat extends it; the run then goes back to the queue. Null without a lease.",
     }),
+    failureGroupId: Nullable({
+      ...Uuid,
+      description:
+        "The error group of the run's failure (`GET /projects/{projectId}/failures/{groupId}`); null unless it completed failed or broken.",
+    }),
+    attempt: Type.Integer({ minimum: 0, description: '0 for a first attempt; retries of the same test in the same job count up.' }),
   },
   { additionalProperties: false },
 );

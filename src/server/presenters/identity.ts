@@ -5,6 +5,7 @@ import type { ApiKey, AuditEntry, User } from '../../api/v1/users.ts';
 import type { ApiKeysTable, AuditLogTable, ProjectMembersTable, ProjectWithUsage, UsersTable } from '../db/types.ts';
 import type { Principal } from '../security/principal.ts';
 import { parseRoles } from '../security/roles.ts';
+import { triageSettingsOf } from '../services/triage-settings.ts';
 
 export function presentUser(row: UsersTable): Static<typeof User> {
   return {
@@ -42,6 +43,7 @@ export function presentProject(row: ProjectWithUsage): Static<typeof Project> {
     updatedAt: row.updated_at,
     retention: row.retention === null ? null : JSON.parse(row.retention),
     usage: presentUsage(row),
+    triage: triageSettingsOf(row),
   };
 }
 

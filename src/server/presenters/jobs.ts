@@ -22,5 +22,7 @@ export function presentJob({ row, request, state }: JobView): Static<typeof Job>
     cancelledAt: row.cancelled_at,
     closedAt: row.closed_at,
     ciUrl: row.ci_url,
+    incident:
+      row.incident_group_id === null ? null : { failureGroupId: row.incident_group_id, failedRuns: Number(row.incident_failed_runs ?? 0) },
   };
 }

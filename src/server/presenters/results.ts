@@ -23,6 +23,7 @@ function presentStep(row: StepsTable, cells: Static<typeof TextCell>[]): Static<
     startedAt: row.started_at,
     durationMs: row.duration_ms,
     error: row.error_message,
+    failureGroupId: row.failure_group_id,
     cells,
   };
 }
@@ -43,6 +44,7 @@ export function presentRunResults({ run, steps, cells }: RunResultsContent): Sta
     testRunId: run.id,
     status: run.status,
     verdict: run.verdict,
+    failureGroupId: run.failure_group_id,
     cells: runCells,
     steps: steps.map((step) => presentStep(step, stepCells.get(step.id) ?? [])),
   };

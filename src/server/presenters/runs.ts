@@ -24,5 +24,7 @@ export function presentRun(row: TestRunsTable): Static<typeof TestRun> {
     keep: row.keep === 1,
     runner: row.lease_owner,
     leaseExpiresAt: row.lease_expires_at,
+    failureGroupId: row.failure_group_id,
+    attempt: row.attempt,
   };
 }

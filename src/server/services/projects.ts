@@ -94,9 +94,9 @@ export async function createProject(ctx: ServiceContext, input: CreateProjectInp
 }
 
 /**
- * Changes a project's name, description, retention policy or quota and returns it as stored. The
- * quota is an admin's: a manager may not raise the cap on their own project (403). A quota change
- * is audited.
+ * Changes a project's name, description, retention policy, triage thresholds or quota and returns
+ * it as stored. The quota is an admin's: a manager may not raise the cap on their own project (403).
+ * A quota or triage change is audited.
  */
 export async function updateProject(
   ctx: ServiceContext,
@@ -104,14 +104,26 @@ export async function updateProject(
   input: UpdateProjectInput,
   actor: Actor & { admin: boolean },
 ): Promise<ProjectWithUsage> {
-  const { retention, quotaBytes, ...rest } = input;
+  const { retention, quotaBytes, triage, ...rest } = input;
   if (quotaBytes !== undefined && !actor.admin) throw new AppError('FORBIDDEN', "Only an admin sets a project's quota.");
   await inTransaction(ctx.db, async (trx) => {
+    const triageChange = triage === undefined ? {} : { triage_settings: await changedTriageSettings(trx, projectId, triage) };
     await updateProjectRow(trx, projectId, {
       ...rest,
       ...(retention === undefined ? {} : { retention: retention === null ? null : JSON.stringify(retention) }),
+      ...triageChange,
       updated_at: ctx.clock().toISOString(),
     });
+    if (triage !== undefined) {
+      await audit(ctx, trx, {
+        actorUserId: actor.userId,
+        action: 'project.triage',
+        targetType: 'project',
+        targetId: projectId,
+        details: { triage },
+        requestId: actor.requestId,
+      });
+    }
     if (quotaBytes === undefined) return;
     await setQuota(trx, projectId, quotaBytes);
     await audit(ctx, trx, {
@@ -124,6 +136,14 @@ export async function updateProject(
     });
   });
   return getProject(ctx, projectId);
+}
+
+/** The project's own triage settings after `change`: the fields given replace its own, `null` drops them all (the defaults). */
+async function changedTriageSettings(trx: Executor, projectId: string, change: UpdateProjectInput['triage']): Promise<string | null> {
+  if (change === null || change === undefined) return null;
+  const project = found(await findProject(trx, projectId), 'The project');
+  const own = project.triage_settings === null ? {} : (JSON.parse(project.triage_settings) as Record<string, unknown>);
+  return JSON.stringify({ ...own, ...change });
 }
 
 /**

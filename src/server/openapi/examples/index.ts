@@ -1,5 +1,6 @@
 import { accountExamples } from './accounts.ts';
 import { artifactExamples } from './artifacts.ts';
+import { failureExamples } from './failures.ts';
 import { importExamples } from './imports.ts';
 import { labExamples } from './lab.ts';
 import { testingExamples } from './testing.ts';
@@ -19,4 +20,5 @@ export const OPERATION_EXAMPLES: ReadonlyMap<string, OperationExamples> = new Ma
   ...testingExamples,
   ...artifactExamples,
   ...importExamples,
+  ...failureExamples,
 ]);

@@ -55,6 +55,7 @@ export const PROJECT: Static<typeof Project> = {
   retention: { days: 30, failedDays: 90, lastRunsPerTest: 20 },
   // 1,240 screenshots and logs of 318 runs; identical screenshots stored once.
   usage: { runs: 318, artifacts: 1240, logicalBytes: 61_440_000, storedBytes: 38_912_000, quotaBytes: 10_737_418_240 },
+  triage: { incidentMinFailures: 20, incidentShare: 0.5, brokenAfter: 5, healthWindow: 30 },
 };
 
 export const ADMIN: Static<typeof User> = {
@@ -171,6 +172,8 @@ export const RUN: Static<typeof TestRun> = {
   keep: false,
   runner: null,
   leaseExpiresAt: null,
+  failureGroupId: null,
+  attempt: 0,
 };
 
 /** The same run while it is under way. */
@@ -198,6 +201,8 @@ export const JOB_RUN: Static<typeof TestRun> = {
   keep: false,
   runner: RUNNER,
   leaseExpiresAt: '2026-03-02T09:18:05.006Z',
+  failureGroupId: null,
+  attempt: 0,
 };
 
 export const SCREENSHOT_IMAGE: Static<typeof ArtifactImage> = {

@@ -39,6 +39,7 @@ const JOB: Static<typeof Job> = {
   cancelledAt: null,
   closedAt: null,
   ciUrl: CI_URL,
+  incident: null,
 };
 
 /** A reporter's launch (created with no tests), closed by its reporter after its last run. */
@@ -214,6 +215,7 @@ export const testingExamples = [
         testRunId: IDS.run,
         status: 'completed',
         verdict: 'passed',
+        failureGroupId: null,
         cells: [{ id: IDS.cellLog, key: 'device-log', name: 'log', mediaType: 'text/plain', text: LOG }],
         steps: [
           {
@@ -224,6 +226,7 @@ export const testingExamples = [
             status: 'passed',
             ...stepTimes.open,
             error: null,
+            failureGroupId: null,
             cells: [],
           },
           {
@@ -234,6 +237,7 @@ export const testingExamples = [
             status: 'passed',
             ...stepTimes.signIn,
             error: null,
+            failureGroupId: null,
             cells: [
               {
                 id: IDS.cellExpected,

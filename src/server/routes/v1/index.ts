@@ -2,6 +2,7 @@ import type { AppContext } from '../../context.ts';
 import type { RouteImpl } from '../route.ts';
 import { artifactRoutes } from './artifacts.ts';
 import { deviceRoutes } from './devices.ts';
+import { failureRoutes } from './failures.ts';
 import { imageRoutes } from './images.ts';
 import { importRoutes } from './imports.ts';
 import { jobRoutes } from './jobs.ts';
@@ -26,5 +27,6 @@ export function v1Routes(ctx: AppContext): RouteImpl[] {
     ...artifactRoutes(ctx),
     ...imageRoutes(ctx),
     ...importRoutes(ctx),
+    ...failureRoutes(ctx),
   ];
 }

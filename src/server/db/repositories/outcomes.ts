@@ -1,0 +1,104 @@
+import type { SelectQueryBuilder } from 'kysely';
+import { chunk, IN_LIST_SIZE } from '../chunks.ts';
+import { dialectOf } from '../dialect.ts';
+import type { Database, Executor, TestRunsTable } from '../types.ts';
+
+// The runs that per-test outcomes fold (TRIAGE-5, docs/triage.md): a job's attempts of its tests,
+// and a test's latest runs for its health.
+
+/** The columns of a run that folding attempts into their test's outcome needs. */
+export type AttemptRow = Pick<
+  TestRunsTable,
+  | 'id'
+  | 'job_id'
+  | 'test_id'
+  | 'name'
+  | 'status'
+  | 'verdict'
+  | 'attempt'
+  | 'created_at'
+  | 'started_at'
+  | 'finished_at'
+  | 'failure_group_id'
+  | 'branch'
+  | 'commit_sha'
+>;
+
+const ATTEMPT_COLUMNS = [
+  'id',
+  'job_id',
+  'test_id',
+  'name',
+  'status',
+  'verdict',
+  'attempt',
+  'created_at',
+  'started_at',
+  'finished_at',
+  'failure_group_id',
+  'branch',
+  'commit_sha',
+] as const;
+
+const attemptOf = (row: AttemptRow): AttemptRow => ({ ...row, attempt: Number(row.attempt) });
+
+/** Every run of the jobs given (one query per chunk of jobs, index test_runs_job_test). */
+export async function attemptsOfJobs(executor: Executor, jobIds: readonly string[]): Promise<AttemptRow[]> {
+  const rows: AttemptRow[] = [];
+  for (const ids of chunk([...new Set(jobIds)], IN_LIST_SIZE)) {
+    const part = await executor.selectFrom('test_runs').select(ATTEMPT_COLUMNS).where('job_id', 'in', ids).execute();
+    for (const row of part) rows.push(attemptOf(row));
+  }
+  return rows;
+}
+
+/**
+ * The latest completed runs of each test given, at most `perTest` each (newest created first, index
+ * test_runs_test), leaving out runs of the jobs that are incidents (TRIAGE-4): enough runs to fold
+ * into the tests' latest outcomes. A caller asks for a multiple of the outcomes it needs, since
+ * retries make several runs one outcome. A window function would read every run of every test
+ * given; this reads only the newest ones: on PostgreSQL one LATERAL query per chunk of tests, on
+ * SQLite (no LATERAL) one compiled statement run per test, which in-process costs microseconds.
+ */
+export async function latestCompletedRunsOfTests(executor: Executor, testIds: readonly string[], perTest: number): Promise<AttemptRow[]> {
+  // Completed, not of an incident job, newest first, `perTest` of them.
+  const latest = <Q extends SelectQueryBuilder<Database & { r: TestRunsTable }, 'r', object>>(query: Q): Q =>
+    query
+      .where('r.status', '=', 'completed')
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb.selectFrom('jobs').select('jobs.id').whereRef('jobs.id', '=', 'r.job_id').where('jobs.incident_group_id', 'is not', null),
+          ),
+        ),
+      )
+      .orderBy('r.created_at', 'desc')
+      .orderBy('r.id', 'desc')
+      .limit(perTest) as Q;
+  const columns = ATTEMPT_COLUMNS.map((column) => `r.${column}` as const);
+  const ids = [...new Set(testIds)];
+  const rows: AttemptRow[] = [];
+  if (dialectOf(executor) === 'postgres') {
+    for (const part of chunk(ids, IN_LIST_SIZE)) {
+      const found = await executor
+        .selectFrom('tests')
+        .innerJoinLateral(
+          (eb) => latest(eb.selectFrom('test_runs as r').select(columns).whereRef('r.test_id', '=', 'tests.id')).as('latest'),
+          (join) => join.onTrue(),
+        )
+        .selectAll('latest')
+        .where('tests.id', 'in', part)
+        .execute();
+      for (const row of found) rows.push(attemptOf(row as AttemptRow));
+    }
+    return rows;
+  }
+  const placeholder = '\u0000test-id\u0000';
+  const compiled = latest(executor.selectFrom('test_runs as r').select(columns).where('r.test_id', '=', placeholder)).compile();
+  for (const testId of ids) {
+    const parameters = compiled.parameters.map((value) => (value === placeholder ? testId : value));
+    const found = await executor.executeQuery<AttemptRow>({ ...compiled, parameters });
+    for (const row of found.rows) rows.push(attemptOf(row));
+  }
+  return rows;
+}

@@ -1,0 +1,40 @@
+import { TRIAGE_DEFAULTS } from '../../api/v1/projects.ts';
+import type { ProjectsTable } from '../db/types.ts';
+
+// The triage thresholds of a project (docs/triage.md): what it set with `PATCH /projects/{id}`
+// `triage`, the defaults for the rest. Read by the outage guard (failure-recording.ts) and by
+// test health (health.ts).
+
+export interface TriageSettings {
+  /** Failed tests a job needs before one cause can make it an incident (TRIAGE-4). */
+  incidentMinFailures: number;
+  /** The share of those one cause must exceed. */
+  incidentShare: number;
+  /** Failing outcomes in a row that make a test broken (TRIAGE-6). */
+  brokenAfter: number;
+  /** Latest job outcomes a test's health considers. */
+  healthWindow: number;
+}
+
+/** The settings in effect for a project; a stored value of the wrong kind (never written by the API) falls back to its default. */
+export function triageSettingsOf(row: Pick<ProjectsTable, 'triage_settings'>): TriageSettings {
+  let stored: Record<string, unknown> = {};
+  if (row.triage_settings !== null) {
+    try {
+      const parsed: unknown = JSON.parse(row.triage_settings);
+      if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) stored = parsed as Record<string, unknown>;
+    } catch {
+      // A damaged value reads as none: the defaults.
+    }
+  }
+  const pick = (name: keyof TriageSettings): number => {
+    const value = stored[name];
+    return typeof value === 'number' && Number.isFinite(value) ? value : TRIAGE_DEFAULTS[name];
+  };
+  return {
+    incidentMinFailures: pick('incidentMinFailures'),
+    incidentShare: pick('incidentShare'),
+    brokenAfter: pick('brokenAfter'),
+    healthWindow: pick('healthWindow'),
+  };
+}
