@@ -103,6 +103,8 @@ const machine = {
 };
 if (only) {
   console.log(markdown(figures, machine));
+  // Nothing is written, so the notes (p99s, CPU per request, paired ratios) are printed here.
+  for (const figure of figures) if (figure.notes) console.log(`${figure.id} ${figure.title} (${figure.dialect}): ${figure.notes}`);
 } else {
   write(figures, machine, { updateDocs });
   console.log(fs.readFileSync('bench/results/latest.md', 'utf8'));

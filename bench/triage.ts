@@ -45,15 +45,18 @@ interface Seed {
 
 const SEED_FILE = 'bench-seed.json';
 
-/** What F10's seed depends on: the schema (a changed one seeds anew) and the suite's bytes. */
+/**
+ * What F10's seed depends on: the build that writes it (its server bundle: what is recorded as runs
+ * complete, error groups and health included, changes with the code as well as with the schema),
+ * and the suite's bytes. A new build seeds anew.
+ */
 function seedHash(): string {
-  const folder = 'src/server/db/migrations';
-  const migrations = fs
-    .readdirSync(folder)
-    .sort()
-    .map((f) => fs.readFileSync(path.join(folder, f), 'utf8'));
-  return createHash('sha256')
-    .update(migrations.join('\n'))
+  const dist = process.env.BENCH_DIST ?? 'dist';
+  const hash = createHash('sha256');
+  for (const folder of ['server', 'chunks'])
+    for (const file of fs.readdirSync(path.join(dist, folder)).sort())
+      if (file.endsWith('.js')) hash.update(file).update(fs.readFileSync(path.join(dist, folder, file)));
+  return hash
     .update(suiteReport(0, IMPORTS, new Date(0)))
     .digest('hex')
     .slice(0, 12);
