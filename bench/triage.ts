@@ -5,7 +5,7 @@ import pg from 'pg';
 import { Api, startAttest } from './attest.ts';
 import { answerOf, bareServer, type Settings } from './figures.ts';
 import { report as f8Report, importReport } from './import.ts';
-import { median, wrk } from './lib.ts';
+import { cpuMs, median, wrk } from './lib.ts';
 import { buildOf } from './other-build.ts';
 import { type Figure, judge } from './report.ts';
 import { failureOf, suiteReport, TESTS } from './suite.ts';
@@ -292,6 +292,12 @@ async function failedRun(api: Api, projectId: string, n: number): Promise<void> 
   await api.call('PATCH', `/testmgmt/testruns/${run.id}`, { status: 'completed', verdict: 'failed' });
 }
 
+/** One sample of an F11 workload: its figure (seconds or a rate), and the server CPU per unit of work (ms). */
+interface Sample {
+  value: number;
+  cpuMs: number;
+}
+
 /** F11: this build against BASE_COMMIT's, the same work A, B, A, B…, each on its own data folder. */
 export async function f11Figures(settings: Settings, temp: (prefix: string) => string): Promise<Figure[]> {
   settings.step(`F11 building ${BASE_COMMIT} (cached)`);
@@ -300,80 +306,83 @@ export async function f11Figures(settings: Settings, temp: (prefix: string) => s
   const older = await startAttest({ dataDir: temp('attest-bench-f11-old-'), dist: baseDist });
   const both = [newer, older] as const;
   const projects = await Promise.all(both.map((server) => new Api(server.url, server.key).project()));
+  const projectOf = (which: 0 | 1) => (projects[which] as { id: string }).id;
   const figures: Figure[] = [];
   const pairs = Math.max(2, settings.repetitions * 2 - 1);
   const baselineName = `build of ${BASE_COMMIT}, before failures were recorded`;
-  const speed = (title: string, unit: string, a: number[], b: number[], notes: string, lowerIsBetter = false): Figure => {
-    const paired = a.map((x, i) => (lowerIsBetter ? (b[i] as number) / x : x / (b[i] as number)));
+  /** `rounds` samples of `work` on each build, interleaved: this build, the base, this build… */
+  const interleave = async (rounds: number, work: (which: 0 | 1, round: number) => Promise<Sample>) => {
+    const a: Sample[] = [];
+    const b: Sample[] = [];
+    for (let i = 0; i < rounds; i++) {
+      a.push(await work(0, i));
+      b.push(await work(1, i));
+    }
+    return { a, b };
+  };
+  const figure = (title: string, unit: string, cpuUnit: string, { a, b }: { a: Sample[]; b: Sample[] }, lowerIsBetter = false): Figure => {
+    const values = (samples: Sample[]) => samples.map((sample) => sample.value);
+    const paired = a.map((x, i) => (lowerIsBetter ? (b[i] as Sample).value / x.value : x.value / (b[i] as Sample).value));
+    const cpuA = median(a.map((sample) => sample.cpuMs));
+    const cpuB = median(b.map((sample) => sample.cpuMs));
     return judge({
       id: 'F11',
       title,
       dialect: 'sqlite',
       unit,
-      attest: median(a),
-      baseline: median(b),
+      attest: median(values(a)),
+      baseline: median(values(b)),
       baselineName,
       lowerIsBetter,
       // At most 1.10 × the time: a speed ratio of at least 1 / 1.10 = 0.909.
       minRatio: 0.91,
-      samples: { attest: a, baseline: b },
-      notes: `${notes}; median of the paired ratios ${median(paired).toFixed(3)}`,
+      samples: { attest: values(a), baseline: values(b) },
+      notes:
+        `${a.length} pairs; median of the paired ratios ${median(paired).toFixed(3)}; ` +
+        `server CPU per ${cpuUnit}: this build ${cpuA.toFixed(2)} ms, base ${cpuB.toFixed(2)} ms (× ${(cpuA / cpuB).toFixed(2)})`,
     });
   };
+  const cpuOf = (which: 0 | 1) => cpuMs(both[which].pid);
   try {
     // (a) F8's import: 5,000 new tests each time, one in ten failing with one message.
     settings.step("F11 import of F8's 5,000-test file, two builds");
-    const timeImport = async (which: 0 | 1, body: Buffer, options: Record<string, string> = {}) =>
-      (await importReport(both[which], (projects[which] as { id: string }).id, body, options)).seconds;
+    const timeImport = async (which: 0 | 1, body: Buffer, options: Record<string, string> = {}): Promise<Sample> => {
+      const before = cpuOf(which);
+      const { seconds } = await importReport(both[which], projectOf(which), body, options);
+      return { value: seconds, cpuMs: cpuOf(which) - before };
+    };
     for (const which of [0, 1] as const) await timeImport(which, f8Report(`warm${which}`));
-    const f8New: number[] = [];
-    const f8Old: number[] = [];
-    for (let i = 0; i < pairs; i++) {
-      f8New.push(await timeImport(0, f8Report(`n${i}`)));
-      f8Old.push(await timeImport(1, f8Report(`o${i}`)));
-    }
     figures.push(
-      speed(
+      figure(
         `import of F8's ${TESTS.toLocaleString('en-US')}-test JUnit file, wall time`,
         's',
-        f8New,
-        f8Old,
-        `${pairs} pairs; seconds: this build ${median(f8New).toFixed(2)}, base ${median(f8Old).toFixed(2)}`,
+        'import',
+        await interleave(pairs, (which, i) => timeImport(which, f8Report(`${which}-${i}`))),
         true,
       ),
     );
 
     // (a') The same suite imported again and again (bench/suite.ts): tests with histories, 60 causes.
     settings.step('F11 the same 5,000-test suite imported again, two builds');
-    const day = Date.now() - 30 * 86_400_000;
+    const day = Date.now() - 30 * DAY;
     const suite = (k: number) => suiteReport(k, IMPORTS, new Date(day + k * 3_600_000));
     for (const which of [0, 1] as const) await timeImport(which, suite(0), { branch: 'main' });
-    const suiteNew: number[] = [];
-    const suiteOld: number[] = [];
-    for (let i = 1; i <= pairs; i++) {
-      suiteNew.push(await timeImport(0, suite(i), { branch: 'main' }));
-      suiteOld.push(await timeImport(1, suite(i), { branch: 'main' }));
-    }
     figures.push(
-      speed(
+      figure(
         `the same ${TESTS.toLocaleString('en-US')}-test suite imported again (histories, 60 causes), wall time`,
         's',
-        suiteNew,
-        suiteOld,
-        `${pairs} pairs; seconds: this build ${median(suiteNew).toFixed(2)}, base ${median(suiteOld).toFixed(2)}`,
+        'import',
+        await interleave(pairs, (which, i) => timeImport(which, suite(i + 1), { branch: 'main' })),
         true,
       ),
     );
 
     // (b) F4's one-step posts, 4 connections, a new run per sample.
     settings.step('F11 one-step posts, two builds');
-    const postSteps = async (which: 0 | 1, seconds: number) => {
+    const postSteps = async (which: 0 | 1, seconds: number): Promise<Sample> => {
       const server = both[which];
       const api = new Api(server.url, server.key);
-      const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', {
-        projectId: (projects[which] as { id: string }).id,
-        name: 'posts',
-      });
+      const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: projectOf(which), name: 'posts' });
       const load = await wrk(`${server.url}/api/v1/testmgmt/testruns/${run.id}/results`, {
         headers: { 'service.api-token': server.key, 'content-type': 'application/json', accept: 'application/json' },
         seconds,
@@ -382,45 +391,41 @@ export async function f11Figures(settings: Settings, temp: (prefix: string) => s
         serverPid: server.pid,
       });
       if (load.non2xx > 0) throw new Error(`one-step posts: ${load.non2xx} answers were not 2xx`);
-      return load.rps;
+      return { value: load.rps, cpuMs: (load.cpuUsPerRequest ?? Number.NaN) / 1000 };
     };
     for (const which of [0, 1] as const) await postSteps(which, 3);
-    const postsNew: number[] = [];
-    const postsOld: number[] = [];
-    for (let i = 0; i < settings.repetitions; i++) {
-      postsNew.push(await postSteps(0, settings.seconds));
-      postsOld.push(await postSteps(1, settings.seconds));
-    }
-    figures.push(speed('one-step results posts, 4 clients', 'posts/s', postsNew, postsOld, `${settings.repetitions} pairs`));
+    figures.push(
+      figure(
+        'one-step results posts, 4 clients',
+        'posts/s',
+        'post',
+        await interleave(settings.repetitions, (which) => postSteps(which, settings.seconds)),
+      ),
+    );
 
     // (b') Failed runs completed: created, one failed step (60 causes, 200 tests), completed; 4 clients.
     settings.step('F11 failed runs completed, two builds');
-    const failedRuns = async (which: 0 | 1, seconds: number) => {
+    const failedRuns = async (which: 0 | 1, seconds: number): Promise<Sample> => {
       const server = both[which];
       const api = new Api(server.url, server.key);
-      const projectId = (projects[which] as { id: string }).id;
       let n = 0;
       const end = performance.now() + seconds * 1000;
-      let done = 0;
+      const before = cpuOf(which);
       await Promise.all(
         Array.from({ length: 4 }, async () => {
-          while (performance.now() < end) {
-            await failedRun(api, projectId, n++);
-            done++;
-          }
+          while (performance.now() < end) await failedRun(api, projectOf(which), n++);
         }),
       );
-      return done / seconds;
+      return { value: n / seconds, cpuMs: (cpuOf(which) - before) / n };
     };
     for (const which of [0, 1] as const) await failedRuns(which, 3);
-    const runsNew: number[] = [];
-    const runsOld: number[] = [];
-    for (let i = 0; i < settings.repetitions; i++) {
-      runsNew.push(await failedRuns(0, settings.seconds));
-      runsOld.push(await failedRuns(1, settings.seconds));
-    }
     figures.push(
-      speed('failed runs (create, one failed step, complete), 4 clients', 'runs/s', runsNew, runsOld, `${settings.repetitions} pairs`),
+      figure(
+        'failed runs (create, one failed step, complete), 4 clients',
+        'runs/s',
+        'run',
+        await interleave(settings.repetitions, (which) => failedRuns(which, settings.seconds)),
+      ),
     );
   } finally {
     await Promise.all(both.map((server) => server.stop()));
