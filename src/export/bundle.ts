@@ -1,5 +1,6 @@
 import type { Static } from 'typebox';
 import type { ArtifactDetails, Artifact as ArtifactRow } from '../api/v1/artifacts.ts';
+import type { FailureGroup as FailureGroupSchema } from '../api/v1/failures.ts';
 import type { RunResults } from '../api/v1/results.ts';
 import type { TestRun } from '../api/v1/runs.ts';
 import type { TestDefinition } from '../api/v1/tests.ts';
@@ -12,6 +13,7 @@ export type Step = Results['steps'][number];
 export type Artifact = Static<typeof ArtifactRow>;
 export type Details = Static<typeof ArtifactDetails>;
 export type ArtifactImage = Details['images'][number];
+export type FailureGroup = Static<typeof FailureGroupSchema>;
 
 /** One answer of the documented sequence: the bytes exactly as the server sent them, and their reading. */
 export interface Answer<T> {
@@ -30,6 +32,11 @@ export interface RunAnswers {
   details: Answer<{ items: Details[]; missing: string[] }>[];
   /** The test the run executed (`GET /testmgmt/tests/{testId}`); null when it names none, or that test is gone. */
   test: Test | null;
+  /**
+   * The error groups of a failed run and its failed steps, with their triage (`GET /testmgmt/testruns/{id}/failures`),
+   * read as the export runs: the defect type and issue link are today's, not the run's. Empty for a run that did not fail.
+   */
+  failures: FailureGroup[];
 }
 
 /** The most ids one details call names; the server's ATTEST_MAX_IDS_PER_BATCH is 100 unless raised. */
@@ -64,7 +71,8 @@ export async function readRunAnswers(client: AttestClient, testRunId: string, op
     const batch = ids.slice(start, start + DETAILS_BATCH).join(',');
     details.push(await answer(client, client.pathOf(v1.artifacts.getArtifacts, { query: { ids: batch } })));
   }
-  return { run, results, listing, details, test: run.testId === null ? null : await testOf(client, run.testId) };
+  const failures = run.failureGroupId === null ? [] : (await client.call(v1.failures.getRunFailures, { params: { testRunId } })).items;
+  return { run, results, listing, details, test: run.testId === null ? null : await testOf(client, run.testId), failures };
 }
 
 /** The test of a run; a test deleted since (404) is no test. */

@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import type { Job } from '../api/v1/jobs.ts';
-import type { Run, Step, Test } from './bundle.ts';
+import type { FailureGroup, Run, Step, Test } from './bundle.ts';
 import { type ExportInput, type ExportSources, failingStep, type RunPart } from './files.ts';
 
 export type JobAnswer = Static<typeof Job>;
@@ -153,6 +153,21 @@ export function failureOf(part: RunPart): Failure | undefined {
   const detail = [stepText, cell?.text ?? ''].filter((text) => text !== '').join('\n\n') || message;
   return { message, type: step?.title ?? run.verdict, detail };
 }
+
+/** The error group of a failed run, with its triage (docs/triage.md); undefined for a run that did not fail. */
+export function failureGroupOf(part: RunPart): FailureGroup | undefined {
+  const { run, failures } = part.answers;
+  return run.failureGroupId === null ? undefined : failures.find((group) => group.id === run.failureGroupId);
+}
+
+/** How a defect type reads in a report (ReportPortal's names). */
+export const DEFECT_TYPE_NAMES: Record<FailureGroup['defectType'], string> = {
+  product_bug: 'Product bug',
+  automation_bug: 'Automation bug',
+  system_issue: 'System issue',
+  no_defect: 'No defect',
+  to_investigate: 'To investigate',
+};
 
 /** Counts of a report's tests by their final verdict, and how many passed only on a retry. */
 export function countsOf(report: Report) {

@@ -611,6 +611,70 @@ for (const dialect of DIALECTS) {
       });
     });
 
+    describe('exports carry the triage (TRIAGE-9)', () => {
+      test('Allure results name the category and link the issue, Xray lists the defect, JUnit carries properties', async () => {
+        const jobId = await importJunit(junit(unique('export-'), checkoutSuite(7)));
+        const runs = await runsOfJob(jobId);
+        const pay = runs.find((run) => run.name === 'pays with a saved card') as (typeof runs)[number];
+        const groupId = pay.failureGroupId as string;
+        await tester.client.call(v1.failures.triageFailureGroup, {
+          params: { projectId: projectA, groupId },
+          body: { defectType: 'product_bug', issueUrl: 'https://jira.example.com/browse/SHOP-12', comment: 'orders API 500' },
+        });
+        const exportOf = async (format: string, accept = '*/*') => {
+          const response = await fetch(`${server.url}/api/v1/testmgmt/jobs/${jobId}/export?format=${format}`, {
+            headers: { 'service.api-token': viewer.key, accept },
+          });
+          assert.equal(response.status, 200);
+          return new Uint8Array(await response.arrayBuffer());
+        };
+        const { unzipSync } = await import('fflate');
+        const allure = unzipSync(await exportOf('allure'));
+        const results = Object.entries(allure)
+          .filter(([name]) => name.endsWith('-result.json'))
+          .map(([, bytes]) => JSON.parse(Buffer.from(bytes).toString()) as Record<string, unknown>);
+        const payResult = results.find((r) => r.name === 'pays with a saved card') as {
+          links: { type: string; url: string; name: string }[];
+          statusDetails: { known?: boolean; message: string };
+          labels: { name: string; value: string }[];
+        };
+        assert.deepEqual(payResult.links, [{ type: 'issue', name: 'SHOP-12', url: 'https://jira.example.com/browse/SHOP-12' }]);
+        assert.equal(payResult.statusDetails.known, true);
+        assert.ok(payResult.labels.some((l) => l.name === 'defectType' && l.value === 'product_bug'));
+        const categories = JSON.parse(Buffer.from(allure['allure-results/categories.json'] as Uint8Array).toString()) as {
+          name: string;
+          messageRegex: string;
+          matchedStatuses: string[];
+        }[];
+        const product = categories.find((c) => c.name.startsWith('Product bug'));
+        assert.ok(product, JSON.stringify(categories));
+        assert.match(payResult.statusDetails.message, new RegExp(`^(?:${product.messageRegex})$`), "Allure's category matches the result");
+        assert.deepEqual(product.matchedStatuses, ['failed']);
+        assert.ok(
+          categories.some((c) => c.name.startsWith('To investigate')),
+          'the untriaged groups have theirs',
+        );
+
+        const xray = JSON.parse(Buffer.from(await exportOf('xray')).toString()) as {
+          tests: { testInfo: { summary: string }; defects?: string[]; comment: string }[];
+        };
+        const xrayPay = xray.tests.find((t) => t.testInfo.summary === 'pays with a saved card');
+        assert.deepEqual(xrayPay?.defects, ['SHOP-12']);
+        assert.match(
+          xrayPay?.comment ?? '',
+          /^Defect type: Product bug\nIssue: https:\/\/jira\.example\.com\/browse\/SHOP-12\nTriage: orders API 500/,
+        );
+
+        const xml = Buffer.from(await exportOf('junit', 'application/xml')).toString();
+        const testcase = /<testcase name="pays with a saved card"[\s\S]*?<\/testcase>/.exec(xml)?.[0] ?? '';
+        assert.match(testcase, /<property name="attest.defectType" value="product_bug"\/>/);
+        assert.match(testcase, /<property name="attest.issueUrl" value="https:\/\/jira.example.com\/browse\/SHOP-12"\/>/);
+        assert.match(testcase, new RegExp(`<property name="attest.failureGroupId" value="${groupId}"/>`));
+        const basket = /<testcase name="shows the basket"[\s\S]*?<\/testcase>/.exec(xml)?.[0] ?? '';
+        assert.doesNotMatch(basket, /<properties>/, 'a passed test has none');
+      });
+    });
+
     describe('deletions', () => {
       test('deleting a run, its job and the project keeps working, the groups keeping their counts until the project goes', async () => {
         const projectId = (await createProject(server, 'deletions')).id;

@@ -60,6 +60,8 @@ for (const dialect of DIALECTS) {
           failed: 0,
           broken: 0,
           skipped: 0,
+          // Per test and device (TRIAGE-5): the fan-out's six runs are six tests in the job, none finished.
+          tests: { total: 6, passed: 0, failed: 0, broken: 0, skipped: 0, flaky: 0, unfinished: 6 },
         });
         assert.deepEqual(job.testIds, [login, search]);
         assert.deepEqual(job.deviceLabels, [lab]);
@@ -214,6 +216,7 @@ for (const dialect of DIALECTS) {
           failed: 1,
           broken: 1,
           skipped: 0,
+          tests: { total: 4, passed: 1, failed: 1, broken: 1, skipped: 0, flaky: 0, unfinished: 1 },
         });
         assert.equal(seen.finishedAt, null);
 
@@ -301,6 +304,7 @@ for (const dialect of DIALECTS) {
           failed: 0,
           broken: 0,
           skipped: 0,
+          tests: { total: 3, passed: 0, failed: 0, broken: 0, skipped: 0, flaky: 0, unfinished: 3 },
         });
         const after = await runsOf(job.id);
         assert.deepEqual(after.map((r) => r.status).sort(), ['aborted', 'aborted', 'running']);

@@ -24,6 +24,23 @@ export const JobStatus = Type.Union([
 const count = (description: string) => Type.Integer({ minimum: 0, maximum: JOB_RUNS_MAX, description });
 
 /** How far a job's runs have got; every count is a number of runs. */
+/** The job's tests, each counted once whatever its retries (TRIAGE-5, docs/triage.md). */
+export const JobTestProgress = Type.Object(
+  {
+    total: count('Distinct tests of the job (by test id, else run name).'),
+    passed: count('Tests whose final attempt passed, with no failed attempt.'),
+    failed: count('Tests whose final attempt failed.'),
+    broken: count('Tests whose final attempt broke.'),
+    skipped: count('Tests whose final attempt was skipped.'),
+    flaky: count('Tests whose final attempt passed after an attempt failed or broke.'),
+    unfinished: count('Tests whose final attempt has no verdict yet (queued, running, or aborted).'),
+  },
+  {
+    additionalProperties: false,
+    description: 'Per test: the final attempt (highest `attempt`, then latest created) decides; attempts stay runs in the counts beside.',
+  },
+);
+
 export const JobProgress = Type.Object(
   {
     total: count('Every run of the job.'),
@@ -35,6 +52,7 @@ export const JobProgress = Type.Object(
     failed: count('Completed runs with verdict failed.'),
     broken: count('Completed runs with verdict broken.'),
     skipped: count('Completed runs with verdict skipped.'),
+    tests: JobTestProgress,
   },
   { additionalProperties: false },
 );

@@ -253,6 +253,11 @@ export const XrayExecution = Type.Object(
           finish: Type.Optional(Timestamp),
           status: XrayStatus,
           comment: XrayText,
+          defects: Type.Optional(
+            Type.Array(Type.String({ maxLength: 64, description: "A Jira issue key: the one the failure's error group links to." }), {
+              maxItems: 10,
+            }),
+          ),
           evidence: Type.Array(XrayEvidence, { maxItems: RUN_RESULT_ITEMS_MAX }),
           steps: Type.Optional(
             Type.Array(

@@ -46,6 +46,13 @@ export const RunnerName = Type.String({
 /** `?projectId=` of a list: the project's id or its short key in any case, as in paths. */
 export const ProjectQuery = { ...ProjectRef, description: 'The project: its id, or its short key in any case (`WEB`, `web`).' };
 
+/** Most attempts of one test in one job a run may say it is (Playwright's `retries` rarely passes 5). */
+export const ATTEMPT_MAX = 100;
+const ATTEMPT_DESCRIPTION =
+  "The run's attempt at its test in its job: 0 for the first execution, 1, 2, … for retries (Playwright's `retry`). " +
+  "The highest attempt decides the test's verdict in the job (docs/triage.md).";
+const Attempt = Type.Integer({ minimum: 0, maximum: ATTEMPT_MAX, description: ATTEMPT_DESCRIPTION });
+
 export const TestRun = Type.Object(
   {
     id: Uuid,
@@ -65,6 +72,7 @@ export const TestRun = Type.Object(
     finishedAt: Nullable(Timestamp),
     idempotencyKey: Nullable({ ...ClientKey, description: 'The key the run was created with, if any.' }),
     ciUrl: Nullable(CiUrl),
+    attempt: Attempt,
     keep: Type.Boolean({ description: 'Never expired by retention (`PUT /testmgmt/testruns/{testRunId}/keep`).' }),
     runner: Nullable({
       ...RunnerName,
@@ -125,6 +133,7 @@ export const createRun = endpoint({
       deviceId: Type.Optional(DeviceId),
       ...RunLabels,
       ciUrl: Type.Optional(CiUrl),
+      attempt: Type.Optional(Type.Integer({ minimum: 0, maximum: ATTEMPT_MAX, description: `${ATTEMPT_DESCRIPTION} Default 0.` })),
       results: Type.Optional(ResultItems),
       idempotencyKey: IdempotencyKey('create (within the project)'),
       verdict: Type.Optional(Verdict),

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AttachmentEntry, ImageEntry, Step } from '../bundle.ts';
 import { type ExportFile, elapsedMs, fileOf, imagesByStep, type RunPart, type StepNode, stepTree } from '../files.ts';
-import { failureOf, type Report, type ReportTest } from '../report.ts';
+import { DEFECT_TYPE_NAMES, failureGroupOf, failureOf, type Report, type ReportTest } from '../report.ts';
 
 /**
  * An Allure 2 results folder (`allure-results/`), as Allure's own adapters write it: one
@@ -9,11 +9,16 @@ import { failureOf, type Report, type ReportTest } from '../report.ts';
  * text cells as its `attachments` (files `<uuid>-attachment.<ext>` beside it), and an
  * `environment.properties` with the labels. The attempts of one test share its `historyId` (from
  * its full name), so Allure shows the earlier ones as retries of the latest and marks a test that
- * passed on a retry as flaky. `allure generate` renders it.
+ * passed on a retry as flaky. `allure generate` renders it. A failure's error group (docs/triage.md)
+ * goes with it: its issue link as the result's `issue` link, a triaged group's failure marked
+ * `known`, and a `categories.json` that files each failure under its group's defect type and rule.
  */
 export function allureFiles(report: Report): ExportFile[] {
   const files: ExportFile[] = [];
   for (const test of report.tests) for (const part of test.attempts) files.push(...resultFiles(report, test, part));
+  const categories = categoriesOf(report);
+  if (categories.length)
+    files.push(fileOf('allure-results/categories.json', 'application/json', () => `${JSON.stringify(categories, null, 2)}\n`));
   const labels = report.labels;
   const environment = (
     [
@@ -83,6 +88,7 @@ function resultFiles(report: Report, test: ReportTest, part: RunPart): ExportFil
   };
 
   const failure = failureOf(part);
+  const group = failureGroupOf(part);
   const stop = run.finishedAt ? Date.parse(run.finishedAt) : runStart + (elapsedMs(run.startedAt, run.finishedAt) ?? 0);
   // Attempts of one test share it; a run without a test is a test of its own.
   const historyId = createHash('md5')
@@ -95,7 +101,15 @@ function resultFiles(report: Report, test: ReportTest, part: RunPart): ExportFil
     name: test.name,
     fullName: test.fullName,
     status: run.verdict === null ? 'unknown' : STATUS[run.verdict],
-    ...(failure ? { statusDetails: { message: failure.message, trace: failure.detail } } : {}),
+    ...(failure
+      ? {
+          statusDetails: {
+            message: failure.message,
+            trace: failure.detail,
+            ...(group && group.defectType !== 'to_investigate' ? { known: true } : {}),
+          },
+        }
+      : {}),
     // Passed after a failed attempt: Allure reads a known-flaky test from its status details.
     ...(run.verdict === 'passed' && part === test.final && test.attempts.some(failed) ? { statusDetails: { flaky: true } } : {}),
     stage: 'finished',
@@ -113,11 +127,50 @@ function resultFiles(report: Report, test: ReportTest, part: RunPart): ExportFil
       { name: 'suite', value: test.classname },
       ...(run.deviceId ? [{ name: 'host', value: run.deviceId }] : []),
       ...(run.environment ? [{ name: 'tag', value: run.environment }] : []),
+      ...(group ? [{ name: 'defectType', value: group.defectType }] : []),
     ],
-    links: [],
+    links: group?.issueUrl ? [{ type: 'issue', name: issueName(group.issueUrl), url: group.issueUrl }] : [],
   };
   files.unshift(fileOf(`allure-results/${uuid}-result.json`, 'application/json', () => `${JSON.stringify(result, null, 2)}\n`));
   return files;
+}
+
+/** An issue link's name: its tracker key (`SHOP-12`) when the URL ends in one, else the URL. */
+function issueName(url: string): string {
+  return /([A-Z][A-Z0-9_]+-\d+)\/?(?:[?#].*)?$/.exec(url)?.[1] ?? url;
+}
+
+/** A regex (Java's syntax, as Allure reads it) matching exactly `text`. */
+const literal = (text: string) => text.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
+
+/**
+ * Allure's `categories.json`: one category per error group that a failed result falls into, named
+ * by its defect type and its rule (or its title), matching those results' messages exactly, so the
+ * Categories tab shows the triage Attest holds.
+ */
+function categoriesOf(report: Report): Record<string, unknown>[] {
+  const byGroup = new Map<string, { name: string; messages: Set<string>; statuses: Set<string> }>();
+  for (const test of report.tests) {
+    for (const part of test.attempts) {
+      const group = failureGroupOf(part);
+      const failure = failureOf(part);
+      if (!group || !failure) continue;
+      // Groups of one defect type and rule share a category.
+      const name = `${DEFECT_TYPE_NAMES[group.defectType]}: ${group.rule ?? group.title.split('\n')[0]}`;
+      let entry = byGroup.get(name);
+      if (!entry) {
+        entry = { name, messages: new Set(), statuses: new Set() };
+        byGroup.set(name, entry);
+      }
+      entry.messages.add(failure.message);
+      entry.statuses.add(part.answers.run.verdict as string);
+    }
+  }
+  return [...byGroup.values()].map((entry) => ({
+    name: entry.name,
+    messageRegex: [...entry.messages].map(literal).join('|'),
+    matchedStatuses: [...entry.statuses].sort(),
+  }));
 }
 
 const failed = (part: RunPart) => part.answers.run.verdict === 'failed' || part.answers.run.verdict === 'broken';

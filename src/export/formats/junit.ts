@@ -1,6 +1,6 @@
 import type { Step } from '../bundle.ts';
 import { type ExportFile, elapsedMs, fileOf, imagesByStep, type RunPart, type StepNode, stepTree } from '../files.ts';
-import { failureOf, type Report, type ReportTest } from '../report.ts';
+import { failureGroupOf, failureOf, type Report, type ReportTest } from '../report.ts';
 
 /**
  * JUnit XML as TestRail's trcli, Jira Xray, ReportPortal and Jenkins import it, with Maven
@@ -96,6 +96,21 @@ function testcase(test: ReportTest): string[] {
   const verdict = final.answers.run.verdict;
   const lines = [`    <testcase name="${xml(test.name)}" classname="${xml(test.classname)}" time="${seconds(runDuration(final))}">`];
   const failure = failureOf(final);
+  // The failure's error group and its triage (docs/triage.md), as properties of the test case (Surefire 3, Jenkins, Xray read them).
+  const group = failureGroupOf(final);
+  if (group) {
+    const properties = [
+      ['attest.failureGroupId', group.id],
+      ['attest.defectType', group.defectType],
+      ['attest.category', group.category],
+      ...(group.issueUrl ? [['attest.issueUrl', group.issueUrl]] : []),
+    ];
+    lines.push(
+      '      <properties>',
+      ...properties.map(([n, v]) => `        <property name="${xml(n as string)}" value="${xml(v as string)}"/>`),
+      '      </properties>',
+    );
+  }
   const earlier = test.attempts.slice(0, -1).flatMap((part) => {
     const element = earlierElement(verdict, part.answers.run.verdict ?? '');
     const failed = failureOf(part);

@@ -1,6 +1,6 @@
 import type { AttachmentEntry, ImageEntry, Step } from '../bundle.ts';
 import { type Chunk, type ExportFile, failingStep, imagesByStep, type RunPart } from '../files.ts';
-import { failureOf, type Report, type ReportTest } from '../report.ts';
+import { DEFECT_TYPE_NAMES, failureGroupOf, failureOf, type Report, type ReportTest } from '../report.ts';
 
 /**
  * Xray JSON, the format of Xray's "import execution results" endpoint: one Xray test per test of
@@ -10,7 +10,9 @@ import { failureOf, type Report, type ReportTest } from '../report.ts';
  * of creating another; its evidence is every image and file of the final attempt. Any other run
  * is a `Manual` test with all its steps (nested ones flattened in results order, as Xray steps are
  * a list), each step's `actualResult` from its text cells and its screenshots as `evidence`.
- * Written as a stream: one image at a time is in memory, whatever the export holds.
+ * Written as a stream: one image at a time is in memory, whatever the export holds. A failure's
+ * error group (docs/triage.md) goes with it: its issue as the test's `defects` (the Jira key its
+ * link ends in) and its defect type, issue link and comment at the head of the `comment`.
  */
 export function xrayFiles(report: Report): ExportFile[] {
   return [{ path: 'xray.json', type: 'application/json', chunks: () => xrayJson(report) }];
@@ -23,6 +25,19 @@ const STATUS: Record<string, string> = {
   skipped: 'TODO',
   running: 'EXECUTING',
 };
+
+/** What the failure's error group says, for the test: its defects and the lines that head its comment. */
+function triageOf(part: RunPart): { defects?: string[]; lines: string } {
+  const group = failureGroupOf(part);
+  if (!group) return { lines: '' };
+  const key = group.issueUrl === null ? undefined : /([A-Z][A-Z0-9_]+-\d+)\/?(?:[?#].*)?$/.exec(group.issueUrl)?.[1];
+  const lines = [
+    `Defect type: ${DEFECT_TYPE_NAMES[group.defectType]}${group.rule ? ` (${group.rule})` : ''}`,
+    group.issueUrl ? `Issue: ${group.issueUrl}` : '',
+    group.comment ? `Triage: ${group.comment}` : '',
+  ];
+  return { ...(key ? { defects: [key] } : {}), lines: lines.filter(Boolean).join('\n') };
+}
 
 const cellsText = (cells: Step['cells']) => cells.map((cell) => `${cell.name}:\n${cell.text}`).join('\n\n');
 
@@ -90,6 +105,7 @@ const times = (part: RunPart) => ({
 async function* genericTest(report: Report, test: ReportTest): AsyncIterable<Chunk> {
   const part = test.final;
   const failure = failureOf(part);
+  const triage = triageOf(part);
   const head = {
     testInfo: {
       summary: test.name,
@@ -100,7 +116,8 @@ async function* genericTest(report: Report, test: ReportTest): AsyncIterable<Chu
     },
     ...times(part),
     status: STATUS[part.answers.run.verdict ?? 'running'] ?? 'TODO',
-    comment: [failure?.detail ?? '', attemptsText(test)].filter(Boolean).join('\n\n'),
+    comment: [triage.lines, failure?.detail ?? '', attemptsText(test)].filter(Boolean).join('\n\n'),
+    ...(triage.defects ? { defects: triage.defects } : {}),
   };
   yield `${JSON.stringify(head).slice(0, -1)},"evidence":${await evidence(report, part, part.images, part.attachments)}}`;
 }
@@ -118,17 +135,20 @@ async function* manualTest(report: Report, test: ReportTest): AsyncIterable<Chun
     steps: results.steps.map((step) => ({ action: step.title, data: '', result: expectedOf(step) })),
   };
   const failed = failingStep(results.steps);
+  const triage = triageOf(part);
   const head = {
     testInfo,
     ...times(part),
     status: STATUS[run.verdict ?? 'running'] ?? 'TODO',
     comment: [
+      triage.lines,
       cellsText(results.cells),
       failed ? `Failed at step ${results.steps.indexOf(failed) + 1}: ${failed.title}\n${failed.error ?? ''}` : '',
       attemptsText(test),
     ]
       .filter(Boolean)
       .join('\n\n'),
+    ...(triage.defects ? { defects: triage.defects } : {}),
   };
   yield `${JSON.stringify(head).slice(0, -1)},"evidence":${await evidence(report, part, images.get(null) ?? [])},"steps":[`;
   for (const [index, step] of results.steps.entries()) {

@@ -21,6 +21,7 @@ export function presentRun(row: TestRunsTable): Static<typeof TestRun> {
     finishedAt: row.finished_at,
     idempotencyKey: row.idempotency_key,
     ciUrl: row.ci_url,
+    attempt: Number(row.attempt),
     keep: row.keep === 1,
     runner: row.lease_owner,
     leaseExpiresAt: row.lease_expires_at,

@@ -1,8 +1,10 @@
 import type { Static } from 'typebox';
-import type { TestDefinition, TestHistory, TestStep } from '../../api/v1/tests.ts';
-import type { TestRunsTable, TestsTable } from '../db/types.ts';
+import type { QuarantineEntry, TestDefinition, TestHistory, TestStep } from '../../api/v1/tests.ts';
+import type { TestsTable } from '../db/types.ts';
+import type { TestHealthView } from '../services/health.ts';
+import type { TestHistory as TestHistoryData } from '../services/tests.ts';
 
-export function presentTest(row: TestsTable): Static<typeof TestDefinition> {
+export function presentTest({ test: row, health }: { test: TestsTable; health: TestHealthView }): Static<typeof TestDefinition> {
   return {
     id: row.id,
     projectId: row.project_id,
@@ -14,14 +16,11 @@ export function presentTest(row: TestsTable): Static<typeof TestDefinition> {
     source: row.source,
     createdAt: row.created_at,
     createdBy: row.created_by,
+    health,
   };
 }
 
-export function presentTestHistory(history: {
-  testId: string;
-  runs: { run: TestRunsTable; flaky: boolean }[];
-  summary: Static<typeof TestHistory>['summary'];
-}): Static<typeof TestHistory> {
+export function presentTestHistory(history: TestHistoryData): Static<typeof TestHistory> {
   return {
     testId: history.testId,
     runs: history.runs.map(({ run, flaky }) => ({
@@ -37,8 +36,29 @@ export function presentTestHistory(history: {
       build: run.build,
       environment: run.environment,
       deviceId: run.device_id,
+      attempt: run.attempt,
       flaky,
     })),
     summary: history.summary,
+    outcomes: history.outcomes.map(({ outcome, runIds }) => ({
+      jobId: outcome.jobId,
+      runId: outcome.runId,
+      verdict: outcome.verdict,
+      attempts: outcome.attempts,
+      runIds,
+      branch: outcome.branch,
+      commit: outcome.commit,
+      finishedAt: outcome.finishedAt,
+    })),
+    outcomeSummary: (({ total, ...counts }) => ({ outcomes: total, ...counts }))(history.outcomeSummary),
+    health: history.health,
   };
+}
+
+/** A quarantine as the quarantine answers show it, with its test's names. */
+export function presentQuarantine(
+  test: Pick<TestsTable, 'id' | 'name' | 'full_name'>,
+  quarantine: { owner: string; reason: string; expiresAt: string; expired: boolean },
+): Static<typeof QuarantineEntry> {
+  return { testId: test.id, fullName: test.full_name, name: test.name, ...quarantine };
 }

@@ -22,6 +22,8 @@ export type AuditAction =
   | 'run.delete'
   | 'job.delete'
   | 'test.delete'
+  | 'test.quarantine'
+  | 'test.release'
   | 'retention.sweep';
 
 /** Appends an audit entry inside the caller's transaction, so the change and its record commit together. */

@@ -1,5 +1,234 @@
 import type { ServiceContext } from '../context.ts';
-import type { Executor, TestRunsTable } from '../db/types.ts';
+import {
+  deleteQuarantine,
+  healthOfTests,
+  type QuarantineRow,
+  quarantinesOfProject,
+  upsertQuarantine,
+  upsertTestHealth,
+} from '../db/repositories/health.ts';
+import { latestCompletedRunsOfTests } from '../db/repositories/outcomes.ts';
+import { findProject } from '../db/repositories/projects.ts';
+import { findTest } from '../db/repositories/tests.ts';
+import { inTransaction } from '../db/repositories/transaction.ts';
+import type { Executor, ProjectsTable, TestHealthTable, TestQuarantinesTable, TestRunsTable, TestsTable } from '../db/types.ts';
+import { found, invalid } from '../errors.ts';
+import { audit } from './audit.ts';
+import { foldOutcomes, type TestOutcome } from './outcomes.ts';
+import type { Actor } from './users.ts';
 
-// Being built (issue 30, helper "health"): the health of the tests of completed runs.
-export async function refreshHealth(_ctx: ServiceContext, _trx: Executor, _runs: readonly TestRunsTable[]): Promise<void> {}
+// A test's health (TRIAGE-6, docs/triage.md): stable, flaky or broken over its latest outcomes,
+// kept in test_health as its runs complete; and its quarantine.
+
+/** The health thresholds of a project. */
+export interface HealthSettings {
+  brokenAfter: number;
+  healthWindow: number;
+}
+
+const DEFAULT_HEALTH: HealthSettings = { brokenAfter: 5, healthWindow: 30 };
+
+// TODO(integrator): use triageSettingsOf
+function healthSettingsOf(row: Pick<ProjectsTable, 'triage_settings'> | undefined): HealthSettings {
+  const stored = row?.triage_settings ? (JSON.parse(row.triage_settings) as Partial<HealthSettings>) : {};
+  return {
+    brokenAfter: Number.isInteger(stored.brokenAfter) ? (stored.brokenAfter as number) : DEFAULT_HEALTH.brokenAfter,
+    healthWindow: Number.isInteger(stored.healthWindow) ? (stored.healthWindow as number) : DEFAULT_HEALTH.healthWindow,
+  };
+}
+
+/** A flaky score at or above this makes a test that is not broken `flaky`. */
+export const FLAKY_THRESHOLD = 0.1;
+
+/** Runs read per outcome wanted: retries make one outcome of several runs. */
+const RUNS_PER_OUTCOME = 3;
+
+export interface HealthScore {
+  state: TestHealthTable['state'];
+  flakyScore: number;
+  runsConsidered: number;
+  failingStreak: number;
+}
+
+type Side = 'pass' | 'fail';
+const sideOf = (verdict: TestOutcome['verdict']): Side | undefined =>
+  verdict === 'passed' || verdict === 'flaky' ? 'pass' : verdict === 'failed' || verdict === 'broken' ? 'fail' : undefined;
+
+/**
+ * The health of a test from its outcomes, newest first (docs/triage.md). Only outcomes that passed,
+ * failed, broke or were flaky count (a skipped or unfinished one says nothing about the test), the
+ * newest `healthWindow` of them. A broken test scores 0: it fails every time, which is not flakiness.
+ */
+export function scoreHealth(outcomes: readonly TestOutcome[], settings: HealthSettings): HealthScore {
+  const considered = outcomes.filter((outcome) => sideOf(outcome.verdict) !== undefined).slice(0, settings.healthWindow);
+  let failingStreak = 0;
+  while (failingStreak < considered.length && sideOf(considered[failingStreak]?.verdict ?? null) === 'fail') failingStreak++;
+  const runsConsidered = considered.length;
+  if (failingStreak >= settings.brokenAfter) return { state: 'broken', flakyScore: 0, runsConsidered, failingStreak };
+  if (runsConsidered < 2) return { state: 'stable', flakyScore: 0, runsConsidered, failingStreak };
+
+  let flaky = 0;
+  // Oldest to newest: each branch's outcomes as runs of one side (null is a branch of its own), and each commit's sides.
+  const runsOfBranch = new Map<string | null, { side: Side; length: number }[]>();
+  const sidesOfCommit = new Map<string, Set<Side>>();
+  for (let i = considered.length - 1; i >= 0; i--) {
+    const outcome = considered[i] as TestOutcome;
+    const side = sideOf(outcome.verdict) as Side;
+    if (outcome.verdict === 'flaky') flaky++;
+    const runs = runsOfBranch.get(outcome.branch) ?? [];
+    const last = runs[runs.length - 1];
+    if (last?.side === side) last.length++;
+    else runs.push({ side, length: 1 });
+    runsOfBranch.set(outcome.branch, runs);
+    if (outcome.commit !== null) {
+      const sides = sidesOfCommit.get(outcome.commit) ?? new Set<Side>();
+      sides.add(side);
+      sidesOfCommit.set(outcome.commit, sides);
+    }
+  }
+  // A flip is a boundary between two runs of one branch; one into or out of a failing run long
+  // enough to be broken is a break and its fix, not flakiness.
+  const breaks = (run: { side: Side; length: number }) => run.side === 'fail' && run.length >= settings.brokenAfter;
+  let flips = 0;
+  for (const runs of runsOfBranch.values()) {
+    for (let i = 1; i < runs.length; i++)
+      if (!breaks(runs[i - 1] as (typeof runs)[number]) && !breaks(runs[i] as (typeof runs)[number])) flips++;
+  }
+  const splitCommits = [...sidesOfCommit.values()].filter((sides) => sides.size > 1).length;
+  const flakyScore = Math.min(1, Math.round(((flaky + flips + splitCommits) / runsConsidered) * 1000) / 1000);
+  return { state: flakyScore >= FLAKY_THRESHOLD ? 'flaky' : 'stable', flakyScore, runsConsidered, failingStreak };
+}
+
+/**
+ * Recomputes the health of the tests of runs just completed, inside their transaction: one read of
+ * the tests' latest runs and one write for the whole batch, whatever its size (an import's batch
+ * completes hundreds of runs of distinct tests).
+ */
+export async function refreshHealth(ctx: ServiceContext, trx: Executor, runs: readonly TestRunsTable[]): Promise<void> {
+  const projectOfTest = new Map<string, string>();
+  for (const run of runs) if (run.test_id !== null) projectOfTest.set(run.test_id, run.project_id);
+  if (projectOfTest.size === 0) return;
+  const settingsOf = new Map<string, HealthSettings>();
+  for (const projectId of new Set(projectOfTest.values())) settingsOf.set(projectId, healthSettingsOf(await findProject(trx, projectId)));
+  const widest = Math.max(...[...settingsOf.values()].map((settings) => settings.healthWindow));
+
+  const runsOfTest = new Map<string, Awaited<ReturnType<typeof latestCompletedRunsOfTests>>>();
+  for (const run of await latestCompletedRunsOfTests(trx, [...projectOfTest.keys()], widest * RUNS_PER_OUTCOME)) {
+    const testId = run.test_id as string;
+    const list = runsOfTest.get(testId);
+    if (list) list.push(run);
+    else runsOfTest.set(testId, [run]);
+  }
+  const now = ctx.clock().toISOString();
+  const rows: TestHealthTable[] = [];
+  for (const [testId, projectId] of projectOfTest) {
+    const score = scoreHealth(foldOutcomes(runsOfTest.get(testId) ?? []), settingsOf.get(projectId) as HealthSettings);
+    rows.push({
+      test_id: testId,
+      project_id: projectId,
+      state: score.state,
+      flaky_score: score.flakyScore,
+      runs_considered: score.runsConsidered,
+      failing_streak: score.failingStreak,
+      updated_at: now,
+    });
+  }
+  await upsertTestHealth(trx, rows);
+}
+
+/** A test's health as answers show it: stable with no runs considered until one completes. */
+export interface TestHealthView {
+  state: TestHealthTable['state'];
+  flakyScore: number;
+  runsConsidered: number;
+  quarantine: { owner: string; reason: string; expiresAt: string; expired: boolean } | null;
+}
+
+export const quarantineView = (row: TestQuarantinesTable, now: string) => ({
+  owner: row.owner,
+  reason: row.reason,
+  expiresAt: row.expires_at,
+  expired: row.expires_at <= now,
+});
+
+/** The health of each test given, by id (every test given has one). */
+export async function healthViewsOf(ctx: ServiceContext, testIds: readonly string[]): Promise<Map<string, TestHealthView>> {
+  const now = ctx.clock().toISOString();
+  const stored = await healthOfTests(ctx.db, testIds);
+  const views = new Map<string, TestHealthView>();
+  for (const testId of testIds) {
+    const { health, quarantine } = stored.get(testId) ?? {};
+    views.set(testId, {
+      state: health?.state ?? 'stable',
+      flakyScore: health?.flaky_score ?? 0,
+      runsConsidered: health?.runs_considered ?? 0,
+      quarantine: quarantine ? quarantineView(quarantine, now) : null,
+    });
+  }
+  return views;
+}
+
+export const QUARANTINE_DEFAULT_DAYS = 14;
+export const QUARANTINE_MAX_DAYS = 365;
+const DAY_MS = 86_400_000;
+
+/**
+ * Quarantines a test (or renews its quarantine) until `expiresAt`, 14 days from now when not given;
+ * an expiry in the past or more than 365 days ahead is refused. Audited as `test.quarantine`.
+ */
+export async function quarantineTest(
+  ctx: ServiceContext,
+  testId: string,
+  input: { owner: string; reason: string; expiresAt?: string },
+  actor: Actor,
+): Promise<{ test: TestsTable; quarantine: TestQuarantinesTable }> {
+  const test = found(await findTest(ctx.db, testId), 'The test');
+  const now = ctx.clock();
+  const expires = input.expiresAt === undefined ? new Date(now.getTime() + QUARANTINE_DEFAULT_DAYS * DAY_MS) : new Date(input.expiresAt);
+  if (expires.getTime() <= now.getTime()) throw invalid('/body/expiresAt', 'must be in the future');
+  if (expires.getTime() > now.getTime() + QUARANTINE_MAX_DAYS * DAY_MS) {
+    throw invalid('/body/expiresAt', `must be at most ${QUARANTINE_MAX_DAYS} days from now`);
+  }
+  const row: TestQuarantinesTable = {
+    test_id: testId,
+    project_id: test.project_id,
+    owner: input.owner,
+    reason: input.reason,
+    expires_at: expires.toISOString(),
+    created_at: now.toISOString(),
+    created_by: actor.userId,
+  };
+  await inTransaction(ctx.db, async (trx) => {
+    await upsertQuarantine(trx, row);
+    await audit(ctx, trx, {
+      actorUserId: actor.userId,
+      action: 'test.quarantine',
+      targetType: 'test',
+      targetId: testId,
+      details: { owner: row.owner, reason: row.reason, expiresAt: row.expires_at },
+      requestId: actor.requestId,
+    });
+  });
+  return { test, quarantine: row };
+}
+
+/** Releases a test's quarantine; a test without one answers 404 (nothing to release). Audited as `test.release`. */
+export async function releaseQuarantine(ctx: ServiceContext, testId: string, actor: Actor): Promise<void> {
+  found(await findTest(ctx.db, testId), 'The test');
+  await inTransaction(ctx.db, async (trx) => {
+    found((await deleteQuarantine(trx, testId)) || undefined, "The test's quarantine");
+    await audit(ctx, trx, {
+      actorUserId: actor.userId,
+      action: 'test.release',
+      targetType: 'test',
+      targetId: testId,
+      requestId: actor.requestId,
+    });
+  });
+}
+
+/** A project's quarantined tests, active ones first (latest expiry first), then expired ones. */
+export async function listQuarantines(ctx: ServiceContext, projectId: string): Promise<{ row: QuarantineRow; expired: boolean }[]> {
+  const now = ctx.clock().toISOString();
+  return (await quarantinesOfProject(ctx.db, projectId)).map((row) => ({ row, expired: row.expires_at <= now }));
+}

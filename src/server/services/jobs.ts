@@ -21,6 +21,7 @@ import type { Executor, JobsTable, TestRunsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
 import { checkedCiUrl } from './ci-url.ts';
 import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
+import { countOutcomes, type TestOutcome, testOutcomesOfJobs } from './outcomes.ts';
 
 export type CreateJobInput = Static<NonNullable<(typeof createJobEndpoint)['body']>>;
 
@@ -77,8 +78,20 @@ export function deriveJobState(
   request: Pick<JobRequest, 'testIds'>,
   groups: readonly RunGroup[],
   clock: JobClock,
+  outcomes: readonly TestOutcome[] = [],
 ): JobState {
-  const progress = { total: 0, queued: 0, running: 0, completed: 0, aborted: 0, passed: 0, failed: 0, broken: 0, skipped: 0 };
+  const progress = {
+    total: 0,
+    queued: 0,
+    running: 0,
+    completed: 0,
+    aborted: 0,
+    passed: 0,
+    failed: 0,
+    broken: 0,
+    skipped: 0,
+    tests: countOutcomes(outcomes),
+  };
   let startedAt: string | null = null;
   let finishedAt: string | null = null;
   let lastActivity = job.created_at;
@@ -108,13 +121,9 @@ export function deriveJobState(
 
 /** Jobs as the API shows them: each with the state its runs give it at `clock.now`. */
 export async function viewJobs(executor: Executor, rows: readonly JobsTable[], clock: JobClock): Promise<JobView[]> {
-  const groups =
-    rows.length > 0
-      ? await runGroupsOfJobs(
-          executor,
-          rows.map((r) => r.id),
-        )
-      : [];
+  const jobIds = rows.map((r) => r.id);
+  const groups = rows.length > 0 ? await runGroupsOfJobs(executor, jobIds) : [];
+  const outcomes = await testOutcomesOfJobs(executor, jobIds);
   return rows.map((row) => {
     const request = JSON.parse(row.request) as JobRequest;
     return {
@@ -125,6 +134,7 @@ export async function viewJobs(executor: Executor, rows: readonly JobsTable[], c
         request,
         groups.filter((g) => g.job_id === row.id),
         clock,
+        outcomes.get(row.id),
       ),
     };
   });

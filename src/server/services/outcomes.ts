@@ -12,6 +12,8 @@ export interface TestOutcome {
   /** The test id, else `name:` and the run's name. */
   testKey: string;
   testId: string | null;
+  /** The device of the runs: one test run on two devices in a job is two outcomes, not a retry. */
+  deviceId: string | null;
   name: string;
   /** The final attempt's verdict, or `flaky` when an attempt failed or broke and the final one passed; null when unfinished. */
   verdict: OutcomeVerdict;
@@ -63,6 +65,7 @@ export function foldAttempts(attempts: readonly AttemptRow[]): TestOutcome {
   return {
     testKey: testKeyOf(final),
     testId: final.test_id,
+    deviceId: final.device_id,
     name: final.name,
     verdict,
     attempts: attempts.length,
@@ -78,13 +81,15 @@ export function foldAttempts(attempts: readonly AttemptRow[]): TestOutcome {
 }
 
 /**
- * Folds runs into outcomes: per job and test key; a run without a job is an outcome of its own.
+ * Folds runs into outcomes: per job, device and test key (a job fans a test out to each of its
+ * devices: those runs are executions of their own, not retries); a run without a job is an outcome
+ * of its own.
  * Answers them newest first (by their newest attempt's creation, then final run id).
  */
 export function foldOutcomes(runs: readonly AttemptRow[]): TestOutcome[] {
   const byOutcome = new Map<string, AttemptRow[]>();
   for (const run of runs) {
-    const key = run.job_id === null ? `run:${run.id}` : `${run.job_id}\u0000${testKeyOf(run)}`;
+    const key = run.job_id === null ? `run:${run.id}` : `${run.job_id}\u0000${run.device_id ?? ''}\u0000${testKeyOf(run)}`;
     const attempts = byOutcome.get(key);
     if (attempts) attempts.push(run);
     else byOutcome.set(key, [run]);

@@ -140,7 +140,7 @@ async function recordRun(
     artifact_count: 0,
     ci_url: ciUrl,
     failure_group_id: null,
-    attempt: 0,
+    attempt: input.attempt ?? 0,
   };
   if (input.verdict === undefined) {
     if (input.finishedAt !== undefined) throw invalid('/body/finishedAt', 'needs a verdict: only a finished run has a finish time');

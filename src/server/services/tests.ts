@@ -3,12 +3,15 @@ import { NAME_MAX } from '../../api/common.ts';
 import { CreateTestBody } from '../../api/v1/tests.ts';
 import type { ServiceContext } from '../context.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
+import { listTestsByHealth, type TestListFilter } from '../db/repositories/health.ts';
 import { decisiveVerdictBefore, latestRunsOfTest } from '../db/repositories/runs.ts';
-import { findTest, insertTest, insertTestsByFullName, listTests as listTestRows, testsByFullName } from '../db/repositories/tests.ts';
+import { findTest, insertTest, insertTestsByFullName, testsByFullName } from '../db/repositories/tests.ts';
 import type { Executor, TestRunsTable, TestsTable } from '../db/types.ts';
 import { found, invalid } from '../errors.ts';
 import { compileValidator } from '../validation.ts';
 import { type FeatureDefinition, featureToTest } from './gherkin.ts';
+import { healthViewsOf, type TestHealthView } from './health.ts';
+import { countOutcomes, foldOutcomes, type OutcomeCounts, type TestOutcome } from './outcomes.ts';
 
 /** A test definition ready to store, with the input it came from. */
 export interface NewTest extends FeatureDefinition {
@@ -69,14 +72,29 @@ export async function createTest(ctx: ServiceContext, projectId: string, test: N
   return row;
 }
 
-export const getTest = async (ctx: ServiceContext, testId: string): Promise<TestsTable> =>
-  found(await findTest(ctx.db, testId), 'The test');
+/** A test with its health, as every test answer shows it. */
+export interface TestWithHealth {
+  test: TestsTable;
+  health: TestHealthView;
+}
+
+/** A test just created: stable, with nothing considered and no quarantine. */
+export const NEW_TEST_HEALTH: TestHealthView = { state: 'stable', flakyScore: 0, runsConsidered: 0, quarantine: null };
+
+export async function getTest(ctx: ServiceContext, testId: string): Promise<TestWithHealth> {
+  const test = found(await findTest(ctx.db, testId), 'The test');
+  return { test, health: (await healthViewsOf(ctx, [testId])).get(testId) as TestHealthView };
+}
 
 /** A test's latest runs, newest first, each with whether its verdict flipped, and their counts. */
 export interface TestHistory {
   testId: string;
   runs: { run: TestRunsTable; flaky: boolean }[];
   summary: { runs: number; passed: number; failed: number; broken: number; skipped: number; flakyFlips: number };
+  /** The same runs folded per job (TRIAGE-5), newest first, each with its attempts' run ids, first to final. */
+  outcomes: { outcome: TestOutcome; runIds: string[] }[];
+  outcomeSummary: OutcomeCounts & { passRate: number | null };
+  health: TestHealthView;
 }
 
 const decisive = (run: TestRunsTable): 'passed' | 'failed' | undefined =>
@@ -106,11 +124,36 @@ export async function getTestHistory(ctx: ServiceContext, testId: string, limit:
     if (run.verdict) summary[run.verdict]++;
     if (flaky) summary.flakyFlips++;
   }
-  return { testId, runs, summary };
+  const outcomes = foldOutcomes(rows).map((outcome) => ({
+    outcome,
+    runIds: rows
+      .filter((run) =>
+        outcome.jobId === null ? run.id === outcome.runId : run.job_id === outcome.jobId && run.device_id === outcome.deviceId,
+      )
+      .sort((a, b) => a.attempt - b.attempt || (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1))
+      .map((run) => run.id),
+  }));
+  const counts = countOutcomes(outcomes.map(({ outcome }) => outcome));
+  const decided = counts.passed + counts.flaky + counts.failed + counts.broken;
+  const passRate = decided === 0 ? null : Math.round(((counts.passed + counts.flaky) / decided) * 10_000) / 10_000;
+  const health = (await healthViewsOf(ctx, [testId])).get(testId) as TestHealthView;
+  return { testId, runs, summary, outcomes, outcomeSummary: { ...counts, passRate }, health };
 }
 
-export const listTests = (ctx: ServiceContext, projectId: string, page: PageRequest): Promise<Page<TestsTable>> =>
-  listTestRows(ctx.db, projectId, page);
+/** A project's tests, newest or flakiest first, filtered by health, each with its health. */
+export async function listTests(
+  ctx: ServiceContext,
+  projectId: string,
+  filter: Omit<TestListFilter, 'now'>,
+  page: PageRequest,
+): Promise<Page<TestWithHealth>> {
+  const rows = await listTestsByHealth(ctx.db, projectId, { ...filter, now: ctx.clock().toISOString() }, page);
+  const health = await healthViewsOf(
+    ctx,
+    rows.items.map((row) => row.id),
+  );
+  return { items: rows.items.map((test) => ({ test, health: health.get(test.id) as TestHealthView })), nextCursor: rows.nextCursor };
+}
 
 /** A test's display name from its full name: the full name, cut to the name limit with an ellipsis. */
 const displayName = (fullName: string) => (fullName.length > NAME_MAX ? `${fullName.slice(0, NAME_MAX - 1)}…` : fullName);

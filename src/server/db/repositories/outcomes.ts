@@ -11,6 +11,7 @@ export type AttemptRow = Pick<
   TestRunsTable,
   | 'id'
   | 'job_id'
+  | 'device_id'
   | 'test_id'
   | 'name'
   | 'status'
@@ -27,6 +28,7 @@ export type AttemptRow = Pick<
 const ATTEMPT_COLUMNS = [
   'id',
   'job_id',
+  'device_id',
   'test_id',
   'name',
   'status',

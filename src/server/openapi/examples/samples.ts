@@ -106,6 +106,19 @@ export const IPHONE: Static<typeof Device> = {
   updatedAt: '2026-03-02T09:13:05.000Z',
 };
 
+/** The login test's health: flaky, and quarantined while someone looks at it. */
+export const LOGIN_HEALTH: Static<typeof TestDefinition>['health'] = {
+  state: 'flaky',
+  flakyScore: 0.2,
+  runsConsidered: 30,
+  quarantine: {
+    owner: TESTER_EMAIL,
+    reason: 'Times out on the lab Wi-Fi; see issue 812',
+    expiresAt: '2026-03-16T09:00:00.000Z',
+    expired: false,
+  },
+};
+
 export const LOGIN_TEST: Static<typeof TestDefinition> = {
   id: IDS.testLogin,
   projectId: IDS.project,
@@ -120,6 +133,7 @@ export const LOGIN_TEST: Static<typeof TestDefinition> = {
   source: null,
   createdAt: '2026-02-10T11:00:00.000Z',
   createdBy: IDS.tester,
+  health: LOGIN_HEALTH,
 };
 
 export const CHECKOUT_FEATURE = [
@@ -148,6 +162,7 @@ export const CHECKOUT_TEST: Static<typeof TestDefinition> = {
   source: CHECKOUT_FEATURE,
   createdAt: '2026-02-11T15:30:00.000Z',
   createdBy: IDS.tester,
+  health: { state: 'stable', flakyScore: 0, runsConsidered: 12, quarantine: null },
 };
 
 /** The CI build the example job and runs came from. */
@@ -169,6 +184,7 @@ export const RUN: Static<typeof TestRun> = {
   finishedAt: '2026-03-02T09:14:09.730Z',
   idempotencyKey: 'ci-4512-login-R58M123ABC',
   ciUrl: CI_URL,
+  attempt: 0,
   keep: false,
   runner: null,
   leaseExpiresAt: null,
@@ -198,6 +214,7 @@ export const JOB_RUN: Static<typeof TestRun> = {
   finishedAt: null,
   idempotencyKey: null,
   ciUrl: CI_URL,
+  attempt: 0,
   keep: false,
   runner: RUNNER,
   leaseExpiresAt: '2026-03-02T09:18:05.006Z',

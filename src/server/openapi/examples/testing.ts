@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import { cancelJob, completeJob, createJob, exportJob, getJob, type Job, listJobs } from '../../../api/v1/jobs.ts';
 import { appendResults, exportRun, getResults, type XrayExecution } from '../../../api/v1/results.ts';
 import { claimRun, createRun, getRun, heartbeatRun, keepRun, listRuns, updateRun } from '../../../api/v1/runs.ts';
-import { createTest, getTest, getTestHistory, listTests } from '../../../api/v1/tests.ts';
+import { createTest, getTest, getTestHistory, listQuarantines, listTests, quarantineTest } from '../../../api/v1/tests.ts';
 import {
   CHECKOUT_FEATURE,
   CHECKOUT_TEST,
@@ -10,6 +10,7 @@ import {
   DEVICE_ID,
   IDS,
   JOB_RUN,
+  LOGIN_HEALTH,
   LOGIN_TEST,
   RUN,
   RUN_LABELS,
@@ -21,6 +22,7 @@ import type { OperationExamples } from './types.ts';
 import { examplesOf } from './types.ts';
 
 const idle = { queued: 0, running: 0, completed: 0, aborted: 0, passed: 0, failed: 0, broken: 0, skipped: 0 };
+const noTests = { total: 0, passed: 0, failed: 0, broken: 0, skipped: 0, flaky: 0, unfinished: 0 };
 
 /** The nightly job: the checkout test on both phones. */
 const JOB: Static<typeof Job> = {
@@ -28,7 +30,7 @@ const JOB: Static<typeof Job> = {
   projectId: IDS.project,
   name: 'Nightly checkout on phones',
   status: 'running',
-  progress: { ...idle, total: 2, running: 1, completed: 1, passed: 1 },
+  progress: { ...idle, total: 2, running: 1, completed: 1, passed: 1, tests: { ...noTests, total: 2, passed: 1, unfinished: 1 } },
   testIds: [IDS.testCheckout],
   deviceIds: [],
   deviceLabels: ['phone'],
@@ -48,7 +50,7 @@ const LAUNCH: Static<typeof Job> = {
   id: IDS.launch,
   name: 'Playwright: shop e2e on main',
   status: 'completed',
-  progress: { ...idle, total: 3, completed: 3, passed: 2, failed: 1 },
+  progress: { ...idle, total: 3, completed: 3, passed: 2, failed: 1, tests: { ...noTests, total: 3, passed: 2, failed: 1 } },
   testIds: [],
   deviceLabels: [],
   startedAt: '2026-03-02T10:00:01.204Z',
@@ -76,7 +78,7 @@ export const testingExamples = [
       tags: LOGIN_TEST.tags,
     },
     text: CHECKOUT_FEATURE,
-    responses: { 201: LOGIN_TEST },
+    responses: { 201: { ...LOGIN_TEST, health: { state: 'stable', flakyScore: 0, runsConsidered: 0, quarantine: null } } },
   }),
   examplesOf(listTests, { responses: { 200: { items: [CHECKOUT_TEST, LOGIN_TEST], nextCursor: null } } }),
   examplesOf(getTest, { responses: { 200: LOGIN_TEST } }),
@@ -98,6 +100,7 @@ export const testingExamples = [
             build: RUN.build,
             environment: RUN.environment,
             deviceId: RUN.deviceId,
+            attempt: 0,
             flaky: true,
           },
           {
@@ -113,10 +116,69 @@ export const testingExamples = [
             build: '2026.3.1-rc.1',
             environment: 'staging',
             deviceId: DEVICE_ID,
+            attempt: 0,
             flaky: false,
           },
         ],
         summary: { runs: 2, passed: 1, failed: 1, broken: 0, skipped: 0, flakyFlips: 1 },
+        outcomes: [
+          {
+            jobId: null,
+            runId: RUN.id,
+            verdict: 'passed',
+            attempts: 1,
+            runIds: [RUN.id],
+            branch: RUN.branch,
+            commit: RUN.commit,
+            finishedAt: RUN.finishedAt,
+          },
+          {
+            jobId: null,
+            runId: IDS.olderRun,
+            verdict: 'failed',
+            attempts: 1,
+            runIds: [IDS.olderRun],
+            branch: 'main',
+            commit: RUN.commit,
+            finishedAt: '2026-03-01T09:14:12.004Z',
+          },
+        ],
+        outcomeSummary: { outcomes: 2, passed: 1, failed: 1, broken: 0, skipped: 0, flaky: 0, unfinished: 0, passRate: 0.5 },
+        health: LOGIN_HEALTH,
+      },
+    },
+  }),
+  examplesOf(quarantineTest, {
+    request: { owner: TESTER_EMAIL, reason: 'Times out on the lab Wi-Fi; see issue 812', expiresAt: '2026-03-16T09:00:00.000Z' },
+    responses: {
+      200: {
+        testId: LOGIN_TEST.id,
+        fullName: null,
+        name: LOGIN_TEST.name,
+        ...(LOGIN_HEALTH.quarantine as NonNullable<typeof LOGIN_HEALTH.quarantine>),
+      },
+    },
+  }),
+  examplesOf(listQuarantines, {
+    responses: {
+      200: {
+        items: [
+          {
+            testId: LOGIN_TEST.id,
+            fullName: null,
+            name: LOGIN_TEST.name,
+            ...(LOGIN_HEALTH.quarantine as NonNullable<typeof LOGIN_HEALTH.quarantine>),
+          },
+          {
+            testId: IDS.testCheckout,
+            fullName: 'checkout.spec.ts › Checkout with a saved card',
+            name: 'Checkout with a saved card',
+            owner: 'sam.okafor@example.com',
+            reason: 'Payment sandbox down',
+            expiresAt: '2026-02-20T09:00:00.000Z',
+            expired: true,
+          },
+        ],
       },
     },
   }),
@@ -130,8 +192,18 @@ export const testingExamples = [
       ciUrl: CI_URL,
     },
     responses: {
-      200: { ...JOB, status: 'queued', progress: { ...idle, total: 2, queued: 2 }, startedAt: null },
-      201: { ...JOB, status: 'queued', progress: { ...idle, total: 2, queued: 2 }, startedAt: null },
+      200: {
+        ...JOB,
+        status: 'queued',
+        progress: { ...idle, total: 2, queued: 2, tests: { ...noTests, total: 2, unfinished: 2 } },
+        startedAt: null,
+      },
+      201: {
+        ...JOB,
+        status: 'queued',
+        progress: { ...idle, total: 2, queued: 2, tests: { ...noTests, total: 2, unfinished: 2 } },
+        startedAt: null,
+      },
     },
   }),
   examplesOf(listJobs, { responses: { 200: { items: [JOB], nextCursor: null } } }),
@@ -141,7 +213,7 @@ export const testingExamples = [
       200: {
         ...JOB,
         status: 'cancelled',
-        progress: { ...idle, total: 2, running: 1, completed: 1, passed: 1 },
+        progress: { ...idle, total: 2, running: 1, completed: 1, passed: 1, tests: { ...noTests, total: 2, passed: 1, unfinished: 1 } },
         cancelledAt: '2026-03-02T09:20:00.000Z',
       },
     },

@@ -2,10 +2,19 @@ import type { FastifyRequest } from 'fastify';
 import * as api from '../../../api/v1/tests.ts';
 import type { AppContext } from '../../context.ts';
 import { AppError, invalid } from '../../errors.ts';
-import { presentTest, presentTestHistory } from '../../presenters/tests.ts';
+import { presentQuarantine, presentTest, presentTestHistory } from '../../presenters/tests.ts';
 import { deleteTest } from '../../services/deletions.ts';
-import { createTest, getTest, getTestHistory, listTests, testFromGherkin, testFromJsonBody } from '../../services/tests.ts';
-import { namedProject, testOwner } from '../owners.ts';
+import { listQuarantines, quarantineTest, quarantineView, releaseQuarantine } from '../../services/health.ts';
+import {
+  createTest,
+  getTest,
+  getTestHistory,
+  listTests,
+  NEW_TEST_HEALTH,
+  testFromGherkin,
+  testFromJsonBody,
+} from '../../services/tests.ts';
+import { namedProject, pathProject, testOwner } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
 
 /** Which of its two inputs a create-test request sends; any other media type is a 415. */
@@ -35,14 +44,16 @@ export function testRoutes(ctx: AppContext) {
         }
         const row = await createTest(ctx, request.projectId, test, request.principal.user.id);
         reply.code(201);
-        return presentTest(row);
+        return presentTest({ test: row, health: NEW_TEST_HEALTH });
       },
     }),
 
     route(api.listTests, {
       owner: (request) => namedProject(ctx, request.query, 'query'),
       handler: async (request) => {
-        const page = await listTests(ctx, request.projectId, pageOf(ctx.config, request.query));
+        const { sort = 'newest', health } = request.query;
+        const filter = health === undefined ? { sort } : { sort, health };
+        const page = await listTests(ctx, request.projectId, filter, pageOf(ctx.config, request.query));
         return { items: page.items.map(presentTest), nextCursor: page.nextCursor };
       },
     }),
@@ -65,6 +76,35 @@ export function testRoutes(ctx: AppContext) {
       owner: (request) => testOwner(ctx, request),
       handler: async (request) =>
         presentTestHistory(await getTestHistory(ctx, request.params.testId, pageOf(ctx.config, request.query).limit)),
+    }),
+
+    route(api.quarantineTest, {
+      owner: (request) => testOwner(ctx, request),
+      handler: async (request) => {
+        const actor = { userId: request.principal.user.id, requestId: request.id };
+        const { test, quarantine } = await quarantineTest(ctx, request.params.testId, request.body, actor);
+        return presentQuarantine(test, quarantineView(quarantine, ctx.clock().toISOString()));
+      },
+    }),
+
+    route(api.releaseTest, {
+      owner: (request) => testOwner(ctx, request),
+      handler: async (request, reply) => {
+        await releaseQuarantine(ctx, request.params.testId, { userId: request.principal.user.id, requestId: request.id });
+        return reply.code(204).send();
+      },
+    }),
+
+    route(api.listQuarantines, {
+      owner: (request) => pathProject(ctx, request),
+      handler: async (request) => ({
+        items: (await listQuarantines(ctx, request.projectId)).map(({ row, expired }) =>
+          presentQuarantine(
+            { id: row.test_id, name: row.name, full_name: row.full_name },
+            { owner: row.owner, reason: row.reason, expiresAt: row.expires_at, expired },
+          ),
+        ),
+      }),
     }),
   ];
 }

@@ -1,0 +1,133 @@
+import { sql } from 'kysely';
+import { chunk, IN_LIST_SIZE, insertRows } from '../chunks.ts';
+import { dialectOf } from '../dialect.ts';
+import { keysetPage, type Page, type PageRequest } from '../pagination.ts';
+import type { Executor, TestHealthTable, TestQuarantinesTable, TestsTable } from '../types.ts';
+
+// Tests' health and quarantines (TRIAGE-6, docs/triage.md).
+
+/** Writes the health of these tests, replacing what each had (one statement per chunk). */
+export async function upsertTestHealth(executor: Executor, rows: readonly TestHealthTable[]): Promise<void> {
+  if (rows.length === 0) return;
+  // The upsert's conflict clause on top of the chunked insert: delete, then insert, keeps both
+  // dialects on the plain batched insert, and the transaction makes the pair atomic.
+  for (const ids of chunk(
+    rows.map((row) => row.test_id),
+    IN_LIST_SIZE,
+  )) {
+    await executor.deleteFrom('test_health').where('test_id', 'in', ids).execute();
+  }
+  await insertRows(executor, dialectOf(executor), 'test_health', rows);
+}
+
+/** The health and quarantine of each test given, by test id (absent when it has neither). */
+export async function healthOfTests(
+  executor: Executor,
+  testIds: readonly string[],
+): Promise<Map<string, { health?: TestHealthTable; quarantine?: TestQuarantinesTable }>> {
+  const found = new Map<string, { health?: TestHealthTable; quarantine?: TestQuarantinesTable }>();
+  const entry = (testId: string) => {
+    let value = found.get(testId);
+    if (!value) {
+      value = {};
+      found.set(testId, value);
+    }
+    return value;
+  };
+  for (const ids of chunk([...new Set(testIds)], IN_LIST_SIZE)) {
+    for (const row of await executor.selectFrom('test_health').selectAll().where('test_id', 'in', ids).execute()) {
+      entry(row.test_id).health = { ...row, flaky_score: Number(row.flaky_score), runs_considered: Number(row.runs_considered) };
+    }
+    for (const row of await executor.selectFrom('test_quarantines').selectAll().where('test_id', 'in', ids).execute()) {
+      entry(row.test_id).quarantine = row;
+    }
+  }
+  return found;
+}
+
+export async function upsertQuarantine(executor: Executor, row: TestQuarantinesTable): Promise<void> {
+  await executor
+    .insertInto('test_quarantines')
+    .values(row)
+    .onConflict((oc) =>
+      oc.column('test_id').doUpdateSet({
+        owner: row.owner,
+        reason: row.reason,
+        expires_at: row.expires_at,
+        created_at: row.created_at,
+        created_by: row.created_by,
+      }),
+    )
+    .execute();
+}
+
+export async function findQuarantine(executor: Executor, testId: string): Promise<TestQuarantinesTable | undefined> {
+  return executor.selectFrom('test_quarantines').selectAll().where('test_id', '=', testId).executeTakeFirst();
+}
+
+/** Releases a test's quarantine; false when it had none. */
+export async function deleteQuarantine(executor: Executor, testId: string): Promise<boolean> {
+  const result = await executor.deleteFrom('test_quarantines').where('test_id', '=', testId).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+export type QuarantineRow = TestQuarantinesTable & Pick<TestsTable, 'name' | 'full_name'>;
+
+/** A project's quarantines with their tests' names: those expiring last first (so active ones before expired ones). */
+export async function quarantinesOfProject(executor: Executor, projectId: string): Promise<QuarantineRow[]> {
+  return executor
+    .selectFrom('test_quarantines')
+    .innerJoin('tests', 'tests.id', 'test_quarantines.test_id')
+    .selectAll('test_quarantines')
+    .select(['tests.name', 'tests.full_name'])
+    .where('test_quarantines.project_id', '=', projectId)
+    .orderBy('test_quarantines.expires_at', 'desc')
+    .orderBy('test_quarantines.test_id')
+    .execute();
+}
+
+/** Which of a project's tests a list shows, and in which order. */
+export interface TestListFilter {
+  sort: 'newest' | 'flaky';
+  health?: 'stable' | 'flaky' | 'broken' | 'quarantined';
+  /** Now, for `quarantined` (a quarantine that has not expired). */
+  now: string;
+}
+
+/**
+ * A project's tests, newest first or flakiest first (then newest), filtered by health. A test with
+ * no health row yet is stable with score 0. The score is paged on in thousandths, an integer: a
+ * PostgreSQL `real` read back and compared with the cursor's double would never be equal to it.
+ */
+export async function listTestsByHealth(
+  executor: Executor,
+  projectId: string,
+  filter: TestListFilter,
+  page: PageRequest,
+): Promise<Page<TestsTable>> {
+  let inner = executor
+    .selectFrom('tests')
+    .leftJoin('test_health', 'test_health.test_id', 'tests.id')
+    .selectAll('tests')
+    .select(sql<number>`cast(round(coalesce(test_health.flaky_score, 0) * 1000) as integer)`.as('flaky_milli'))
+    .where('tests.project_id', '=', projectId);
+  if (filter.health === 'quarantined') {
+    inner = inner.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('test_quarantines')
+          .select('test_quarantines.test_id')
+          .whereRef('test_quarantines.test_id', '=', 'tests.id')
+          .where('test_quarantines.expires_at', '>', filter.now),
+      ),
+    );
+  } else if (filter.health === 'stable') {
+    inner = inner.where((eb) => eb.or([eb('test_health.state', 'is', null), eb('test_health.state', '=', 'stable')]));
+  } else if (filter.health !== undefined) {
+    inner = inner.where('test_health.state', '=', filter.health);
+  }
+  const query = executor.selectFrom(inner.as('t')).selectAll();
+  const columns: [string, ...string[]] = filter.sort === 'flaky' ? ['flaky_milli', 'created_at', 'id'] : ['created_at', 'id'];
+  const result = await keysetPage(query, { columns, direction: 'desc' }, page);
+  return { items: result.items.map(({ flaky_milli: _, ...row }) => row as TestsTable), nextCursor: result.nextCursor };
+}
