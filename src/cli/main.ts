@@ -4,6 +4,7 @@ import { APP_VERSION } from '../server/version.ts';
 import { adminKeyCommand } from './commands/admin-key.ts';
 import { backupCommand } from './commands/backup.ts';
 import { exportCommand } from './commands/export.ts';
+import { gateCommand } from './commands/gate.ts';
 import { gcCommand } from './commands/gc.ts';
 import { importCommand } from './commands/import.ts';
 import { migrateCommand } from './commands/migrate.ts';
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   remoteCommands(program);
   exportCommand(program);
   importCommand(program);
+  gateCommand(program);
   return program;
 }
 

@@ -239,7 +239,7 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(group.frames, ['tests/totals.spec.ts:checkTotal', 'tests/totals.spec.ts:Context.<anonymous>']);
       });
 
-      test('a failed run without any message falls into "Failed without an error message"', async () => {
+      test('a failed run without any message falls into the no-message group', async () => {
         const run = await tester.client.call(v1.runs.createRun, { body: { projectId: projectA, name: 'silent', verdict: 'broken' } });
         assert.ok(run.failureGroupId);
         const group = await groupOf(run.failureGroupId);

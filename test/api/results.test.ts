@@ -72,6 +72,7 @@ for (const dialect of DIALECTS) {
             startedAt: '2026-11-22T10:00:00.000Z',
             durationMs: 120,
             error: null,
+            failureGroupId: null,
             cells: [
               { id: receipt.steps[0]?.cells[0]?.id, key: null, name: 'note', mediaType: 'text/plain', text: 'cold start' },
               { id: receipt.cells[1]?.id, key: null, name: 'actual', mediaType: 'text/plain', text: 'a 500 page' },
@@ -86,6 +87,7 @@ for (const dialect of DIALECTS) {
             startedAt: null,
             durationMs: 80,
             error: 'Button not found',
+            failureGroupId: null, // the run is still running: set when it completes
             cells: [],
           },
         ]);
@@ -428,12 +430,14 @@ for (const dialect of DIALECTS) {
         assert.equal(response.status, 200);
         assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
         const body = (await response.json()) as Record<string, unknown>;
-        assert.deepEqual(Object.keys(body).sort(), ['cells', 'status', 'steps', 'testRunId', 'verdict']);
+        // failureGroupId was added by issue 30 (TRIAGE-2): additive, null for a run that passed.
+        assert.deepEqual(Object.keys(body).sort(), ['cells', 'failureGroupId', 'status', 'steps', 'testRunId', 'verdict']);
         assert.equal(body.verdict, 'passed');
         assert.deepEqual(Object.keys((body.steps as Record<string, unknown>[])[0] ?? {}).sort(), [
           'cells',
           'durationMs',
           'error',
+          'failureGroupId',
           'id',
           'key',
           'parentId',

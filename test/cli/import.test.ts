@@ -89,4 +89,33 @@ describe('attest import (sqlite)', () => {
     assert.notEqual(missing.code, 0);
     assert.match(missing.output, /does not exist/);
   });
+
+  test('--fail-on-failures exits 1 while a test failed in the end, and 0 once every failed test is quarantined (TRIAGE-6)', async () => {
+    const report = path.join(folder, 'quarantine.xml');
+    const suite = (run: number) =>
+      `<testsuite name="cart" tests="2"><testcase classname="cart" name="adds an item" time="0.1"/>` +
+      `<testcase classname="cart" name="applies a coupon" time="0.2"><failure message="expected 10, got ${run}">at cart.spec.ts:4</failure></testcase></testsuite>`;
+    fs.writeFileSync(report, suite(1));
+    const failing = await attest(['import', report, '--project', project.key, '--fail-on-failures'], env());
+    assert.equal(failing.code, 1, failing.output);
+    assert.match(failing.stdout, /failed: cart\.applies a coupon|failed: .*applies a coupon/);
+    assert.match(failing.stdout, /1 test failed/);
+
+    const tests = await server.admin.client.call(v1.tests.listTests, { query: { projectId: project.id, limit: 200 } });
+    const coupon = tests.items.find((t) => t.name.includes('applies a coupon'));
+    assert.ok(coupon);
+    await server.admin.client.call(v1.tests.quarantineTest, {
+      params: { testId: coupon.id },
+      body: { owner: 'qa@example.test', reason: 'coupon service outage' },
+    });
+    fs.writeFileSync(report, suite(2));
+    const quarantined = await attest(['import', report, '--project', project.key, '--fail-on-failures'], env());
+    assert.equal(quarantined.code, 0, quarantined.output);
+    assert.match(quarantined.stdout, /quarantined \(not counted\): .*applies a coupon/);
+    assert.match(quarantined.stdout, /no test failed \(1 quarantined\)/);
+    // Without the option, failures never change the exit status.
+    fs.writeFileSync(report, suite(3));
+    const plain = await attest(['import', report, '--project', project.key], env());
+    assert.equal(plain.code, 0, plain.output);
+  });
 });

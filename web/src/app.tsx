@@ -15,6 +15,11 @@ const TestPage = lazy(() => import('./pages/test.tsx').then((m) => m.TestPage));
 const DevicesPage = lazy(() => import('./pages/devices.tsx').then((m) => m.DevicesPage));
 const UsersPage = lazy(() => import('./pages/admin-users.tsx').then((m) => m.UsersPage));
 const KeysPage = lazy(() => import('./pages/keys.tsx').then((m) => m.KeysPage));
+// The dashboard's and the failures pages' charts (uPlot) load with them only: a chunk of their own.
+const DashboardPage = lazy(() => import('./pages/dashboard.tsx').then((m) => m.DashboardPage));
+const FailuresPage = lazy(() => import('./pages/failures.tsx').then((m) => m.FailuresPage));
+const FailureGroupPage = lazy(() => import('./pages/failure-group.tsx').then((m) => m.FailureGroupPage));
+const ComparePage = lazy(() => import('./pages/compare.tsx').then((m) => m.ComparePage));
 
 /** A page behind the login: without a session, the login page, with the place asked for. */
 function behindLogin<P extends object>(Component: (props: P) => unknown) {
@@ -46,6 +51,10 @@ const Pages = {
   devices: behindLogin(DevicesPage),
   users: behindLogin(UsersPage),
   keys: behindLogin(KeysPage),
+  dashboard: behindLogin(DashboardPage),
+  failures: behindLogin(FailuresPage),
+  failureGroup: behindLogin(FailureGroupPage),
+  compare: behindLogin(ComparePage),
   notFound: behindLogin(NotFoundPage),
 };
 
@@ -57,8 +66,12 @@ export function App() {
         <Route path="/" component={Pages.projects} />
         <Route path="/projects" component={Pages.projects} />
         <Route path="/projects/:projectKey" component={Pages.project} />
+        <Route path="/projects/:projectKey/dashboard" component={Pages.dashboard} />
+        <Route path="/projects/:projectKey/failures" component={Pages.failures} />
+        <Route path="/projects/:projectKey/failures/:groupId" component={Pages.failureGroup} />
         <Route path="/runs/:testRunId" component={Pages.run} />
         <Route path="/jobs/:jobId" component={Pages.job} />
+        <Route path="/jobs/:jobId/compare" component={Pages.compare} />
         <Route path="/tests/:testId" component={Pages.test} />
         <Route path="/devices" component={Pages.devices} />
         <Route path="/admin/users" component={Pages.users} />

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { FullConfig, Reporter, Suite, TestCase, TestResult, TestStep } from '@playwright/test/reporter';
+import type { FullConfig, FullResult, Reporter, Suite, TestCase, TestError, TestResult, TestStep } from '@playwright/test/reporter';
 import { AttestHttp, SendError } from './http.ts';
 import {
   artifactItem,
@@ -69,6 +69,11 @@ export default class AttestReporter implements Reporter {
   private spooled?: SpoolOutcome;
   private spoolSent = 0;
   private jobClosed = false;
+  private suite?: Suite;
+  /** The project's quarantines that have not expired, by the full name of their test; undefined until read. */
+  private quarantined?: Map<string, { owner: string; expiresAt: string }>;
+  /** Errors outside every test (global setup, a worker crash): a run with one fails whatever is quarantined. */
+  private runErrors = 0;
 
   constructor(options: AttestReporterOptions = {}) {
     this.settings = resolveSettings(options, process.env);
@@ -78,8 +83,9 @@ export default class AttestReporter implements Reporter {
     return false;
   }
 
-  onBegin(config: FullConfig, _suite: Suite): void {
+  onBegin(config: FullConfig, suite: Suite): void {
     if ('off' in this.settings) return;
+    this.suite = suite;
     const settings = this.settings;
     this.severalProjects = config.projects.length > 1;
     this.projectNames = config.projects.map((project) => project.name);
@@ -89,6 +95,8 @@ export default class AttestReporter implements Reporter {
     this.http = new AttestHttp(settings);
     this.queue = new SendQueue({ maxItems: settings.maxQueuedItems, maxBytes: settings.maxQueuedBytes }, (error) => this.failed(error));
     this.queue.push({ kind: 'job', essential: true, bytes: 0, send: () => this.createJob(settings) });
+    // The project's quarantined tests: their failures do not fail the run (docs/triage.md, TRIAGE-6).
+    this.queue.push({ kind: 'quarantine', essential: true, bytes: 0, send: () => this.readQuarantine() });
     // What an earlier run could not deliver goes first, as imports of their own (spool.ts).
     this.queue.push({ kind: 'spool', essential: true, bytes: 0, send: () => this.sendSpool(settings) });
   }
@@ -105,14 +113,13 @@ export default class AttestReporter implements Reporter {
       nextArtifact: 0,
     };
     this.runs.set(result, run);
-    const projectName = test.parent.project()?.name ?? '';
-    // titlePath(): ['', project, file, ...describes, title]; the name rules are mapping.ts's, shared with the import.
-    const testName = fullNameOf(test.titlePath().slice(2), projectName, this.severalProjects);
+    const testName = this.fullNameOf(test);
     const labels = 'off' in this.settings ? {} : this.settings.labels;
     this.queue.push(
       createRunItem(this.http, () => ({ projectId: this.projectId, jobId: this.jobId }), run, this.counts, {
         name: runNameOf(test.title, result.retry),
         testName,
+        attempt: result.retry,
         labels,
       }),
     );
@@ -201,10 +208,14 @@ export default class AttestReporter implements Reporter {
     this.queue.push(completeRunItem(this.http, run, this.counts, verdictOf(result.status)));
   }
 
-  async onEnd(): Promise<void> {
+  onError(_error: TestError): void {
+    this.runErrors++;
+  }
+
+  async onEnd(result: FullResult): Promise<{ status?: FullResult['status'] } | undefined> {
     if ('off' in this.settings) {
       process.stderr.write(`attest: not sending results: ${this.settings.off}\n`);
-      return;
+      return undefined;
     }
     const settings = this.settings;
     const queue = this.queue!;
@@ -244,6 +255,45 @@ export default class AttestReporter implements Reporter {
       }
     }
     process.stderr.write(`${this.summary(settings, late)}\n`);
+    return this.quarantineVerdict(result);
+  }
+
+  /** A test's full name as Attest keys it. titlePath(): ['', project, file, ...describes, title]; the rules are mapping.ts's, shared with the import. */
+  private fullNameOf(test: TestCase): string {
+    return fullNameOf(test.titlePath().slice(2), test.parent.project()?.name ?? '', this.severalProjects);
+  }
+
+  /** `GET /projects/{projectId}/quarantine`: the quarantines that have not expired, by full name. */
+  private async readQuarantine(): Promise<void> {
+    if (!this.projectId) return;
+    const list = await this.http!.json<{ items: { fullName: string | null; owner: string; expiresAt: string; expired: boolean }[] }>(
+      'GET',
+      `/projects/${this.projectId}/quarantine`,
+    );
+    this.quarantined = new Map(
+      list.items.flatMap((item) =>
+        item.fullName && !item.expired ? [[item.fullName, { owner: item.owner, expiresAt: item.expiresAt }]] : [],
+      ),
+    );
+  }
+
+  /**
+   * Prints the failed tests that are quarantined, and passes a run whose only failures they are: a
+   * quarantined test still runs and reports, but does not fail the CI job. Without the list (the
+   * server was down), with an error outside the tests, or a run that timed out or was interrupted,
+   * Playwright's own status stands.
+   */
+  private quarantineVerdict(result: FullResult): { status: FullResult['status'] } | undefined {
+    if (!this.quarantined || !this.suite) return undefined;
+    const failing = this.suite.allTests().filter((test) => test.outcome() === 'unexpected');
+    const excused = failing.filter((test) => this.quarantined!.has(this.fullNameOf(test)));
+    for (const test of excused) {
+      const { owner, expiresAt } = this.quarantined.get(this.fullNameOf(test))!;
+      process.stderr.write(`attest: quarantined: ${this.fullNameOf(test)} failed (owner ${owner}, until ${expiresAt})\n`);
+    }
+    if (excused.length === 0 || excused.length < failing.length || this.runErrors > 0 || result.status !== 'failed') return undefined;
+    process.stderr.write(`attest: every failed test is quarantined (${excused.length}): the run passes\n`);
+    return { status: 'passed' };
   }
 
   /** Sends each spooled report for this server as an import, deleting it once the server took it. */

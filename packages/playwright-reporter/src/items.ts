@@ -217,7 +217,7 @@ export function createRunItem(
   context: () => { projectId?: string; jobId?: string },
   run: RunState,
   counts: Counts,
-  body: { name: string; testName: string; labels: Record<string, string> },
+  body: { name: string; testName: string; attempt: number; labels: Record<string, string> },
 ): QueueItem {
   return {
     kind: 'run',
@@ -231,6 +231,8 @@ export function createRunItem(
         jobId,
         name: body.name,
         testName: body.testName,
+        // The server folds a test's attempts in a job; its contract takes at most 100.
+        attempt: Math.min(body.attempt, 100),
         idempotencyKey: run.key,
         ...body.labels,
       });

@@ -1,5 +1,7 @@
 import type { Endpoint } from '../endpoint.ts';
 import * as artifacts from './artifacts.ts';
+import * as comparison from './comparison.ts';
+import * as dashboard from './dashboard.ts';
 import * as devices from './devices.ts';
 import * as failures from './failures.ts';
 import * as images from './images.ts';
@@ -13,6 +15,8 @@ import * as tests from './tests.ts';
 import * as users from './users.ts';
 
 export * as artifacts from './artifacts.ts';
+export * as comparison from './comparison.ts';
+export * as dashboard from './dashboard.ts';
 export * as devices from './devices.ts';
 export * as failures from './failures.ts';
 export * as images from './images.ts';
@@ -45,4 +49,6 @@ export const v1Endpoints: Endpoint[] = endpointsOf([
   images,
   imports,
   failures,
+  dashboard,
+  comparison,
 ]);

@@ -88,7 +88,6 @@ export const TestRun = Type.Object(
       description:
         "The error group of the run's failure (`GET /projects/{projectId}/failures/{groupId}`); null unless it completed failed or broken.",
     }),
-    attempt: Type.Integer({ minimum: 0, description: '0 for a first attempt; retries of the same test in the same job count up.' }),
   },
   { additionalProperties: false },
 );

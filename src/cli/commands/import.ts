@@ -4,6 +4,7 @@ import path from 'node:path';
 import { detectCi } from '@attest-hq/playwright-reporter/ci';
 import type { Command } from 'commander';
 import { zipSync } from 'fflate';
+import type { Static } from 'typebox';
 import { type AttestClient, v1 } from '../../client/index.ts';
 import { CliError } from '../output.ts';
 import { progressOf } from '../progress.ts';
@@ -20,6 +21,7 @@ interface ImportOptions extends RemoteOptions {
   idempotencyKey?: string;
   wait: boolean;
   json?: boolean;
+  failOnFailures?: boolean;
 }
 
 type ImportRecord = Awaited<ReturnType<typeof readImport>>;
@@ -99,6 +101,32 @@ function describeImport(record: ImportRecord): string {
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * `--fail-on-failures` (TRIAGE-6): the job's tests that failed in the end, from its comparison (the
+ * server folds retries and knows the quarantines); exit 1 unless every one is quarantined.
+ */
+async function judgeJob(client: AttestClient, jobId: string, json: boolean): Promise<void> {
+  let comparison: Static<typeof v1.comparison.Comparison>;
+  try {
+    comparison = await client.call(v1.comparison.compareJobs, { params: { jobId }, query: {} });
+  } catch (error) {
+    explain(error);
+  }
+  const failing = [...comparison.newFailures, ...comparison.stillFailing];
+  const quarantined = comparison.quarantined.filter((test) => test.verdict === 'failed' || test.verdict === 'broken');
+  if (!json) {
+    const lines = [
+      ...failing.map((test) => `  failed: ${test.name}`),
+      ...quarantined.map((test) => `  quarantined (not counted): ${test.name}`),
+      failing.length > 0
+        ? `${failing.length} test${failing.length === 1 ? '' : 's'} failed`
+        : `no test failed${quarantined.length > 0 ? ` (${quarantined.length} quarantined)` : ''}`,
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  }
+  if (failing.length > 0) process.exitCode = 1;
+}
+
 export function importCommand(program: Command): void {
   remoteOptions(
     program
@@ -117,6 +145,10 @@ export function importCommand(program: Command): void {
         'retries and re-runs with this key answer the first import (default: the SHA-256 of the upload and options)',
       )
       .option('--no-wait', 'return once the import is accepted, without waiting for its job')
+      .option(
+        '--fail-on-failures',
+        'exit 1 when a test of the job failed in the end (retries folded; a quarantined test never counts, and is printed as such)',
+      )
       .option('--json', 'print the import as JSON on stdout; no progress bars'),
   ).action(async (target: string, options: ImportOptions) => {
     const client = remoteClient(options);
@@ -153,5 +185,6 @@ export function importCommand(program: Command): void {
     if (options.json) process.stdout.write(`${JSON.stringify(record)}\n`);
     else process.stdout.write(describeImport(record));
     if (record.status === 'failed') process.exitCode = 1;
+    else if (options.failOnFailures && options.wait && record.jobId) await judgeJob(client, record.jobId, options.json === true);
   });
 }

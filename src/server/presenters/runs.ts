@@ -26,6 +26,5 @@ export function presentRun(row: TestRunsTable): Static<typeof TestRun> {
     runner: row.lease_owner,
     leaseExpiresAt: row.lease_expires_at,
     failureGroupId: row.failure_group_id,
-    attempt: row.attempt,
   };
 }

@@ -5,7 +5,6 @@ import { LATEST_OCCURRENCES_MAX, TREND_DAYS } from '../../api/v1/failures.ts';
 import type { ServiceContext } from '../context.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import {
-  failureCellsOfRuns,
   findFailureGroup,
   findFailureGroups,
   type GroupFilter,
@@ -20,7 +19,8 @@ import {
   setFailureRules,
   untriagedGroups,
   updateFailureGroups,
-} from '../db/repositories/failures.ts';
+} from '../db/repositories/failure-groups.ts';
+import { failureCellsOfRuns } from '../db/repositories/failures.ts';
 import { findProject } from '../db/repositories/projects.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, FailureGroupsTable } from '../db/types.ts';

@@ -15,6 +15,7 @@ import type { Executor, ProjectsTable, TestHealthTable, TestQuarantinesTable, Te
 import { found, invalid } from '../errors.ts';
 import { audit } from './audit.ts';
 import { foldOutcomes, type TestOutcome } from './outcomes.ts';
+import { triageSettingsOf } from './triage-settings.ts';
 import type { Actor } from './users.ts';
 
 // A test's health (TRIAGE-6, docs/triage.md): stable, flaky or broken over its latest outcomes,
@@ -26,15 +27,10 @@ export interface HealthSettings {
   healthWindow: number;
 }
 
-const DEFAULT_HEALTH: HealthSettings = { brokenAfter: 5, healthWindow: 30 };
-
-// TODO(integrator): use triageSettingsOf
+/** The health thresholds of a project, the defaults where it has none (the project may be gone meanwhile). */
 function healthSettingsOf(row: Pick<ProjectsTable, 'triage_settings'> | undefined): HealthSettings {
-  const stored = row?.triage_settings ? (JSON.parse(row.triage_settings) as Partial<HealthSettings>) : {};
-  return {
-    brokenAfter: Number.isInteger(stored.brokenAfter) ? (stored.brokenAfter as number) : DEFAULT_HEALTH.brokenAfter,
-    healthWindow: Number.isInteger(stored.healthWindow) ? (stored.healthWindow as number) : DEFAULT_HEALTH.healthWindow,
-  };
+  const { brokenAfter, healthWindow } = triageSettingsOf(row ?? { triage_settings: null });
+  return { brokenAfter, healthWindow };
 }
 
 /** A flaky score at or above this makes a test that is not broken `flaky`. */

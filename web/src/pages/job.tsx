@@ -8,6 +8,8 @@ import { Fact, LabelFacts, TimeFacts } from '../facts.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { type Column, ListTable } from '../list-table.tsx';
 import type { TestRun } from '../run/steps.ts';
+import type { TestProgress } from '../triage/api.ts';
+import { CompareForm } from '../triage/compare-form.tsx';
 import '../run/run.css';
 
 type Job = Static<typeof v1.jobs.Job>;
@@ -76,6 +78,39 @@ function ProgressBar({ progress }: { progress: Job['progress'] }) {
   );
 }
 
+const TEST_PARTS = ['passed', 'failed', 'broken', 'flaky', 'skipped', 'unfinished'] as const;
+
+/** The job's tests, retries folded into their test (TRIAGE-5): the final attempt decides, a failure then a pass is flaky. */
+function TestCounts({ tests }: { tests: TestProgress }) {
+  return (
+    <div data-testid="test-progress">
+      <h3 class="progress-heading">Tests</h3>
+      <ul class="progress-legend" aria-label="Tests, retries folded into their test">
+        <li>
+          <strong>{tests.total}</strong> tests
+        </li>
+        {TEST_PARTS.map((part) => (
+          <li key={part}>
+            {tests[part]} {part}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+/** A job one error group dominated (TRIAGE-4): one cause to triage, not each of its failures. */
+function IncidentBanner({ job }: { job: Job }) {
+  const { incident } = job;
+  if (!incident) return null;
+  return (
+    <div class="panel incident-banner" role="note" data-testid="incident">
+      <strong>Incident:</strong> {incident.failedRuns} failed runs share one cause.{' '}
+      <a href={`/projects/${job.projectId}/failures/${incident.failureGroupId}`}>Open the error group</a>
+    </div>
+  );
+}
+
 /** What a run's tile shows: its verdict once completed, else its status. */
 const stateOf = (run: TestRun) => run.verdict ?? run.status;
 const LETTER: Record<string, string> = { passed: '✓', failed: '✗', broken: '!', skipped: '–', running: '▶', queued: '…', aborted: '⊘' };
@@ -92,6 +127,7 @@ function JobSummary({ job, refreshError }: { job: Job; refreshError: Error | und
       </div>
       <h2 class="progress-heading">Progress</h2>
       <ProgressBar progress={job.progress} />
+      <TestCounts tests={job.progress.tests} />
       <dl class="facts job-facts">
         <LabelFacts labels={job} />
         {job.deviceLabels.length > 0 ? <Fact term="Device labels">{job.deviceLabels.join(', ')}</Fact> : null}
@@ -164,7 +200,12 @@ export function JobPage({ jobId }: { jobId: string }) {
   return (
     <Page title={job.name}>
       <Breadcrumb projectId={job.projectId} here="Job" />
+      <IncidentBanner job={job} />
       <JobSummary job={job} refreshError={error} />
+      <section class="panel" aria-labelledby="compare-heading">
+        <h2 id="compare-heading">Compare with…</h2>
+        <CompareForm jobId={job.id} baseBranch={job.branch ?? undefined} />
+      </section>
       <RunGrid runs={runs} />
       {runs.length > 0 ? (
         <section class="panel" aria-labelledby="table-heading">

@@ -95,7 +95,19 @@ export function ProjectPage({ projectKey }: { projectKey: string }) {
   if (project.data === undefined) return <Loading />;
   const { id, key, name, usage } = project.data;
   return (
-    <Page title={`${key} · ${name}`}>
+    <Page
+      title={`${key} · ${name}`}
+      actions={
+        <>
+          <a class="button secondary" href={`/projects/${key}/dashboard`}>
+            Dashboard
+          </a>
+          <a class="button secondary" href={`/projects/${key}/failures`}>
+            Failures
+          </a>
+        </>
+      }
+    >
       <p>
         <UsageSummary usage={usage} />
       </p>

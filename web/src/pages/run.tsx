@@ -6,6 +6,7 @@ import { useApi } from '../data.ts';
 import { ArtifactGroup, loadArtifacts } from '../run/artifacts.tsx';
 import { groupEvidence } from '../run/evidence.ts';
 import { ExportButtons } from '../run/export.tsx';
+import { FailurePanel } from '../run/failure-panel.tsx';
 import { LightboxHost } from '../run/lightbox.tsx';
 import { RunSteps } from '../run/run-steps.tsx';
 import { RunSummary } from '../run/run-summary.tsx';
@@ -65,6 +66,7 @@ function RunView({ data, refreshError }: { data: RunData; refreshError: Error | 
       <Page title={run.name} actions={<ExportButtons testRunId={run.id} completed={run.status === 'completed'} />}>
         <Breadcrumb projectId={run.projectId} jobId={run.jobId} here="Run" />
         <RunSummary run={run} live={unfinished(run)} refreshError={refreshError} />
+        <FailurePanel run={run} steps={results.steps} />
         <RunSteps run={run} tree={tree} cells={results.cells} artifactsByStep={byStep} />
         <RunEvidence runLevel={runLevel} total={artifacts.length} />
       </Page>

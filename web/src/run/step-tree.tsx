@@ -192,6 +192,11 @@ function StepRow({
               {step.error}
             </Preformatted>
           ) : null}
+          {step.failureGroupId ? (
+            <a class="step-group-link" href={`#failure-group-${step.failureGroupId}`}>
+              Its error group and triage
+            </a>
+          ) : null}
           <Cells cells={step.cells} />
           {artifacts ? <ArtifactGroup artifacts={artifacts} /> : null}
         </div>

@@ -79,7 +79,10 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('steps').addColumn('failure_group_id', 'text').execute();
   await db.schema.alterTable('test_runs').addColumn('failure_group_id', 'text').execute();
   // 0 for a first attempt; retries of the same test in the same job count up.
-  await db.schema.alterTable('test_runs').addColumn('attempt', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('test_runs')
+    .addColumn('attempt', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
 
   // The outage guard (TRIAGE-4): the group that accounts for most of the job's failures, if one does.
   await db.schema.alterTable('jobs').addColumn('incident_group_id', 'text').execute();

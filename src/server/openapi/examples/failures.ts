@@ -73,7 +73,12 @@ const OTHER: Static<typeof FailureGroup> = {
 
 const RULES = {
   rules: [
-    { name: 'Server errors', messageRegex: '.*but was:<5\\d\\d>.*', matchedStatuses: ['failed' as const], defectType: 'product_bug' as const },
+    {
+      name: 'Server errors',
+      messageRegex: '.*but was:<5\\d\\d>.*',
+      matchedStatuses: ['failed' as const],
+      defectType: 'product_bug' as const,
+    },
     { name: 'Lab network', messageRegex: '.*ECONNREFUSED.*', defectType: 'system_issue' as const },
   ],
 };

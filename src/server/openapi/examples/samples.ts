@@ -189,7 +189,6 @@ export const RUN: Static<typeof TestRun> = {
   runner: null,
   leaseExpiresAt: null,
   failureGroupId: null,
-  attempt: 0,
 };
 
 /** The same run while it is under way. */
@@ -219,7 +218,6 @@ export const JOB_RUN: Static<typeof TestRun> = {
   runner: RUNNER,
   leaseExpiresAt: '2026-03-02T09:18:05.006Z',
   failureGroupId: null,
-  attempt: 0,
 };
 
 export const SCREENSHOT_IMAGE: Static<typeof ArtifactImage> = {

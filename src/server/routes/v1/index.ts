@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.ts';
 import type { RouteImpl } from '../route.ts';
 import { artifactRoutes } from './artifacts.ts';
+import { dashboardRoutes } from './dashboard.ts';
 import { deviceRoutes } from './devices.ts';
 import { failureRoutes } from './failures.ts';
 import { imageRoutes } from './images.ts';
@@ -28,5 +29,6 @@ export function v1Routes(ctx: AppContext): RouteImpl[] {
     ...imageRoutes(ctx),
     ...importRoutes(ctx),
     ...failureRoutes(ctx),
+    ...dashboardRoutes(ctx),
   ];
 }

@@ -1,0 +1,149 @@
+import { type Expression, type SqlBool, sql } from 'kysely';
+import { chunk, IN_LIST_SIZE } from '../chunks.ts';
+import { dialectOf } from '../dialect.ts';
+import type { Executor, JobsTable, TestHealthTable, TestQuarantinesTable } from '../types.ts';
+
+// The aggregates behind a project's dashboard (TRIAGE-8): each is one grouped query on an index,
+// so its cost follows the window asked for, not the project's whole history.
+
+export interface DailyRow {
+  day: string;
+  runs: number | string;
+  passed: number | string;
+  failed: number | string;
+  skipped: number | string;
+  duration_ms: number | string | null;
+}
+
+/** What a run lasted in milliseconds, in each dialect (times are ISO-8601 text). */
+function durationMs(executor: Executor) {
+  return dialectOf(executor) === 'postgres'
+    ? sql<number>`extract(epoch from (r.finished_at::timestamptz - r.started_at::timestamptz)) * 1000`
+    : sql<number>`(julianday(r.finished_at) - julianday(r.started_at)) * 86400000.0`;
+}
+
+/**
+ * Completed runs per UTC day since `since`, on `branch` if given (index test_runs_branch_finished,
+ * else test_runs_retention). A failed attempt that a later attempt of the same test in the same
+ * job superseded is not counted as a failure (TRIAGE-5): the test's final attempt speaks for it.
+ */
+export async function dailyOutcomes(executor: Executor, projectId: string, since: string, branch: string | null): Promise<DailyRow[]> {
+  const superseded = sql<SqlBool>`exists (
+    select 1 from test_runs as later
+    where later.job_id = r.job_id and later.test_id = r.test_id and later.attempt > r.attempt
+  )`;
+  const failing = sql<SqlBool>`r.verdict in ('failed', 'broken') and (r.job_id is null or r.test_id is null or not ${superseded})`;
+  let query = executor
+    .selectFrom('test_runs as r')
+    .select([
+      sql<string>`substr(r.finished_at, 1, 10)`.as('day'),
+      sql<number | string>`count(*)`.as('runs'),
+      sql<number | string>`sum(case when r.verdict = 'passed' then 1 else 0 end)`.as('passed'),
+      sql<number | string>`sum(case when ${failing} then 1 else 0 end)`.as('failed'),
+      sql<number | string>`sum(case when r.verdict = 'skipped' then 1 else 0 end)`.as('skipped'),
+      sql<number | string | null>`avg(${durationMs(executor)})`.as('duration_ms'),
+    ])
+    .where('r.project_id', '=', projectId)
+    .where('r.status', '=', 'completed')
+    .where('r.finished_at', '>=', since);
+  if (branch !== null) query = query.where('r.branch', '=', branch);
+  return query.groupBy(sql`substr(r.finished_at, 1, 10)`).orderBy('day').execute();
+}
+
+/** The project's latest jobs, newest first; on `branch`, those with a run on it. */
+export async function latestJobs(executor: Executor, projectId: string, branch: string | null, limit: number): Promise<JobsTable[]> {
+  let query = executor.selectFrom('jobs').selectAll().where('project_id', '=', projectId);
+  if (branch !== null) {
+    query = query.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('test_runs')
+          .select(sql`1`.as('one'))
+          .whereRef('test_runs.job_id', '=', 'jobs.id')
+          .where('test_runs.branch', '=', branch),
+      ),
+    );
+  }
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+}
+
+export interface TopGroupRow {
+  group_id: string;
+  occurrences: number | string;
+}
+
+/** The groups that failed most runs since `since` (index failure_occurrences_project_at). */
+export async function topGroupsSince(
+  executor: Executor,
+  projectId: string,
+  since: string,
+  branch: string | null,
+  limit: number,
+): Promise<TopGroupRow[]> {
+  let query = executor
+    .selectFrom('failure_occurrences')
+    .select(['group_id', (eb) => eb.fn.countAll<number | string>().as('occurrences')])
+    .where('project_id', '=', projectId)
+    .where('at', '>=', since);
+  if (branch !== null) query = query.where('branch', '=', branch);
+  return query.groupBy('group_id').orderBy(sql`count(*)`, 'desc').orderBy('group_id').limit(limit).execute();
+}
+
+/** Occurrences per group and UTC day since `since` (index failure_occurrences_group_at). */
+export async function groupTrends(
+  executor: Executor,
+  groupIds: readonly string[],
+  since: string,
+  branch: string | null,
+): Promise<{ group_id: string; day: string; occurrences: number | string }[]> {
+  const rows: { group_id: string; day: string; occurrences: number | string }[] = [];
+  for (const ids of chunk(groupIds, IN_LIST_SIZE)) {
+    let query = executor
+      .selectFrom('failure_occurrences')
+      .select(['group_id', sql<string>`substr(at, 1, 10)`.as('day'), (eb) => eb.fn.countAll<number | string>().as('occurrences')])
+      .where('group_id', 'in', ids)
+      .where('at', '>=', since);
+    if (branch !== null) query = query.where('branch', '=', branch);
+    rows.push(...(await query.groupBy(['group_id', sql`substr(at, 1, 10)`]).execute()));
+  }
+  return rows;
+}
+
+export type HealthRow = TestHealthTable & { name: string; full_name: string | null };
+
+/** The project's tests in a health state, worst first (index test_health_flaky). */
+export async function testsInState(
+  executor: Executor,
+  projectId: string,
+  state: TestHealthTable['state'],
+  limit: number,
+): Promise<HealthRow[]> {
+  return executor
+    .selectFrom('test_health')
+    .innerJoin('tests', 'tests.id', 'test_health.test_id')
+    .selectAll('test_health')
+    .select(['tests.name', 'tests.full_name'])
+    .where('test_health.project_id', '=', projectId)
+    .where('test_health.state', '=', state)
+    .orderBy(state === 'broken' ? 'test_health.failing_streak' : 'test_health.flaky_score', 'desc')
+    .orderBy('test_health.test_id')
+    .limit(limit)
+    .execute();
+}
+
+export type QuarantineRow = TestQuarantinesTable & { name: string; full_name: string | null };
+
+/** The project's quarantined tests, those still in force first, then by expiry. */
+export async function quarantinedTests(executor: Executor, projectId: string, now: string, limit: number): Promise<QuarantineRow[]> {
+  const expired: Expression<SqlBool> = sql<SqlBool>`test_quarantines.expires_at <= ${now}`;
+  return executor
+    .selectFrom('test_quarantines')
+    .innerJoin('tests', 'tests.id', 'test_quarantines.test_id')
+    .selectAll('test_quarantines')
+    .select(['tests.name', 'tests.full_name'])
+    .where('test_quarantines.project_id', '=', projectId)
+    .orderBy(sql`case when ${expired} then 1 else 0 end`)
+    .orderBy('test_quarantines.expires_at')
+    .limit(limit)
+    .execute();
+}

@@ -1,0 +1,86 @@
+// Row shapes of the tables of answers across runs (migration 0016, docs/triage.md), beside
+// types.ts, which holds the Database that lists them.
+
+/** One cause of failure in a project (TRIAGE-1, TRIAGE-2). */
+export interface FailureGroupsTable {
+  id: string;
+  project_id: string;
+  fingerprint: string;
+  /** The normalised message. */
+  title: string;
+  /** The first occurrence's message as written. */
+  message: string;
+  /** JSON array of the first project frames, `file:function`. */
+  frames: string;
+  category: 'assertion' | 'timeout' | 'network' | 'crash' | 'element' | 'other';
+  action: string | null;
+  target: string | null;
+  /** The name of the first category rule that matched (TRIAGE-3). */
+  rule: string | null;
+  status: 'new' | 'known' | 'regressed' | 'resolved';
+  defect_type: 'product_bug' | 'automation_bug' | 'system_issue' | 'no_defect' | 'to_investigate';
+  comment: string | null;
+  issue_url: string | null;
+  assignee: string | null;
+  first_seen_at: string;
+  first_seen_run_id: string;
+  first_seen_job_id: string | null;
+  last_seen_at: string;
+  last_seen_run_id: string;
+  last_seen_job_id: string | null;
+  /** Failed runs with this cause (a run counts once, however many of its steps share it). */
+  occurrences: number;
+  affected_tests: number;
+  affected_branches: number;
+  triaged_at: string | null;
+  triaged_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A failed run with this cause. */
+export interface FailureOccurrencesTable {
+  group_id: string;
+  run_id: string;
+  project_id: string;
+  job_id: string | null;
+  /** The first failed step with this cause; null for a run-level error. */
+  step_id: string | null;
+  /** The test id, else `name:` and the run's name. */
+  test_key: string;
+  branch: string | null;
+  /** The run's finish time. */
+  at: string;
+}
+
+export interface FailureGroupTestsTable {
+  group_id: string;
+  test_key: string;
+}
+
+export interface FailureGroupBranchesTable {
+  group_id: string;
+  branch: string;
+}
+
+/** A test's health over its latest completed runs (TRIAGE-6), kept as runs complete. */
+export interface TestHealthTable {
+  test_id: string;
+  project_id: string;
+  state: 'stable' | 'flaky' | 'broken';
+  flaky_score: number;
+  runs_considered: number;
+  failing_streak: number;
+  updated_at: string;
+}
+
+/** A quarantined test (TRIAGE-6): it still runs and reports; its failures do not fail a CI job until it expires. */
+export interface TestQuarantinesTable {
+  test_id: string;
+  project_id: string;
+  owner: string;
+  reason: string;
+  expires_at: string;
+  created_at: string;
+  created_by: string | null;
+}

@@ -1,0 +1,36 @@
+import type { Static } from 'typebox';
+import type { Comparison as ComparisonSchema } from '../../api/v1/comparison.ts';
+import type { Comparison } from '../services/comparison.ts';
+import { presentJob } from './jobs.ts';
+
+export function presentComparison(comparison: Comparison): Static<typeof ComparisonSchema> {
+  const { newFailures, fixed, stillFailing, flaky, quarantined } = comparison;
+  return {
+    job: presentJob(comparison.job),
+    base: comparison.base === null ? null : presentJob(comparison.base),
+    counts: {
+      tests: comparison.tests,
+      newFailures: newFailures.length,
+      fixed: fixed.length,
+      stillFailing: stillFailing.length,
+      newErrorGroups: comparison.newErrorGroups.length,
+      flaky: flaky.length,
+      quarantined: quarantined.length,
+    },
+    newFailures,
+    fixed,
+    stillFailing,
+    flaky,
+    quarantined,
+    newErrorGroups: comparison.newErrorGroups.map(({ group, tests, flakyOnly }) => ({
+      id: group.id,
+      title: group.title,
+      category: group.category,
+      status: group.status,
+      defectType: group.defect_type,
+      issueUrl: group.issue_url,
+      tests,
+      flakyOnly,
+    })),
+  };
+}

@@ -1,0 +1,30 @@
+import * as comparisonApi from '../../../api/v1/comparison.ts';
+import * as api from '../../../api/v1/dashboard.ts';
+import type { AppContext } from '../../context.ts';
+import { presentComparison } from '../../presenters/comparison.ts';
+import { presentDashboard } from '../../presenters/dashboard.ts';
+import { compareJobs } from '../../services/comparison.ts';
+import { projectDashboard } from '../../services/dashboard.ts';
+import { jobOwner, pathProject } from '../owners.ts';
+import { route } from '../route.ts';
+
+/** Answers across runs that only read (TRIAGE-7, TRIAGE-8): a project's dashboard and the comparison of two jobs. */
+export function dashboardRoutes(ctx: AppContext) {
+  return [
+    route(api.getDashboard, {
+      owner: (request) => pathProject(ctx, request),
+      handler: async (request) =>
+        presentDashboard(
+          await projectDashboard(ctx, request.projectId, { branch: request.query.branch ?? null, days: request.query.days ?? 14 }),
+        ),
+    }),
+
+    route(comparisonApi.compareJobs, {
+      owner: (request) => jobOwner(ctx, request),
+      handler: async (request) =>
+        presentComparison(
+          await compareJobs(ctx, request.params.jobId, { baseJobId: request.query.base, baseBranch: request.query.baseBranch }),
+        ),
+    }),
+  ];
+}
