@@ -166,7 +166,8 @@ async function latencies(
   bare: { url: string; pid: number },
 ) {
   const one = (target: { url: string; headers?: Record<string, string>; pid: number }, seconds: number) =>
-    wrk(target.url, { headers: target.headers, seconds, connections: 1, serverPid: target.pid });
+    // wrk's timeout raised from 2 s: a slow answer must count as a latency, not vanish as an error.
+    wrk(target.url, { headers: target.headers, seconds, connections: 1, serverPid: target.pid, timeoutSeconds: 60 });
   await one(attest, 1); // warm-up: the JIT, the statement cache, SQLite's page cache
   await one(bare, 1);
   const a: Awaited<ReturnType<typeof one>>[] = [];
@@ -174,6 +175,8 @@ async function latencies(
   for (let i = 0; i < settings.repetitions; i++) {
     const sample = await one(attest, settings.seconds);
     if (sample.non2xx > 0) throw new Error(`${attest.url}: ${sample.non2xx} answers were not 2xx`);
+    if (sample.errors > 0 || sample.requests === 0)
+      throw new Error(`${attest.url}: ${sample.errors} requests failed, ${sample.requests} answered`);
     a.push(sample);
     b.push(await one(bare, settings.seconds));
   }
