@@ -66,6 +66,8 @@ export async function startAttest(options: {
   key?: string;
   databaseUrl?: string;
   env?: Record<string, string>;
+  /** The build folder to run (F11 runs two builds side by side); BENCH_DIST, else dist. */
+  dist?: string;
 }): Promise<Attest> {
   const port = await freePort();
   const key = options.key ?? generateKey('standard');
@@ -84,7 +86,7 @@ export async function startAttest(options: {
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const started = await startPinned(
     process.execPath,
-    [...nodeArgs, `${process.env.BENCH_DIST ?? 'dist'}/server/main.js`],
+    [...nodeArgs, `${options.dist ?? process.env.BENCH_DIST ?? 'dist'}/server/main.js`],
     env,
     answers(`${url}/api/v1/health`),
   );

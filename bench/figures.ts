@@ -28,7 +28,7 @@ export async function png(kb: number): Promise<Buffer> {
 }
 
 /** Starts a bare node:http server sending exactly `body` with `headers`. */
-async function bareServer(body: Uint8Array, headers: Record<string, string>): Promise<Started & { url: string }> {
+export async function bareServer(body: Uint8Array, headers: Record<string, string>): Promise<Started & { url: string }> {
   const dir = tempDir('attest-bench-bare-');
   fs.writeFileSync(path.join(dir, 'body'), body);
   const kept = Object.fromEntries(
@@ -47,7 +47,10 @@ async function bareServer(body: Uint8Array, headers: Record<string, string>): Pr
 }
 
 /** Attest's real answer to a GET: its bytes and headers. */
-async function answerOf(url: string, headers: Record<string, string>): Promise<{ body: Uint8Array; headers: Record<string, string> }> {
+export async function answerOf(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ body: Uint8Array; headers: Record<string, string> }> {
   const response = await fetch(url, { headers });
   if (!response.ok) throw new Error(`GET ${url}: ${response.status}`);
   return { body: new Uint8Array(await response.arrayBuffer()), headers: Object.fromEntries(response.headers) };

@@ -19,7 +19,7 @@ const STACK = Array.from({ length: 12 }, (_, i) => `    at com.example.Frame${i}
 const xmlEscaped = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('"', '&quot;');
 
 /** The report, with names unique to this round so each import creates its tests anew, like the baseline. */
-function report(round: string): Buffer {
+export function report(round: string): Buffer {
   const suites: string[] = [];
   for (let s = 0; s < SUITES; s++) {
     const cases: string[] = [];
@@ -38,9 +38,19 @@ function report(round: string): Buffer {
 }
 
 async function importOnce(attest: Attest, projectId: string, round: string): Promise<number> {
-  const body = report(round);
+  return (await importReport(attest, projectId, report(round))).seconds;
+}
+
+/** Imports `body` (JUnit XML) with `options` in the query; seconds from the upload to `completed`, and the job. */
+export async function importReport(
+  attest: Attest,
+  projectId: string,
+  body: Buffer,
+  options: Record<string, string> = {},
+): Promise<{ seconds: number; jobId: string; runs: number }> {
+  const query = new URLSearchParams(options).toString();
   const started = performance.now();
-  const response = await fetch(`${attest.url}/api/v1/projects/${projectId}/imports`, {
+  const response = await fetch(`${attest.url}/api/v1/projects/${projectId}/imports${query ? `?${query}` : ''}`, {
     method: 'POST',
     headers: { 'service.api-token': attest.key, accept: 'application/json', 'content-type': 'application/xml' },
     body,
@@ -49,12 +59,15 @@ async function importOnce(attest: Attest, projectId: string, round: string): Pro
   if (response.status !== 202) throw new Error(`import: ${response.status} ${JSON.stringify(accepted)}`);
   const api = new Api(attest.url, attest.key);
   for (;;) {
-    const record = await api.call<{ status: string; error: string | null }>('GET', `/projects/${projectId}/imports/${accepted.id}`);
-    if (record.status === 'completed') break;
+    const record = await api.call<{ status: string; error: string | null; jobId: string | null; counts: { runs: number } | null }>(
+      'GET',
+      `/projects/${projectId}/imports/${accepted.id}`,
+    );
+    if (record.status === 'completed')
+      return { seconds: (performance.now() - started) / 1000, jobId: record.jobId as string, runs: record.counts?.runs ?? 0 };
     if (record.status === 'failed') throw new Error(`import failed: ${record.error}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  return (performance.now() - started) / 1000;
 }
 
 async function bulkOnce(attest: Attest, projectId: string, round: string): Promise<number> {

@@ -127,6 +127,8 @@ export interface Load {
   p99Ms: number;
   requests: number;
   non2xx: number;
+  /** Requests wrk gave up on (its timeout) or that failed on the socket: never in the latency figures. */
+  errors: number;
   /** Server CPU per request, in microseconds, when the server's pid was given. */
   cpuUsPerRequest?: number;
 }
@@ -145,7 +147,15 @@ const toMs = (value: string) => {
  */
 export async function wrk(
   url: string,
-  options: { headers?: Record<string, string>; seconds: number; connections?: number; serverPid?: number; script?: string },
+  options: {
+    headers?: Record<string, string>;
+    seconds: number;
+    connections?: number;
+    serverPid?: number;
+    script?: string;
+    /** wrk's timeout per request (its default is 2 s; a slower answer is counted as an error, not a latency). */
+    timeoutSeconds?: number;
+  },
 ): Promise<Load> {
   const headerArgs = Object.entries(options.headers ?? {}).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
   const [file, argv] = pinned(LOAD_CPU, 'wrk', [
@@ -153,6 +163,7 @@ export async function wrk(
     `-c${options.connections ?? 8}`,
     ...(options.script ? ['-s', options.script] : []),
     `-d${options.seconds}s`,
+    ...(options.timeoutSeconds ? [`--timeout=${options.timeoutSeconds}s`] : []),
     '--latency',
     ...headerArgs,
     url,
@@ -166,6 +177,7 @@ export async function wrk(
     p99Ms: toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ''),
     requests,
     non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
+    errors: [...(/Socket errors: (.*)/.exec(out)?.[1] ?? '').matchAll(/(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0),
   };
   if (options.serverPid && requests > 0) load.cpuUsPerRequest = ((cpuMs(options.serverPid) - before) * 1000) / requests;
   return load;

@@ -13,6 +13,11 @@ export interface Figure {
   baseline?: number;
   baselineName?: string;
   ratio?: number;
+  /**
+   * For figures in time (ms, s), where less is better: the ratio is then the baseline's median over
+   * Attest's, so that 1 still means as fast as the baseline and more is better, as in every row.
+   */
+  lowerIsBetter?: boolean;
   /** The issue's bar: a ratio at least `minRatio`, or a value at most `maxValue`. */
   minRatio?: number;
   maxValue?: number;
@@ -22,7 +27,8 @@ export interface Figure {
 }
 
 export function judge(figure: Figure): Figure {
-  if (figure.baseline !== undefined && figure.baseline > 0) figure.ratio = figure.attest / figure.baseline;
+  if (figure.baseline !== undefined && figure.baseline > 0 && figure.attest > 0)
+    figure.ratio = figure.lowerIsBetter ? figure.baseline / figure.attest : figure.attest / figure.baseline;
   if (figure.minRatio !== undefined && figure.ratio !== undefined) figure.pass = figure.ratio >= figure.minRatio;
   if (figure.maxValue !== undefined) figure.pass = figure.attest <= figure.maxValue;
   return figure;

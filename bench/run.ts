@@ -1,4 +1,4 @@
-// `npm run bench` (add `-- --quick` for about a minute): issue 8's figures F1–F6, issue 9's F7, issue 10's F8 and issue 29's F9, each against a
+// `npm run bench` (add `-- --quick` for about a minute): issue 8's figures F1–F6, issue 9's F7, issue 10's F8, issue 29's F9 and issue 30's F10–F11, each against a
 // baseline measured in the same run, written to bench/results/ and docs/performance.md.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -15,6 +15,7 @@ import { importFigures } from './import.ts';
 import { answers, freePort, hasCommand, median, PINNED, pinSelf, rssMb, sleep, startPinned } from './lib.ts';
 import { type Figure, judge, markdown, write } from './report.ts';
 import { s3Figures } from './s3.ts';
+import { f10Figures, f11Figures } from './triage.ts';
 
 const quick = process.argv.includes('--quick');
 // `--only F1,F3`: just those figures, printed and not written (a partial table would replace the full one).
@@ -28,7 +29,7 @@ if (!hasCommand('wrk')) {
   process.exit(1);
 }
 pinSelf();
-const STEPS = 16;
+const STEPS = 22;
 const bar = new cliProgress.SingleBar(
   { format: 'bench [{bar}] {value}/{total} {step}', hideCursor: true },
   cliProgress.Presets.shades_classic,
@@ -75,6 +76,10 @@ if (wants('F9')) figures.push(...(await s3Figures(settings, temp)));
 settings.step('F6 start-up with 10,000 runs');
 if (wants('F6')) figures.push(...(await startupFigures()));
 
+// Issue 30: answers across 100,000 runs, and what recording failures costs the writes.
+if (wants('F10')) figures.push(...(await f10Figures(settings, temp)));
+if (wants('F11')) figures.push(...(await f11Figures(settings, temp)));
+
 // PostgreSQL, when one answers: the read figures only.
 settings.step('PostgreSQL');
 if (wants('F1') || wants('F2')) await postgresFigures();
@@ -98,6 +103,8 @@ const machine = {
 };
 if (only) {
   console.log(markdown(figures, machine));
+  // Nothing is written, so the notes (p99s, CPU per request, paired ratios) are printed here.
+  for (const figure of figures) if (figure.notes) console.log(`${figure.id} ${figure.title} (${figure.dialect}): ${figure.notes}`);
 } else {
   write(figures, machine, { updateDocs });
   console.log(fs.readFileSync('bench/results/latest.md', 'utf8'));
