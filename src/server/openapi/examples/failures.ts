@@ -18,7 +18,7 @@ import { examplesOf } from './types.ts';
 const GROUP_ID = '0e1f2a3b-4c5d-4e6f-8a7b-9c0d1e2f3a4b';
 const OTHER_GROUP_ID = '1f2a3b4c-5d6e-4f7a-9b8c-0d1e2f3a4b5c';
 
-const GROUP: Static<typeof FailureGroup> = {
+export const GROUP: Static<typeof FailureGroup> = {
   id: GROUP_ID,
   projectId: IDS.project,
   fingerprint: '9c4f1e0a7b2d5c8e3f6a1b4d7e0c3f6a9b2e5d8c1f4a7b0e3d6c9f2a5b8e1d4c',

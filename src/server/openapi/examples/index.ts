@@ -2,6 +2,7 @@ import { accountExamples } from './accounts.ts';
 import { artifactExamples } from './artifacts.ts';
 import { failureExamples } from './failures.ts';
 import { importExamples } from './imports.ts';
+import { insightExamples } from './insights.ts';
 import { labExamples } from './lab.ts';
 import { testCaseExamples } from './test-cases.ts';
 import { testingExamples } from './testing.ts';
@@ -23,4 +24,5 @@ export const OPERATION_EXAMPLES: ReadonlyMap<string, OperationExamples> = new Ma
   ...artifactExamples,
   ...importExamples,
   ...failureExamples,
+  ...insightExamples,
 ]);

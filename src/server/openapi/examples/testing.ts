@@ -23,7 +23,7 @@ const idle = { queued: 0, running: 0, completed: 0, aborted: 0, passed: 0, faile
 const noTests = { total: 0, passed: 0, failed: 0, broken: 0, skipped: 0, flaky: 0, unfinished: 0 };
 
 /** The nightly job: the checkout test on both phones. */
-const JOB: Static<typeof Job> = {
+export const JOB: Static<typeof Job> = {
   id: IDS.job,
   projectId: IDS.project,
   name: 'Nightly checkout on phones',
@@ -43,7 +43,7 @@ const JOB: Static<typeof Job> = {
 };
 
 /** A reporter's launch (created with no tests), closed by its reporter after its last run. */
-const LAUNCH: Static<typeof Job> = {
+export const LAUNCH: Static<typeof Job> = {
   ...JOB,
   id: IDS.launch,
   name: 'Playwright: shop e2e on main',
