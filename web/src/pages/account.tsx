@@ -61,26 +61,29 @@ function PasswordForm({ email }: { email: string }) {
       setChecked(false);
     }
   };
+  // The problem sits beside its field, not in its label: the field keeps its name, and the problem is its description.
   const field = (name: 'password' | 'repeat', label: string, value: string, set: (v: string) => void) => (
-    <label>
-      {label}
-      <input
-        type="password"
-        name={name}
-        autoComplete="new-password"
-        value={value}
-        required
-        minLength={PASSWORD_MIN}
-        aria-invalid={shown[name] ? true : undefined}
-        aria-describedby={shown[name] ? `${name}-error` : undefined}
-        onInput={(event) => set((event.target as HTMLInputElement).value)}
-      />
+    <div class="field">
+      <label>
+        {label}
+        <input
+          type="password"
+          name={name}
+          autoComplete="new-password"
+          value={value}
+          required
+          minLength={PASSWORD_MIN}
+          aria-invalid={shown[name] ? true : undefined}
+          aria-describedby={shown[name] ? `${name}-error` : undefined}
+          onInput={(event) => set((event.target as HTMLInputElement).value)}
+        />
+      </label>
       {shown[name] ? (
         <span class="field-error" id={`${name}-error`}>
           {shown[name]}
         </span>
       ) : null}
-    </label>
+    </div>
   );
   return (
     <form class="panel stacked-form" onSubmit={submit} aria-labelledby="password-heading" noValidate>

@@ -20,6 +20,7 @@ const OPTION_FIELDS = [
   { name: 'branch', label: 'Branch' },
   { name: 'build', label: 'Build' },
   { name: 'environment', label: 'Environment' },
+  { name: 'ciUrl', label: 'CI build link' },
 ] as const;
 
 /** What the server is told the file is: a ZIP by its first bytes, JSON by its name, else JUnit XML (as the CLI does). */
@@ -61,11 +62,12 @@ export function ImportPage({ projectKey }: { projectKey: string }) {
     if (!record || finished(record)) return;
     const timer = setTimeout(() => {
       api()
-        .call(v1.imports.getImport, { params: { projectId: projectKey, importId: record.id } })
+        // An import is addressed under its project's id, not its key.
+        .call(v1.imports.getImport, { params: { projectId: record.projectId, importId: record.id } })
         .then(setRecord, setError);
     }, POLL_MS);
     return () => clearTimeout(timer);
-  }, [record, projectKey]);
+  }, [record]);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -81,7 +83,8 @@ export function ImportPage({ projectKey }: { projectKey: string }) {
         `/projects/${encodeURIComponent(projectKey)}/imports?${query}`,
         file,
         (done, total) => setSent({ sent: done, total }),
-        { 'content-type': type },
+        // The name travels in Content-Disposition, so the import lists the file by its own name.
+        { 'content-type': type, 'content-disposition': `attachment; filename="${encodeURIComponent(file.name)}"` },
       );
       setRecord(answer.body);
     } catch (failure) {
@@ -129,22 +132,24 @@ export function ImportPage({ projectKey }: { projectKey: string }) {
         </section>
         <div class="inline-form">
           {OPTION_FIELDS.map((field) => (
-            <label key={field.name}>
-              {field.label}
-              <input
-                name={field.name}
-                value={options[field.name] ?? ''}
-                maxLength={200}
-                aria-invalid={problems[field.name] ? true : undefined}
-                aria-describedby={problems[field.name] ? `import-${field.name}-error` : undefined}
-                onInput={(event) => setOptions((o) => ({ ...o, [field.name]: (event.target as HTMLInputElement).value }))}
-              />
+            <div class="field" key={field.name}>
+              <label>
+                {field.label}
+                <input
+                  name={field.name}
+                  value={options[field.name] ?? ''}
+                  maxLength={field.name === 'ciUrl' ? 2000 : 200}
+                  aria-invalid={problems[field.name] ? true : undefined}
+                  aria-describedby={problems[field.name] ? `import-${field.name}-error` : undefined}
+                  onInput={(event) => setOptions((o) => ({ ...o, [field.name]: (event.target as HTMLInputElement).value }))}
+                />
+              </label>
               {problems[field.name] ? (
                 <span class="field-error" id={`import-${field.name}-error`}>
                   {problems[field.name]}
                 </span>
               ) : null}
-            </label>
+            </div>
           ))}
         </div>
         <button type="submit" disabled={!file || sent !== undefined}>
