@@ -36,7 +36,14 @@ export const Problem = Type.Object(
     errors: Type.Optional(
       Type.Array(
         Type.Object(
-          { pointer: Type.String({ maxLength: 500 }), message: Type.String({ maxLength: 500 }) },
+          {
+            pointer: Type.String({ maxLength: 500 }),
+            message: Type.String({ maxLength: 500 }),
+            line: Type.Optional(
+              Type.Integer({ minimum: 1, description: 'A Gherkin syntax error: the line of the feature text it is on (1-based).' }),
+            ),
+            column: Type.Optional(Type.Integer({ minimum: 1, description: 'A Gherkin syntax error: the column on that line (1-based).' })),
+          },
           { additionalProperties: false },
         ),
         { maxItems: 100, description: 'Validation problems, each naming the field by JSON pointer.' },

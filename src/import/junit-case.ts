@@ -41,6 +41,19 @@ export function fullNameOf(suites: string[], classname: string | undefined, name
   return parts.join(' › ');
 }
 
+/**
+ * Where a case is filed: the names of its enclosing suites, outermost first; without any, its
+ * classname's dotted parts (`com.acme.CheckoutTest` → com/acme/CheckoutTest). Node's placeholder
+ * classname names nothing.
+ */
+export function suiteOf(suites: string[], classname: string | undefined): string[] {
+  const named = suites.map((s) => s.trim()).filter((s) => s !== '' && s !== UNNAMED);
+  if (named.length > 0) return named;
+  const cls = classname?.trim();
+  if (!cls || PLACEHOLDER_CLASSNAMES.has(cls)) return [];
+  return cls.split('.').filter(Boolean);
+}
+
 export function buildCase(el: XmlElement, context: CaseContext): ImportedCase {
   const name = el.attrs.get('name')?.trim() || UNNAMED;
   const durationMs = secondsToMs(el.attrs.get('time'));
@@ -66,6 +79,7 @@ export function buildCase(el: XmlElement, context: CaseContext): ImportedCase {
   return {
     fullName: fullNameOf(context.suites, el.attrs.get('classname'), name),
     name,
+    suite: suiteOf(context.suites, el.attrs.get('classname')),
     verdict: outcome.verdict,
     startedAt,
     durationMs,

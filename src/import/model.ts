@@ -56,6 +56,11 @@ export interface ImportedCase {
   fullName: string;
   /** The run's name (the case's own title). */
   name: string;
+  /**
+   * Where the report files the case, outermost first (JUnit suite names or classname parts;
+   * Playwright's file and describe titles): the suite of a test the import creates (TCM-6).
+   */
+  suite?: string[];
   verdict: Verdict;
   startedAt?: string;
   durationMs?: number;

@@ -114,7 +114,12 @@ function readSpec(context: Context, spec: Json, titles: string[], where: string,
     const annotations = Array.isArray(entry.annotations) ? entry.annotations.filter(isObject) : [];
     list(context, entry, 'results', at).forEach((result, r) => {
       cases.push(
-        readResult(context, object(context, result, `${at}.results[${r}]`), { fullName, title, annotations }, `${at}.results[${r}]`),
+        readResult(
+          context,
+          object(context, result, `${at}.results[${r}]`),
+          { fullName, title, annotations, suite: titles },
+          `${at}.results[${r}]`,
+        ),
       );
     });
   });
@@ -123,7 +128,7 @@ function readSpec(context: Context, spec: Json, titles: string[], where: string,
 function readResult(
   context: Context,
   result: Json,
-  test: { fullName: string; title: string; annotations: Json[] },
+  test: { fullName: string; title: string; annotations: Json[]; suite: string[] },
   where: string,
 ): ImportedCase {
   const status = string(context, result.status, `${where}.status`);
@@ -134,6 +139,7 @@ function readResult(
   const imported: ImportedCase = {
     fullName: test.fullName,
     name: runNameOf(test.title, attempt),
+    suite: test.suite,
     verdict: verdictOf(status),
     ...(typeof result.startTime === 'string' ? { startedAt: result.startTime } : {}),
     ...(typeof result.duration === 'number' ? { durationMs: milliseconds(result.duration) } : {}),

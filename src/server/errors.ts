@@ -44,6 +44,9 @@ export function problemType(code: ErrorCode): string {
 export interface FieldError {
   pointer: string;
   message: string;
+  /** A Gherkin syntax error: where it is in the feature text (1-based). */
+  line?: number;
+  column?: number;
 }
 
 /** An expected failure with a catalogue code; the error handler turns it into a problem response. */

@@ -61,6 +61,14 @@ export const TestRun = Type.Object(
     status: RunStatus,
     verdict: Nullable(Verdict),
     testId: Nullable(Uuid),
+    testVersion: Nullable(
+      Type.Integer({
+        minimum: 1,
+        description:
+          'The version of its test the run executes (`GET /testmgmt/tests/{testId}/versions/{testVersion}`): the current ' +
+          'one when the run was created (by `testId` or `testName`, by a job, or by an import). Null without a test.',
+      }),
+    ),
     jobId: Nullable(Uuid),
     deviceId: Nullable(DeviceId),
     environment: Nullable(RunLabel),

@@ -127,6 +127,46 @@ export interface TestsTable {
   full_name: string | null;
   created_at: string;
   created_by: string | null;
+  /** The folder path (`Checkout/Payments`), null for none (migration 0017, TCM-1). */
+  suite: string | null;
+  /** JSON array of the test's links, as answered (TCM-4); `test_links` indexes them. */
+  links: string;
+  /** 1 at creation, one more per edit that changes the content (TCM-2). */
+  version: number;
+  /** When and by whom the current version was made. */
+  updated_at: string;
+  updated_by: string | null;
+}
+
+/** A superseded version of a test, as it was while current (TCM-2). */
+export interface TestVersionsTable {
+  test_id: string;
+  version: number;
+  name: string;
+  description: string;
+  steps: string;
+  tags: string;
+  suite: string | null;
+  links: string;
+  source_format: 'json' | 'gherkin';
+  source: string | null;
+  created_at: string;
+  created_by: string | null;
+}
+
+/** One link of a test (TCM-4); `ref` is its identity in its kind: the key in lower case, else the URL. */
+export interface TestLinksTable {
+  test_id: string;
+  project_id: string;
+  kind: 'requirement' | 'issue';
+  /** A short hash of kind and ref: the link's id in pages. */
+  link_id: string;
+  /** The ref's first 200 characters, the order of pages. */
+  sort_key: string;
+  ref: string;
+  key: string | null;
+  url: string | null;
+  title: string | null;
 }
 
 export interface JobsTable {
@@ -202,6 +242,8 @@ export interface TestRunsTable {
   failure_group_id: string | null;
   /** 0 for a first attempt; retries of the same test in the same job count up (TRIAGE-5). */
   attempt: number;
+  /** The version of its test the run executes (TCM-3); null without a test. */
+  test_version: number | null;
 }
 
 export interface ResultPostsTable {
@@ -348,6 +390,8 @@ export interface Database {
   failure_group_branches: FailureGroupBranchesTable;
   test_health: TestHealthTable;
   test_quarantines: TestQuarantinesTable;
+  test_versions: TestVersionsTable;
+  test_links: TestLinksTable;
 }
 
 export type DB = Kysely<Database>;

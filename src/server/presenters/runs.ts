@@ -10,6 +10,7 @@ export function presentRun(row: TestRunsTable): Static<typeof TestRun> {
     status: row.status,
     verdict: row.verdict,
     testId: row.test_id,
+    testVersion: row.test_version === null || row.test_version === undefined ? null : Number(row.test_version),
     jobId: row.job_id,
     deviceId: row.device_id,
     environment: row.environment,

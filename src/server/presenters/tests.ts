@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
-import type { QuarantineEntry, TestDefinition, TestHistory, TestStep } from '../../api/v1/tests.ts';
-import type { TestsTable } from '../db/types.ts';
+import type { QuarantineEntry, TestDefinition, TestHistory, TestLink, TestStep, TestVersion } from '../../api/v1/tests.ts';
+import type { TestsTable, TestVersionsTable } from '../db/types.ts';
 import type { TestHealthView } from '../services/health.ts';
 import type { TestHistory as TestHistoryData } from '../services/tests.ts';
 
@@ -12,11 +12,35 @@ export function presentTest({ test: row, health }: { test: TestsTable; health: T
     description: row.description,
     steps: JSON.parse(row.steps) as Static<typeof TestStep>[],
     tags: JSON.parse(row.tags) as string[],
+    suite: row.suite,
+    links: JSON.parse(row.links) as Static<typeof TestLink>[],
+    sourceFormat: row.source_format,
+    source: row.source,
+    version: Number(row.version),
+    createdAt: row.created_at,
+    createdBy: row.created_by,
+    updatedAt: row.updated_at,
+    updatedBy: row.updated_by,
+    health,
+  };
+}
+
+/** A version of a test: a superseded one from its row, or the current one from the test itself. */
+export function presentTestVersion(row: TestVersionsTable, current: boolean): Static<typeof TestVersion> {
+  return {
+    testId: row.test_id,
+    version: Number(row.version),
+    current,
+    name: row.name,
+    description: row.description,
+    steps: JSON.parse(row.steps) as Static<typeof TestStep>[],
+    tags: JSON.parse(row.tags) as string[],
+    suite: row.suite,
+    links: JSON.parse(row.links) as Static<typeof TestLink>[],
     sourceFormat: row.source_format,
     source: row.source,
     createdAt: row.created_at,
     createdBy: row.created_by,
-    health,
   };
 }
 

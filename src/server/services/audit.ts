@@ -21,6 +21,8 @@ export type AuditAction =
   | 'project.member.remove'
   | 'run.delete'
   | 'job.delete'
+  | 'test.create'
+  | 'test.update'
   | 'test.delete'
   | 'test.quarantine'
   | 'test.release'

@@ -6,6 +6,8 @@ import { AppError, type FieldError, invalid } from '../errors.ts';
 
 export interface TestStepDefinition {
   action: string;
+  /** Test data (TCM-1); steps made from Gherkin carry none. */
+  data?: string;
   expected: string;
 }
 
@@ -69,7 +71,9 @@ function parse(text: string, pointer: string): GherkinDocument {
     const errors: FieldError[] = problems.slice(0, 20).map((problem) => {
       const location = (problem as Errors.GherkinException).location;
       const message = problem.message.replace(/^\(\d+:\d+\): /, '').slice(0, 400);
-      return { pointer, message: location ? `line ${location.line}, column ${location.column ?? 1}: ${message}` : message };
+      if (!location) return { pointer, message };
+      const column = location.column ?? 1;
+      return { pointer, message: `line ${location.line}, column ${column}: ${message}`, line: location.line, column };
     });
     const first = errors[0] as FieldError;
     throw new AppError('INVALID_INPUT', `${pointer}: the Gherkin text does not parse: ${first.message}`.slice(0, 2000), { errors });

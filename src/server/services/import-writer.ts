@@ -56,6 +56,8 @@ export interface ImportTarget {
   labels: { environment?: string; branch?: string; build?: string; commit?: string };
   ciUrl: string | null;
   testIds: Map<string, string>;
+  /** The current version of each of those tests, by test id (TCM-3). */
+  testVersions: Map<string, number>;
 }
 
 /** One case, where it came from, and its place in the import (its run's idempotency key). */
@@ -182,10 +184,11 @@ function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRun
   for (const attachment of testCase.attachments) sink.attachments.push({ attachment, stepId: null, runId, file: report.file });
 
   const labels = runLabels(target, testCase);
+  const testId = target.testIds.get(testCase.fullName) ?? null;
   return {
     id: runId,
     project_id: target.projectId,
-    test_id: target.testIds.get(testCase.fullName) ?? null,
+    test_id: testId,
     job_id: target.jobId,
     device_id: null,
     name: clean(testCase.name, 256) || '(unnamed)',
@@ -208,6 +211,7 @@ function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRun
     ci_url: target.ciUrl,
     failure_group_id: null,
     attempt: testCase.attempt,
+    test_version: testId === null ? null : (target.testVersions.get(testId) ?? 1),
   };
 }
 

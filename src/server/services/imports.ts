@@ -20,6 +20,7 @@ import {
 import { insertJob, markJobClosed } from '../db/repositories/jobs.ts';
 import { runKeysWithPrefix } from '../db/repositories/runs.ts';
 import { enqueueTask } from '../db/repositories/tasks.ts';
+import { testVersionsOf } from '../db/repositories/tests.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { ImportsTable } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
@@ -27,6 +28,7 @@ import { canonicalJson } from './fingerprint.ts';
 import { checkAndStoreUpload, type ImportOptionsInput, type ImportUpload, type ReadUpload } from './import-reading.ts';
 import { assertTaskHeld, type ImportLease, type ImportTarget, type PlacedCase, type TaskHold, writeCases } from './import-writer.ts';
 import type { JobRequest } from './jobs.ts';
+import { suiteOfNames } from './test-content.ts';
 import { ensureTestsByFullName } from './tests.ts';
 
 const BATCHES_PER_CHECKPOINT = 16; // batches (512 KB of text at most) between two WAL checkpoints on SQLite
@@ -268,18 +270,25 @@ async function ensureTests(
   row: ImportsTable,
   placed: readonly PlacedCase[],
   now: string,
-): Promise<{ ids: Map<string, string>; created: number }> {
-  const names = [...new Set(placed.map((p) => p.testCase.fullName))];
+): Promise<{ ids: Map<string, string>; versions: Map<string, number>; created: number }> {
+  // The suite a new test gets (TCM-6): where the first case of that name is filed.
+  const suites = new Map<string, string | null>();
+  for (const { testCase } of placed) {
+    if (!suites.has(testCase.fullName)) suites.set(testCase.fullName, suiteOfNames(testCase.suite));
+  }
+  const names = [...suites.keys()];
   const ids = new Map<string, string>();
+  const versions = new Map<string, number>();
   let created = 0;
   for (let at = 0; at < names.length; at += TESTS_PER_TRANSACTION) {
     if (at > 0) await nextTurn();
     const fullNames = names.slice(at, at + TESTS_PER_TRANSACTION);
-    const found = await ensureTestsByFullName(ctx.db, { projectId: row.project_id, fullNames, actorId: row.created_by, now });
+    const found = await ensureTestsByFullName(ctx.db, { projectId: row.project_id, fullNames, actorId: row.created_by, now, suites });
     for (const [name, id] of found.ids) ids.set(name, id);
+    for (const [id, version] of await testVersionsOf(ctx.db, [...found.ids.values()])) versions.set(id, version);
     created += found.created;
   }
-  return { ids, created };
+  return { ids, versions, created };
 }
 
 /**
@@ -299,7 +308,7 @@ export async function writeImport(ctx: ServiceContext, row: ImportsTable, read: 
   placed.forEach((p, i) => {
     p.index = i;
   });
-  const { ids: testIds, created: testsCreated } = await ensureTests(ctx, row, placed, now);
+  const { ids: testIds, versions: testVersions, created: testsCreated } = await ensureTests(ctx, row, placed, now);
   const target: ImportTarget = {
     importId: row.id,
     projectId: row.project_id,
@@ -309,6 +318,7 @@ export async function writeImport(ctx: ServiceContext, row: ImportsTable, read: 
     labels: { environment: options.environment, branch: options.branch, build: options.build, commit: options.commit },
     ciUrl: options.ciUrl ?? null,
     testIds,
+    testVersions,
   };
   const earlier = row.summary === null ? undefined : (JSON.parse(row.summary) as ImportSummary);
   const counts = emptyCounts();

@@ -243,7 +243,7 @@ async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJo
     const job: JobsTable = {
       id: randomUUID(),
       project_id: projectId,
-      name: input.name ?? defaultJobName(input.testIds.map((id) => names.get(id) ?? '')),
+      name: input.name ?? defaultJobName(input.testIds.map((id) => names.get(id)?.name ?? '')),
       request: JSON.stringify(request),
       cancelled_at: null,
       created_at: now,
@@ -263,7 +263,7 @@ async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJo
         test_id: testId,
         job_id: job.id,
         device_id: deviceId,
-        name: names.get(testId) ?? '',
+        name: names.get(testId)?.name ?? '',
         status: 'queued' as const,
         verdict: null,
         environment: request.environment,
@@ -284,6 +284,7 @@ async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJo
         ci_url: ciUrl,
         failure_group_id: null,
         attempt: 0,
+        test_version: names.get(testId)?.version ?? 1,
       })),
     );
     await insertRuns(trx, runs);

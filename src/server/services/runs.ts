@@ -14,7 +14,7 @@ import {
   lockRun,
   updateRunIfStatus,
 } from '../db/repositories/runs.ts';
-import { findTestOfProject } from '../db/repositories/tests.ts';
+import { findTestOfProject, testVersionsOf } from '../db/repositories/tests.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { TestRunsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
@@ -141,6 +141,7 @@ async function recordRun(
     ci_url: ciUrl,
     failure_group_id: null,
     attempt: input.attempt ?? 0,
+    test_version: testId === null ? null : ((await testVersionsOf(ctx.db, [testId])).get(testId) ?? 1),
   };
   if (input.verdict === undefined) {
     if (input.finishedAt !== undefined) throw invalid('/body/finishedAt', 'needs a verdict: only a finished run has a finish time');

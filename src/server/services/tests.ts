@@ -1,22 +1,44 @@
 import { randomUUID } from 'node:crypto';
 import { NAME_MAX } from '../../api/common.ts';
-import { CreateTestBody } from '../../api/v1/tests.ts';
+import { CreateTestBody, UpdateTestBody } from '../../api/v1/tests.ts';
 import type { ServiceContext } from '../context.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import { listTestsByHealth, type TestListFilter } from '../db/repositories/health.ts';
 import { decisiveVerdictBefore, latestRunsOfTest } from '../db/repositories/runs.ts';
-import { findTest, insertTest, insertTestsByFullName, testsByFullName } from '../db/repositories/tests.ts';
-import type { Executor, TestRunsTable, TestsTable } from '../db/types.ts';
-import { found, invalid } from '../errors.ts';
+import {
+  findTest,
+  findTestVersion,
+  insertTest,
+  insertTestsByFullName,
+  insertTestVersion,
+  replaceTestLinks,
+  type TestContentUpdate,
+  testsByFullName,
+  testVersionsBelow,
+  updateTestContent,
+} from '../db/repositories/tests.ts';
+import { inTransaction } from '../db/repositories/transaction.ts';
+import type { Executor, TestRunsTable, TestsTable, TestVersionsTable } from '../db/types.ts';
+import { AppError, found, invalid } from '../errors.ts';
 import { compileValidator } from '../validation.ts';
+import { audit } from './audit.ts';
 import { type FeatureDefinition, featureToTest } from './gherkin.ts';
 import { healthViewsOf, type TestHealthView } from './health.ts';
 import { countOutcomes, foldOutcomes, type OutcomeCounts, type TestOutcome } from './outcomes.ts';
+import { checkedLinks, checkedSuite, linkRows, type TestLink } from './test-content.ts';
 
 /** A test definition ready to store, with the input it came from. */
 export interface NewTest extends FeatureDefinition {
   sourceFormat: TestsTable['source_format'];
   source: string | null;
+  suite: string | null;
+  links: TestLink[];
+}
+
+/** Who asks, for the audit log. */
+export interface Actor {
+  userId: string;
+  requestId?: string;
 }
 
 // The app validates JSON bodies itself only on routes that take JSON alone; this one also takes
@@ -24,8 +46,8 @@ export interface NewTest extends FeatureDefinition {
 const validateCreateTestBody = compileValidator(CreateTestBody);
 
 /** The test a Gherkin feature text describes; problems are 400s at `pointer`. */
-export function testFromGherkin(text: string, pointer: string): NewTest {
-  return { ...featureToTest(text, pointer), sourceFormat: 'gherkin', source: text };
+export function testFromGherkin(text: string, pointer: string, suite: string | null = null, links: TestLink[] = []): NewTest {
+  return { ...featureToTest(text, pointer), sourceFormat: 'gherkin', source: text, suite, links };
 }
 
 /**
@@ -35,12 +57,14 @@ export function testFromGherkin(text: string, pointer: string): NewTest {
  */
 export function testFromJsonBody(raw: unknown): NewTest {
   const body = validateCreateTestBody(raw);
+  const suite = checkedSuite(body.suite ?? null, '/body/suite');
+  const links = checkedLinks(body.links ?? [], '/body/links');
   if (body.gherkin !== undefined) {
     if (body.steps !== undefined) throw invalid('/body/steps', 'cannot be combined with gherkin; give one of them');
     for (const field of ['name', 'description', 'tags'] as const) {
       if (body[field] !== undefined) throw invalid(`/body/${field}`, 'comes from the Gherkin text; leave it out');
     }
-    return testFromGherkin(body.gherkin, '/body/gherkin');
+    return testFromGherkin(body.gherkin, '/body/gherkin', suite, links);
   }
   if (body.steps === undefined) throw invalid('/body/steps', 'is required (or give a Gherkin feature in gherkin)');
   if (body.name === undefined) throw invalid('/body/name', 'is required with steps');
@@ -51,25 +75,207 @@ export function testFromJsonBody(raw: unknown): NewTest {
     tags: body.tags ?? [],
     sourceFormat: 'json',
     source: null,
+    suite,
+    links,
   };
 }
 
-export async function createTest(ctx: ServiceContext, projectId: string, test: NewTest, actorId: string): Promise<TestsTable> {
+/** Steps as stored: `data` kept only when it says something. */
+const storedSteps = (steps: readonly { action: string; data?: string; expected: string }[]) =>
+  JSON.stringify(steps.map(({ action, data, expected }) => (data ? { action, data, expected } : { action, expected })));
+
+/** Creates a test at version 1 (TCM-1), with its links indexed; audited as `test.create`. */
+export async function createTest(ctx: ServiceContext, projectId: string, test: NewTest, actor: Actor): Promise<TestsTable> {
+  const now = ctx.clock().toISOString();
   const row: TestsTable = {
     id: randomUUID(),
     project_id: projectId,
     name: test.name,
     description: test.description,
-    steps: JSON.stringify(test.steps),
+    steps: storedSteps(test.steps),
     tags: JSON.stringify(test.tags),
     source_format: test.sourceFormat,
     source: test.source,
     full_name: null,
-    created_at: ctx.clock().toISOString(),
-    created_by: actorId,
+    created_at: now,
+    created_by: actor.userId,
+    suite: test.suite,
+    links: JSON.stringify(test.links),
+    version: 1,
+    updated_at: now,
+    updated_by: actor.userId,
   };
-  await insertTest(ctx.db, row);
+  await inTransaction(ctx.db, async (trx) => {
+    await insertTest(trx, row);
+    await replaceTestLinks(trx, row.id, linkRows(row.id, projectId, test.links));
+    await audit(ctx, trx, {
+      actorUserId: actor.userId,
+      action: 'test.create',
+      targetType: 'test',
+      targetId: row.id,
+      details: { projectId, name: row.name, sourceFormat: row.source_format },
+      requestId: actor.requestId,
+    });
+  });
   return row;
+}
+
+const validateUpdateTestBody = compileValidator(UpdateTestBody);
+
+/** What an edit asks: a JSON body (validated here, as the route also takes text/x-gherkin), or a feature text. */
+export type TestEdit = { kind: 'json'; body: unknown } | { kind: 'gherkin'; text: string; version?: number };
+
+/** The content fields an edit compares and stores, as stored. */
+const CONTENT_FIELDS = ['name', 'description', 'steps', 'tags', 'suite', 'links', 'source_format', 'source'] as const;
+type Content = Pick<TestsTable, (typeof CONTENT_FIELDS)[number]>;
+
+/** The content an edit makes of a test; problems are 400s at their field. */
+function editedContent(test: TestsTable, edit: TestEdit): { content: Content; version: number | undefined; links?: TestLink[] } {
+  const content: Content = {
+    name: test.name,
+    description: test.description,
+    steps: test.steps,
+    tags: test.tags,
+    suite: test.suite,
+    links: test.links,
+    source_format: test.source_format,
+    source: test.source,
+  };
+  const fromFeature = (text: string, pointer: string) => {
+    const feature = featureToTest(text, pointer);
+    content.name = feature.name;
+    content.description = feature.description;
+    content.tags = JSON.stringify(feature.tags);
+    content.steps = storedSteps(feature.steps);
+    content.source_format = 'gherkin';
+    content.source = text;
+  };
+  if (edit.kind === 'gherkin') {
+    fromFeature(edit.text, '/body');
+    return { content, version: edit.version };
+  }
+  const body = validateUpdateTestBody(edit.body);
+  if (body.gherkin !== undefined) {
+    if (body.steps !== undefined) throw invalid('/body/steps', 'cannot be combined with gherkin; give one of them');
+    for (const field of ['name', 'description', 'tags'] as const) {
+      if (body[field] !== undefined) throw invalid(`/body/${field}`, 'comes from the Gherkin text; leave it out');
+    }
+    fromFeature(body.gherkin, '/body/gherkin');
+  } else {
+    if (test.source_format === 'gherkin') {
+      for (const field of ['name', 'description', 'tags'] as const) {
+        if (body[field] !== undefined) {
+          throw invalid(
+            `/body/${field}`,
+            'comes from the Gherkin text of this test; change the text (gherkin), or give steps to make it a JSON test',
+          );
+        }
+      }
+    }
+    if (body.steps !== undefined) {
+      content.steps = storedSteps(body.steps);
+      content.source_format = 'json';
+      content.source = null;
+    }
+    if (body.name !== undefined) content.name = body.name;
+    if (body.description !== undefined) content.description = body.description;
+    if (body.tags !== undefined) content.tags = JSON.stringify(body.tags);
+  }
+  if (body.suite !== undefined) content.suite = checkedSuite(body.suite, '/body/suite');
+  const links = checkedLinks(body.links, '/body/links');
+  if (links !== undefined) content.links = JSON.stringify(links);
+  return { content, version: body.version, ...(links !== undefined ? { links } : {}) };
+}
+
+/**
+ * Edits a test (TCM-2): an edit that changes its content stores the version it replaces and bumps
+ * `version`; one that changes nothing answers the test as it is. The new version is written only
+ * while the test is still at the version read (a concurrent edit answers 409), and audited as
+ * `test.update` in the same transaction.
+ */
+export async function updateTest(ctx: ServiceContext, testId: string, edit: TestEdit, actor: Actor): Promise<TestWithHealth> {
+  const test = found(await findTest(ctx.db, testId), 'The test');
+  const { content, version, links } = editedContent(test, edit);
+  const conflict = () =>
+    new AppError('STATE_CONFLICT', `The test was edited meanwhile: it is at version ${test.version}; read it again and redo the edit.`);
+  if (version !== undefined && version !== Number(test.version)) throw conflict();
+  const fields = CONTENT_FIELDS.filter((field) => content[field] !== test[field]);
+  if (fields.length === 0) return getTest(ctx, testId);
+  const from = Number(test.version);
+  const now = ctx.clock().toISOString();
+  const update: TestContentUpdate = { ...content, version: from + 1, updated_at: now, updated_by: actor.userId };
+  await inTransaction(ctx.db, async (trx) => {
+    // The update first: a concurrent edit of the same version waits on the row, then finds it moved on.
+    if (!(await updateTestContent(trx, testId, from, update))) throw conflict();
+    await insertTestVersion(trx, versionOfTest(test));
+    if (links !== undefined) await replaceTestLinks(trx, testId, linkRows(testId, test.project_id, links));
+    await audit(ctx, trx, {
+      actorUserId: actor.userId,
+      action: 'test.update',
+      targetType: 'test',
+      targetId: testId,
+      details: { projectId: test.project_id, fromVersion: from, toVersion: from + 1, fields: fields.map(fieldName) },
+      requestId: actor.requestId,
+    });
+  });
+  return getTest(ctx, testId);
+}
+
+const fieldName = (field: (typeof CONTENT_FIELDS)[number]) => (field === 'source_format' ? 'sourceFormat' : field);
+
+/** A test's current content as a version row. */
+const versionOfTest = (test: TestsTable): TestVersionsTable => ({
+  test_id: test.id,
+  version: Number(test.version),
+  name: test.name,
+  description: test.description,
+  steps: test.steps,
+  tags: test.tags,
+  suite: test.suite,
+  links: test.links,
+  source_format: test.source_format,
+  source: test.source,
+  created_at: test.updated_at,
+  created_by: test.updated_by,
+});
+
+/** A version of a test, with whether it is the current one. */
+export interface TestVersionView {
+  row: TestVersionsTable;
+  current: boolean;
+}
+
+/**
+ * A test's versions, newest first (TCM-2): the current one (the test itself), then the superseded
+ * ones. Versions run 1..current without gaps, so the cursor is the last version answered.
+ */
+export async function listTestVersions(ctx: ServiceContext, testId: string, page: PageRequest): Promise<Page<TestVersionView>> {
+  const test = found(await findTest(ctx.db, testId), 'The test');
+  const current = Number(test.version);
+  let below = current;
+  const items: TestVersionView[] = [];
+  if (page.cursor === undefined) {
+    items.push({ row: versionOfTest(test), current: true });
+  } else {
+    below = /^[1-9]\d{0,9}$/.test(page.cursor) ? Number(page.cursor) : Number.NaN;
+    if (!(below <= current)) {
+      throw new AppError('INVALID_CURSOR', '/query/cursor: not a cursor this list issued', {
+        errors: [{ pointer: '/query/cursor', message: 'is not a cursor this list issued' }],
+      });
+    }
+  }
+  const rows = await testVersionsBelow(ctx.db, testId, below, page.limit - items.length);
+  for (const row of rows) items.push({ row, current: false });
+  const last = items[items.length - 1];
+  const lastVersion = last ? Number(last.row.version) : 1;
+  return { items, nextCursor: lastVersion > 1 && items.length === page.limit ? String(lastVersion) : null };
+}
+
+/** One version of a test; a version it never had is a 404. */
+export async function getTestVersion(ctx: ServiceContext, testId: string, version: number): Promise<TestVersionView> {
+  const test = found(await findTest(ctx.db, testId), 'The test');
+  if (version === Number(test.version)) return { row: versionOfTest(test), current: true };
+  return { row: found(await findTestVersion(ctx.db, testId, version), 'The test version'), current: false };
 }
 
 /** A test with its health, as every test answer shows it. */
@@ -166,7 +372,14 @@ const displayName = (fullName: string) => (fullName.length > NAME_MAX ? `${fullN
  */
 export async function ensureTestsByFullName(
   executor: Executor,
-  input: { projectId: string; fullNames: readonly string[]; actorId: string | null; now: string },
+  input: {
+    projectId: string;
+    fullNames: readonly string[];
+    actorId: string | null;
+    now: string;
+    /** The suite of each test a report names (TCM-6), by full name: given to the tests created, never to existing ones. */
+    suites?: ReadonlyMap<string, string | null>;
+  },
 ): Promise<{ ids: Map<string, string>; created: number }> {
   const wanted = [...new Set(input.fullNames)];
   const known = await testsByFullName(executor, input.projectId, wanted);
@@ -186,6 +399,11 @@ export async function ensureTestsByFullName(
       full_name: fullName,
       created_at: input.now,
       created_by: input.actorId,
+      suite: input.suites?.get(fullName) ?? null,
+      links: '[]',
+      version: 1,
+      updated_at: input.now,
+      updated_by: input.actorId,
     })),
   );
   const ids = await testsByFullName(executor, input.projectId, wanted);

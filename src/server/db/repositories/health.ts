@@ -92,7 +92,18 @@ export interface TestListFilter {
   health?: 'stable' | 'flaky' | 'broken' | 'quarantined';
   /** Now, for `quarantined` (a quarantine that has not expired). */
   now: string;
+  /** A folder and everything under it; '' for the tests in no folder (TCM-5). */
+  suite?: string;
+  /** A tag, in any case. */
+  tag?: string;
+  /** A part of the name, in any case. */
+  q?: string;
+  /** A link key (any case) or URL (exactly). */
+  link?: string;
 }
+
+/** `text` as a LIKE pattern that matches it literally (the escape character is a backslash). */
+const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /**
  * A project's tests, newest first or flakiest first (then newest), filtered by health. A test with
@@ -125,6 +136,35 @@ export async function listTestsByHealth(
     inner = inner.where((eb) => eb.or([eb('test_health.state', 'is', null), eb('test_health.state', '=', 'stable')]));
   } else if (filter.health !== undefined) {
     inner = inner.where('test_health.state', '=', filter.health);
+  }
+  if (filter.suite === '') {
+    inner = inner.where('tests.suite', 'is', null);
+  } else if (filter.suite !== undefined) {
+    // The folder itself, or a path under it: compared by prefix, case and all (LIKE would ignore case on SQLite).
+    const under = `${filter.suite}/`;
+    const suite = filter.suite;
+    inner = inner.where((eb) => eb.or([eb('tests.suite', '=', suite), eb(sql`substr(tests.suite, 1, ${[...under].length})`, '=', under)]));
+  }
+  if (filter.tag !== undefined) {
+    // Tags are stored as a JSON array: the tag as a JSON string, quotes included, is one element.
+    const pattern = `%${likeLiteral(JSON.stringify(filter.tag).toLowerCase())}%`;
+    inner = inner.where(sql<boolean>`lower(tests.tags) like ${pattern} escape '\\'`);
+  }
+  if (filter.q !== undefined) {
+    const pattern = `%${likeLiteral(filter.q.toLowerCase())}%`;
+    inner = inner.where(sql<boolean>`lower(tests.name) like ${pattern} escape '\\'`);
+  }
+  if (filter.link !== undefined) {
+    const link = filter.link;
+    inner = inner.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('test_links')
+          .select('test_links.test_id')
+          .whereRef('test_links.test_id', '=', 'tests.id')
+          .where((l) => l.or([l('test_links.ref', '=', link.toLowerCase()), l('test_links.url', '=', link)])),
+      ),
+    );
   }
   const query = executor.selectFrom(inner.as('t')).selectAll();
   const columns: [string, ...string[]] = filter.sort === 'flaky' ? ['flaky_milli', 'created_at', 'id'] : ['created_at', 'id'];

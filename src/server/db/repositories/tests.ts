@@ -1,6 +1,6 @@
 import { chunk, IN_LIST_SIZE } from '../chunks.ts';
 import { keysetPage, type Page, type PageRequest } from '../pagination.ts';
-import type { Executor, TestsTable } from '../types.ts';
+import type { Executor, TestLinksTable, TestsTable, TestVersionsTable } from '../types.ts';
 
 // Queries of test definitions.
 
@@ -24,19 +24,33 @@ export async function findTestOfProject(executor: Executor, testId: string, proj
   return row?.id;
 }
 
-/** Names of the project's tests among `testIds`, by id; ids of other projects are left out. */
-export async function testNamesInProject(executor: Executor, projectId: string, testIds: readonly string[]): Promise<Map<string, string>> {
-  const names = new Map<string, string>();
+/** Names and current versions of the project's tests among `testIds`, by id; ids of other projects are left out. */
+export async function testNamesInProject(
+  executor: Executor,
+  projectId: string,
+  testIds: readonly string[],
+): Promise<Map<string, { name: string; version: number }>> {
+  const names = new Map<string, { name: string; version: number }>();
   for (const ids of chunk(testIds, IN_LIST_SIZE)) {
     const rows = await executor
       .selectFrom('tests')
-      .select(['id', 'name'])
+      .select(['id', 'name', 'version'])
       .where('project_id', '=', projectId)
       .where('id', 'in', ids)
       .execute();
-    for (const row of rows) names.set(row.id, row.name);
+    for (const row of rows) names.set(row.id, { name: row.name, version: Number(row.version) });
   }
   return names;
+}
+
+/** The current versions of these tests, by id. */
+export async function testVersionsOf(executor: Executor, testIds: readonly string[]): Promise<Map<string, number>> {
+  const versions = new Map<string, number>();
+  for (const ids of chunk(testIds, IN_LIST_SIZE)) {
+    const rows = await executor.selectFrom('tests').select(['id', 'version']).where('id', 'in', ids).execute();
+    for (const row of rows) versions.set(row.id, Number(row.version));
+  }
+  return versions;
 }
 
 export async function insertTest(executor: Executor, test: TestsTable): Promise<void> {
@@ -79,4 +93,70 @@ export async function insertTestsByFullName(executor: Executor, tests: readonly 
 export async function deleteTestRow(executor: Executor, testId: string): Promise<boolean> {
   const result = await executor.deleteFrom('tests').where('id', '=', testId).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
+}
+
+/** The fields an edit changes on a test. */
+export type TestContentUpdate = Pick<
+  TestsTable,
+  'name' | 'description' | 'steps' | 'tags' | 'suite' | 'links' | 'source_format' | 'source' | 'version' | 'updated_at' | 'updated_by'
+>;
+
+/**
+ * Writes a test's new version, only while it is still at `fromVersion`: false when a concurrent
+ * edit moved it on first (the caller answers a conflict).
+ */
+export async function updateTestContent(
+  executor: Executor,
+  testId: string,
+  fromVersion: number,
+  update: TestContentUpdate,
+): Promise<boolean> {
+  const result = await executor
+    .updateTable('tests')
+    .set(update)
+    .where('id', '=', testId)
+    .where('version', '=', fromVersion)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export async function insertTestVersion(executor: Executor, row: TestVersionsTable): Promise<void> {
+  await executor.insertInto('test_versions').values(row).execute();
+}
+
+export async function findTestVersion(executor: Executor, testId: string, version: number): Promise<TestVersionsTable | undefined> {
+  return executor.selectFrom('test_versions').selectAll().where('test_id', '=', testId).where('version', '=', version).executeTakeFirst();
+}
+
+/** A test's superseded versions below `below`, newest first, at most `limit`. */
+export async function testVersionsBelow(executor: Executor, testId: string, below: number, limit: number): Promise<TestVersionsTable[]> {
+  return executor
+    .selectFrom('test_versions')
+    .selectAll()
+    .where('test_id', '=', testId)
+    .where('version', '<', below)
+    .orderBy('version', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+/** Replaces a test's link rows. */
+export async function replaceTestLinks(executor: Executor, testId: string, rows: readonly TestLinksTable[]): Promise<void> {
+  await executor.deleteFrom('test_links').where('test_id', '=', testId).execute();
+  if (rows.length > 0)
+    await executor
+      .insertInto('test_links')
+      .values([...rows])
+      .execute();
+}
+
+/** How many of a project's tests sit in each suite (null: in none). */
+export async function suiteCounts(executor: Executor, projectId: string): Promise<{ suite: string | null; tests: number }[]> {
+  const rows = await executor
+    .selectFrom('tests')
+    .select(['suite', (eb) => eb.fn.countAll<number | string>().as('tests')])
+    .where('project_id', '=', projectId)
+    .groupBy('suite')
+    .execute();
+  return rows.map((row) => ({ suite: row.suite, tests: Number(row.tests) }));
 }

@@ -2,7 +2,20 @@ import type { Static } from 'typebox';
 import { cancelJob, completeJob, createJob, exportJob, getJob, type Job, listJobs } from '../../../api/v1/jobs.ts';
 import { appendResults, exportRun, getResults, type XrayExecution } from '../../../api/v1/results.ts';
 import { claimRun, createRun, getRun, heartbeatRun, keepRun, listRuns, updateRun } from '../../../api/v1/runs.ts';
-import { createTest, getTest, getTestHistory, listQuarantines, listTests, quarantineTest } from '../../../api/v1/tests.ts';
+import {
+  createTest,
+  getTest,
+  getTestHistory,
+  getTestVersion,
+  listLinks,
+  listQuarantines,
+  listSuites,
+  listTests,
+  listTestVersions,
+  quarantineTest,
+  type TestVersion,
+  updateTest,
+} from '../../../api/v1/tests.ts';
 import {
   CHECKOUT_FEATURE,
   CHECKOUT_TEST,
@@ -20,6 +33,31 @@ import {
 } from './samples.ts';
 import type { OperationExamples } from './types.ts';
 import { examplesOf } from './types.ts';
+
+/** The login test as first written, before its second step gained test data. */
+const LOGIN_FIRST_VERSION: Static<typeof TestVersion> = {
+  testId: IDS.testLogin,
+  version: 1,
+  current: false,
+  name: LOGIN_TEST.name,
+  description: LOGIN_TEST.description,
+  steps: LOGIN_TEST.steps.map(({ action, expected }) => ({ action, expected })),
+  tags: LOGIN_TEST.tags,
+  suite: LOGIN_TEST.suite,
+  links: LOGIN_TEST.links,
+  sourceFormat: 'json',
+  source: null,
+  createdAt: LOGIN_TEST.createdAt,
+  createdBy: IDS.tester,
+};
+
+const LOGIN_V2: Static<typeof TestVersion> = {
+  ...LOGIN_FIRST_VERSION,
+  version: 2,
+  current: true,
+  steps: LOGIN_TEST.steps,
+  createdAt: LOGIN_TEST.updatedAt,
+};
 
 const idle = { queued: 0, running: 0, completed: 0, aborted: 0, passed: 0, failed: 0, broken: 0, skipped: 0 };
 const noTests = { total: 0, passed: 0, failed: 0, broken: 0, skipped: 0, flaky: 0, unfinished: 0 };
@@ -78,7 +116,80 @@ export const testingExamples = [
       tags: LOGIN_TEST.tags,
     },
     text: CHECKOUT_FEATURE,
-    responses: { 201: { ...LOGIN_TEST, health: { state: 'stable', flakyScore: 0, runsConsidered: 0, quarantine: null } } },
+    responses: {
+      201: {
+        ...LOGIN_TEST,
+        steps: LOGIN_FIRST_VERSION.steps,
+        version: 1,
+        updatedAt: LOGIN_TEST.createdAt,
+        health: { state: 'stable', flakyScore: 0, runsConsidered: 0, quarantine: null },
+      },
+    },
+  }),
+  // The second step gains its test data: version 1 becomes version 2.
+  examplesOf(updateTest, {
+    request: { version: 1, steps: LOGIN_TEST.steps },
+    text: CHECKOUT_FEATURE,
+    responses: { 200: LOGIN_TEST },
+  }),
+  examplesOf(listTestVersions, { responses: { 200: { items: [LOGIN_V2, LOGIN_FIRST_VERSION], nextCursor: null } } }),
+  examplesOf(getTestVersion, { responses: { 200: LOGIN_FIRST_VERSION } }),
+  examplesOf(listSuites, {
+    responses: {
+      200: {
+        items: [
+          { path: 'Accounts', name: 'Accounts', parent: null, depth: 1, tests: 0, total: 1 },
+          { path: 'Accounts/Login', name: 'Login', parent: 'Accounts', depth: 2, tests: 1, total: 1 },
+          { path: 'Checkout', name: 'Checkout', parent: null, depth: 1, tests: 0, total: 1 },
+          { path: 'Checkout/Payments', name: 'Payments', parent: 'Checkout', depth: 2, tests: 1, total: 1 },
+        ],
+        unsorted: 0,
+        total: 2,
+      },
+    },
+  }),
+  examplesOf(listLinks, {
+    responses: {
+      200: {
+        items: [
+          {
+            kind: 'requirement',
+            key: 'SHOP-12',
+            url: 'https://jira.example.com/browse/SHOP-12',
+            title: 'Customers sign in with e-mail',
+            tests: [
+              {
+                testId: IDS.testLogin,
+                name: LOGIN_TEST.name,
+                suite: LOGIN_TEST.suite,
+                latestVerdict: 'passed',
+                latestRunId: RUN.id,
+                latestRunFinishedAt: RUN.finishedAt,
+              },
+            ],
+            summary: { tests: 1, passed: 1, failed: 0, broken: 0, skipped: 0, notRun: 0 },
+          },
+          {
+            kind: 'requirement',
+            key: 'SHOP-40',
+            url: null,
+            title: 'Pay with a saved card',
+            tests: [
+              {
+                testId: IDS.testCheckout,
+                name: CHECKOUT_TEST.name,
+                suite: CHECKOUT_TEST.suite,
+                latestVerdict: null,
+                latestRunId: null,
+                latestRunFinishedAt: null,
+              },
+            ],
+            summary: { tests: 1, passed: 0, failed: 0, broken: 0, skipped: 0, notRun: 1 },
+          },
+        ],
+        nextCursor: null,
+      },
+    },
   }),
   examplesOf(listTests, { responses: { 200: { items: [CHECKOUT_TEST, LOGIN_TEST], nextCursor: null } } }),
   examplesOf(getTest, { responses: { 200: LOGIN_TEST } }),

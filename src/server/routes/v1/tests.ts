@@ -2,22 +2,27 @@ import type { FastifyRequest } from 'fastify';
 import * as api from '../../../api/v1/tests.ts';
 import type { AppContext } from '../../context.ts';
 import { AppError, invalid } from '../../errors.ts';
-import { presentQuarantine, presentTest, presentTestHistory } from '../../presenters/tests.ts';
+import { presentQuarantine, presentTest, presentTestHistory, presentTestVersion } from '../../presenters/tests.ts';
 import { deleteTest } from '../../services/deletions.ts';
 import { listQuarantines, quarantineTest, quarantineView, releaseQuarantine } from '../../services/health.ts';
+import { suiteTree, traceLinks } from '../../services/test-catalogue.ts';
+import { checkedSuite } from '../../services/test-content.ts';
 import {
   createTest,
   getTest,
   getTestHistory,
+  getTestVersion,
   listTests,
+  listTestVersions,
   NEW_TEST_HEALTH,
   testFromGherkin,
   testFromJsonBody,
+  updateTest,
 } from '../../services/tests.ts';
 import { namedProject, pathProject, testOwner } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
 
-/** Which of its two inputs a create-test request sends; any other media type is a 415. */
+/** Which of its two inputs a create- or edit-test request sends; any other media type is a 415. */
 function createTestInput(request: FastifyRequest): 'json' | 'gherkin' {
   const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (type === api.GHERKIN_MEDIA_TYPE) return 'gherkin';
@@ -35,24 +40,89 @@ export function testRoutes(ctx: AppContext) {
         let test: ReturnType<typeof testFromJsonBody>;
         if (createTestInput(request) === 'gherkin') {
           const text = request.body as unknown;
-          test = testFromGherkin(typeof text === 'string' ? text : '', '/body');
+          test = testFromGherkin(typeof text === 'string' ? text : '', '/body', checkedSuite(request.query.suite ?? null, '/query/suite'));
         } else {
-          if (request.query.projectId !== undefined) {
-            throw invalid('/query/projectId', `is only for a ${api.GHERKIN_MEDIA_TYPE} body; a JSON body names its project inside`);
+          for (const field of ['projectId', 'suite'] as const) {
+            if (request.query[field] !== undefined) {
+              throw invalid(`/query/${field}`, `is only for a ${api.GHERKIN_MEDIA_TYPE} body; a JSON body gives it inside`);
+            }
           }
           test = testFromJsonBody(request.body);
         }
-        const row = await createTest(ctx, request.projectId, test, request.principal.user.id);
+        const row = await createTest(ctx, request.projectId, test, { userId: request.principal.user.id, requestId: request.id });
         reply.code(201);
         return presentTest({ test: row, health: NEW_TEST_HEALTH });
+      },
+    }),
+
+    route(api.updateTest, {
+      owner: (request) => testOwner(ctx, request),
+      handler: async (request) => {
+        const actor = { userId: request.principal.user.id, requestId: request.id };
+        let edit: Parameters<typeof updateTest>[2];
+        if (createTestInput(request) === 'gherkin') {
+          const text = request.body as unknown;
+          edit = {
+            kind: 'gherkin',
+            text: typeof text === 'string' ? text : '',
+            ...(request.query.version ? { version: request.query.version } : {}),
+          };
+        } else {
+          if (request.query.version !== undefined) {
+            throw invalid('/query/version', `is only for a ${api.GHERKIN_MEDIA_TYPE} body; a JSON body gives it inside`);
+          }
+          edit = { kind: 'json', body: request.body };
+        }
+        return presentTest(await updateTest(ctx, request.params.testId, edit, actor));
+      },
+    }),
+
+    route(api.listTestVersions, {
+      owner: (request) => testOwner(ctx, request),
+      handler: async (request) => {
+        const page = await listTestVersions(ctx, request.params.testId, pageOf(ctx.config, request.query));
+        return { items: page.items.map(({ row, current }) => presentTestVersion(row, current)), nextCursor: page.nextCursor };
+      },
+    }),
+
+    route(api.getTestVersion, {
+      owner: (request) => testOwner(ctx, request),
+      handler: async (request) => {
+        const { row, current } = await getTestVersion(ctx, request.params.testId, request.params.version);
+        return presentTestVersion(row, current);
+      },
+    }),
+
+    route(api.listSuites, {
+      owner: (request) => pathProject(ctx, request),
+      handler: async (request) => suiteTree(ctx, request.projectId),
+    }),
+
+    route(api.listLinks, {
+      owner: (request) => pathProject(ctx, request),
+      handler: async (request) => {
+        const { kind, q } = request.query;
+        return traceLinks(
+          ctx,
+          request.projectId,
+          { ...(kind !== undefined ? { kind } : {}), ...(q !== undefined ? { q } : {}) },
+          pageOf(ctx.config, request.query),
+        );
       },
     }),
 
     route(api.listTests, {
       owner: (request) => namedProject(ctx, request.query, 'query'),
       handler: async (request) => {
-        const { sort = 'newest', health } = request.query;
-        const filter = health === undefined ? { sort } : { sort, health };
+        const { sort = 'newest', health, suite, tag, q, link } = request.query;
+        const filter = {
+          sort,
+          ...(health !== undefined ? { health } : {}),
+          ...(suite !== undefined ? { suite: suite === '' ? '' : checkedSuite(suite, '/query/suite') } : {}),
+          ...(tag !== undefined ? { tag } : {}),
+          ...(q !== undefined ? { q } : {}),
+          ...(link !== undefined ? { link } : {}),
+        };
         const page = await listTests(ctx, request.projectId, filter, pageOf(ctx.config, request.query));
         return { items: page.items.map(presentTest), nextCursor: page.nextCursor };
       },
