@@ -45,8 +45,9 @@ describe('manual execution, imports and management in Chromium (UI-6..UI-8)', { 
         name: 'Checkout by hand',
         steps: [
           { action: 'Open the basket', expected: 'Two items are listed' },
-          { action: 'Apply the code SPRING', expected: 'The total falls by 10 %' },
+          { action: 'Apply a discount code', data: 'SPRING', expected: 'The total falls by 10 %' },
           { action: 'Pay by card', expected: 'The receipt shows' },
+          { action: 'Print the receipt', expected: 'A PDF opens' },
         ],
       },
     });
@@ -90,31 +91,34 @@ describe('manual execution, imports and management in Chromium (UI-6..UI-8)', { 
     await page.getByRole('button', { name: 'Execute' }).click();
     await page.waitForURL(/\/runs\/[0-9a-f-]+\/execute$/);
     runId = page.url().split('/').at(-2) as string;
-    await page.getByRole('heading', { name: 'Step 1 of 3' }).waitFor();
+    await page.getByRole('heading', { name: 'Step 1 of 4' }).waitFor();
     assert.match((await panel().textContent()) ?? '', /Open the basket[\s\S]*Two items are listed/);
     const run = await server.admin.client.call(v1.runs.getRun, { params: { testRunId: runId } });
     assert.equal(run.status, 'running');
     assert.equal(run.testId, testId);
+    assert.equal(run.testVersion, 1);
+    await page.getByText('(version 1)').waitFor();
     await checkAccessibility('execute');
   });
 
   test('a pass with its actual result is stored at once, and a reload half-way resumes at the next step without duplicates', async () => {
     await page.getByLabel('Actual result').fill('Two items, as expected');
     await page.getByRole('button', { name: 'Pass' }).click();
-    await page.getByRole('heading', { name: 'Step 2 of 3' }).waitFor();
+    await page.getByRole('heading', { name: 'Step 2 of 4' }).waitFor();
     await waitFor(async () => (await storedSteps()).length === 1, { message: 'the first step stored' });
 
     await page.reload();
-    await page.getByRole('heading', { name: 'Step 2 of 3' }).waitFor();
-    await page.getByText('1 of 3 steps marked').waitFor();
+    await page.getByRole('heading', { name: 'Step 2 of 4' }).waitFor();
+    await page.getByText('1 of 4 steps marked').waitFor();
     const steps = await storedSteps();
     assert.deepEqual(
       steps.map((s) => [s.key, s.status, s.cells.find((c) => c.name === 'actual')?.text]),
-      [['manual-step-1', 'passed', 'Two items, as expected']],
+      [['step-1', 'passed', 'Two items, as expected']],
     );
   });
 
   test('a failed step takes a PNG pasted from the clipboard, uploaded at once and shown beside it; pasting it again stores nothing twice', async () => {
+    assert.match((await panel().textContent()) ?? '', /Data\s*SPRING/);
     await page.getByLabel('Actual result').fill('The total did not change');
     await page.getByRole('button', { name: 'Fail' }).click();
     await panel().getByText('Failed', { exact: true }).waitFor();
@@ -137,7 +141,7 @@ describe('manual execution, imports and management in Chromium (UI-6..UI-8)', { 
     await waitFor(async () => (await page.getByLabel(/^Uploading /).count()) === 0, { message: 'the second upload answered' });
     const artifacts = await storedArtifacts();
     assert.equal(artifacts.length, 1, 'the same image pasted twice is one artifact');
-    const failed = (await storedSteps()).find((s) => s.key === 'manual-step-2');
+    const failed = (await storedSteps()).find((s) => s.key === 'step-2');
     assert.equal(failed?.status, 'failed');
     assert.equal(failed?.error, 'The total did not change');
     assert.equal(artifacts[0]?.stepId, failed?.id);
@@ -145,13 +149,28 @@ describe('manual execution, imports and management in Chromium (UI-6..UI-8)', { 
     await checkAccessibility('execute-failed-step');
   });
 
-  test('the keyboard: N goes to the next step and S skips it', async () => {
-    await page.getByRole('heading', { name: 'Step 2 of 3' }).focus();
+  test('the keyboard: N goes to the next step, B marks it blocked, S skips the last', async () => {
+    await page.getByRole('heading', { name: 'Step 2 of 4' }).focus();
     await page.keyboard.press('n');
-    await page.getByRole('heading', { name: 'Step 3 of 3' }).waitFor();
+    await page.getByRole('heading', { name: 'Step 3 of 4' }).waitFor();
+    await page.keyboard.press('b');
+    await page.locator('#step-heading').getByText('Blocked', { exact: true }).waitFor();
+    await page.keyboard.press('n');
+    await page.getByRole('heading', { name: 'Step 4 of 4' }).waitFor();
     await page.keyboard.press('s');
-    await panel().getByText('Skipped', { exact: true }).waitFor();
-    await waitFor(async () => (await storedSteps()).length === 3, { message: 'three steps stored' });
+    await page.locator('#step-heading').getByText('Skipped', { exact: true }).waitFor();
+    await waitFor(async () => (await storedSteps()).length === 4, { message: 'four steps stored' });
+    // Blocked is stored as the contract says: broken, with a `blocked` cell, and no error to group.
+    const blocked = (await storedSteps()).find((s) => s.key === 'step-3');
+    assert.equal(blocked?.status, 'broken');
+    assert.equal(blocked?.error, null);
+    assert.deepEqual(
+      blocked?.cells.map((c) => [c.name, c.text]),
+      [
+        ['expected', 'The receipt shows'],
+        ['blocked', 'blocked'],
+      ],
+    );
   });
 
   test('at a phone’s width the page fits, and it loads within the JavaScript budget', async () => {
@@ -163,7 +182,7 @@ describe('manual execution, imports and management in Chromium (UI-6..UI-8)', { 
     await phone.getByLabel('E-mail').fill(server.admin.email);
     await phone.getByLabel('Password').fill(PASSWORD);
     await phone.getByRole('button', { name: 'Sign in' }).click();
-    await phone.getByRole('heading', { name: 'Step 3 of 3' }).waitFor();
+    await phone.getByRole('heading', { name: 'Step 4 of 4' }).waitFor();
     await phone.waitForLoadState('networkidle');
     const overflow = await phone.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
     assert.ok(Number(overflow) <= 0, `no sideways scrolling at 390 px (${overflow} px too wide)`);
@@ -188,11 +207,14 @@ describe('manual execution, imports and management in Chromium (UI-6..UI-8)', { 
     assert.deepEqual(
       (await storedSteps()).map((s) => [s.key, s.status]),
       [
-        ['manual-step-1', 'passed'],
-        ['manual-step-2', 'failed'],
-        ['manual-step-3', 'skipped'],
+        ['step-1', 'passed'],
+        ['step-2', 'failed'],
+        ['step-3', 'broken'],
+        ['step-4', 'skipped'],
       ],
     );
+    // The run page reads the blocked step as blocked, and shows the version the run executed.
+    await page.getByText('blocked', { exact: true }).first().waitFor();
   });
 
   test('a JUnit file dropped on the import page is uploaded, then its import shows its progress to the end', async () => {

@@ -3,15 +3,22 @@ import type { v1 } from '../../../src/client/index.ts';
 import type { ArtifactDetails, ResultStep, RunResults, TestRun } from '../run/steps.ts';
 
 // Manual execution (UI-6) keeps no state of its own: what a tester did is in the run, as the API
-// stores it. Each step of the test is one result step with the key `manual-step-<n>`; its actual
-// result is an inline text cell named `actual`; its screenshots are artifacts uploaded with the
-// step's key. Every post carries an idempotency key derived from what it records, so a retry after
+// stores it, by the recipe of docs/test-management.md ("Manual execution, step by step"). Each step
+// of the version the run executes is one result step with the key `step-<n>`; its actual result is
+// an inline text cell named `actual` (key `step-<n>-actual`); a blocked step is `broken` with a
+// `blocked` cell; its screenshots are artifacts uploaded with the step's key. Every post carries an idempotency key derived from what it records, so a retry after
 // a lost answer, or the same click again after a reload, stores nothing twice. On load the page
 // reads the run's results and artifacts and continues from there.
 
-export type TestDefinition = Static<typeof v1.tests.TestDefinition>;
-/** A step of a test as the page shows it; `data` is there once tests carry it. */
-export type DefinedStep = TestDefinition['steps'][number] & { data?: string | null };
+/** The test as the run executes it: the version the run records, or the test as it is for a run without one. */
+export interface TestDefinition {
+  id: string;
+  name: string;
+  version: number | null;
+  steps: DefinedStep[];
+}
+/** A step of a test: action, optional data, expected result. */
+export type DefinedStep = Static<typeof v1.tests.TestStep>;
 
 /** The statuses a tester gives a step; `broken` is shown as "Blocked" (docs/web.md). */
 export type Mark = 'passed' | 'failed' | 'broken' | 'skipped';
@@ -30,10 +37,12 @@ export function statusWord(status: string): string {
 }
 
 /** The key of the n-th step of the test (0-based index), unique within the run. */
-export const stepKey = (index: number) => `manual-step-${index + 1}`;
+export const stepKey = (index: number) => `step-${index + 1}`;
 
 /** The name of the text cell that holds what the tester saw. */
 export const ACTUAL_CELL = 'actual';
+/** The cell that tells a blocked step from a broken one (the results have no `blocked` status). */
+export const BLOCKED_CELL = 'blocked';
 
 /** One step of the test with what the run holds of it. */
 export interface StepState {
@@ -87,10 +96,10 @@ export function suggestedVerdict(states: StepState[]): Mark {
 }
 
 /** The cells a step is started with: what the test says to use and to expect, for the run page to show. */
-function definitionCells(defined: DefinedStep) {
+function definitionCells(key: string, defined: DefinedStep) {
   return [
-    ...(defined.data ? [{ name: 'data', text: defined.data }] : []),
-    ...(defined.expected ? [{ name: 'expected', text: defined.expected }] : []),
+    ...(defined.data ? [{ key: `${key}-data`, name: 'data', text: defined.data }] : []),
+    ...(defined.expected ? [{ key: `${key}-expected`, name: 'expected', text: defined.expected }] : []),
   ];
 }
 
@@ -100,20 +109,27 @@ type AppendBody = Static<typeof v1.results.AppendResultsBody>;
 export function startBody(state: StepState, now: string): AppendBody {
   return {
     idempotencyKey: `${state.key}:start`,
-    steps: [{ key: state.key, title: state.defined.action, status: 'running', startedAt: now, cells: definitionCells(state.defined) }],
+    steps: [
+      { key: state.key, title: state.defined.action, status: 'running', startedAt: now, cells: definitionCells(state.key, state.defined) },
+    ],
   };
 }
 
 /**
  * The post that marks a step. A started step is finished by its key (the API takes the status, the
  * duration, the error and the cells then); one never started is stored with its mark at once. A
- * failed or blocked step carries the actual result as its error, so failures group by it.
+ * failed step carries the actual result as its error, so failures group by it; a blocked one is
+ * `broken` with a `blocked` cell and no error: being blocked is not a cause of failure to group.
  */
 export function markBody(state: StepState, mark: Mark, actual: string, now: string): AppendBody {
   const text = actual.trim();
   const started = state.stored?.startedAt ?? undefined;
-  const error = mark === 'failed' || mark === 'broken' ? text || `${statusWord(mark)} by hand: ${state.defined.action}` : undefined;
-  const cells = [...(state.stored ? [] : definitionCells(state.defined)), ...(text ? [{ name: ACTUAL_CELL, text }] : [])];
+  const error = mark === 'failed' ? text || `Failed by hand: ${state.defined.action}` : undefined;
+  const cells = [
+    ...(state.stored ? [] : definitionCells(state.key, state.defined)),
+    ...(text ? [{ key: `${state.key}-actual`, name: ACTUAL_CELL, text }] : []),
+    ...(mark === 'broken' ? [{ key: `${state.key}-blocked`, name: BLOCKED_CELL, text: text || 'blocked' }] : []),
+  ];
   return {
     // The mark and the text make the key: the same click retried is one post, a different one is refused by the step's key.
     idempotencyKey: `${state.key}:${mark}:${hashText(text)}`,

@@ -32,10 +32,20 @@ interface ExecutionData {
   artifacts: ArtifactDetails[];
 }
 
+/** The steps the run executes: its version of the test (`testVersion`), or the test as it is for a run that records none. */
+async function executedTest(client: AttestClient, run: TestRun): Promise<TestDefinition | undefined> {
+  const { testId, testVersion } = run;
+  if (!testId) return undefined;
+  const content = testVersion
+    ? await client.call(v1.tests.getTestVersion, { params: { testId, version: testVersion } })
+    : await client.call(v1.tests.getTest, { params: { testId } });
+  return { id: testId, name: content.name, version: testVersion, steps: content.steps };
+}
+
 async function loadExecution(client: AttestClient, testRunId: string): Promise<ExecutionData> {
   const run = await client.call(v1.runs.getRun, { params: { testRunId } });
   const [test, results, artifacts] = await Promise.all([
-    run.testId ? client.call(v1.tests.getTest, { params: { testId: run.testId } }) : Promise.resolve(undefined),
+    executedTest(client, run),
     client.call(v1.results.getResults, { params: { testRunId }, query: run.status === 'completed' ? {} : { partial: true } }),
     loadArtifacts(client, run.projectId, testRunId),
   ]);
@@ -236,7 +246,6 @@ function RunState({
   reload: () => void;
 }) {
   const action = useAction();
-  const version = (run as TestRun & { testVersion?: number | null }).testVersion;
   const start = async () => {
     const started = await action.run(
       (client) => client.call(v1.runs.updateRun, { params: { testRunId: run.id }, body: { status: 'running' } }),
@@ -248,7 +257,7 @@ function RunState({
     <div class="panel execute-state">
       <p>
         <Badge value={run.verdict ?? run.status} /> Test <a href={`/tests/${test.id}`}>{test.name}</a>
-        {version ? <span class="muted"> (version {version})</span> : null} ·{' '}
+        {test.version ? <span class="muted"> (version {test.version})</span> : null} ·{' '}
         <span role="status">
           {marked} of {total} steps marked
         </span>
