@@ -10,7 +10,11 @@ export function fieldErrors(error: Error | undefined): Record<string, string> & 
   const list = Array.isArray(error.problem.errors) ? (error.problem.errors as { pointer?: string; message?: string }[]) : [];
   const byField: Record<string, string> = {};
   for (const item of list) {
-    const name = item.pointer?.split('/').filter(Boolean).at(-1);
+    // `/body/labels/2` is a problem of the labels field.
+    const name = item.pointer
+      ?.split('/')
+      .filter((segment) => segment && !/^\d+$/.test(segment))
+      .at(-1);
     if (name && item.message && !byField[name]) byField[name] = item.message;
   }
   if (Object.keys(byField).length === 0) byField.form = String(error.problem.detail ?? error.problem.title ?? error.code);

@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import type { v1 } from '../../../src/client/index.ts';
 import type { ArtifactDetails, ResultStep, RunResults, TestRun } from '../run/steps.ts';
 
-// Manual execution (UI-6) keeps no state of its own: what a tester did is in the run, as the API
+// Manual execution (UI-10) keeps no state of its own: what a tester did is in the run, as the API
 // stores it, by the recipe of docs/test-management.md ("Manual execution, step by step"). Each step
 // of the version the run executes is one result step with the key `step-<n>`; its actual result is
 // an inline text cell named `actual` (key `step-<n>-actual`); a blocked step is `broken` with a

@@ -11,7 +11,7 @@ import '../manage.css';
 /** The API's rule for a password (`PUT /users/{email}/password`): at least 12 characters. */
 const PASSWORD_MIN = 12;
 
-/** `/account`: who you are, and your own password (UI-8). Your API keys are on their own page. */
+/** `/account`: who you are, and your own password (UI-12). Your API keys are on their own page. */
 export function AccountPage() {
   const me = useMe();
   return (

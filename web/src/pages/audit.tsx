@@ -16,7 +16,7 @@ const FILTERS = [
   { name: 'targetId', label: 'Target id', placeholder: 'an id or an e-mail' },
 ] as const satisfies readonly FilterField[];
 
-/** `/admin/audit`: who changed roles, deleted things and made or revoked keys, newest first (admins; UI-8). */
+/** `/admin/audit`: who changed roles, deleted things and made or revoked keys, newest first (admins; UI-12). */
 export function AuditPage() {
   const { query } = useLocation();
   const filters = filterValues(query, FILTERS);

@@ -52,7 +52,7 @@ async function loadExecution(client: AttestClient, testRunId: string): Promise<E
   return { run, test, results, artifacts };
 }
 
-/** `/runs/{testRunId}/execute`: a run of a test executed by hand, step by step (UI-6). */
+/** `/runs/{testRunId}/execute`: a run of a test executed by hand, step by step (UI-10). */
 export function ExecutePage({ testRunId }: { testRunId: string }) {
   const loaded = useApi((client) => loadExecution(client, testRunId), [testRunId]);
   if (!loaded.data) return <PageWaiting title="Execute run" error={loaded.error} />;

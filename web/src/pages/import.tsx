@@ -32,7 +32,7 @@ async function contentTypeOf(file: File): Promise<string> {
 
 const finished = (record: ImportRecord) => record.status === 'completed' || record.status === 'failed';
 
-/** `/projects/{projectKey}/import`: a JUnit XML, Playwright JSON or ZIP report brought in by drag and drop (UI-7). */
+/** `/projects/{projectKey}/import`: a JUnit XML, Playwright JSON or ZIP report brought in by drag and drop (UI-11). */
 export function ImportPage({ projectKey }: { projectKey: string }) {
   const project = useApi((client) => client.call(v1.projects.getProject, { params: { projectId: projectKey } }), [projectKey]);
   const [file, setFile] = useState<File | undefined>();

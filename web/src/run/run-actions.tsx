@@ -20,7 +20,7 @@ export interface Deleted {
 const describeUsage = (usage: Usage) => `${usage.runs.toLocaleString('en')} runs, ${formatBytes(usage.storedBytes)} stored`;
 
 /**
- * What a person does with a run from its page (UI-8): execute it by hand while it is queued or
+ * What a person does with a run from its page (UI-12): execute it by hand while it is queued or
  * running, keep it from retention once finished, delete it (asked twice, saying what it holds).
  */
 export function RunActions({
