@@ -10,6 +10,10 @@ import { currentSession } from './session.ts';
 const ProjectsPage = lazy(() => import('./pages/projects.tsx').then((m) => m.ProjectsPage));
 const ProjectPage = lazy(() => import('./pages/project.tsx').then((m) => m.ProjectPage));
 const RunPage = lazy(() => import('./pages/run.tsx').then((m) => m.RunPage));
+const ExecutePage = lazy(() => import('./pages/execute.tsx').then((m) => m.ExecutePage));
+const ImportPage = lazy(() => import('./pages/import.tsx').then((m) => m.ImportPage));
+const AuditPage = lazy(() => import('./pages/audit.tsx').then((m) => m.AuditPage));
+const AccountPage = lazy(() => import('./pages/account.tsx').then((m) => m.AccountPage));
 const JobPage = lazy(() => import('./pages/job.tsx').then((m) => m.JobPage));
 const TestPage = lazy(() => import('./pages/test.tsx').then((m) => m.TestPage));
 const DevicesPage = lazy(() => import('./pages/devices.tsx').then((m) => m.DevicesPage));
@@ -52,6 +56,10 @@ const Pages = {
   projects: behindLogin(ProjectsPage),
   project: behindLogin(ProjectPage),
   run: behindLogin(RunPage),
+  execute: behindLogin(ExecutePage),
+  import: behindLogin(ImportPage),
+  audit: behindLogin(AuditPage),
+  account: behindLogin(AccountPage),
   job: behindLogin(JobPage),
   test: behindLogin(TestPage),
   devices: behindLogin(DevicesPage),
@@ -86,6 +94,8 @@ export function App() {
         <Route path="/projects/:projectKey/traceability" component={Pages.traceability} />
         <Route path="/projects/:projectKey/jobs/new" component={Pages.newJob} />
         <Route path="/runs/:testRunId" component={Pages.run} />
+        <Route path="/runs/:testRunId/execute" component={Pages.execute} />
+        <Route path="/projects/:projectKey/import" component={Pages.import} />
         <Route path="/jobs/:jobId" component={Pages.job} />
         <Route path="/jobs/:jobId/compare" component={Pages.compare} />
         <Route path="/tests/:testId" component={Pages.test} />
@@ -93,6 +103,8 @@ export function App() {
         <Route path="/devices" component={Pages.devices} />
         <Route path="/admin/users" component={Pages.users} />
         <Route path="/keys" component={Pages.keys} />
+        <Route path="/admin/audit" component={Pages.audit} />
+        <Route path="/account" component={Pages.account} />
         <Route default component={Pages.notFound} />
       </Router>
     </LocationProvider>

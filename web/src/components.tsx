@@ -2,9 +2,9 @@ import type { ComponentChildren } from 'preact';
 import { describeError } from './data.ts';
 
 /** A verdict or status as a coloured badge; the colour is never the only sign (the word is there). */
-export function Badge({ value }: { value: string | null | undefined }) {
+export function Badge({ value, label }: { value: string | null | undefined; label?: string }) {
   const word = value ?? 'none';
-  return <span class={`badge badge-${word}`}>{word}</span>;
+  return <span class={`badge badge-${word}`}>{label ?? word}</span>;
 }
 
 export function ErrorBox({ error }: { error: Error }) {

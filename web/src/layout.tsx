@@ -52,7 +52,9 @@ export function Layout({ children }: { children: ComponentChildren }) {
           {link('/projects', 'Projects')}
           {link('/devices', 'Devices')}
           {manages ? link('/admin/users', 'Users') : null}
+          {me?.role === 'admin' ? link('/admin/audit', 'Audit log') : null}
           {link('/keys', 'API keys')}
+          {link('/account', 'Account')}
         </nav>
         <div class="who">
           {me ? (

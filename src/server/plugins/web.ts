@@ -14,7 +14,19 @@ export const WEB_CSP =
   "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /** The addresses of the single-page application: each answers its index.html, so a deep link from a CI log opens its page. */
-export const WEB_PATHS = ['/', '/login', '/projects', '/projects/*', '/runs/*', '/jobs/*', '/tests/*', '/devices', '/admin/*', '/keys'];
+export const WEB_PATHS = [
+  '/',
+  '/login',
+  '/projects',
+  '/projects/*',
+  '/runs/*',
+  '/jobs/*',
+  '/tests/*',
+  '/devices',
+  '/admin/*',
+  '/keys',
+  '/account',
+];
 
 /** The built application: dist/web beside the bundled server, or the repository's dist/web when the server runs from source. */
 function webRoot(): string | undefined {

@@ -1,4 +1,4 @@
-import { useMemo } from 'preact/hooks';
+import { useMemo, useState } from 'preact/hooks';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
 import { Breadcrumb } from '../breadcrumb.tsx';
 import { Page, PageWaiting } from '../components.tsx';
@@ -8,6 +8,7 @@ import { groupEvidence } from '../run/evidence.ts';
 import { ExportButtons } from '../run/export.tsx';
 import { FailurePanel } from '../run/failure-panel.tsx';
 import { LightboxHost } from '../run/lightbox.tsx';
+import { type Deleted, DeletedRun, RunActions } from '../run/run-actions.tsx';
 import { RunSteps } from '../run/run-steps.tsx';
 import { RunSummary } from '../run/run-summary.tsx';
 import { type ArtifactDetails, buildStepTree, type RunResults, type TestRun } from '../run/steps.ts';
@@ -22,7 +23,7 @@ interface RunData {
 const unfinished = (run: TestRun) => run.status === 'running' || run.status === 'queued';
 
 /** While a run is queued or running, the page looks again every 3 seconds. */
-const LIVE = { refreshMs: 3000, refreshWhile: (data: RunData) => unfinished(data.run) };
+const LIVE_OR_NOT = { refreshMs: 3000, refreshWhile: (data: RunData | undefined) => data !== undefined && unfinished(data.run) };
 
 async function loadRun(client: AttestClient, testRunId: string): Promise<RunData> {
   const run = await client.call(v1.runs.getRun, { params: { testRunId } });
@@ -37,9 +38,22 @@ async function loadRun(client: AttestClient, testRunId: string): Promise<RunData
 }
 
 export function RunPage({ testRunId }: { testRunId: string }) {
-  const { data, error } = useApi((client) => loadRun(client, testRunId), [testRunId], LIVE);
+  const [deleted, setDeleted] = useState<Deleted | undefined>();
+  // A deleted run is no longer asked for: the page says what the deletion freed.
+  const { data, error, reload } = useApi(
+    (client) => (deleted ? Promise.resolve(undefined) : loadRun(client, testRunId)),
+    [testRunId, deleted],
+    LIVE_OR_NOT,
+  );
+  if (deleted) {
+    return (
+      <Page title={`Deleted: ${deleted.run.name}`}>
+        <DeletedRun deleted={deleted} projectHref={`/projects/${deleted.run.projectId}`} />
+      </Page>
+    );
+  }
   if (!data) return <PageWaiting title="Run" error={error} />;
-  return <RunView data={data} refreshError={error} />;
+  return <RunView data={data} refreshError={error} reload={reload} onDeleted={setDeleted} />;
 }
 
 /** The evidence that belongs to no step: the run's own. */
@@ -56,14 +70,32 @@ function RunEvidence({ runLevel, total }: { runLevel: ArtifactDetails[]; total: 
   );
 }
 
-function RunView({ data, refreshError }: { data: RunData; refreshError: Error | undefined }) {
+function RunView({
+  data,
+  refreshError,
+  reload,
+  onDeleted,
+}: {
+  data: RunData;
+  refreshError: Error | undefined;
+  reload: () => void;
+  onDeleted: (deleted: Deleted) => void;
+}) {
   const { run, results, artifacts } = data;
   // The tree is rebuilt when the results change (or, while running, with every refresh).
   const tree = useMemo(() => buildStepTree(run, results.steps), [run, results]);
   const { byStep, runLevel, screenshots } = useMemo(() => groupEvidence(artifacts, tree), [artifacts, tree]);
   return (
     <LightboxHost screenshots={screenshots}>
-      <Page title={run.name} actions={<ExportButtons testRunId={run.id} completed={run.status === 'completed'} />}>
+      <Page
+        title={run.name}
+        actions={
+          <>
+            <RunActions run={run} artifacts={artifacts} onChanged={reload} onDeleted={onDeleted} />
+            <ExportButtons testRunId={run.id} completed={run.status === 'completed'} />
+          </>
+        }
+      >
         <Breadcrumb projectId={run.projectId} jobId={run.jobId} here="Run" />
         <RunSummary run={run} live={unfinished(run)} refreshError={refreshError} />
         <FailurePanel run={run} steps={results.steps} />

@@ -4,6 +4,7 @@ import type { TestHistory } from '../../../src/api/v1/tests.ts';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
 import { Badge, Page, PageWaiting, Preformatted } from '../components.tsx';
 import { useApi } from '../data.ts';
+import { ExecuteTestButton } from '../execute/start-button.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { type Column, ListStates, ListTable } from '../list-table.tsx';
 import '../admin/admin.css';
@@ -174,7 +175,14 @@ export function TestPage({ testId }: { testId: string }) {
   if (test.data === undefined) return <PageWaiting title="Test" error={test.error} />;
   const t = test.data;
   return (
-    <Page title={t.name} actions={<a href={`/projects/${t.projectId}`}>Project</a>}>
+    <Page
+      title={t.name}
+      actions={
+        <>
+          <ExecuteTestButton test={t} /> <a href={`/projects/${t.projectId}`}>Project</a>
+        </>
+      }
+    >
       {t.tags.length > 0 ? (
         <ul class="chips test-tags" aria-label="Tags">
           {t.tags.map((tag) => (

@@ -171,7 +171,11 @@ function StepRow({
           ) : (
             <span class="step-toggle-space" aria-hidden="true" />
           )}
-          <Badge value={step.status} />
+          {/* A blocked step is stored broken with a `blocked` cell (docs/test-management.md): it reads "blocked". */}
+          <Badge
+            value={step.status}
+            label={step.status === 'broken' && step.cells.some((c) => c.name === 'blocked') ? 'blocked' : undefined}
+          />
           <span class="step-title" tabIndex={-1}>
             {step.title}
           </span>

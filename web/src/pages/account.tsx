@@ -1,0 +1,107 @@
+import { useState } from 'preact/hooks';
+import { v1 } from '../../../src/client/index.ts';
+import { useAction } from '../admin/action.ts';
+import { useMe } from '../admin/me.ts';
+import { ActionStatus } from '../admin/status.tsx';
+import '../admin/admin.css';
+import { ErrorBox, Loading, Page } from '../components.tsx';
+import { fieldErrors } from '../field-errors.ts';
+import '../manage.css';
+
+/** The API's rule for a password (`PUT /users/{email}/password`): at least 12 characters. */
+const PASSWORD_MIN = 12;
+
+/** `/account`: who you are, and your own password (UI-12). Your API keys are on their own page. */
+export function AccountPage() {
+  const me = useMe();
+  return (
+    <Page title="Your account">
+      {me.error ? <ErrorBox error={me.error} /> : null}
+      {me.data === undefined ? (
+        me.error ? null : (
+          <Loading />
+        )
+      ) : (
+        <>
+          <p>
+            Signed in as {me.data.name}{' '}
+            <span class="muted">
+              ({me.data.email}, {me.data.role})
+            </span>
+            . Your API keys are on <a href="/keys">API keys</a>.
+          </p>
+          <PasswordForm email={me.data.email} />
+        </>
+      )}
+    </Page>
+  );
+}
+
+function PasswordForm({ email }: { email: string }) {
+  const action = useAction();
+  const [password, setPassword] = useState('');
+  const [repeat, setRepeat] = useState('');
+  const [checked, setChecked] = useState(false);
+  // The page checks what the API checks (the length) and that both fields agree; the API has the last word.
+  const local: Record<string, string> = {};
+  if (password.length > 0 && password.length < PASSWORD_MIN) local.password = `must be at least ${PASSWORD_MIN} characters`;
+  if (repeat !== password) local.repeat = 'does not match the new password';
+  const shown = { ...fieldErrors(action.error), ...(checked ? local : {}) };
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setChecked(true);
+    if (Object.keys(local).length > 0 || password === '') return;
+    const done = await action.run(
+      (client) => client.call(v1.users.setUserPassword, { params: { email }, body: { password } }),
+      () => 'Password changed. Your other sessions have ended; this one stays signed in.',
+    );
+    if (done !== undefined) {
+      setPassword('');
+      setRepeat('');
+      setChecked(false);
+    }
+  };
+  // The problem sits beside its field, not in its label: the field keeps its name, and the problem is its description.
+  const field = (name: 'password' | 'repeat', label: string, value: string, set: (v: string) => void) => (
+    <div class="field">
+      <label>
+        {label}
+        <input
+          type="password"
+          name={name}
+          autoComplete="new-password"
+          value={value}
+          required
+          minLength={PASSWORD_MIN}
+          aria-invalid={shown[name] ? true : undefined}
+          aria-describedby={shown[name] ? `${name}-error` : undefined}
+          onInput={(event) => set((event.target as HTMLInputElement).value)}
+        />
+      </label>
+      {shown[name] ? (
+        <span class="field-error" id={`${name}-error`}>
+          {shown[name]}
+        </span>
+      ) : null}
+    </div>
+  );
+  return (
+    <form class="panel stacked-form" onSubmit={submit} aria-labelledby="password-heading" noValidate>
+      <h2 id="password-heading">Change your password</h2>
+      <p class="muted">
+        At least {PASSWORD_MIN} characters. Changing it ends your other sessions (other tabs and browsers); API keys keep working.
+      </p>
+      {field('password', 'New password', password, setPassword)}
+      {field('repeat', 'Repeat the new password', repeat, setRepeat)}
+      <button type="submit" disabled={action.busy}>
+        Change password
+      </button>
+      {shown.form ? (
+        <p class="error" role="alert">
+          {shown.form}
+        </p>
+      ) : null}
+      {action.done ? <ActionStatus state={action} /> : null}
+    </form>
+  );
+}

@@ -1,0 +1,248 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { Static } from 'typebox';
+import { v1 } from '../../../src/client/index.ts';
+import '../admin/admin.css';
+import { Badge, Page } from '../components.tsx';
+import { useApi } from '../data.ts';
+import { fieldErrors } from '../field-errors.ts';
+import { formatBytes, formatTime } from '../format.ts';
+import { type Column, ListTable } from '../list-table.tsx';
+import { api } from '../session.ts';
+import { postWithProgress } from '../upload.ts';
+import '../manage.css';
+
+type ImportRecord = Static<typeof v1.imports.ImportRecord>;
+
+/** How often an import in progress is asked about. */
+const POLL_MS = 1000;
+const OPTION_FIELDS = [
+  { name: 'name', label: 'Job name (optional)' },
+  { name: 'branch', label: 'Branch' },
+  { name: 'build', label: 'Build' },
+  { name: 'environment', label: 'Environment' },
+  { name: 'ciUrl', label: 'CI build link' },
+] as const;
+
+/** What the server is told the file is: a ZIP by its first bytes, JSON by its name, else JUnit XML (as the CLI does). */
+async function contentTypeOf(file: File): Promise<string> {
+  const head = new Uint8Array(await file.slice(0, 2).arrayBuffer());
+  if (head[0] === 0x50 && head[1] === 0x4b) return 'application/zip';
+  return /\.json$/i.test(file.name) ? 'application/json' : 'application/xml';
+}
+
+const finished = (record: ImportRecord) => record.status === 'completed' || record.status === 'failed';
+
+/** `/projects/{projectKey}/import`: a JUnit XML, Playwright JSON or ZIP report brought in by drag and drop (UI-11). */
+export function ImportPage({ projectKey }: { projectKey: string }) {
+  const project = useApi((client) => client.call(v1.projects.getProject, { params: { projectId: projectKey } }), [projectKey]);
+  const [file, setFile] = useState<File | undefined>();
+  const [options, setOptions] = useState<Record<string, string>>({});
+  const [sent, setSent] = useState<{ sent: number; total: number } | undefined>();
+  const [error, setError] = useState<Error | undefined>();
+  const [record, setRecord] = useState<ImportRecord | undefined>();
+  const [dragging, setDragging] = useState(false);
+  /** One key per chosen file: sending it again after a lost answer is the same import. */
+  const idempotencyKey = useRef('');
+  const earlier = useApi(
+    (client) => client.call(v1.imports.listImports, { params: { projectId: projectKey }, query: { limit: 10 } }),
+    [projectKey, record?.status],
+  );
+
+  const choose = (chosen: File | undefined) => {
+    if (!chosen) return;
+    setFile(chosen);
+    setRecord(undefined);
+    setError(undefined);
+    setSent(undefined);
+    idempotencyKey.current = `web-import-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  };
+
+  // The import's own progress, asked for until it completes or fails.
+  useEffect(() => {
+    if (!record || finished(record)) return;
+    const timer = setTimeout(() => {
+      api()
+        // An import is addressed under its project's id, not its key.
+        .call(v1.imports.getImport, { params: { projectId: record.projectId, importId: record.id } })
+        .then(setRecord, setError);
+    }, POLL_MS);
+    return () => clearTimeout(timer);
+  }, [record]);
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    if (!file) return;
+    setError(undefined);
+    setRecord(undefined);
+    const query = new URLSearchParams({ idempotencyKey: idempotencyKey.current });
+    for (const [name, value] of Object.entries(options)) if (value.trim()) query.set(name, value.trim());
+    try {
+      const type = await contentTypeOf(file);
+      setSent({ sent: 0, total: file.size });
+      const answer = await postWithProgress<ImportRecord>(
+        `/projects/${encodeURIComponent(projectKey)}/imports?${query}`,
+        file,
+        (done, total) => setSent({ sent: done, total }),
+        // The name travels in Content-Disposition, so the import lists the file by its own name.
+        { 'content-type': type, 'content-disposition': `attachment; filename="${encodeURIComponent(file.name)}"` },
+      );
+      setRecord(answer.body);
+    } catch (failure) {
+      setError(failure as Error);
+    } finally {
+      setSent(undefined);
+    }
+  };
+
+  const problems = fieldErrors(error);
+  const title = `Import results${project.data ? ` into ${project.data.name}` : ''}`;
+  return (
+    <Page title={title} actions={<a href={`/projects/${projectKey}`}>Project</a>}>
+      <form class="panel import-form" onSubmit={submit} aria-label="Import a report">
+        <section
+          class={`drop-zone${dragging ? ' dragging' : ''}`}
+          aria-label="Report file"
+          data-testid="drop-zone"
+          onDragOver={(event) => {
+            event.preventDefault();
+            setDragging(true);
+          }}
+          onDragLeave={() => setDragging(false)}
+          onDrop={(event) => {
+            event.preventDefault();
+            setDragging(false);
+            choose(event.dataTransfer?.files[0]);
+          }}
+        >
+          <p>Drop a JUnit XML file, a Playwright JSON report or a ZIP of reports and attachments here, or</p>
+          <label class="button secondary">
+            Choose a report
+            <input
+              class="visually-hidden"
+              type="file"
+              accept=".xml,.json,.zip,application/xml,text/xml,application/json,application/zip"
+              onChange={(event) => choose((event.target as HTMLInputElement).files?.[0])}
+            />
+          </label>
+          {file ? (
+            <p data-testid="chosen-file">
+              <strong>{file.name}</strong> <span class="muted">({formatBytes(file.size)})</span>
+            </p>
+          ) : null}
+        </section>
+        <div class="inline-form">
+          {OPTION_FIELDS.map((field) => (
+            <div class="field" key={field.name}>
+              <label>
+                {field.label}
+                <input
+                  name={field.name}
+                  value={options[field.name] ?? ''}
+                  maxLength={field.name === 'ciUrl' ? 2000 : 200}
+                  aria-invalid={problems[field.name] ? true : undefined}
+                  aria-describedby={problems[field.name] ? `import-${field.name}-error` : undefined}
+                  onInput={(event) => setOptions((o) => ({ ...o, [field.name]: (event.target as HTMLInputElement).value }))}
+                />
+              </label>
+              {problems[field.name] ? (
+                <span class="field-error" id={`import-${field.name}-error`}>
+                  {problems[field.name]}
+                </span>
+              ) : null}
+            </div>
+          ))}
+        </div>
+        <button type="submit" disabled={!file || sent !== undefined}>
+          Import results
+        </button>
+        {sent ? (
+          <p>
+            <progress max={sent.total || 1} value={sent.sent} aria-label="Uploading the report" /> {formatBytes(sent.sent)} of{' '}
+            {formatBytes(sent.total)}
+          </p>
+        ) : null}
+        {problems.form ? (
+          <p class="error" role="alert">
+            {problems.form}
+          </p>
+        ) : null}
+      </form>
+      {record ? <ImportProgress record={record} /> : null}
+      <section class="panel" aria-labelledby="earlier-heading">
+        <h2 id="earlier-heading">Latest imports</h2>
+        <ListTable
+          label="Latest imports"
+          rows={earlier.data?.items}
+          error={earlier.error}
+          empty="No import yet."
+          columns={IMPORT_COLUMNS}
+          rowKey={(row) => row.id}
+        />
+      </section>
+    </Page>
+  );
+}
+
+const IMPORT_COLUMNS: Column<ImportRecord>[] = [
+  { header: 'File', cell: (row) => row.fileName },
+  { header: 'Status', cell: (row) => <Badge value={row.status} /> },
+  { header: 'Runs', cell: (row) => row.counts?.runs ?? row.progress.done },
+  { header: 'Job', cell: (row) => (row.jobId ? <a href={`/jobs/${row.jobId}`}>Open job</a> : '—') },
+  { header: 'Imported', cell: (row) => formatTime(row.createdAt) },
+];
+
+/** The import's own progress (runs written of runs read), its counts, and what could not be taken from each file. */
+function ImportProgress({ record }: { record: ImportRecord }) {
+  const { done, total } = record.progress;
+  const withErrors = record.files.filter((f) => f.errors.length > 0);
+  return (
+    <section class="panel" aria-labelledby="import-heading" data-testid="import-progress">
+      <h2 id="import-heading">
+        Import of {record.fileName} <Badge value={record.status} />
+      </h2>
+      <p role="status">
+        {finished(record) ? (
+          record.status === 'completed' ? (
+            `Imported ${record.counts?.runs ?? done} runs of ${record.counts?.tests ?? '?'} tests.`
+          ) : (
+            `The import failed: ${record.error ?? 'no reason given'}.`
+          )
+        ) : (
+          <>
+            Writing runs: {done} of {total ?? '…'}{' '}
+            <progress max={total ?? 1} value={total === null ? undefined : done} aria-label="Runs written" />
+          </>
+        )}
+      </p>
+      {record.counts ? (
+        <p class="muted">
+          {record.counts.passed} passed, {record.counts.failed} failed, {record.counts.broken} broken, {record.counts.skipped} skipped
+          {record.counts.attachments > 0 ? `, ${record.counts.attachments} attachments` : ''}
+          {record.counts.attachmentsMissing > 0 ? ` (${record.counts.attachmentsMissing} missing)` : ''}.
+        </p>
+      ) : null}
+      {record.jobId ? (
+        <p>
+          <a href={`/jobs/${record.jobId}`}>Open the imported job</a>
+        </p>
+      ) : null}
+      {withErrors.length > 0 ? (
+        <div>
+          <h3>Problems by file</h3>
+          <ul class="import-errors">
+            {withErrors.map((f) => (
+              <li key={f.file}>
+                <strong>{f.file}</strong> ({f.format}, {f.runs} runs)
+                <ul>
+                  {f.errors.map((line) => (
+                    <li key={line}>{line}</li>
+                  ))}
+                </ul>
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
+    </section>
+  );
+}
