@@ -256,6 +256,12 @@ const FIXTURES: Record<string, Fixture> = {
       return importId;
     },
   },
+  // A version of the test addressed before it (TCM-2): the first always exists; a missing one is far ahead.
+  version: {
+    hides: 'project',
+    addressesInBody: false,
+    build: async (input) => (isMissing(input) ? '999999' : '1'),
+  },
   artifactId: artifactFixture('project'),
   // `GET /artifact/artifacts?ids=`: a batch read answers what it may and lists the rest as missing.
   ids: artifactFixture('omits'),

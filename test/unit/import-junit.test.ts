@@ -75,6 +75,9 @@ describe('JUnit dialects produced by real tools', () => {
         'Login › shows the login form',
       ],
     );
+    // TCM-6: the enclosing suites file each case; node's placeholder classname is no folder.
+    assert.deepEqual(byName(report, 'adds an item').suite, ['Checkout', 'cart']);
+    assert.deepEqual(byName(report, 'shows the login form').suite, ['Login']);
     const failed = byName(report, 'applies a discount');
     assert.match(cellText(step(failed).cells, 'failure') ?? '', /testCodeFailure: a 10% discount is applied/);
     assert.match(cellText(step(failed).cells, 'failure') ?? '', /AssertionError \[ERR_ASSERTION\]/);

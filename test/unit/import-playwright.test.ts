@@ -49,6 +49,8 @@ describe('Playwright JSON import: a real report', { skip: !browserAvailable() },
       assert.ok(c.startedAt && !Number.isNaN(Date.parse(c.startedAt)), c.name);
       assert.ok(Number.isInteger(c.durationMs) && c.durationMs! >= 0, c.name);
     }
+    // TCM-6: the file and the describe titles file the test.
+    assert.deepEqual(attempts('pays by card')[0]?.suite, ['checkout.spec.ts', 'Checkout']);
     // The flaky test's latest attempt passed: that is its final verdict.
     assert.equal(attempts('flaky login').at(-1)!.verdict, 'passed');
   });
@@ -175,6 +177,11 @@ describe('Playwright JSON import: hand-written reports', () => {
         ['chromium › a.spec.ts › works', 'broken', 13, [{ name: 'stdout', text: 'bytes red' }]],
         ['firefox › a.spec.ts › works', 'failed', 13, [{ name: 'stdout', text: 'bytes red' }]],
       ],
+    );
+    // TCM-6: the file, then the describe titles, file the test (the project name is no folder).
+    assert.deepEqual(
+      parsed.cases.map((c) => c.suite),
+      [['a.spec.ts'], ['a.spec.ts']],
     );
   });
 

@@ -29,7 +29,21 @@ import {
 } from '../../api/v1/results.ts';
 import { RunStatus, Verdict } from '../../api/v1/run-states.ts';
 import { TestRun } from '../../api/v1/runs.ts';
-import { CreateTestBody, TestDefinition, TestHistory, TestHistoryRun, TestHistorySummary, TestStep } from '../../api/v1/tests.ts';
+import {
+  CreateTestBody,
+  SuiteNode,
+  SuiteTree,
+  TestDefinition,
+  TestHistory,
+  TestHistoryRun,
+  TestHistorySummary,
+  TestLink,
+  TestStep,
+  TestVersion,
+  TraceLink,
+  TraceTest,
+  UpdateTestBody,
+} from '../../api/v1/tests.ts';
 import { ApiKey, AuditEntry, CreateApiKeyBody, CreatedApiKey, CreateUserBody, User } from '../../api/v1/users.ts';
 
 /**
@@ -61,6 +75,13 @@ export const SCHEMA_NAMES: [TSchema, string][] = [
   [TestStep, 'TestStep'],
   [TestDefinition, 'Test'],
   [CreateTestBody, 'CreateTestRequest'],
+  [UpdateTestBody, 'UpdateTestRequest'],
+  [TestLink, 'TestLink'],
+  [TestVersion, 'TestVersion'],
+  [SuiteNode, 'Suite'],
+  [SuiteTree, 'SuiteTree'],
+  [TraceTest, 'TraceTest'],
+  [TraceLink, 'TraceLink'],
   [TestHistoryRun, 'TestHistoryRun'],
   [TestHistorySummary, 'TestHistorySummary'],
   [TestHistory, 'TestHistory'],
