@@ -99,7 +99,7 @@ function StepEditor({
           rows={2}
           value={step[name] ?? ''}
           required={name === 'action'}
-          maxLength={STEP[name].maxLength}
+          maxLength={(STEP[name] as { maxLength?: number }).maxLength}
           aria-describedby={describedBy}
           aria-invalid={invalid || undefined}
           onInput={(e) => onChange({ ...step, [name]: e.currentTarget.value })}

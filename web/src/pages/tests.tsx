@@ -67,7 +67,14 @@ function TestRow({ test, chosen, onChoose }: { test: TestDefinition; chosen: boo
 }
 
 /** One suite, open, with a link to run all of it; its sub-suites inside. */
-function SuiteBranch(props: { node: SuiteNode; projectKey: string; chosen: Set<string>; onChoose: (ids: string[], on: boolean) => void }) {
+function SuiteBranch(props: {
+  node: SuiteNode;
+  projectKey: string;
+  /** Tests under each suite path in the whole project, beside those this page lists. */
+  totals: Map<string, number>;
+  chosen: Set<string>;
+  onChoose: (ids: string[], on: boolean) => void;
+}) {
   const { node, projectKey, totals, chosen, onChoose } = props;
   const rows = (
     <ul class="test-list">
@@ -77,13 +84,7 @@ function SuiteBranch(props: { node: SuiteNode; projectKey: string; chosen: Set<s
         </li>
       ))}
       {node.tests.map((test) => (
-        <TestRow
-          key={test.id}
-          test={test}
-          projectKey={projectKey}
-          chosen={chosen.has(test.id)}
-          onChoose={(on) => onChoose([test.id], on)}
-        />
+        <TestRow key={test.id} test={test} chosen={chosen.has(test.id)} onChoose={(on) => onChoose([test.id], on)} />
       ))}
     </ul>
   );
