@@ -10,8 +10,8 @@ import {
   failedTestsOfJobByGroup,
   failureCellsOfRuns,
   type GroupCounting,
-  incidentsOfJobs,
   insertOccurrences,
+  lockIncidentsOfJobs,
   setFailureGroupIds,
   setJobIncident,
   triageOfProjects,
@@ -279,11 +279,13 @@ async function recordGroups(trx: Executor, failing: readonly TestRunsTable[], pr
 /**
  * The outage guard (TRIAGE-4): for each job of the runs, its failed tests (final attempts) by
  * group; when there are at least `incidentMinFailures` and one group holds more than
- * `incidentShare` of them, the job is an incident of that group, else of none.
+ * `incidentShare` of them, the job is an incident of that group, else of none. The jobs' rows are
+ * locked first (on PostgreSQL; in job-id order, after the group locks of `recordGroups`), so two
+ * transactions completing runs of one job count in turn, the second with the first's runs.
  */
 async function refreshIncidents(trx: Executor, runs: readonly TestRunsTable[], projects: ReadonlyMap<string, ProjectTriage>) {
   const jobIds = [...new Set(runs.map((run) => run.job_id).filter((id): id is string => id !== null))];
-  for (const job of await incidentsOfJobs(trx, jobIds)) {
+  for (const job of await lockIncidentsOfJobs(trx, jobIds)) {
     const project = projects.get(job.project_id);
     const settings = triageSettingsOf({ triage_settings: project?.triage_settings ?? null });
     const counts = await failedTestsOfJobByGroup(trx, job.id);
