@@ -204,6 +204,23 @@ export async function setJobIncident(executor: Executor, jobId: string, groupId:
     .execute();
 }
 
+/** The tests (with their project) of the jobs' completed runs: whose health moves with the jobs' incidents. */
+export async function testsOfJobs(executor: Executor, jobIds: readonly string[]): Promise<{ test_id: string; project_id: string }[]> {
+  const rows: { test_id: string; project_id: string }[] = [];
+  for (const part of chunk(jobIds, IN_LIST_SIZE)) {
+    const found = await executor
+      .selectFrom('test_runs')
+      .select(['test_id', 'project_id'])
+      .distinct()
+      .where('job_id', 'in', part)
+      .where('status', '=', 'completed')
+      .where('test_id', 'is not', null)
+      .execute();
+    rows.push(...(found as { test_id: string; project_id: string }[]));
+  }
+  return rows;
+}
+
 /**
  * The jobs' incidents as stored, in id order, each job's row locked until the transaction ends:
  * on PostgreSQL `FOR NO KEY UPDATE`, in id order, so that two transactions completing runs of one
