@@ -321,6 +321,49 @@ for (const dialect of DIALECTS) {
       });
     });
 
+    describe('the outage guard under concurrency', () => {
+      test('two completions at once in one job, of different causes, count each other: the incident is not missed', async () => {
+        const projectId = (await createProject(server, 'concurrent')).id;
+        for (const email of [tester.email, viewer.email])
+          await server.admin.client.call(v1.projects.addMember, { params: { projectId, email } });
+        await server.admin.client.call(v1.projects.updateProject, {
+          params: { projectId },
+          body: { triage: { incidentMinFailures: 4, incidentShare: 0.5 } },
+        });
+        const outage = phrase('the database is down');
+        const other = phrase('the basket is empty');
+        const run = (jobId: string, name: string, error: string, verdict?: 'failed') =>
+          tester.client.call(v1.runs.createRun, {
+            body: {
+              projectId,
+              jobId,
+              testName: `concurrent › ${name}`,
+              name,
+              ...(verdict ? { verdict } : {}),
+              results: { steps: [{ title: 's', status: 'failed', error }] },
+            },
+          });
+        // Each round: two tests already failed of the outage; then, at once, a third of it and one of
+        // another cause. 3 of 4 failed tests share a cause: an incident, whichever completion is last.
+        // Different causes take no common group lock: only the job's row makes them count in turn.
+        for (let round = 0; round < 6; round++) {
+          const job = await tester.client.call(v1.jobs.createJob, { body: { projectId, testIds: [] } });
+          await run(job.id, 'one', outage, 'failed');
+          await run(job.id, 'two', outage, 'failed');
+          const third = await run(job.id, 'three', outage);
+          const fourth = await run(job.id, 'four', other);
+          await Promise.all(
+            [third, fourth].map((r) =>
+              tester.client.call(v1.runs.updateRun, { params: { testRunId: r.id }, body: { status: 'completed', verdict: 'failed' } }),
+            ),
+          );
+          const incident = (await viewer.client.call(v1.jobs.getJob, { params: { jobId: job.id } })).incident;
+          const outageGroup = (await runsOfJob(job.id)).find((r) => r.name === 'one')?.failureGroupId;
+          assert.deepEqual(incident, { failureGroupId: outageGroup, failedRuns: 3 }, `round ${round}`);
+        }
+      });
+    });
+
     describe('GET /projects/{projectId}/failures', () => {
       let jobs: string[];
       let onMain: string;

@@ -194,6 +194,40 @@ for (const dialect of DIALECTS) {
         assert.deepEqual((await getTest(breaking)).health, { state: 'stable', flakyScore: 0, runsConsidered: 12, quarantine: null });
       });
 
+      test('a job that becomes an incident at its 20th failure leaves out of the flaky score the tests it failed before', async () => {
+        const earlier = await newTest();
+        for (let i = 0; i < 4; i++) await record(earlier, 'passed', { branch: 'main' });
+        const job = await tester.client.call(v1.jobs.createJob, { body: { projectId: projectA, testIds: [] } });
+        const fail = async (testId: string) => {
+          server.clock.advance(1000);
+          await tester.client.call(v1.runs.createRun, {
+            body: {
+              projectId: projectA,
+              name: 'run',
+              testId,
+              jobId: job.id,
+              branch: 'main',
+              verdict: 'failed',
+              results: { steps: [{ title: 'connect', status: 'failed', error: 'connect ECONNREFUSED 10.0.0.7:5432' }] },
+            },
+          });
+        };
+        await fail(earlier);
+        // Before the outage is known, its failure is a flip: 1 in 5 outcomes.
+        assert.deepEqual((await getTest(earlier)).health, { state: 'flaky', flakyScore: 0.2, runsConsidered: 5, quarantine: null });
+        for (let i = 0; i < 18; i++) await fail(await newTest());
+        assert.equal(
+          (await viewer.client.call(v1.jobs.getJob, { params: { jobId: job.id } })).incident,
+          null,
+          '19 failures: no incident yet',
+        );
+        await fail(await newTest());
+        assert.equal((await viewer.client.call(v1.jobs.getJob, { params: { jobId: job.id } })).incident?.failedRuns, 20);
+        // The 20th failure made the job an incident: the first test's failure in it no longer counts.
+        assert.deepEqual((await getTest(earlier)).health, { state: 'stable', flakyScore: 0, runsConsidered: 4, quarantine: null });
+        assert.deepEqual((await historyOf(earlier)).health, (await getTest(earlier)).health);
+      });
+
       test('flips count only between outcomes of one branch; a commit with both verdicts counts', async () => {
         const testId = await newTest();
         // Two branches, each steady: no flakiness, though the outcomes alternate in time.

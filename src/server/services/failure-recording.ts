@@ -10,8 +10,8 @@ import {
   failedTestsOfJobByGroup,
   failureCellsOfRuns,
   type GroupCounting,
-  incidentsOfJobs,
   insertOccurrences,
+  lockIncidentsOfJobs,
   setFailureGroupIds,
   setJobIncident,
   triageOfProjects,
@@ -168,18 +168,20 @@ const push = <K, V>(map: Map<K, V[]>, key: K, value: V) => {
  * Records the failures of the runs just completed (any path: a PATCH, a run posted finished, an
  * import's batch), in their transaction. Sets `failure_group_id` on the failing rows given too, so
  * the caller answers with it. Passed and skipped runs cost nothing unless they are retries in a job
- * (a passing retry can end a test's failure, so the job's incident is looked at again).
+ * (a passing retry can end a test's failure, so the job's incident is looked at again). Answers
+ * the ids of the jobs whose incident changed (set, moved or cleared): the health of their tests
+ * changes with it (an incident job's runs count for nothing in flaky scores).
  */
-export async function recordFailures(ctx: ServiceContext, trx: Executor, runs: readonly TestRunsTable[]): Promise<void> {
+export async function recordFailures(ctx: ServiceContext, trx: Executor, runs: readonly TestRunsTable[]): Promise<string[]> {
   const failing = runs.filter((run) => run.status === 'completed' && (run.verdict === 'failed' || run.verdict === 'broken'));
   const retried = runs.filter((run) => run.status === 'completed' && run.attempt > 0 && run.job_id !== null);
-  if (failing.length === 0 && retried.length === 0) return;
+  if (failing.length === 0 && retried.length === 0) return [];
   const now = ctx.clock().toISOString();
   const projects = new Map(
     (await triageOfProjects(trx, [...new Set([...failing, ...retried].map((run) => run.project_id))])).map((row) => [row.id, row]),
   );
   if (failing.length > 0) await recordGroups(trx, failing, projects, now);
-  await refreshIncidents(trx, [...failing, ...retried], projects);
+  return refreshIncidents(trx, [...failing, ...retried], projects);
 }
 
 type ProjectTriage = Awaited<ReturnType<typeof triageOfProjects>>[number];
@@ -279,11 +281,18 @@ async function recordGroups(trx: Executor, failing: readonly TestRunsTable[], pr
 /**
  * The outage guard (TRIAGE-4): for each job of the runs, its failed tests (final attempts) by
  * group; when there are at least `incidentMinFailures` and one group holds more than
- * `incidentShare` of them, the job is an incident of that group, else of none.
+ * `incidentShare` of them, the job is an incident of that group, else of none. The jobs' rows are
+ * locked first (on PostgreSQL; in job-id order, after the group locks of `recordGroups`), so two
+ * transactions completing runs of one job count in turn, the second with the first's runs.
  */
-async function refreshIncidents(trx: Executor, runs: readonly TestRunsTable[], projects: ReadonlyMap<string, ProjectTriage>) {
+async function refreshIncidents(
+  trx: Executor,
+  runs: readonly TestRunsTable[],
+  projects: ReadonlyMap<string, ProjectTriage>,
+): Promise<string[]> {
+  const changed: string[] = [];
   const jobIds = [...new Set(runs.map((run) => run.job_id).filter((id): id is string => id !== null))];
-  for (const job of await incidentsOfJobs(trx, jobIds)) {
+  for (const job of await lockIncidentsOfJobs(trx, jobIds)) {
     const project = projects.get(job.project_id);
     const settings = triageSettingsOf({ triage_settings: project?.triage_settings ?? null });
     const counts = await failedTestsOfJobByGroup(trx, job.id);
@@ -295,6 +304,8 @@ async function refreshIncidents(trx: Executor, runs: readonly TestRunsTable[], p
     const failedRuns = incident?.tests ?? null;
     if (groupId !== job.incident_group_id || failedRuns !== (job.incident_failed_runs === null ? null : Number(job.incident_failed_runs))) {
       await setJobIncident(trx, job.id, groupId, failedRuns);
+      if (groupId !== job.incident_group_id) changed.push(job.id);
     }
   }
+  return changed;
 }

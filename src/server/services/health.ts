@@ -100,7 +100,11 @@ export function scoreHealth(outcomes: readonly TestOutcome[], settings: HealthSe
  * the tests' latest runs and one write for the whole batch, whatever its size (an import's batch
  * completes hundreds of runs of distinct tests).
  */
-export async function refreshHealth(ctx: ServiceContext, trx: Executor, runs: readonly TestRunsTable[]): Promise<void> {
+export async function refreshHealth(
+  ctx: ServiceContext,
+  trx: Executor,
+  runs: readonly Pick<TestRunsTable, 'test_id' | 'project_id'>[],
+): Promise<void> {
   const projectOfTest = new Map<string, string>();
   for (const run of runs) if (run.test_id !== null) projectOfTest.set(run.test_id, run.project_id);
   if (projectOfTest.size === 0) return;

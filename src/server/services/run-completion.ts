@@ -1,4 +1,5 @@
 import type { ServiceContext } from '../context.ts';
+import { testsOfJobs } from '../db/repositories/failures.ts';
 import type { Executor, TestRunsTable } from '../db/types.ts';
 import { recordFailures } from './failure-recording.ts';
 import { refreshHealth } from './health.ts';
@@ -8,9 +9,14 @@ import { refreshHealth } from './health.ts';
 // calls this once with the runs it completed, so a reader never sees a completed run without its
 // error groups, or a test's health that leaves it out.
 
-/** Records the failures of the runs just completed, then the health of their tests (which reads the jobs' incidents). */
+/**
+ * Records the failures of the runs just completed, then the health of their tests (which reads the
+ * jobs' incidents), and of every test of a job whose incident the runs set or cleared: its earlier
+ * runs now count, or no longer count, in flaky scores.
+ */
 export async function onRunsCompleted(ctx: ServiceContext, trx: Executor, runs: readonly TestRunsTable[]): Promise<void> {
   if (runs.length === 0) return;
-  await recordFailures(ctx, trx, runs);
-  await refreshHealth(ctx, trx, runs);
+  const incidentsChanged = await recordFailures(ctx, trx, runs);
+  const alsoChanged = incidentsChanged.length > 0 ? await testsOfJobs(trx, incidentsChanged) : [];
+  await refreshHealth(ctx, trx, [...runs, ...alsoChanged]);
 }

@@ -11,6 +11,8 @@ export async function latestJobsBefore(executor: Executor, head: JobsTable, bran
     .selectAll()
     .where('project_id', '=', head.project_id)
     .where('id', '!=', head.id)
+    // Redundant with the OR below, but a range PostgreSQL seeks in jobs_project (it filters the OR).
+    .where('created_at', '<=', head.created_at)
     .where((eb) =>
       eb.or([eb('created_at', '<', head.created_at), eb.and([eb('created_at', '=', head.created_at), eb('id', '<', head.id)])]),
     );

@@ -204,15 +204,44 @@ export async function setJobIncident(executor: Executor, jobId: string, groupId:
     .execute();
 }
 
-/** The jobs' incidents as stored. */
-export async function incidentsOfJobs(
+/** The tests (with their project) of the jobs' completed runs: whose health moves with the jobs' incidents. */
+export async function testsOfJobs(executor: Executor, jobIds: readonly string[]): Promise<{ test_id: string; project_id: string }[]> {
+  const rows: { test_id: string; project_id: string }[] = [];
+  for (const part of chunk(jobIds, IN_LIST_SIZE)) {
+    const found = await executor
+      .selectFrom('test_runs')
+      .select(['test_id', 'project_id'])
+      .distinct()
+      .where('job_id', 'in', part)
+      .where('status', '=', 'completed')
+      .where('test_id', 'is not', null)
+      .execute();
+    rows.push(...(found as { test_id: string; project_id: string }[]));
+  }
+  return rows;
+}
+
+/**
+ * The jobs' incidents as stored, in id order, each job's row locked until the transaction ends:
+ * on PostgreSQL `FOR NO KEY UPDATE`, in id order, so that two transactions completing runs of one
+ * job take turns, the second counting the job's failed tests with the first's runs committed
+ * (else each counts without the other's and the last to write may miss the incident), and never
+ * deadlock (callers lock groups first, then jobs). `NO KEY`: the runs just inserted hold a key-share
+ * lock on their job, which a plain `FOR UPDATE` would wait for. SQLite serialises writers already.
+ */
+export async function lockIncidentsOfJobs(
   executor: Executor,
   jobIds: readonly string[],
 ): Promise<{ id: string; project_id: string; incident_group_id: string | null; incident_failed_runs: number | null }[]> {
   if (jobIds.length === 0) return [];
-  return executor
-    .selectFrom('jobs')
-    .select(['id', 'project_id', 'incident_group_id', 'incident_failed_runs'])
-    .where('id', 'in', jobIds)
-    .execute();
+  const rows = [];
+  for (const part of chunk([...jobIds].sort(), IN_LIST_SIZE)) {
+    const query = executor
+      .selectFrom('jobs')
+      .select(['id', 'project_id', 'incident_group_id', 'incident_failed_runs'])
+      .where('id', 'in', part)
+      .orderBy('id');
+    rows.push(...(await (dialectOf(executor) === 'postgres' ? query.forNoKeyUpdate() : query).execute()));
+  }
+  return rows;
 }
