@@ -17,6 +17,7 @@ const AccountPage = lazy(() => import('./pages/account.tsx').then((m) => m.Accou
 const JobPage = lazy(() => import('./pages/job.tsx').then((m) => m.JobPage));
 const TestPage = lazy(() => import('./pages/test.tsx').then((m) => m.TestPage));
 const DevicesPage = lazy(() => import('./pages/devices.tsx').then((m) => m.DevicesPage));
+const DevicePage = lazy(() => import('./pages/device.tsx').then((m) => m.DevicePage));
 const UsersPage = lazy(() => import('./pages/admin-users.tsx').then((m) => m.UsersPage));
 const KeysPage = lazy(() => import('./pages/keys.tsx').then((m) => m.KeysPage));
 // The dashboard's and the failures pages' charts (uPlot) load with them only: a chunk of their own.
@@ -63,6 +64,7 @@ const Pages = {
   job: behindLogin(JobPage),
   test: behindLogin(TestPage),
   devices: behindLogin(DevicesPage),
+  device: behindLogin(DevicePage),
   users: behindLogin(UsersPage),
   keys: behindLogin(KeysPage),
   dashboard: behindLogin(DashboardPage),
@@ -101,6 +103,7 @@ export function App() {
         <Route path="/tests/:testId" component={Pages.test} />
         <Route path="/tests/:testId/edit" component={Pages.testEditor} />
         <Route path="/devices" component={Pages.devices} />
+        <Route path="/devices/:deviceId" component={Pages.device} />
         <Route path="/admin/users" component={Pages.users} />
         <Route path="/keys" component={Pages.keys} />
         <Route path="/admin/audit" component={Pages.audit} />

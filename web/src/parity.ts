@@ -47,7 +47,7 @@ export const PARITY: Record<string, Reach> = {
 
   // Devices
   listDevices: { page: '/devices', does: 'The device lab' },
-  getDevice: { page: '/devices', does: 'A device, to edit' },
+  getDevice: { page: '/devices/:deviceId', does: 'A device, linked from the lab by its name: Edit, Retire' },
   registerDevice: { page: '/devices', does: 'New device' },
   updateDevice: { page: '/devices', does: 'Edit a device, retire it' },
   deleteDevice: { page: '/devices', does: 'Delete device' },
@@ -62,7 +62,7 @@ export const PARITY: Record<string, Reach> = {
   listSuites: { page: '/projects/:projectKey/tests', does: 'The suites and their counts' },
   listLinks: { page: '/projects/:projectKey/traceability', does: 'Each link with its tests and their latest verdicts' },
   getTestHistory: { page: '/tests/:testId', does: 'Its history' },
-  deleteTest: { page: '/tests/:testId', does: 'Delete test' },
+  deleteTest: { page: '/tests/:testId', does: 'Delete test, its runs too (cascade) when it has any' },
   quarantineTest: { page: '/tests/:testId', does: 'Quarantine' },
   releaseTest: { page: '/tests/:testId', does: 'Release' },
   listQuarantines: {
@@ -76,7 +76,7 @@ export const PARITY: Record<string, Reach> = {
   getJob: { page: '/jobs/:jobId', does: 'A job, live' },
   cancelJob: { page: '/jobs/:jobId', does: 'Cancel job' },
   completeJob: { page: '/jobs/:jobId', does: 'Close launch' },
-  deleteJob: { page: '/jobs/:jobId', does: 'Delete job' },
+  deleteJob: { page: '/jobs/:jobId', does: 'Delete job, naming its runs' },
   exportJob: { page: '/jobs/:jobId', does: 'Export', evidence: /\/testmgmt\/jobs\/\$\{[^}]+\}\/export/ },
 
   // Runs
@@ -102,7 +102,7 @@ export const PARITY: Record<string, Reach> = {
     does: 'Paste, drop or pick a screenshot for a step',
     evidence: /`\/projects\/\$\{[^}]+\}\/artifact`/,
   },
-  deleteArtifact: { page: '/runs/:testRunId', does: 'Delete an artifact' },
+  deleteArtifact: { page: '/runs/:testRunId', does: 'Delete artifact <name>, in the Artifacts list' },
   getImage: { page: '/runs/:testRunId', does: 'Screenshots, thumbnails first', evidence: /`\/images\/\$\{/ },
 
   // Imports

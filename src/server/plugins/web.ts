@@ -23,6 +23,7 @@ export const WEB_PATHS = [
   '/jobs/*',
   '/tests/*',
   '/devices',
+  '/devices/*',
   '/admin/*',
   '/keys',
   '/account',

@@ -41,7 +41,9 @@ const COLUMNS: Column<Device>[] = [
     header: 'Device',
     cell: (device) => (
       <>
-        <div>{device.name}</div>
+        <div>
+          <a href={`/devices/${encodeURIComponent(device.id)}`}>{device.name}</a>
+        </div>
         <code class="muted">{device.id}</code>
       </>
     ),

@@ -4,6 +4,7 @@ import type { Static } from 'typebox';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
 import { useAction } from '../admin/action.ts';
 import { ConfirmAction } from '../admin/confirm.tsx';
+import { atLeast, useMe } from '../admin/me.ts';
 import { ActionStatus } from '../admin/status.tsx';
 import { Breadcrumb } from '../breadcrumb.tsx';
 import { CiLink } from '../ci-link.tsx';
@@ -251,11 +252,51 @@ function JobExport({ job }: { job: Job }) {
 }
 
 /**
+ * "Delete job" (manager, UI-12): asked first, naming how many runs go with it (every run of the job,
+ * with what they hold, in one transaction); then the project.
+ */
+function DeleteJob({ job, runs }: { job: Job; runs: number }) {
+  const { route } = useLocation();
+  const action = useAction();
+  const [asking, setAsking] = useState(false);
+  if (!asking) {
+    return (
+      <button type="button" class="secondary" onClick={() => setAsking(true)}>
+        Delete job
+      </button>
+    );
+  }
+  const confirm = async () => {
+    const deleted = await action.run(
+      (client) => client.call(v1.jobs.deleteJob, { params: { jobId: job.id } }).then(() => true),
+      () => `Deleted ${job.name}.`,
+    );
+    if (deleted) route(`/projects/${job.projectId}`);
+  };
+  return (
+    <div class="confirm-delete" data-testid="delete-job">
+      <p>
+        Delete the job <strong>{job.name}</strong> and its {runs.toLocaleString('en')} run{runs === 1 ? '' : 's'}, with their steps, text
+        cells and artifacts?
+      </p>
+      <button type="button" class="danger" onClick={confirm} disabled={action.busy}>
+        Delete {job.name} and {runs === 1 ? 'its run' : `its ${runs.toLocaleString('en')} runs`}
+      </button>{' '}
+      <button type="button" class="secondary" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+      {action.error ? <ErrorBox error={action.error} /> : null}
+    </div>
+  );
+}
+
+/**
  * Cancel (asked twice: its queued runs are aborted) while the job is open; close a launch whose
  * reporter never did; run again once it has tests; export.
  */
-function JobActions({ job, onChanged }: { job: Job; onChanged: () => void }) {
+function JobActions({ job, runs, onChanged }: { job: Job; runs: number; onChanged: () => void }) {
   const { route } = useLocation();
+  const me = useMe();
   const again = useAction();
   const close = useAction();
   const closeLaunch = async () => {
@@ -296,6 +337,7 @@ function JobActions({ job, onChanged }: { job: Job; onChanged: () => void }) {
         </button>
       ) : null}
       <JobExport job={job} />
+      {atLeast(me.data?.role, 'manager') ? <DeleteJob job={job} runs={runs} /> : null}
       {again.error ? <ErrorBox error={again.error} /> : null}
       {close.error ? <ErrorBox error={close.error} /> : null}
     </div>
@@ -307,7 +349,7 @@ export function JobPage({ jobId }: { jobId: string }) {
   if (!data) return <PageWaiting title="Job" error={error} />;
   const { job, runs } = data;
   return (
-    <Page title={job.name} actions={<JobActions job={job} onChanged={reload} />}>
+    <Page title={job.name} actions={<JobActions job={job} runs={runs.length} onChanged={reload} />}>
       <Breadcrumb projectId={job.projectId} here="Job" />
       <IncidentBanner job={job} />
       <JobSummary job={job} refreshError={error} />

@@ -1,8 +1,10 @@
 import { useMemo, useState } from 'preact/hooks';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
+import { atLeast, useMe } from '../admin/me.ts';
 import { Breadcrumb } from '../breadcrumb.tsx';
 import { Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
+import { ArtifactList } from '../run/artifact-list.tsx';
 import { ArtifactGroup, loadArtifacts } from '../run/artifacts.tsx';
 import { groupEvidence } from '../run/evidence.ts';
 import { ExportButtons } from '../run/export.tsx';
@@ -81,7 +83,13 @@ function RunView({
   reload: () => void;
   onDeleted: (deleted: Deleted) => void;
 }) {
-  const { run, results, artifacts } = data;
+  const { run, results } = data;
+  const me = useMe();
+  // Artifacts deleted from this page are hidden at once, everywhere on it (back if the API refuses).
+  const [removed, setRemoved] = useState<ReadonlySet<string>>(new Set());
+  const artifacts = useMemo(() => data.artifacts.filter((a) => !removed.has(a.id)), [data.artifacts, removed]);
+  const remove = (id: string) => setRemoved((ids) => new Set([...ids, id]));
+  const restore = (id: string) => setRemoved((ids) => new Set([...ids].filter((other) => other !== id)));
   // The tree is rebuilt when the results change (or, while running, with every refresh).
   const tree = useMemo(() => buildStepTree(run, results.steps), [run, results]);
   const { byStep, runLevel, screenshots } = useMemo(() => groupEvidence(artifacts, tree), [artifacts, tree]);
@@ -101,6 +109,9 @@ function RunView({
         <FailurePanel run={run} steps={results.steps} />
         <RunSteps run={run} tree={tree} cells={results.cells} artifactsByStep={byStep} />
         <RunEvidence runLevel={runLevel} total={artifacts.length} />
+        {atLeast(me.data?.role, 'manager') && (artifacts.length > 0 || removed.size > 0) ? (
+          <ArtifactList artifacts={artifacts} onRemove={remove} onRestore={restore} />
+        ) : null}
       </Page>
     </LightboxHost>
   );

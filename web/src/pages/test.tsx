@@ -2,12 +2,14 @@ import { useLocation } from 'preact-iso';
 import type { Static } from 'typebox';
 import type { TestHistory } from '../../../src/api/v1/tests.ts';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
+import { atLeast, useMe } from '../admin/me.ts';
 import { Badge, Page, PageWaiting, Preformatted } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { ExecuteTestButton } from '../execute/start-button.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { type Column, ListStates, ListTable } from '../list-table.tsx';
 import '../admin/admin.css';
+import { DeleteTest } from '../tcm/delete-test.tsx';
 import { StepList, TestAuthoring } from '../tcm/test-panel.tsx';
 import './test.css';
 
@@ -172,6 +174,7 @@ function HistorySection({ testId }: { testId: string }) {
 /** A test: its definition (steps, tags, Gherkin source) and its latest runs with flaky flips marked. */
 export function TestPage({ testId }: { testId: string }) {
   const test = useApi((client) => client.call(v1.tests.getTest, { params: { testId } }), [testId]);
+  const me = useMe();
   if (test.data === undefined) return <PageWaiting title="Test" error={test.error} />;
   const t = test.data;
   return (
@@ -180,6 +183,7 @@ export function TestPage({ testId }: { testId: string }) {
       actions={
         <>
           <ExecuteTestButton test={t} /> <a href={`/projects/${t.projectId}`}>Project</a>
+          {atLeast(me.data?.role, 'manager') ? <DeleteTest test={t} /> : null}
         </>
       }
     >

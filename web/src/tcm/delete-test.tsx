@@ -1,0 +1,81 @@
+import { useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
+import { ApiError, type AttestClient, v1 } from '../../../src/client/index.ts';
+import { useAction } from '../admin/action.ts';
+import { ErrorBox } from '../components.tsx';
+import type { TestDefinition } from './tests-api.ts';
+import '../manage.css';
+
+/** Runs counted before asking: 200 a page, at most this many pages ("1,000 or more" past it). */
+const COUNT_PAGES = 5;
+
+/** How many runs of the test exist, counted through `GET /testmgmt/testruns?testId=` (capped). */
+async function countRuns(client: AttestClient, projectId: string, testId: string): Promise<{ runs: number; more: boolean }> {
+  let runs = 0;
+  let cursor: string | undefined;
+  for (let page = 0; page < COUNT_PAGES; page++) {
+    const answer = await client.call(v1.runs.listRuns, { query: { projectId, testId, limit: 200, cursor } });
+    runs += answer.items.length;
+    cursor = answer.nextCursor ?? undefined;
+    if (!cursor) return { runs, more: false };
+  }
+  return { runs, more: true };
+}
+
+const runsWord = (count: { runs: number; more: boolean }) =>
+  `${count.runs.toLocaleString('en')}${count.more ? ' or more' : ''} run${count.runs === 1 && !count.more ? '' : 's'}`;
+
+/**
+ * "Delete test" (manager, UI-12): asked first, saying how many runs the test has. A test with runs
+ * is refused (409) unless its runs go with it (`cascade=true`), so the confirmation offers exactly
+ * that; a run that appeared meanwhile makes the API refuse, and its problem is shown with the offer.
+ * Once deleted, the project's tests list.
+ */
+export function DeleteTest({ test }: { test: TestDefinition }) {
+  const { route } = useLocation();
+  const action = useAction();
+  const [count, setCount] = useState<{ runs: number; more: boolean } | undefined>();
+  const [asking, setAsking] = useState(false);
+  const ask = async () => {
+    setAsking(true);
+    setCount(
+      await action.run(
+        (client) => countRuns(client, test.projectId, test.id),
+        () => '',
+      ),
+    );
+  };
+  if (!asking) {
+    return (
+      <button type="button" class="secondary" onClick={ask}>
+        Delete test
+      </button>
+    );
+  }
+  // Refused because runs exist that were not counted: offer them too.
+  const refused = action.error instanceof ApiError && action.error.status === 409;
+  const cascade = refused || (count !== undefined && count.runs > 0);
+  const confirm = async () => {
+    const deleted = await action.run(
+      (client) =>
+        client.call(v1.tests.deleteTest, { params: { testId: test.id }, query: cascade ? { cascade: true } : {} }).then(() => true),
+      () => `Deleted ${test.name}.`,
+    );
+    if (deleted) route(`/projects/${test.projectId}/tests`);
+  };
+  return (
+    <div class="confirm-delete" data-testid="delete-test">
+      <p>
+        Delete the test <strong>{test.name}</strong> with its versions and links
+        {count === undefined ? '' : count.runs > 0 ? `, and its ${runsWord(count)} with everything they hold` : ' (it has no runs)'}?
+      </p>
+      <button type="button" class="danger" onClick={confirm} disabled={action.busy || (count === undefined && !refused)}>
+        {cascade ? `Delete ${test.name} and its runs` : `Delete ${test.name}`}
+      </button>{' '}
+      <button type="button" class="secondary" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+      {action.error ? <ErrorBox error={action.error} /> : null}
+    </div>
+  );
+}
