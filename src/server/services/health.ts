@@ -36,9 +36,6 @@ function healthSettingsOf(row: Pick<ProjectsTable, 'triage_settings'> | undefine
 /** A flaky score at or above this makes a test that is not broken `flaky`. */
 export const FLAKY_THRESHOLD = 0.1;
 
-/** Runs read per outcome wanted: retries make one outcome of several runs. */
-const RUNS_PER_OUTCOME = 3;
-
 export interface HealthScore {
   state: TestHealthTable['state'];
   flakyScore: number;
@@ -113,7 +110,7 @@ export async function refreshHealth(
   const widest = Math.max(...[...settingsOf.values()].map((settings) => settings.healthWindow));
 
   const runsOfTest = new Map<string, Awaited<ReturnType<typeof latestCompletedRunsOfTests>>>();
-  for (const run of await latestCompletedRunsOfTests(trx, [...projectOfTest.keys()], widest * RUNS_PER_OUTCOME)) {
+  for (const run of await latestCompletedRunsOfTests(trx, [...projectOfTest.keys()], widest)) {
     const testId = run.test_id as string;
     const list = runsOfTest.get(testId);
     if (list) list.push(run);

@@ -56,27 +56,15 @@ export async function attemptsOfJobs(executor: Executor, jobIds: readonly string
 
 /**
  * The latest completed runs of each test given, at most `perTest` each (newest created first, index
- * test_runs_test), leaving out runs of the jobs that are incidents (TRIAGE-4): enough runs to fold
- * into the tests' latest outcomes. A caller asks for a multiple of the outcomes it needs, since
- * retries make several runs one outcome. A window function would read every run of every test
- * given; this reads only the newest ones: on PostgreSQL one LATERAL query per chunk of tests, on
- * SQLite (no LATERAL) one compiled statement run per test, which in-process costs microseconds.
+ * test_runs_test), leaving out runs of the jobs that are incidents (TRIAGE-4). A window function
+ * would read every run of every test given; this reads only the newest ones: on PostgreSQL one
+ * LATERAL query per chunk of tests, on SQLite (no LATERAL) one compiled statement run per test,
+ * which in-process costs microseconds. Incident jobs are looked up once for the runs read, not
+ * once per run.
  */
 export async function latestCompletedRunsOfTests(executor: Executor, testIds: readonly string[], perTest: number): Promise<AttemptRow[]> {
-  // Completed, not of an incident job, newest first, `perTest` of them.
   const latest = <Q extends SelectQueryBuilder<Database & { r: TestRunsTable }, 'r', object>>(query: Q): Q =>
-    query
-      .where('r.status', '=', 'completed')
-      .where((eb) =>
-        eb.not(
-          eb.exists(
-            eb.selectFrom('jobs').select('jobs.id').whereRef('jobs.id', '=', 'r.job_id').where('jobs.incident_group_id', 'is not', null),
-          ),
-        ),
-      )
-      .orderBy('r.created_at', 'desc')
-      .orderBy('r.id', 'desc')
-      .limit(perTest) as Q;
+    query.where('r.status', '=', 'completed').orderBy('r.created_at', 'desc').orderBy('r.id', 'desc').limit(perTest) as Q;
   const columns = ATTEMPT_COLUMNS.map((column) => `r.${column}` as const);
   const ids = [...new Set(testIds)];
   const rows: AttemptRow[] = [];
@@ -93,14 +81,33 @@ export async function latestCompletedRunsOfTests(executor: Executor, testIds: re
         .execute();
       for (const row of found) rows.push(attemptOf(row as AttemptRow));
     }
-    return rows;
+  } else {
+    const placeholder = '\u0000test-id\u0000';
+    const compiled = latest(executor.selectFrom('test_runs as r').select(columns).where('r.test_id', '=', placeholder)).compile();
+    for (const testId of ids) {
+      const parameters = compiled.parameters.map((value) => (value === placeholder ? testId : value));
+      const found = await executor.executeQuery<AttemptRow>({ ...compiled, parameters });
+      for (const row of found.rows) rows.push(attemptOf(row));
+    }
   }
-  const placeholder = '\u0000test-id\u0000';
-  const compiled = latest(executor.selectFrom('test_runs as r').select(columns).where('r.test_id', '=', placeholder)).compile();
-  for (const testId of ids) {
-    const parameters = compiled.parameters.map((value) => (value === placeholder ? testId : value));
-    const found = await executor.executeQuery<AttemptRow>({ ...compiled, parameters });
-    for (const row of found.rows) rows.push(attemptOf(row));
+  const incidents = await incidentJobsAmong(
+    executor,
+    rows.map((row) => row.job_id).filter((id): id is string => id !== null),
+  );
+  return incidents.size === 0 ? rows : rows.filter((row) => row.job_id === null || !incidents.has(row.job_id));
+}
+
+/** Which of these jobs are incidents (TRIAGE-4). */
+async function incidentJobsAmong(executor: Executor, jobIds: readonly string[]): Promise<Set<string>> {
+  const incidents = new Set<string>();
+  for (const part of chunk([...new Set(jobIds)], IN_LIST_SIZE)) {
+    const found = await executor
+      .selectFrom('jobs')
+      .select('id')
+      .where('id', 'in', part)
+      .where('incident_group_id', 'is not', null)
+      .execute();
+    for (const row of found) incidents.add(row.id);
   }
-  return rows;
+  return incidents;
 }
