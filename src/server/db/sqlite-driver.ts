@@ -62,6 +62,14 @@ export class StatementCache {
     return [...this.statements.keys()];
   }
 
+  /**
+   * Forgets every statement: after a schema change (ALTER, CREATE, DROP) a reader prepared before it
+   * may return other columns, or the same ones in another order, than its row function was made for.
+   */
+  clear(): void {
+    this.statements.clear();
+  }
+
   /** The statement for `sql`, prepared on first use. A text that fails to prepare throws and is not kept. */
   get(sql: string): CachedStatement {
     const cached = this.statements.get(sql);
@@ -127,6 +135,8 @@ export function inlineLimit(sql: string, parameters: readonly unknown[]): { sql:
 export const EACH_ROW = Symbol('attest.sqlite.eachRow');
 export type EachRowQuery = CompiledQuery & { [EACH_ROW]: readonly (readonly unknown[])[] };
 
+const SCHEMA_CHANGE = /^\s*(alter|create|drop)\s/i;
+
 class CachingSqliteConnection implements DatabaseConnection {
   constructor(
     private readonly database: SQLite.Database,
@@ -154,6 +164,9 @@ class CachingSqliteConnection implements DatabaseConnection {
       result = { rows: statement.all(parameters as unknown[]) as R[] };
     } else {
       const { changes, lastInsertRowid } = statement.run(parameters as unknown[]);
+      // A schema change (a migration, or a test migrating a live database down and up): statements
+      // prepared before it are prepared again, so no reader maps its columns by the old layout.
+      if (SCHEMA_CHANGE.test(sql)) this.statements.clear();
       result = {
         numAffectedRows: changes !== undefined && changes !== null ? BigInt(changes) : undefined,
         insertId: lastInsertRowid !== undefined && lastInsertRowid !== null ? BigInt(lastInsertRowid) : undefined,
