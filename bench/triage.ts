@@ -106,7 +106,8 @@ async function seededSqlite(temp: (prefix: string) => string): Promise<{ dataDir
   const prefix = 'triage-100000-';
   const cache = path.join('bench/.cache', `${prefix}${seedHash()}-${new Date().toISOString().slice(0, 10)}`);
   if (!fs.existsSync(path.join(cache, SEED_FILE))) {
-    // Older seeds (another schema, another day) are only disk space now.
+    // Older seeds (another schema, another day) are only disk space now. A fresh clone has no cache yet.
+    fs.mkdirSync('bench/.cache', { recursive: true });
     for (const old of fs.readdirSync('bench/.cache').filter((name) => name.startsWith(prefix)))
       fs.rmSync(path.join('bench/.cache', old), { recursive: true, force: true });
     const building = `${cache}.building`;
