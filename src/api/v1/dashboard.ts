@@ -107,8 +107,9 @@ export const getDashboard = endpoint({
   description:
     'Everything counts a test once per job (retries folded: the final attempt decides, a failure then a pass is flaky). ' +
     '`days` (1 to 90, default 14) sets the window of the daily trend and the top groups; `branch` narrows the trends, ' +
-    'jobs and groups to runs on that branch (health is over every branch). Each part is one indexed, grouped query, so ' +
-    'the cost follows the window, not the size of the project (docs/triage.md).',
+    'jobs and groups to runs on that branch (health is over every branch). The trend, groups and health lists are each ' +
+    "one indexed, grouped query whose cost follows the window; a settled job's per-test counts are folded once and kept " +
+    '(docs/triage.md).',
   tag: 'Triage',
   access: { scope: 'project', role: 'viewer' },
   params: ProjectParams,
