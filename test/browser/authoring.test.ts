@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { gzipSync } from 'node:zlib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { AttestClient } from '../../src/client/index.ts';
 import { ApiError, v1 } from '../../src/client/index.ts';
-import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations } from '../helpers/browser.ts';
+import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, signIn, watchedContext } from '../helpers/browser.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // Issue 31 in Debian's Chromium against a real server (UI-6..UI-9): a person creates a project,
@@ -66,24 +65,9 @@ describe('writing tests, launching jobs and managing a project in the web interf
     client = server.admin.client;
     await client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password: PASSWORD } });
     browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.on('console', (message) => {
-      if (message.type() === 'error') consoleErrors.push(`${message.text()} (${message.location().url})`);
-    });
-    context.on('weberror', (error) => consoleErrors.push(error.error().message));
-    context.on('response', (response) => {
-      if (!response.url().includes('/assets/') || !response.url().endsWith('.js')) return;
-      response.body().then(
-        (body) => scripts.set(response.url(), gzipSync(body).length),
-        () => undefined,
-      );
-    });
+    context = await watchedContext(browser, { consoleErrors, scripts });
     page = await context.newPage();
-    await page.goto(`${server.url}/login`);
-    await page.getByLabel('E-mail').fill(server.admin.email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL((url) => url.pathname === '/');
+    await signIn(page, server.url, server.admin.email, PASSWORD);
   });
   after(async () => {
     await browser?.close();

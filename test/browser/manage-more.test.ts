@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { AttestClient } from '../../src/client/index.ts';
 import { ApiError, v1 } from '../../src/client/index.ts';
-import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations } from '../helpers/browser.ts';
+import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, signIn, watchedContext } from '../helpers/browser.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // Issue 31, deliverable 6 in Debian's Chromium against a real server (UI-12): a manager deletes a
@@ -49,17 +49,9 @@ describe('deleting tests, jobs and artifacts and a device page in the web interf
     await client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password: PASSWORD } });
     projectId = (await client.call(v1.projects.createProject, { body: { key: 'LAB', name: 'Lab' } })).id;
     browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.on('console', (message) => {
-      if (message.type() === 'error') consoleErrors.push(`${message.text()} (${message.location().url})`);
-    });
-    context.on('weberror', (error) => consoleErrors.push(error.error().message));
+    context = await watchedContext(browser, { consoleErrors });
     page = await context.newPage();
-    await page.goto(`${server.url}/login`);
-    await page.getByLabel('E-mail').fill(server.admin.email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL((url) => url.pathname === '/');
+    await signIn(page, server.url, server.admin.email, PASSWORD);
   });
   after(async () => {
     await browser?.close();

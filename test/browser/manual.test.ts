@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { gzipSync } from 'node:zlib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { v1 } from '../../src/client/index.ts';
-import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations } from '../helpers/browser.ts';
+import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, watchedContext } from '../helpers/browser.ts';
 import { createProject } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -53,18 +52,7 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
     });
     testId = created.id;
     browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.on('console', (message) => {
-      if (message.type() === 'error') consoleErrors.push(`${message.text()} (${message.location().url})`);
-    });
-    context.on('weberror', (error) => consoleErrors.push(error.error().message));
-    context.on('response', (response) => {
-      if (!response.url().includes('/assets/') || !response.url().endsWith('.js')) return;
-      response.body().then(
-        (body) => scripts.set(response.url(), gzipSync(body).length),
-        () => undefined,
-      );
-    });
+    context = await watchedContext(browser, { consoleErrors, scripts });
     page = await context.newPage();
   });
   after(async () => {

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { gzipSync } from 'node:zlib';
 import { zipSync } from 'fflate';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { AttestClient, v1 } from '../../src/client/index.ts';
-import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations } from '../helpers/browser.ts';
+import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, signIn, watchedContext } from '../helpers/browser.ts';
 import { createProject } from '../helpers/factories.ts';
 import { shopScreen } from '../helpers/screens.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -130,24 +129,9 @@ describe('triage in the web interface, in Chromium (TRIAGE-8)', { skip: !browser
     });
 
     browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.on('console', (message) => {
-      if (message.type() === 'error') consoleErrors.push(`${message.text()} (${message.location().url})`);
-    });
-    context.on('weberror', (error) => consoleErrors.push(error.error().message));
-    context.on('response', (response) => {
-      if (!response.url().includes('/assets/') || !response.url().endsWith('.js')) return;
-      response.body().then(
-        (body) => scripts.set(response.url(), gzipSync(body).length),
-        () => undefined,
-      );
-    });
+    context = await watchedContext(browser, { consoleErrors, scripts });
     page = await context.newPage();
-    await page.goto(`${server.url}/login`);
-    await page.getByLabel('E-mail').fill(server.admin.email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL((url) => url.pathname === '/');
+    await signIn(page, server.url, server.admin.email, PASSWORD);
   });
   after(async () => {
     await browser?.close();

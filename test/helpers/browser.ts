@@ -2,8 +2,9 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import type { Result as AxeResult } from 'axe-core';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 
 /** Debian's Chromium (`apt-get install -y chromium`); never a browser a tool downloads. */
 export const CHROMIUM_PATH = process.env.ATTEST_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -94,4 +95,39 @@ export async function seriousAxeViolations(page: Page): Promise<AxeViolation[]> 
       help: v.help,
       nodes: v.nodes.slice(0, 5).map((n) => `${n.target.join(' ')}: ${n.failureSummary ?? ''}`.replace(/\s+/g, ' ')),
     }));
+}
+
+/**
+ * A desktop-sized context that records what a suite checks at its end: every console error and
+ * page error in `consoleErrors`, and (with `scripts`) the gzip size of each script it loads.
+ */
+export async function watchedContext(
+  browser: Browser,
+  watch: { consoleErrors: string[]; scripts?: Map<string, number> },
+): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  context.on('console', (message) => {
+    if (message.type() === 'error') watch.consoleErrors.push(`${message.text()} (${message.location().url})`);
+  });
+  context.on('weberror', (error) => watch.consoleErrors.push(error.error().message));
+  const { scripts } = watch;
+  if (scripts) {
+    context.on('response', (response) => {
+      if (!response.url().includes('/assets/') || !response.url().endsWith('.js')) return;
+      response.body().then(
+        (body) => scripts.set(response.url(), gzipSync(body).length),
+        () => undefined,
+      );
+    });
+  }
+  return context;
+}
+
+/** Signs in through the login page and waits for the projects page. */
+export async function signIn(page: Page, baseUrl: string, email: string, password: string): Promise<void> {
+  await page.goto(`${baseUrl}/login`);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL((url) => url.pathname === '/');
 }
