@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { createContext } from './context.ts';
@@ -36,6 +37,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   const { config } = options;
   // The request log masks old-format keys pasted into URLs: it needs their digests, which the context holds.
   let legacyKeys: LegacyKeyDigests | undefined;
+  // Connections reading and dropping what a refused request still sends (LOAD-4b), ended on shutdown.
+  const lingering = new Set<Socket>();
   const app: FastifyInstance = Fastify({
     logger: {
       level: config.logLevel,
@@ -70,7 +73,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     routerOptions: { maxParamLength: 500, ignoreTrailingSlash: true },
     schemaController: { compilersFactory: { buildValidator: createValidatorCompiler as never, buildSerializer: lazySerializers } },
     frameworkErrors: answerFrameworkError,
-    clientErrorHandler: clientErrorAnswerer(() => app.log),
+    clientErrorHandler: clientErrorAnswerer(() => app.log, config, lingering),
   });
 
   let state: 'starting' | 'ready' | 'stopping' = 'starting';
@@ -87,7 +90,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(parsersPlugin);
   await app.register(securityHeadersPlugin, { config });
   await app.register(rateLimitPlugin, { ctx });
-  await app.register(errorsPlugin, { limits: config });
+  await app.register(errorsPlugin, { limits: config, lingering });
   await app.register(compressionPlugin);
   await app.register(durableAnswersPlugin, { ctx });
   await app.register(methodNotAllowedPlugin, { versions: API_VERSIONS.map((v) => v.version) });

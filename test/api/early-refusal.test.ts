@@ -193,6 +193,24 @@ for (const dialect of DIALECTS) {
         }
       });
 
+      test('a request line too long for Node (431) lingers too: the rest of it is read, and the connection ends cleanly, never reset', async () => {
+        const connection = new RawConnection(server.url);
+        try {
+          // Node refuses the head at 16 KB, on the first chunk it reads; the rest arrives after its answer.
+          await connection.write(`GET /api/v1/projects?q=${'x'.repeat(20_000)}`);
+          await connection.received(/^HTTP\/1\.1 431 [\s\S]*\r\n\r\n\{[\s\S]*\}$/);
+          for (let i = 0; i < 10; i++) await connection.write('x'.repeat(64 * 1024));
+          await connection.write(' HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+          connection.end();
+          await connection.closed(10_000);
+          assert.equal(connection.error, undefined, 'no reset');
+          assert.match(connection.text, /"code":"HEADERS_TOO_LARGE"/);
+          await serverClosedAll(server, 5_000);
+        } finally {
+          connection.destroy();
+        }
+      });
+
       test('an upload refused with 404 (an invisible project) lingers the same way', async () => {
         const connection = new RawConnection(server.url);
         const rest = Buffer.alloc(4 * 1024 * 1024, 'a');
@@ -249,6 +267,21 @@ for (const dialect of DIALECTS) {
         try {
           await connection.write(`${postHead(undefined, 200_000)}{"name":"`);
           await connection.received(/^HTTP\/1\.1 401 /);
+          const answered = Date.now();
+          const lingered = (await serverClosedAll(bounded)) - answered;
+          assert.ok(lingered >= 900, `closed ${lingered} ms after the answer, before the idle time`);
+          assert.ok(lingered < 2900, `closed ${lingered} ms after the answer: the idle time, not the whole linger, ended it`);
+        } finally {
+          connection.destroy();
+        }
+      });
+
+      test('after a 431, a client that stops sending is cut after ATTEST_LINGER_IDLE_MS', async () => {
+        await serverClosedAll(bounded);
+        const connection = new RawConnection(bounded.url);
+        try {
+          await connection.write(`GET /api/v1/projects?q=${'x'.repeat(20_000)}`);
+          await connection.received(/^HTTP\/1\.1 431 /);
           const answered = Date.now();
           const lingered = (await serverClosedAll(bounded)) - answered;
           assert.ok(lingered >= 900, `closed ${lingered} ms after the answer, before the idle time`);

@@ -85,6 +85,49 @@ export async function lingerBeforeAnswer(request: IncomingMessage, limits: Linge
   return false;
 }
 
+/** Sockets answered on a client error (an oversized or unparsable request) that still read what the client sends. */
+const refusedWhole = new WeakSet<Socket>();
+
+/**
+ * Whether the socket was answered on a client error and is reading and dropping what the client still
+ * sends: Node hands each further chunk to its failed parser, which reports it as another client error.
+ */
+export const answeredClientError = (socket: Socket): boolean => refusedWhole.has(socket);
+
+/**
+ * Lingering close (LOAD-4b) for a request Node could not parse, answered on its raw socket with
+ * `Connection: close` (`socket.end(answer)` just before): a 300 KB URL is refused at the first
+ * 16 KB, while the client still sends the rest. Destroying the socket on those unread bytes would
+ * make the kernel reset the connection, and the reset throws away the answer the client has not yet
+ * read. So the socket keeps reading and dropping, within the same limits as a refused body, until
+ * the client closes its side; a limit crossed, or lingering off, destroys it.
+ */
+export function lingerAfterClientError(socket: Socket, limits: LingerLimits, lingering: Set<Socket>): void {
+  if (limits.lingerMs === 0) return;
+  const cut = (): void => {
+    stop();
+    socket.destroy();
+  };
+  const total = setTimeout(cut, limits.lingerMs);
+  const idle = setTimeout(cut, Math.min(limits.lingerIdleMs, limits.lingerMs));
+  let read = 0;
+  const onData = (chunk: Buffer): void => {
+    read += chunk.length;
+    if (read > limits.lingerMaxBytes) cut();
+    else idle.refresh();
+  };
+  function stop(): void {
+    clearTimeout(total);
+    clearTimeout(idle);
+    socket.off('data', onData);
+    lingering.delete(socket);
+  }
+  refusedWhole.add(socket);
+  lingering.add(socket);
+  socket.on('data', onData);
+  socket.once('close', stop);
+}
+
 /**
  * Ends every lingering close at once: a server shutting down does not wait for bodies it refused.
  * Called before the server stops listening, so graceful shutdown waits only for requests it serves.

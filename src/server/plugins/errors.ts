@@ -6,11 +6,13 @@ import fp from 'fastify-plugin';
 import { BlobStorageError } from '../blob/blob-store.ts';
 import { AppError, ERRORS, type ErrorCode, type FieldError } from '../errors.ts';
 import {
+  answeredClientError,
   answerUnderWay,
   continueWhenBodyIsRead,
   drainsRefusedBody,
   endLingering,
   type LingerLimits,
+  lingerAfterClientError,
   lingerBeforeAnswer,
   trackResponses,
 } from '../http/lingering-close.ts';
@@ -117,10 +119,18 @@ export function answerFrameworkError(error: FastifyError, request: FastifyReques
 
 /**
  * Fastify's `clientErrorHandler`: requests Node cannot parse (or that time out) never reach
- * Fastify's handlers; they are answered as problems too, on the raw socket.
+ * Fastify's handlers; they are answered as problems too, on the raw socket, and what the client
+ * still sends is read and dropped before the connection closes (LOAD-4b, `lingerAfterClientError`).
+ * `lingering` is the errors plugin's set, so a shutting-down server ends those sockets too.
  */
-export function clientErrorAnswerer(log: () => FastifyBaseLogger) {
+export function clientErrorAnswerer(log: () => FastifyBaseLogger, limits: LingerLimits, lingering: Set<Socket>) {
   return (error: NodeJS.ErrnoException, socket: Socket): void => {
+    // A refused request's further bytes, each reported again by Node's failed parser, are dropped
+    // until the client has sent them all; then, or on a reset, the connection goes.
+    if (answeredClientError(socket)) {
+      if (socket.readableEnded || error.code === 'ECONNRESET') socket.destroy();
+      return;
+    }
     const code: ErrorCode =
       error.code === 'HPE_HEADER_OVERFLOW'
         ? 'HEADERS_TOO_LARGE'
@@ -142,6 +152,8 @@ export function clientErrorAnswerer(log: () => FastifyBaseLogger) {
       `HTTP/1.1 ${ERRORS[code].status} ${ERRORS[code].title}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nX-Content-Type-Options: nosniff\r\nX-Request-Id: ${id}\r\nConnection: close\r\n\r\n${body}`,
     );
+    // A timed-out request has nothing more worth waiting for.
+    if (code !== 'REQUEST_TIMEOUT') lingerAfterClientError(socket, limits, lingering);
   };
 }
 
@@ -158,10 +170,9 @@ function hasUnreadBody(request: FastifyRequest): boolean {
  * read (LOAD-4c), and a lingering close for a body refused unread (LOAD-4b).
  */
 export const errorsPlugin = fp(
-  async (app: FastifyInstance, { limits }: { limits: LingerLimits }) => {
+  async (app: FastifyInstance, { limits, lingering }: { limits: LingerLimits; lingering: Set<Socket> }) => {
     continueWhenBodyIsRead(app.server);
     trackResponses(app.server);
-    const lingering = new Set<Socket>();
     // Shutting down, the server stops reading refused bodies rather than waiting out their linger.
     app.addHook('preClose', (done) => {
       endLingering(lingering);

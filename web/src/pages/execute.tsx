@@ -172,22 +172,27 @@ function ExecuteView({
   }, [attach]);
 
   // P, F, B, S mark the step in view and N goes to the next, unless the focus is in a text field.
+  // The listener reads what is on screen through a ref written at each render: an effect re-attached
+  // after the render would leave a window in which a quick key acts on the step that was shown before.
+  const onScreen = useRef({ state, live, pending, mark, current, count: states.length });
+  onScreen.current = { state, live, pending, mark, current, count: states.length };
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
+      const { state, live, pending, mark, current, count } = onScreen.current;
       if (event.ctrlKey || event.metaKey || event.altKey || isTyping(event.target) || !state) return;
       const key = event.key.toLowerCase();
       const chosen = MARKS.find((m) => m.shortcut === key);
       if (chosen && live && !state.mark && !pending[state.key]) {
         event.preventDefault();
         void mark(state, chosen.mark);
-      } else if (key === 'n' && current < states.length - 1) {
+      } else if (key === 'n' && current < count - 1) {
         event.preventDefault();
         setCurrent(current + 1);
       }
     };
     document.addEventListener('keydown', onKey);
     return () => document.removeEventListener('keydown', onKey);
-  }, [state, live, pending, mark, current, states.length]);
+  }, []);
 
   const marked = states.filter((s) => s.mark || pending[s.key]).length;
   return (
