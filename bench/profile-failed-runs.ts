@@ -14,15 +14,27 @@ const project = await api.project();
 let n = 0;
 const one = async (i: number) => {
   const { message, stack } = failureOf(i % 60, i, i);
-  const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', { projectId: project.id, name: `case ${i % 200}`, testName: `com.example.live.Suite${i % 10} › case ${i % 200}` });
+  const run = await api.call<{ id: string }>('POST', '/testmgmt/testruns', {
+    projectId: project.id,
+    name: `case ${i % 200}`,
+    testName: `com.example.live.Suite${i % 10} › case ${i % 200}`,
+  });
   await api.call('POST', `/testmgmt/testruns/${run.id}/results`, {
-    steps: [{ key: 's1', title: 'submit the form', status: 'failed', durationMs: 40, error: message, cells: [{ name: 'trace', text: stack }] }],
+    steps: [
+      { key: 's1', title: 'submit the form', status: 'failed', durationMs: 40, error: message, cells: [{ name: 'trace', text: stack }] },
+    ],
   });
   await api.call('PATCH', `/testmgmt/testruns/${run.id}`, { status: 'completed', verdict: 'failed' });
 };
 for (let i = 0; i < 200; i++) await one(n++);
 const before = cpuMs(server.pid);
 const started = performance.now();
-await Promise.all(Array.from({ length: 4 }, async () => { while (n < runs + 200) await one(n++); }));
-console.log(`${runs} failed runs: ${((cpuMs(server.pid) - before) / runs).toFixed(2)} ms server CPU per run, ${(runs / ((performance.now() - started) / 1000)).toFixed(0)} runs/s`);
+await Promise.all(
+  Array.from({ length: 4 }, async () => {
+    while (n < runs + 200) await one(n++);
+  }),
+);
+console.log(
+  `${runs} failed runs: ${((cpuMs(server.pid) - before) / runs).toFixed(2)} ms server CPU per run, ${(runs / ((performance.now() - started) / 1000)).toFixed(0)} runs/s`,
+);
 await server.stop();

@@ -93,6 +93,7 @@ export async function createTest(ctx: ServiceContext, projectId: string, test: N
     version: 1,
     updated_at: now,
     updated_by: actor.userId,
+    flaky_milli: 0,
   };
   await inTransaction(ctx.db, async (trx) => {
     await insertTest(trx, row);
@@ -235,6 +236,7 @@ export async function ensureTestsByFullName(
       version: 1,
       updated_at: input.now,
       updated_by: input.actorId,
+      flaky_milli: 0,
     })),
   );
   return { ...idsAndVersions(await testsByFullName(executor, input.projectId, wanted)), created: missing.length };
