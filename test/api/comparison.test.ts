@@ -229,5 +229,29 @@ for (const dialect of DIALECTS) {
       const hidden = await viewer.client.call(v1.dashboard.getDashboard, { params: { projectId: projectB }, query: {} }).catch((e) => e);
       assert.ok(rejectsWith(404, 'NOT_FOUND')(hidden));
     });
+
+    test("the dashboard's daily mean duration is the mean of the runs' lengths that day", async () => {
+      const finished = Date.now() - 3_600_000;
+      for (const seconds of [2, 5]) {
+        await tester.client.call(v1.runs.createRun, {
+          body: {
+            projectId: projectA,
+            name: 'suite › timed',
+            branch: 'timed',
+            verdict: 'passed',
+            startedAt: new Date(finished - seconds * 1000).toISOString(),
+            finishedAt: new Date(finished).toISOString(),
+          },
+        });
+      }
+      const dashboard = await viewer.client.call(v1.dashboard.getDashboard, {
+        params: { projectId: projectA },
+        query: { branch: 'timed', days: 2 },
+      });
+      const day = dashboard.daily.find((point) => point.runs > 0);
+      assert.equal(day?.day, new Date(finished).toISOString().slice(0, 10));
+      assert.equal(day?.runs, 2);
+      assert.equal(day?.meanDurationMs, 3500);
+    });
   });
 }

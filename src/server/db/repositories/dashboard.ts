@@ -15,10 +15,14 @@ export interface DailyRow {
   duration_ms: number | string | null;
 }
 
-/** What a run lasted in milliseconds, in each dialect (times are ISO-8601 text). */
+/**
+ * What a run lasted in milliseconds, in each dialect (times are ISO-8601 text): on PostgreSQL the
+ * stored generated column (migration 0022; parsing two timestamps a row was most of the aggregate's
+ * time), on SQLite from `julianday()`, which is cheap there.
+ */
 function durationMs(executor: Executor) {
   return dialectOf(executor) === 'postgres'
-    ? sql<number>`extract(epoch from (r.finished_at::timestamptz - r.started_at::timestamptz)) * 1000`
+    ? sql<number>`r.duration_ms`
     : sql<number>`(julianday(r.finished_at) - julianday(r.started_at)) * 86400000.0`;
 }
 
