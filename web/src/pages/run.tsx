@@ -4,13 +4,14 @@ import { atLeast, useMe } from '../admin/me.ts';
 import { Breadcrumb } from '../breadcrumb.tsx';
 import { Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
+import { DeletedPage, type Freed } from '../deletion.tsx';
 import { ArtifactList } from '../run/artifact-list.tsx';
 import { ArtifactGroup, loadArtifacts } from '../run/artifacts.tsx';
 import { groupEvidence } from '../run/evidence.ts';
 import { ExportButtons } from '../run/export.tsx';
 import { FailurePanel } from '../run/failure-panel.tsx';
 import { LightboxHost } from '../run/lightbox.tsx';
-import { type Deleted, DeletedRun, RunActions } from '../run/run-actions.tsx';
+import { RunActions } from '../run/run-actions.tsx';
 import { RunSteps } from '../run/run-steps.tsx';
 import { RunSummary } from '../run/run-summary.tsx';
 import { type ArtifactDetails, buildStepTree, type RunResults, type TestRun } from '../run/steps.ts';
@@ -40,20 +41,14 @@ async function loadRun(client: AttestClient, testRunId: string): Promise<RunData
 }
 
 export function RunPage({ testRunId }: { testRunId: string }) {
-  const [deleted, setDeleted] = useState<Deleted | undefined>();
+  const [deleted, setDeleted] = useState<Freed | undefined>();
   // A deleted run is no longer asked for: the page says what the deletion freed.
   const { data, error, reload } = useApi(
     (client) => (deleted ? Promise.resolve(undefined) : loadRun(client, testRunId)),
     [testRunId, deleted],
     LIVE_OR_NOT,
   );
-  if (deleted) {
-    return (
-      <Page title={`Deleted: ${deleted.run.name}`}>
-        <DeletedRun deleted={deleted} projectHref={`/projects/${deleted.run.projectId}`} />
-      </Page>
-    );
-  }
+  if (deleted) return <DeletedPage freed={deleted} links={[{ href: `/projects/${deleted.projectId}`, label: 'Back to the project' }]} />;
   if (!data) return <PageWaiting title="Run" error={error} />;
   return <RunView data={data} refreshError={error} reload={reload} onDeleted={setDeleted} />;
 }
@@ -81,7 +76,7 @@ function RunView({
   data: RunData;
   refreshError: Error | undefined;
   reload: () => void;
-  onDeleted: (deleted: Deleted) => void;
+  onDeleted: (freed: Freed) => void;
 }) {
   const { run, results } = data;
   const me = useMe();
