@@ -3,7 +3,15 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { v1 } from '../../src/client/index.ts';
-import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, watchedContext } from '../helpers/browser.ts';
+import {
+  type AxeViolation,
+  browserAvailable,
+  dropFile,
+  launchChromium,
+  pasteFile,
+  seriousAxeViolations,
+  watchedContext,
+} from '../helpers/browser.ts';
 import { createProject } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -19,7 +27,7 @@ import { waitFor } from '../helpers/wait.ts';
 const PASSWORD = 'correct horse battery staple';
 /** The budget of JavaScript a page loads, gzip (UI-3). */
 const SCRIPT_BUDGET = 200 * 1024;
-const JUNIT = readFileSync(new URL('../fixtures/junit/pytest.xml', import.meta.url), 'utf8');
+const JUNIT = readFileSync(new URL('../fixtures/junit/pytest.xml', import.meta.url));
 
 describe('manual execution, imports and management in Chromium (UI-10..UI-12)', { skip: !browserAvailable() }, () => {
   let server: TestServer;
@@ -110,15 +118,8 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
     await page.getByLabel('Actual result').fill('The total did not change');
     await page.getByRole('button', { name: 'Fail' }).click();
     await panel().getByText('Failed', { exact: true }).waitFor();
-    const png = (await randomPng(64, 48)).toString('base64');
-    // Headless Chromium keeps the real clipboard to itself: the paste event carries the file as a paste would.
-    const paste = () =>
-      page.evaluate(`(() => {
-        const bytes = Uint8Array.from(atob(${JSON.stringify(png)}), (c) => c.charCodeAt(0));
-        const data = new DataTransfer();
-        data.items.add(new File([bytes], 'image.png', { type: 'image/png' }));
-        document.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
-      })()`);
+    const png = { name: 'image.png', type: 'image/png', bytes: await randomPng(64, 48) };
+    const paste = () => pasteFile(page, png);
     await paste();
     const shot = panel().getByTestId('step-screenshot');
     await waitFor(() => shot.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth > 0), {
@@ -209,13 +210,7 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
     await page.goto(`${server.url}/projects/${project.key}/import`);
     await page.getByRole('heading', { name: /Import results/ }).waitFor();
     await checkAccessibility('import');
-    await page.evaluate(`(() => {
-      const data = new DataTransfer();
-      data.items.add(new File([${JSON.stringify(JUNIT)}], 'pytest.xml', { type: 'application/xml' }));
-      const zone = document.querySelector('[data-testid="drop-zone"]');
-      zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
-      zone.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
-    })()`);
+    await dropFile(page, '[data-testid="drop-zone"]', { name: 'pytest.xml', type: 'application/xml', bytes: JUNIT });
     await page.getByTestId('chosen-file').getByText('pytest.xml').waitFor();
     await page.getByLabel('Branch').fill('main');
     await page.getByRole('button', { name: 'Import results' }).click();
@@ -230,11 +225,7 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
   });
 
   test('an import refused shows the API’s problem next to its field', async () => {
-    await page.evaluate(`(() => {
-      const data = new DataTransfer();
-      data.items.add(new File([${JSON.stringify(JUNIT)}], 'again.xml', { type: 'application/xml' }));
-      document.querySelector('[data-testid="drop-zone"]').dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
-    })()`);
+    await dropFile(page, '[data-testid="drop-zone"]', { name: 'again.xml', type: 'application/xml', bytes: JUNIT });
     // A CI link is an http(s) address: the API refuses another, and the page says so at the field.
     await page.getByLabel('CI build link').fill('ftp://ci.example.com/build/7');
     await page.getByRole('button', { name: 'Import results' }).click();

@@ -3,7 +3,16 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { v1 } from '../../src/client/index.ts';
-import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, signIn, watchedContext } from '../helpers/browser.ts';
+import {
+  type AxeViolation,
+  browserAvailable,
+  dropFile,
+  launchChromium,
+  pasteFile,
+  seriousAxeViolations,
+  signIn,
+  watchedContext,
+} from '../helpers/browser.ts';
 import { randomPng } from '../helpers/png.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -17,7 +26,7 @@ import { waitFor } from '../helpers/wait.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const KEY = 'WALK';
-const JUNIT = readFileSync(new URL('../fixtures/junit/pytest.xml', import.meta.url), 'utf8');
+const JUNIT = readFileSync(new URL('../fixtures/junit/pytest.xml', import.meta.url));
 const BROKEN = `@checkout
 Feature: Pay by card
   Scenario: A card payment
@@ -126,14 +135,7 @@ describe('the walk of issue 31 in Chromium (UI-13)', { skip: !browserAvailable()
     await page.getByRole('button', { name: 'Fail' }).click();
     const panel = page.getByTestId('step-panel');
     await panel.getByText('Failed', { exact: true }).waitFor();
-    // Headless Chromium keeps the real clipboard to itself: the paste event carries the file as a paste would.
-    const png = (await randomPng(64, 48)).toString('base64');
-    await page.evaluate(`(() => {
-      const bytes = Uint8Array.from(atob(${JSON.stringify(png)}), (c) => c.charCodeAt(0));
-      const data = new DataTransfer();
-      data.items.add(new File([bytes], 'image.png', { type: 'image/png' }));
-      document.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
-    })()`);
+    await pasteFile(page, { name: 'image.png', type: 'image/png', bytes: await randomPng(64, 48) });
     const shown = panel.getByTestId('step-screenshot');
     await waitFor(() => shown.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth > 0), {
       timeoutMs: 10_000,
@@ -162,13 +164,7 @@ describe('the walk of issue 31 in Chromium (UI-13)', { skip: !browserAvailable()
     await page.getByRole('link', { name: 'Import results' }).click();
     await page.getByRole('heading', { name: /^Import results/ }).waitFor();
     await check('import');
-    await page.evaluate(`(() => {
-      const data = new DataTransfer();
-      data.items.add(new File([${JSON.stringify(JUNIT)}], 'pytest.xml', { type: 'application/xml' }));
-      const zone = document.querySelector('[data-testid="drop-zone"]');
-      zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
-      zone.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
-    })()`);
+    await dropFile(page, '[data-testid="drop-zone"]', { name: 'pytest.xml', type: 'application/xml', bytes: JUNIT });
     await page.getByTestId('chosen-file').getByText('pytest.xml').waitFor();
     await page.getByRole('button', { name: 'Import results' }).click();
     await page

@@ -131,3 +131,38 @@ export async function signIn(page: Page, baseUrl: string, email: string, passwor
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL((url) => url.pathname === '/');
 }
+
+/** A file as a page receives it from the clipboard or a drag: its name, type and bytes. */
+export interface PageFile {
+  name: string;
+  type: string;
+  bytes: Uint8Array;
+}
+
+/** The script that builds a DataTransfer holding `file` in the page, as `data`. */
+function dataTransferOf(file: PageFile): string {
+  return `const data = new DataTransfer();
+    const bytes = Uint8Array.from(atob(${JSON.stringify(Buffer.from(file.bytes).toString('base64'))}), (c) => c.charCodeAt(0));
+    data.items.add(new File([bytes], ${JSON.stringify(file.name)}, { type: ${JSON.stringify(file.type)} }));`;
+}
+
+/**
+ * Pastes `file` into the page as Ctrl/⌘+V would: headless Chromium keeps the real clipboard to
+ * itself, so the paste event carries the file as a paste would.
+ */
+export async function pasteFile(page: Page, file: PageFile): Promise<void> {
+  await page.evaluate(`(() => {
+    ${dataTransferOf(file)}
+    document.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  })()`);
+}
+
+/** Drops `file` on the element `selector` names, as a drag from the desktop would (a dragover, then the drop). */
+export async function dropFile(page: Page, selector: string, file: PageFile): Promise<void> {
+  await page.evaluate(`(() => {
+    ${dataTransferOf(file)}
+    const zone = document.querySelector(${JSON.stringify(selector)});
+    zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
+    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+  })()`);
+}
