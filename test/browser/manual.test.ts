@@ -6,6 +6,7 @@ import { v1 } from '../../src/client/index.ts';
 import {
   type AxeViolation,
   browserAvailable,
+  descriptionOf,
   dropFile,
   launchChromium,
   pasteFile,
@@ -229,8 +230,10 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
     // A CI link is an http(s) address: the API refuses another, and the page says so at the field.
     await page.getByLabel('CI build link').fill('ftp://ci.example.com/build/7');
     await page.getByRole('button', { name: 'Import results' }).click();
-    await page.locator('#import-ciUrl-error').waitFor();
-    assert.equal(await page.getByLabel('CI build link').getAttribute('aria-invalid'), 'true');
+    const ciLink = page.getByLabel('CI build link');
+    const said = await waitFor(() => descriptionOf(ciLink), { message: 'the API’s problem as the field’s description' });
+    assert.match(said, /pattern|http/i);
+    assert.equal(await ciLink.getAttribute('aria-invalid'), 'true');
   });
 
   test('"Delete run" asks first, then shows the project’s usage falling', async () => {
@@ -269,7 +272,7 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
     await page.getByLabel('Labels (comma-separated)').fill('android, phone');
     await page.getByRole('button', { name: 'Register device' }).click();
     // An id is one path segment: no space. The API says so, at the field.
-    await page.locator('#device-id-error').waitFor();
+    await waitFor(() => descriptionOf(page.getByLabel('Device id (serial, UDID)')), { message: 'the API’s problem beside the id' });
     await checkAccessibility('devices-form');
     await page.getByLabel('Device id (serial, UDID)').fill('pixel-8-a1');
     await page.getByRole('button', { name: 'Register device' }).click();
@@ -299,10 +302,10 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
     await page.getByLabel('New password', { exact: true }).fill('short');
     await page.getByLabel('Repeat the new password').fill('short');
     await page.getByRole('button', { name: 'Change password' }).click();
-    await page
-      .locator('#password-error')
-      .getByText(/at least 12 characters/)
-      .waitFor();
+    assert.match(
+      await waitFor(() => descriptionOf(page.getByLabel('New password', { exact: true })), { message: 'the problem beside the password' }),
+      /at least 12 characters/,
+    );
     const fresh = 'a much longer passphrase 2026';
     await page.getByLabel('New password', { exact: true }).fill(fresh);
     await page.getByLabel('Repeat the new password').fill(fresh);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { Result as AxeResult } from 'axe-core';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 
 /** Debian's Chromium (`apt-get install -y chromium`); never a browser a tool downloads. */
 export const CHROMIUM_PATH = process.env.ATTEST_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -165,4 +165,24 @@ export async function dropFile(page: Page, selector: string, file: PageFile): Pr
     zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
     zone.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
   })()`);
+}
+
+/**
+ * What a field's description says (the elements its `aria-describedby` names), as a screen reader
+ * reads it with the field: where the forms put the API's problem about it. Empty when there is none.
+ */
+export async function descriptionOf(field: Locator): Promise<string> {
+  return field.evaluate((element) => {
+    // The test's TypeScript has no DOM types: the few members used, named.
+    const el = element as unknown as {
+      getAttribute(name: string): string | null;
+      ownerDocument: { getElementById(id: string): { textContent: string | null } | null };
+    };
+    return (el.getAttribute('aria-describedby') ?? '')
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((id) => el.ownerDocument.getElementById(id)?.textContent ?? '')
+      .join(' ')
+      .trim();
+  });
 }
