@@ -232,7 +232,7 @@ describe('writing tests, launching jobs and managing a project in the web interf
     await check('traceability');
   });
 
-  test('failure rules: a row a rule, a regex RE2 refuses shown beside its field, saved in order, moved and removed', async () => {
+  test('failure rules: a row a rule, a regex RE2 refuses shown beside its field, saved in order, moved and removed; an Allure categories.json replaces them', async () => {
     await page.goto(`${server.url}/projects/${KEY}/settings`);
     const form = page.getByRole('form', { name: 'Failure rules' });
     await form.getByText('No rule:').waitFor();
