@@ -1,9 +1,10 @@
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import type { Static } from 'typebox';
 import type { ProjectUsage } from '../../src/api/v1/projects.ts';
 import { type AttestClient, v1 } from '../../src/client/index.ts';
 import { useAction } from './admin/action.ts';
-import { Page } from './components.tsx';
+import { ErrorBox, Page } from './components.tsx';
 import { formatBytes } from './format.ts';
 import './manage.css';
 
@@ -63,9 +64,50 @@ export function useMeasuredDeletion<T = undefined>(projectId: string, load?: (cl
   return { action, asking, ask, cancel: () => setAsking(false), before: asked?.before, loaded: asked?.loaded, confirm };
 }
 
-/** "The project holds …now.", for a confirmation, once the usage is read. */
-export function UsageNow({ usage }: { usage: Usage | undefined }) {
-  return usage ? <span class="muted"> The project holds {describeUsage(usage)} now.</span> : null;
+/**
+ * A deletion asked first (UI-12): the button that asks (`ask`), then the question: what goes, what
+ * the project holds now, the button that deletes (`label`), Cancel, and the API's refusal.
+ */
+export function ConfirmDeletion({
+  deletion,
+  ask,
+  label,
+  disabled,
+  onConfirm,
+  testId,
+  children,
+}: {
+  deletion: ReturnType<typeof useMeasuredDeletion<unknown>>;
+  ask: string;
+  label: string;
+  disabled?: boolean;
+  onConfirm: () => void;
+  testId?: string;
+  children: ComponentChildren;
+}) {
+  const { action, before } = deletion;
+  if (!deletion.asking) {
+    return (
+      <button type="button" class="secondary" onClick={deletion.ask}>
+        {ask}
+      </button>
+    );
+  }
+  return (
+    <div class="confirm-delete" data-testid={testId}>
+      <p>
+        {children}
+        {before ? <span class="muted"> The project holds {describeUsage(before)} now.</span> : null}
+      </p>
+      <button type="button" class="danger" onClick={onConfirm} disabled={action.busy || disabled}>
+        {label}
+      </button>{' '}
+      <button type="button" class="secondary" onClick={deletion.cancel}>
+        Cancel
+      </button>
+      {action.error ? <ErrorBox error={action.error} /> : null}
+    </div>
+  );
 }
 
 /** A page's content once the thing it showed is deleted: what went, the usage before and after, and where to go. */

@@ -10,7 +10,7 @@ import { Breadcrumb } from '../breadcrumb.tsx';
 import { CiLink } from '../ci-link.tsx';
 import { Badge, ErrorBox, LiveStatus, Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
-import { DeletedPage, type Freed, UsageNow, useMeasuredDeletion } from '../deletion.tsx';
+import { ConfirmDeletion, DeletedPage, type Freed, useMeasuredDeletion } from '../deletion.tsx';
 import { Fact, LabelFacts, TimeFacts } from '../facts.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { type Column, ListTable } from '../list-table.tsx';
@@ -258,14 +258,6 @@ function JobExport({ job }: { job: Job }) {
  */
 function DeleteJob({ job, runs, onDeleted }: { job: Job; runs: number; onDeleted: (freed: Freed) => void }) {
   const deletion = useMeasuredDeletion(job.projectId);
-  const { action } = deletion;
-  if (!deletion.asking) {
-    return (
-      <button type="button" class="secondary" onClick={deletion.ask}>
-        Delete job
-      </button>
-    );
-  }
   const itsRuns = runs === 1 ? 'its run' : `its ${runs.toLocaleString('en')} runs`;
   const confirm = async () => {
     const freed = await deletion.confirm(`the job ${job.name} and ${itsRuns}`, (client) =>
@@ -274,20 +266,16 @@ function DeleteJob({ job, runs, onDeleted }: { job: Job; runs: number; onDeleted
     if (freed) onDeleted(freed);
   };
   return (
-    <div class="confirm-delete" data-testid="delete-job">
-      <p>
-        Delete the job <strong>{job.name}</strong> and its {runs.toLocaleString('en')} run{runs === 1 ? '' : 's'}, with their steps, text
-        cells and artifacts?
-        <UsageNow usage={deletion.before} />
-      </p>
-      <button type="button" class="danger" onClick={confirm} disabled={action.busy}>
-        Delete {job.name} and {itsRuns}
-      </button>{' '}
-      <button type="button" class="secondary" onClick={deletion.cancel}>
-        Cancel
-      </button>
-      {action.error ? <ErrorBox error={action.error} /> : null}
-    </div>
+    <ConfirmDeletion
+      deletion={deletion}
+      ask="Delete job"
+      label={`Delete ${job.name} and ${itsRuns}`}
+      onConfirm={confirm}
+      testId="delete-job"
+    >
+      Delete the job <strong>{job.name}</strong> and its {runs.toLocaleString('en')} run{runs === 1 ? '' : 's'}, with their steps, text
+      cells and artifacts?
+    </ConfirmDeletion>
   );
 }
 

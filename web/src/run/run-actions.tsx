@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { v1 } from '../../../src/client/index.ts';
 import { useAction } from '../admin/action.ts';
 import { ErrorBox } from '../components.tsx';
-import { type Freed, UsageNow, useMeasuredDeletion } from '../deletion.tsx';
+import { ConfirmDeletion, type Freed, useMeasuredDeletion } from '../deletion.tsx';
 import { formatBytes } from '../format.ts';
 import type { ArtifactDetails, TestRun } from './steps.ts';
 import '../manage.css';
@@ -68,15 +68,7 @@ function KeepToggle({ run, onChanged }: { run: TestRun; onChanged: () => void })
 
 function DeleteRun({ run, artifacts, onDeleted }: { run: TestRun; artifacts: ArtifactDetails[]; onDeleted: (freed: Freed) => void }) {
   const deletion = useMeasuredDeletion(run.projectId);
-  const { action } = deletion;
   const held = artifacts.reduce((sum, a) => sum + a.size, 0);
-  if (!deletion.asking) {
-    return (
-      <button type="button" class="secondary" onClick={deletion.ask}>
-        Delete run
-      </button>
-    );
-  }
   const confirm = async () => {
     const freed = await deletion.confirm(`the run ${run.name}`, (client) =>
       client.call(v1.runs.deleteRun, { params: { testRunId: run.id } }),
@@ -84,19 +76,9 @@ function DeleteRun({ run, artifacts, onDeleted }: { run: TestRun; artifacts: Art
     if (freed) onDeleted(freed);
   };
   return (
-    <div class="confirm-delete">
-      <p>
-        Delete <strong>{run.name}</strong> with its steps, text cells and {artifacts.length} artifact{artifacts.length === 1 ? '' : 's'} (
-        {formatBytes(held)}; bytes shared with other runs stay)?
-        <UsageNow usage={deletion.before} />
-      </p>
-      <button type="button" class="danger" onClick={confirm} disabled={action.busy}>
-        Delete {run.name}
-      </button>{' '}
-      <button type="button" class="secondary" onClick={deletion.cancel}>
-        Cancel
-      </button>
-      {action.error ? <ErrorBox error={action.error} /> : null}
-    </div>
+    <ConfirmDeletion deletion={deletion} ask="Delete run" label={`Delete ${run.name}`} onConfirm={confirm}>
+      Delete <strong>{run.name}</strong> with its steps, text cells and {artifacts.length} artifact{artifacts.length === 1 ? '' : 's'} (
+      {formatBytes(held)}; bytes shared with other runs stay)?
+    </ConfirmDeletion>
   );
 }

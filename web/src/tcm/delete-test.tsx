@@ -1,6 +1,5 @@
 import { ApiError, type AttestClient, v1 } from '../../../src/client/index.ts';
-import { ErrorBox } from '../components.tsx';
-import { type Freed, UsageNow, useMeasuredDeletion } from '../deletion.tsx';
+import { ConfirmDeletion, type Freed, useMeasuredDeletion } from '../deletion.tsx';
 import type { TestDefinition } from './tests-api.ts';
 import '../manage.css';
 
@@ -32,13 +31,6 @@ const runsWord = (count: { runs: number; more: boolean }) =>
 export function DeleteTest({ test, onDeleted }: { test: TestDefinition; onDeleted: (freed: Freed) => void }) {
   const deletion = useMeasuredDeletion(test.projectId, (client) => countRuns(client, test.projectId, test.id));
   const { action, loaded: count } = deletion;
-  if (!deletion.asking) {
-    return (
-      <button type="button" class="secondary" onClick={deletion.ask}>
-        Delete test
-      </button>
-    );
-  }
   // Refused because runs exist that were not counted: offer them too.
   const refused = action.error instanceof ApiError && action.error.status === 409;
   const cascade = refused || (count !== undefined && count.runs > 0);
@@ -49,19 +41,16 @@ export function DeleteTest({ test, onDeleted }: { test: TestDefinition; onDelete
     if (freed) onDeleted(freed);
   };
   return (
-    <div class="confirm-delete" data-testid="delete-test">
-      <p>
-        Delete the test <strong>{test.name}</strong> with its versions and links
-        {count === undefined ? '' : count.runs > 0 ? `, and its ${runsWord(count)} with everything they hold` : ' (it has no runs)'}?
-        <UsageNow usage={deletion.before} />
-      </p>
-      <button type="button" class="danger" onClick={confirm} disabled={action.busy || (count === undefined && !refused)}>
-        {cascade ? `Delete ${test.name} and its runs` : `Delete ${test.name}`}
-      </button>{' '}
-      <button type="button" class="secondary" onClick={deletion.cancel}>
-        Cancel
-      </button>
-      {action.error ? <ErrorBox error={action.error} /> : null}
-    </div>
+    <ConfirmDeletion
+      deletion={deletion}
+      ask="Delete test"
+      label={cascade ? `Delete ${test.name} and its runs` : `Delete ${test.name}`}
+      disabled={count === undefined && !refused}
+      onConfirm={confirm}
+      testId="delete-test"
+    >
+      Delete the test <strong>{test.name}</strong> with its versions and links
+      {count === undefined ? '' : count.runs > 0 ? `, and its ${runsWord(count)} with everything they hold` : ' (it has no runs)'}?
+    </ConfirmDeletion>
   );
 }

@@ -1,14 +1,14 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Static } from 'typebox';
-import { DEFECT_TYPES, FailureRule } from '../../../src/api/v1/failures.ts';
+import { FailureRule } from '../../../src/api/v1/failures.ts';
 import { v1 } from '../../../src/client/index.ts';
 import type { useAction } from '../admin/action.ts';
 import { useApi } from '../data.ts';
 import { Field, problemAt, TextField } from '../forms.tsx';
+import { DEFECT_LABEL, DEFECT_TYPES, type DefectType } from './api.ts';
 import './failure-rules.css';
 
 type Rule = Static<typeof FailureRule>;
-type DefectType = (typeof DEFECT_TYPES)[number];
 type Status = 'failed' | 'broken';
 const STATUSES: readonly Status[] = ['failed', 'broken'];
 const RULE = FailureRule.properties;
@@ -42,15 +42,6 @@ export function ruleOf(row: RuleRow): Rule {
 }
 
 const EMPTY: RuleRow = { name: '', messageRegex: '', traceRegex: '', statuses: [...STATUSES], defectType: '' };
-
-/** The defect types by the words ReportPortal uses. */
-const DEFECT_WORDS: Record<DefectType, string> = {
-  product_bug: 'Product bug',
-  automation_bug: 'Automation bug',
-  system_issue: 'System issue',
-  no_defect: 'No defect',
-  to_investigate: 'To investigate',
-};
 
 /**
  * The project's ordered category rules (TRIAGE) as rows, one a rule with the fields of the API's
@@ -148,7 +139,7 @@ export function FailureRulesEditor({
                         <option value="">None (to investigate)</option>
                         {DEFECT_TYPES.map((type) => (
                           <option key={type} value={type}>
-                            {DEFECT_WORDS[type]}
+                            {DEFECT_LABEL[type]}
                           </option>
                         ))}
                       </select>
