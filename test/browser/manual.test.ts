@@ -11,6 +11,7 @@ import {
   launchChromium,
   pasteFile,
   seriousAxeViolations,
+  submitLogin,
   watchedContext,
 } from '../helpers/browser.ts';
 import { createProject } from '../helpers/factories.ts';
@@ -82,9 +83,7 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
 
   test('"Execute" on a test starts a run and opens it step by step', async () => {
     await page.goto(`${server.url}/tests/${testId}`);
-    await page.getByLabel('E-mail').fill(server.admin.email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await submitLogin(page, server.admin.email, PASSWORD);
     await page.getByRole('button', { name: 'Execute' }).click();
     await page.waitForURL(/\/runs\/[0-9a-f-]+\/execute$/);
     runId = page.url().split('/').at(-2) as string;
@@ -169,9 +168,7 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
     // The session lives in the tab: the new tab signs in through the deep link.
     scripts.clear();
     await phone.goto(`${server.url}/runs/${runId}/execute`);
-    await phone.getByLabel('E-mail').fill(server.admin.email);
-    await phone.getByLabel('Password').fill(PASSWORD);
-    await phone.getByRole('button', { name: 'Sign in' }).click();
+    await submitLogin(phone, server.admin.email, PASSWORD);
     await phone.getByRole('heading', { name: 'Step 4 of 4' }).waitFor();
     await phone.waitForLoadState('networkidle');
     const overflow = await phone.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');

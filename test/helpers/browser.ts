@@ -123,12 +123,17 @@ export async function watchedContext(
   return context;
 }
 
-/** Signs in through the login page and waits for the projects page. */
-export async function signIn(page: Page, baseUrl: string, email: string, password: string): Promise<void> {
-  await page.goto(`${baseUrl}/login`);
+/** Fills the login page the tab shows (after a deep link, say) and signs in; where it lands is the caller's to await. */
+export async function submitLogin(page: Page, email: string, password: string): Promise<void> {
   await page.getByLabel('E-mail').fill(email);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** Signs in through the login page and waits for the projects page. */
+export async function signIn(page: Page, baseUrl: string, email: string, password: string): Promise<void> {
+  await page.goto(`${baseUrl}/login`);
+  await submitLogin(page, email, password);
   await page.waitForURL((url) => url.pathname === '/');
 }
 
