@@ -7,6 +7,8 @@ import {
   type AxeViolation,
   browserAvailable,
   descriptionOf,
+  FEATURE_FIXED,
+  FEATURE_WITH_A_TYPO,
   launchChromium,
   seriousAxeViolations,
   signIn,
@@ -27,14 +29,8 @@ const PASSWORD = 'correct horse battery staple';
 const SCRIPT_BUDGET = 200 * 1024;
 const KEY = 'SHOP';
 
-const BROKEN = `@checkout
-Feature: Pay by card
-  Scenario: A card payment
-    Given a cart with one book
-    Whem I pay by card
-    Then the order is paid
-`;
-const FIXED = BROKEN.replace('Whem', 'When');
+const BROKEN = FEATURE_WITH_A_TYPO;
+const FIXED = FEATURE_FIXED;
 const EDITED = FIXED.replace('one book', 'two books');
 
 describe('writing tests, launching jobs and managing a project in the web interface, in Chromium (UI-6..UI-9)', {

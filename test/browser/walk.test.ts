@@ -7,6 +7,8 @@ import {
   type AxeViolation,
   browserAvailable,
   dropFile,
+  FEATURE_FIXED,
+  FEATURE_WITH_A_TYPO,
   launchChromium,
   pasteFile,
   seriousAxeViolations,
@@ -27,14 +29,8 @@ import { waitFor } from '../helpers/wait.ts';
 const PASSWORD = 'correct horse battery staple';
 const KEY = 'WALK';
 const JUNIT = readFileSync(new URL('../fixtures/junit/pytest.xml', import.meta.url));
-const BROKEN = `@checkout
-Feature: Pay by card
-  Scenario: A card payment
-    Given a cart with one book
-    Whem I pay by card
-    Then the order is paid
-`;
-const FIXED = BROKEN.replace('Whem', 'When');
+const BROKEN = FEATURE_WITH_A_TYPO;
+const FIXED = FEATURE_FIXED;
 
 describe('the walk of issue 31 in Chromium (UI-13)', { skip: !browserAvailable() }, () => {
   let server: TestServer;

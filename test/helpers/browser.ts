@@ -191,3 +191,17 @@ export async function descriptionOf(field: Locator): Promise<string> {
       .trim();
   });
 }
+
+/**
+ * A Gherkin feature with one syntax error, on line 5 (`Whem`), and the same feature fixed: what a
+ * person types in the test editor to see the server's error at its line. Two steps once fixed
+ * (`Then` is the expected result of the step before it).
+ */
+export const FEATURE_WITH_A_TYPO = `@checkout
+Feature: Pay by card
+  Scenario: A card payment
+    Given a cart with one book
+    Whem I pay by card
+    Then the order is paid
+`;
+export const FEATURE_FIXED = FEATURE_WITH_A_TYPO.replace('Whem', 'When');

@@ -5,6 +5,7 @@ import type { ProjectUsage } from '../../src/api/v1/projects.ts';
 import { type AttestClient, v1 } from '../../src/client/index.ts';
 import { useAction } from './admin/action.ts';
 import { ErrorBox, Page } from './components.tsx';
+import { useApi } from './data.ts';
 import { formatBytes } from './format.ts';
 import './manage.css';
 
@@ -62,6 +63,20 @@ export function useMeasuredDeletion<T = undefined>(projectId: string, load?: (cl
     return done ? { what, projectId, before: asked?.before, after: done.after } : undefined;
   };
   return { action, asking, ask, cancel: () => setAsking(false), before: asked?.before, loaded: asked?.loaded, confirm };
+}
+
+/**
+ * A page's load that stops once what it shows is deleted from it (`onDeleted`): nothing is asked
+ * for again (a live page would read a 404), and `deleted` says what the deletion freed.
+ */
+export function useApiUntilDeleted<T>(
+  load: (client: AttestClient) => Promise<T>,
+  deps: unknown[],
+  live?: { refreshMs: number; refreshWhile: (data: T | undefined) => boolean },
+) {
+  const [deleted, setDeleted] = useState<Freed | undefined>();
+  const loaded = useApi<T | undefined>((client) => (deleted ? Promise.resolve(undefined) : load(client)), [...deps, deleted], live);
+  return { ...loaded, deleted, onDeleted: setDeleted };
 }
 
 /**

@@ -9,8 +9,7 @@ import { ActionStatus } from '../admin/status.tsx';
 import { Breadcrumb } from '../breadcrumb.tsx';
 import { CiLink } from '../ci-link.tsx';
 import { Badge, ErrorBox, LiveStatus, Page, PageWaiting } from '../components.tsx';
-import { useApi } from '../data.ts';
-import { ConfirmDeletion, DeletedPage, type Freed, useMeasuredDeletion } from '../deletion.tsx';
+import { ConfirmDeletion, DeletedPage, type Freed, useApiUntilDeleted, useMeasuredDeletion } from '../deletion.tsx';
 import { Fact, LabelFacts, TimeFacts } from '../facts.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { type Column, ListTable } from '../list-table.tsx';
@@ -344,18 +343,12 @@ function JobActions({
 }
 
 export function JobPage({ jobId }: { jobId: string }) {
-  const [deleted, setDeleted] = useState<Freed | undefined>();
-  // A deleted job is no longer asked for: the page says what the deletion freed.
-  const { data, error, reload } = useApi(
-    (client) => (deleted ? Promise.resolve(undefined) : loadJob(client, jobId)),
-    [jobId, deleted],
-    LIVE,
-  );
+  const { data, error, reload, deleted, onDeleted } = useApiUntilDeleted((client) => loadJob(client, jobId), [jobId], LIVE);
   if (deleted) return <DeletedPage freed={deleted} links={[{ href: `/projects/${deleted.projectId}`, label: 'Back to the project' }]} />;
   if (!data) return <PageWaiting title="Job" error={error} />;
   const { job, runs } = data;
   return (
-    <Page title={job.name} actions={<JobActions job={job} runs={runs.length} onChanged={reload} onDeleted={setDeleted} />}>
+    <Page title={job.name} actions={<JobActions job={job} runs={runs.length} onChanged={reload} onDeleted={onDeleted} />}>
       <Breadcrumb projectId={job.projectId} here="Job" />
       <IncidentBanner job={job} />
       <JobSummary job={job} refreshError={error} />

@@ -3,8 +3,7 @@ import { type AttestClient, v1 } from '../../../src/client/index.ts';
 import { atLeast, useMe } from '../admin/me.ts';
 import { Breadcrumb } from '../breadcrumb.tsx';
 import { Page, PageWaiting } from '../components.tsx';
-import { useApi } from '../data.ts';
-import { DeletedPage, type Freed } from '../deletion.tsx';
+import { DeletedPage, type Freed, useApiUntilDeleted } from '../deletion.tsx';
 import { ArtifactList } from '../run/artifact-list.tsx';
 import { ArtifactGroup, loadArtifacts } from '../run/artifacts.tsx';
 import { groupEvidence } from '../run/evidence.ts';
@@ -41,16 +40,10 @@ async function loadRun(client: AttestClient, testRunId: string): Promise<RunData
 }
 
 export function RunPage({ testRunId }: { testRunId: string }) {
-  const [deleted, setDeleted] = useState<Freed | undefined>();
-  // A deleted run is no longer asked for: the page says what the deletion freed.
-  const { data, error, reload } = useApi(
-    (client) => (deleted ? Promise.resolve(undefined) : loadRun(client, testRunId)),
-    [testRunId, deleted],
-    LIVE_OR_NOT,
-  );
+  const { data, error, reload, deleted, onDeleted } = useApiUntilDeleted((client) => loadRun(client, testRunId), [testRunId], LIVE_OR_NOT);
   if (deleted) return <DeletedPage freed={deleted} links={[{ href: `/projects/${deleted.projectId}`, label: 'Back to the project' }]} />;
   if (!data) return <PageWaiting title="Run" error={error} />;
-  return <RunView data={data} refreshError={error} reload={reload} onDeleted={setDeleted} />;
+  return <RunView data={data} refreshError={error} reload={reload} onDeleted={onDeleted} />;
 }
 
 /** The evidence that belongs to no step: the run's own. */
