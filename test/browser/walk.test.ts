@@ -132,7 +132,7 @@ describe('the walk of issue 31 in Chromium (UI-13)', { skip: !browserAvailable()
     const panel = page.getByTestId('step-panel');
     await panel.getByText('Failed', { exact: true }).waitFor();
     await pasteFile(page, { name: 'image.png', type: 'image/png', bytes: await randomPng(64, 48) });
-    const shown = panel.getByTestId('step-screenshot');
+    const shown = panel.getByRole('img', { name: /, step 2$/ });
     await waitFor(() => shown.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth > 0), {
       timeoutMs: 10_000,
       message: 'the pasted screenshot shown beside its step',
@@ -145,7 +145,7 @@ describe('the walk of issue 31 in Chromium (UI-13)', { skip: !browserAvailable()
     await page.getByRole('button', { name: 'Complete run' }).click();
     await page.waitForURL(`${server.url}/runs/${runId}`);
     await page.getByRole('heading', { name: 'Pay by card' }).waitFor();
-    const screenshot = page.getByTestId('screenshot').first();
+    const screenshot = page.getByRole('img', { name: /^Screenshot / }).first();
     await screenshot.scrollIntoViewIfNeeded();
     await waitFor(() => screenshot.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth > 0), {
       timeoutMs: 10_000,
