@@ -172,7 +172,7 @@ describe('the walk of issue 31 in Chromium (UI-13)', { skip: !browserAvailable()
     // The manual run deleted: the usage the project page shows falls by one run.
     const before = await runsShown();
     assert.ok(before >= 2, `the manual run and the imported ones: ${before}`);
-    await page.getByRole('link', { name: 'Pay by card' }).first().click();
+    await page.getByRole('link', { name: 'Pay by card', exact: true }).first().click();
     await page.waitForURL(`${server.url}/runs/${runId}`);
     await page.getByRole('button', { name: 'Delete run' }).click();
     await page.getByText(/The project holds/).waitFor();
