@@ -3,28 +3,34 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { AttestClient } from '../../src/client/index.ts';
 import { ApiError, v1 } from '../../src/client/index.ts';
-import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, signIn, watchedContext } from '../helpers/browser.ts';
+import {
+  type AxeViolation,
+  browserAvailable,
+  descriptionOf,
+  FEATURE_FIXED,
+  FEATURE_WITH_A_TYPO,
+  launchChromium,
+  seriousAxeViolations,
+  signIn,
+  watchedContext,
+} from '../helpers/browser.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // Issue 31 in Debian's Chromium against a real server (UI-6..UI-9): a person creates a project,
 // writes a Gherkin test with a syntax error and sees it at its line, fixes it, edits it (a new
 // version), launches a job of it from the tests tree, sees the version the run executed, reads the
-// traceability view, sets the retention and deletes the project by typing its key. Each page is
-// checked by axe-core and at 390 px wide; the JavaScript loaded stays within the budget.
+// traceability view, edits the failure rules row by row, sets the retention and deletes the
+// project by typing its key. Each page is checked by axe-core and at 390 px wide; the JavaScript
+// loaded stays within the budget.
 
 const PASSWORD = 'correct horse battery staple';
 /** The JavaScript budget of docs/web.md (UI-3), gzip. */
 const SCRIPT_BUDGET = 200 * 1024;
 const KEY = 'SHOP';
 
-const BROKEN = `@checkout
-Feature: Pay by card
-  Scenario: A card payment
-    Given a cart with one book
-    Whem I pay by card
-    Then the order is paid
-`;
-const FIXED = BROKEN.replace('Whem', 'When');
+const BROKEN = FEATURE_WITH_A_TYPO;
+const FIXED = FEATURE_FIXED;
 const EDITED = FIXED.replace('one book', 'two books');
 
 describe('writing tests, launching jobs and managing a project in the web interface, in Chromium (UI-6..UI-9)', {
@@ -222,6 +228,71 @@ describe('writing tests, launching jobs and managing a project in the web interf
     await check('traceability');
   });
 
+  test('failure rules: a row a rule, a regex RE2 refuses shown beside its field, saved in order, moved and removed; an Allure categories.json replaces them', async () => {
+    await page.goto(`${server.url}/projects/${KEY}/settings`);
+    const form = page.getByRole('form', { name: 'Failure rules' });
+    await form.getByText('No rule:').waitFor();
+    await form.getByRole('button', { name: 'Add rule' }).click();
+    await form.getByRole('button', { name: 'Add rule' }).click();
+    const rule = (n: number) => form.getByRole('group', { name: `Rule ${n}`, exact: true });
+    await rule(1).getByLabel('Name').fill('Network down');
+    await rule(1).getByLabel('Message regex').fill('.*ECONNREFUSED.*');
+    await rule(1).getByLabel('Defect type').selectOption({ label: 'System issue' });
+    await rule(2).getByLabel('Name').fill('Timeouts');
+    // A backreference is not RE2: the API refuses it, naming the field.
+    await rule(2).getByLabel('Message regex').fill('(a)\\1');
+    await rule(2).getByRole('checkbox', { name: 'broken' }).uncheck();
+    await form.getByRole('button', { name: 'Save failure rules' }).click();
+    const refused = await waitFor(() => descriptionOf(rule(2).getByLabel('Message regex')), {
+      message: "the API's problem beside rule 2's message regex",
+    });
+    assert.match(refused, /RE2|regex|compile/i);
+    assert.equal(await rule(2).getByLabel('Message regex').getAttribute('aria-invalid'), 'true');
+    assert.equal(await descriptionOf(rule(1).getByLabel('Message regex')), '', 'rule 1 is fine');
+    assert.deepEqual((await client.call(v1.failures.getFailureRules, { params: { projectId } })).rules, [], 'nothing saved');
+    await check('settings-rules-refused');
+
+    await rule(2).getByLabel('Message regex').fill('.*timed out.*');
+    await form.getByRole('button', { name: 'Move rule 2 up' }).click();
+    assert.equal(await rule(1).getByLabel('Name').inputValue(), 'Timeouts');
+    await form.getByRole('button', { name: 'Save failure rules' }).click();
+    await form.getByRole('status').getByText('Saved 2 rules.').waitFor();
+    assert.deepEqual((await client.call(v1.failures.getFailureRules, { params: { projectId } })).rules, [
+      { name: 'Timeouts', messageRegex: '.*timed out.*', matchedStatuses: ['failed'] },
+      { name: 'Network down', messageRegex: '.*ECONNREFUSED.*', defectType: 'system_issue' },
+    ]);
+
+    await form.getByRole('button', { name: 'Remove rule 1' }).click();
+    await form.getByRole('button', { name: 'Save failure rules' }).click();
+    await form.getByRole('status').getByText('Saved 1 rule.').waitFor();
+    await page.reload();
+    await rule(1).getByLabel('Name').waitFor();
+    assert.equal(await rule(1).getByLabel('Name').inputValue(), 'Network down');
+    assert.equal(await rule(2).count(), 0);
+    assert.equal(await rule(1).getByRole('checkbox', { name: 'broken' }).isChecked(), true, 'no statuses: both');
+    assert.deepEqual(
+      (await client.call(v1.failures.getFailureRules, { params: { projectId } })).rules.map((r) => r.name),
+      ['Network down'],
+    );
+    await check('settings-rules');
+
+    // Allure's categories.json, sent as it is: the rows show what the API kept.
+    const categories = [{ name: 'Product defects', matchedStatuses: ['failed'], messageRegex: '.*Expected.*', flaky: false }];
+    await form.getByLabel('Replace with Allure’s categories.json').setInputFiles({
+      name: 'categories.json',
+      mimeType: 'application/json',
+      buffer: Buffer.from(JSON.stringify(categories)),
+    });
+    await form.getByRole('status').getByText('Saved 1 rule.').waitFor();
+    await waitFor(async () => (await rule(1).getByLabel('Name').inputValue()) === 'Product defects', {
+      message: 'the imported rule shown',
+    });
+    assert.equal(await rule(1).getByRole('checkbox', { name: 'broken' }).isChecked(), false);
+    assert.deepEqual((await client.call(v1.failures.getFailureRules, { params: { projectId } })).rules, [
+      { name: 'Product defects', messageRegex: '.*Expected.*', matchedStatuses: ['failed'] },
+    ]);
+  });
+
   test('settings: retention saved through the API; the project deleted by typing its key', async () => {
     await page.goto(`${server.url}/projects/${KEY}`);
     await page.getByRole('link', { name: 'Settings' }).click();
@@ -259,7 +330,11 @@ describe('writing tests, launching jobs and managing a project in the web interf
     assert.deepEqual(Object.fromEntries(axeFound), {});
     assert.deepEqual(Object.fromEntries(narrowOverflow), {});
     // The two refusals the tests provoke (a key taken, a feature that does not parse) are logged by Chromium; nothing else.
-    const provoked = [/status of 409 .*\/api\/v1\/projects\)$/, /status of 400 .*\/api\/v1\/testmgmt\/tests\)$/];
+    const provoked = [
+      /status of 409 .*\/api\/v1\/projects\)$/,
+      /status of 400 .*\/api\/v1\/testmgmt\/tests\)$/,
+      /status of 400 .*\/failure-rules\)$/,
+    ];
     assert.deepEqual(
       consoleErrors.filter((e) => !provoked.some((p) => p.test(e))),
       [],

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { v1 } from '../../src/client/index.ts';
-import { browserAvailable, launchChromium } from '../helpers/browser.ts';
+import { browserAvailable, launchChromium, submitLogin, watchedContext } from '../helpers/browser.ts';
 import { createProject, unique } from '../helpers/factories.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { delay, waitFor } from '../helpers/wait.ts';
@@ -29,11 +29,7 @@ describe('the job page of a streamed launch (JOB-1, JOB-3)', { skip: !browserAva
     await server.admin.client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password: PASSWORD } });
     projectId = (await createProject(server, 'Live jobs')).id;
     browser = await launchChromium();
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.on('console', (message) => {
-      if (message.type() === 'error') consoleErrors.push(message.text());
-    });
-    page = await context.newPage();
+    page = await (await watchedContext(browser, { consoleErrors })).newPage();
   });
   after(async () => {
     await browser?.close();
@@ -55,9 +51,7 @@ describe('the job page of a streamed launch (JOB-1, JOB-3)', { skip: !browserAva
     const first = await runOnce(job.id);
 
     await page.goto(`${server.url}/jobs/${job.id}`);
-    await page.getByLabel('E-mail').fill(server.admin.email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await submitLogin(page, server.admin.email, PASSWORD);
     await page.getByRole('heading', { name: 'Playwright on main' }).waitFor();
     await waitFor(async () => (await tiles()) === 1, { timeoutMs: 10_000, message: 'the first run shown' });
 

@@ -58,7 +58,7 @@ describe('deleting tests, jobs and artifacts and a device page in the web interf
     await server?.close();
   });
 
-  test('Delete test: the confirmation names its 2 runs, deletes them with it (cascade) and lands on the tests list', async () => {
+  test('Delete test: the confirmation names its 2 runs and the project’s usage, deletes them with it (cascade) and shows what it freed, then the tests list', async () => {
     const first = await client.call(v1.runs.createRun, {
       body: { projectId, name: 'Doomed', testName: 'doomed.spec.ts › Doomed', verdict: 'passed' },
     });
@@ -69,7 +69,15 @@ describe('deleting tests, jobs and artifacts and a device page in the web interf
     const confirmation = page.getByTestId('delete-test');
     await confirmation.getByText(/its 2 runs/).waitFor();
     await check('test-delete-confirm');
+    await confirmation.getByText('The project holds 2 runs').waitFor();
     await confirmation.getByRole('button', { name: /^Delete .* and its runs$/ }).click();
+    // What it freed: the project's usage before and after, read from the API around the deletion.
+    const change = page.getByTestId('usage-change');
+    await change.waitFor();
+    assert.match((await change.textContent()) ?? '', /^Project usage: 2 runs, .* stored before, 0 runs, .* stored now \(.* freed\)\.$/);
+    await page.getByRole('heading', { name: /^Deleted the test .*Doomed and its runs$/ }).waitFor();
+    await check('test-deleted');
+    await page.getByRole('link', { name: 'The project’s tests' }).click();
     await page.waitForURL(`${server.url}/projects/${projectId}/tests`);
     assert.ok(await gone(() => client.call(v1.tests.getTest, { params: { testId } })), 'the test is gone');
     for (const run of [first, second]) {
@@ -77,7 +85,7 @@ describe('deleting tests, jobs and artifacts and a device page in the web interf
     }
   });
 
-  test('Delete job: the confirmation names its runs, and the project opens once it is gone', async () => {
+  test('Delete job: the confirmation names its runs and the project’s usage; once it is gone, what it freed, then the project', async () => {
     const job = await client.call(v1.jobs.createJob, { body: { projectId, name: 'Nightly', testIds: [] } });
     const runs = await Promise.all(
       ['One', 'Two', 'Three'].map((name) =>
@@ -93,7 +101,14 @@ describe('deleting tests, jobs and artifacts and a device page in the web interf
       .first()
       .waitFor();
     await check('job-delete-confirm');
+    await confirmation.getByText('The project holds 3 runs').waitFor();
     await confirmation.getByRole('button', { name: 'Delete Nightly and its 3 runs' }).click();
+    const change = page.getByTestId('usage-change');
+    await change.waitFor();
+    assert.match((await change.textContent()) ?? '', /^Project usage: 3 runs, .* stored before, 0 runs, .* stored now \(.* freed\)\.$/);
+    await page.getByRole('heading', { name: 'Deleted the job Nightly and its 3 runs' }).waitFor();
+    await check('job-deleted');
+    await page.getByRole('link', { name: 'Back to the project' }).click();
     await page.waitForURL(`${server.url}/projects/${projectId}`);
     assert.ok(await gone(() => client.call(v1.jobs.getJob, { params: { jobId: job.id } })), 'the job is gone');
     for (const run of runs) assert.ok(await gone(() => client.call(v1.runs.getRun, { params: { testRunId: run.id } })));

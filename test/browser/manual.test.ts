@@ -3,7 +3,17 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { v1 } from '../../src/client/index.ts';
-import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, watchedContext } from '../helpers/browser.ts';
+import {
+  type AxeViolation,
+  browserAvailable,
+  descriptionOf,
+  dropFile,
+  launchChromium,
+  pasteFile,
+  seriousAxeViolations,
+  submitLogin,
+  watchedContext,
+} from '../helpers/browser.ts';
 import { createProject } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -19,7 +29,7 @@ import { waitFor } from '../helpers/wait.ts';
 const PASSWORD = 'correct horse battery staple';
 /** The budget of JavaScript a page loads, gzip (UI-3). */
 const SCRIPT_BUDGET = 200 * 1024;
-const JUNIT = readFileSync(new URL('../fixtures/junit/pytest.xml', import.meta.url), 'utf8');
+const JUNIT = readFileSync(new URL('../fixtures/junit/pytest.xml', import.meta.url));
 
 describe('manual execution, imports and management in Chromium (UI-10..UI-12)', { skip: !browserAvailable() }, () => {
   let server: TestServer;
@@ -73,9 +83,7 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
 
   test('"Execute" on a test starts a run and opens it step by step', async () => {
     await page.goto(`${server.url}/tests/${testId}`);
-    await page.getByLabel('E-mail').fill(server.admin.email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await submitLogin(page, server.admin.email, PASSWORD);
     await page.getByRole('button', { name: 'Execute' }).click();
     await page.waitForURL(/\/runs\/[0-9a-f-]+\/execute$/);
     runId = page.url().split('/').at(-2) as string;
@@ -110,15 +118,8 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
     await page.getByLabel('Actual result').fill('The total did not change');
     await page.getByRole('button', { name: 'Fail' }).click();
     await panel().getByText('Failed', { exact: true }).waitFor();
-    const png = (await randomPng(64, 48)).toString('base64');
-    // Headless Chromium keeps the real clipboard to itself: the paste event carries the file as a paste would.
-    const paste = () =>
-      page.evaluate(`(() => {
-        const bytes = Uint8Array.from(atob(${JSON.stringify(png)}), (c) => c.charCodeAt(0));
-        const data = new DataTransfer();
-        data.items.add(new File([bytes], 'image.png', { type: 'image/png' }));
-        document.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
-      })()`);
+    const png = { name: 'image.png', type: 'image/png', bytes: await randomPng(64, 48) };
+    const paste = () => pasteFile(page, png);
     await paste();
     const shot = panel().getByTestId('step-screenshot');
     await waitFor(() => shot.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth > 0), {
@@ -167,9 +168,7 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
     // The session lives in the tab: the new tab signs in through the deep link.
     scripts.clear();
     await phone.goto(`${server.url}/runs/${runId}/execute`);
-    await phone.getByLabel('E-mail').fill(server.admin.email);
-    await phone.getByLabel('Password').fill(PASSWORD);
-    await phone.getByRole('button', { name: 'Sign in' }).click();
+    await submitLogin(phone, server.admin.email, PASSWORD);
     await phone.getByRole('heading', { name: 'Step 4 of 4' }).waitFor();
     await phone.waitForLoadState('networkidle');
     const overflow = await phone.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
@@ -209,13 +208,7 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
     await page.goto(`${server.url}/projects/${project.key}/import`);
     await page.getByRole('heading', { name: /Import results/ }).waitFor();
     await checkAccessibility('import');
-    await page.evaluate(`(() => {
-      const data = new DataTransfer();
-      data.items.add(new File([${JSON.stringify(JUNIT)}], 'pytest.xml', { type: 'application/xml' }));
-      const zone = document.querySelector('[data-testid="drop-zone"]');
-      zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
-      zone.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
-    })()`);
+    await dropFile(page, '[data-testid="drop-zone"]', { name: 'pytest.xml', type: 'application/xml', bytes: JUNIT });
     await page.getByTestId('chosen-file').getByText('pytest.xml').waitFor();
     await page.getByLabel('Branch').fill('main');
     await page.getByRole('button', { name: 'Import results' }).click();
@@ -230,16 +223,14 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
   });
 
   test('an import refused shows the API’s problem next to its field', async () => {
-    await page.evaluate(`(() => {
-      const data = new DataTransfer();
-      data.items.add(new File([${JSON.stringify(JUNIT)}], 'again.xml', { type: 'application/xml' }));
-      document.querySelector('[data-testid="drop-zone"]').dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
-    })()`);
+    await dropFile(page, '[data-testid="drop-zone"]', { name: 'again.xml', type: 'application/xml', bytes: JUNIT });
     // A CI link is an http(s) address: the API refuses another, and the page says so at the field.
     await page.getByLabel('CI build link').fill('ftp://ci.example.com/build/7');
     await page.getByRole('button', { name: 'Import results' }).click();
-    await page.locator('#import-ciUrl-error').waitFor();
-    assert.equal(await page.getByLabel('CI build link').getAttribute('aria-invalid'), 'true');
+    const ciLink = page.getByLabel('CI build link');
+    const said = await waitFor(() => descriptionOf(ciLink), { message: 'the API’s problem as the field’s description' });
+    assert.match(said, /pattern|http/i);
+    assert.equal(await ciLink.getAttribute('aria-invalid'), 'true');
   });
 
   test('"Delete run" asks first, then shows the project’s usage falling', async () => {
@@ -278,7 +269,7 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
     await page.getByLabel('Labels (comma-separated)').fill('android, phone');
     await page.getByRole('button', { name: 'Register device' }).click();
     // An id is one path segment: no space. The API says so, at the field.
-    await page.locator('#device-id-error').waitFor();
+    await waitFor(() => descriptionOf(page.getByLabel('Device id (serial, UDID)')), { message: 'the API’s problem beside the id' });
     await checkAccessibility('devices-form');
     await page.getByLabel('Device id (serial, UDID)').fill('pixel-8-a1');
     await page.getByRole('button', { name: 'Register device' }).click();
@@ -308,10 +299,10 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
     await page.getByLabel('New password', { exact: true }).fill('short');
     await page.getByLabel('Repeat the new password').fill('short');
     await page.getByRole('button', { name: 'Change password' }).click();
-    await page
-      .locator('#password-error')
-      .getByText(/at least 12 characters/)
-      .waitFor();
+    assert.match(
+      await waitFor(() => descriptionOf(page.getByLabel('New password', { exact: true })), { message: 'the problem beside the password' }),
+      /at least 12 characters/,
+    );
     const fresh = 'a much longer passphrase 2026';
     await page.getByLabel('New password', { exact: true }).fill(fresh);
     await page.getByLabel('Repeat the new password').fill(fresh);

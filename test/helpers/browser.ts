@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { Result as AxeResult } from 'axe-core';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 
 /** Debian's Chromium (`apt-get install -y chromium`); never a browser a tool downloads. */
 export const CHROMIUM_PATH = process.env.ATTEST_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -123,11 +123,85 @@ export async function watchedContext(
   return context;
 }
 
-/** Signs in through the login page and waits for the projects page. */
-export async function signIn(page: Page, baseUrl: string, email: string, password: string): Promise<void> {
-  await page.goto(`${baseUrl}/login`);
+/** Fills the login page the tab shows (after a deep link, say) and signs in; where it lands is the caller's to await. */
+export async function submitLogin(page: Page, email: string, password: string): Promise<void> {
   await page.getByLabel('E-mail').fill(email);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** Signs in through the login page and waits for the projects page. */
+export async function signIn(page: Page, baseUrl: string, email: string, password: string): Promise<void> {
+  await page.goto(`${baseUrl}/login`);
+  await submitLogin(page, email, password);
   await page.waitForURL((url) => url.pathname === '/');
 }
+
+/** A file as a page receives it from the clipboard or a drag: its name, type and bytes. */
+export interface PageFile {
+  name: string;
+  type: string;
+  bytes: Uint8Array;
+}
+
+/** The script that builds a DataTransfer holding `file` in the page, as `data`. */
+function dataTransferOf(file: PageFile): string {
+  return `const data = new DataTransfer();
+    const bytes = Uint8Array.from(atob(${JSON.stringify(Buffer.from(file.bytes).toString('base64'))}), (c) => c.charCodeAt(0));
+    data.items.add(new File([bytes], ${JSON.stringify(file.name)}, { type: ${JSON.stringify(file.type)} }));`;
+}
+
+/**
+ * Pastes `file` into the page as Ctrl/⌘+V would: headless Chromium keeps the real clipboard to
+ * itself, so the paste event carries the file as a paste would.
+ */
+export async function pasteFile(page: Page, file: PageFile): Promise<void> {
+  await page.evaluate(`(() => {
+    ${dataTransferOf(file)}
+    document.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  })()`);
+}
+
+/** Drops `file` on the element `selector` names, as a drag from the desktop would (a dragover, then the drop). */
+export async function dropFile(page: Page, selector: string, file: PageFile): Promise<void> {
+  await page.evaluate(`(() => {
+    ${dataTransferOf(file)}
+    const zone = document.querySelector(${JSON.stringify(selector)});
+    zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
+    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+  })()`);
+}
+
+/**
+ * What a field's description says (the elements its `aria-describedby` names), as a screen reader
+ * reads it with the field: where the forms put the API's problem about it. Empty when there is none.
+ */
+export async function descriptionOf(field: Locator): Promise<string> {
+  return field.evaluate((element) => {
+    // The test's TypeScript has no DOM types: the few members used, named.
+    const el = element as unknown as {
+      getAttribute(name: string): string | null;
+      ownerDocument: { getElementById(id: string): { textContent: string | null } | null };
+    };
+    return (el.getAttribute('aria-describedby') ?? '')
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((id) => el.ownerDocument.getElementById(id)?.textContent ?? '')
+      .join(' ')
+      .trim();
+  });
+}
+
+/**
+ * A Gherkin feature with one syntax error, on line 5 (`Whem`), and the same feature fixed: what a
+ * person types in the test editor to see the server's error at its line. Two steps once fixed
+ * (`Then` is the expected result of the step before it).
+ */
+export const FEATURE_WITH_A_TYPO = `@checkout
+Feature: Pay by card
+  Scenario: A card payment
+    Given a cart with one book
+    Whem I pay by card
+    Then the order is paid
+`;
+export const FEATURE_FIXED = FEATURE_WITH_A_TYPO.replace('Whem', 'When');

@@ -11,7 +11,7 @@ export function UsageSummary({ usage }: { usage: Static<typeof ProjectUsage> }) 
   const stored = `${formatBytes(usage.storedBytes)} stored`;
   const uploaded = usage.logicalBytes > usage.storedBytes ? ` (${formatBytes(usage.logicalBytes)} uploaded)` : '';
   return (
-    <span class="usage muted">
+    <span class="usage muted" data-testid="usage-summary">
       {runs} · {stored}
       {uploaded}
       {usage.quotaBytes === null ? null : (

@@ -5,7 +5,7 @@ import { useMe } from '../admin/me.ts';
 import { ActionStatus } from '../admin/status.tsx';
 import '../admin/admin.css';
 import { ErrorBox, Loading, Page } from '../components.tsx';
-import { fieldErrors } from '../field-errors.ts';
+import { Field, FormProblem, problemAt } from '../forms.tsx';
 import '../manage.css';
 
 /** The API's rule for a password (`PUT /users/{email}/password`): at least 12 characters. */
@@ -43,10 +43,13 @@ function PasswordForm({ email }: { email: string }) {
   const [repeat, setRepeat] = useState('');
   const [checked, setChecked] = useState(false);
   // The page checks what the API checks (the length) and that both fields agree; the API has the last word.
-  const local: Record<string, string> = {};
+  const local: { password?: string; repeat?: string } = {};
   if (password.length > 0 && password.length < PASSWORD_MIN) local.password = `must be at least ${PASSWORD_MIN} characters`;
   if (repeat !== password) local.repeat = 'does not match the new password';
-  const shown = { ...fieldErrors(action.error), ...(checked ? local : {}) };
+  const shown = {
+    password: (checked ? local.password : undefined) ?? problemAt(action.error, '/password'),
+    repeat: checked ? local.repeat : undefined,
+  };
   const submit = async (event: Event) => {
     event.preventDefault();
     setChecked(true);
@@ -63,27 +66,22 @@ function PasswordForm({ email }: { email: string }) {
   };
   // The problem sits beside its field, not in its label: the field keeps its name, and the problem is its description.
   const field = (name: 'password' | 'repeat', label: string, value: string, set: (v: string) => void) => (
-    <div class="field">
-      <label>
-        {label}
+    <Field label={label} problem={shown[name]}>
+      {({ id, describedBy, invalid }) => (
         <input
+          id={id}
           type="password"
           name={name}
           autoComplete="new-password"
           value={value}
           required
           minLength={PASSWORD_MIN}
-          aria-invalid={shown[name] ? true : undefined}
-          aria-describedby={shown[name] ? `${name}-error` : undefined}
+          aria-invalid={invalid || undefined}
+          aria-describedby={describedBy}
           onInput={(event) => set((event.target as HTMLInputElement).value)}
         />
-      </label>
-      {shown[name] ? (
-        <span class="field-error" id={`${name}-error`}>
-          {shown[name]}
-        </span>
-      ) : null}
-    </div>
+      )}
+    </Field>
   );
   return (
     <form class="panel stacked-form" onSubmit={submit} aria-labelledby="password-heading" noValidate>
@@ -96,11 +94,7 @@ function PasswordForm({ email }: { email: string }) {
       <button type="submit" disabled={action.busy}>
         Change password
       </button>
-      {shown.form ? (
-        <p class="error" role="alert">
-          {shown.form}
-        </p>
-      ) : null}
+      <FormProblem error={action.error} fields={['/password']} />
       {action.done ? <ActionStatus state={action} /> : null}
     </form>
   );

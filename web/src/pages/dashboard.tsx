@@ -14,7 +14,7 @@ import {
   type QuarantinedTest,
 } from '../triage/api.ts';
 import { COLOURS, LineChart, percent, Sparkline } from '../triage/charts.tsx';
-import { DefectName, GroupStatus, IncidentMarker } from '../triage/parts.tsx';
+import { groupColumns, IncidentMarker } from '../triage/parts.tsx';
 import { withQuery } from '../url.ts';
 
 /** The windows the page offers (the API takes 1 to 90 days). */
@@ -71,6 +71,50 @@ function DashboardForm({ branch, days, branches }: { branch: string; days: numbe
   );
 }
 
+/**
+ * The two charts of a series of points (days or jobs): the pass rate (0 to 100 %) and a duration,
+ * each named for a screen reader with where its numbers are (the table below them).
+ */
+function RateAndDuration({
+  labels,
+  rates,
+  durations,
+  rateLabel,
+  durationLabel,
+  durationSeries,
+  testIdPrefix,
+}: {
+  labels: string[];
+  /** Pass rates from 0 to 1; null where nothing counted. */
+  rates: (number | null)[];
+  durations: (number | null)[];
+  rateLabel: string;
+  durationLabel: string;
+  durationSeries: string;
+  testIdPrefix: string;
+}) {
+  const below = '; the numbers are in the table below';
+  return (
+    <div class="charts">
+      <LineChart
+        label={`${rateLabel}${below}`}
+        labels={labels}
+        series={[{ label: 'Pass rate', colour: COLOURS.passed, values: rates.map((r) => (r === null ? null : r * 100)) }]}
+        format={(v) => `${Math.round(v)}%`}
+        range={[0, 100]}
+        testId={`${testIdPrefix}-pass-rate`}
+      />
+      <LineChart
+        label={`${durationLabel}${below}`}
+        labels={labels}
+        series={[{ label: durationSeries, colour: COLOURS.accent, values: durations }]}
+        format={seconds}
+        testId={`${testIdPrefix}-duration`}
+      />
+    </div>
+  );
+}
+
 const DAY_COLUMNS: Column<DashboardDay>[] = [
   { header: 'Day', cell: (day) => day.day },
   { header: 'Runs', class: 'num', cell: (day) => day.runs },
@@ -88,25 +132,15 @@ function PerDay({ daily }: { daily: DashboardDay[] }) {
     <section class="panel" aria-labelledby="per-day">
       <h2 id="per-day">Per day</h2>
       {daily.every((d) => d.runs === 0) ? <p class="muted">No completed run in this window.</p> : null}
-      <div class="charts">
-        <LineChart
-          label={`Pass rate per day, ${daily.length} days; the numbers are in the table below`}
-          labels={labels}
-          series={[
-            { label: 'Pass rate', colour: COLOURS.passed, values: daily.map((d) => (d.passRate === null ? null : d.passRate * 100)) },
-          ]}
-          format={(v) => `${Math.round(v)}%`}
-          range={[0, 100]}
-          testId="chart-daily-pass-rate"
-        />
-        <LineChart
-          label={`Mean run duration per day, ${daily.length} days; the numbers are in the table below`}
-          labels={labels}
-          series={[{ label: 'Mean duration', colour: COLOURS.accent, values: daily.map((d) => d.meanDurationMs) }]}
-          format={seconds}
-          testId="chart-daily-duration"
-        />
-      </div>
+      <RateAndDuration
+        labels={labels}
+        rates={daily.map((d) => d.passRate)}
+        durations={daily.map((d) => d.meanDurationMs)}
+        rateLabel={`Pass rate per day, ${daily.length} days`}
+        durationLabel={`Mean run duration per day, ${daily.length} days`}
+        durationSeries="Mean duration"
+        testIdPrefix="chart-daily"
+      />
       <div class="numbers">
         <ListTable class="daily-table" label="Per day" rows={daily} columns={DAY_COLUMNS} rowKey={(d) => d.day} />
       </div>
@@ -147,25 +181,15 @@ function PerJob({ jobs, projectKey }: { jobs: DashboardJob[]; projectKey: string
         <p class="muted">No job yet.</p>
       ) : (
         <>
-          <div class="charts">
-            <LineChart
-              label={`Pass rate of the latest ${jobs.length} jobs, each test counted once; the numbers are in the table below`}
-              labels={labels}
-              series={[
-                { label: 'Pass rate', colour: COLOURS.passed, values: ordered.map((j) => (j.passRate === null ? null : j.passRate * 100)) },
-              ]}
-              format={(v) => `${Math.round(v)}%`}
-              range={[0, 100]}
-              testId="chart-job-pass-rate"
-            />
-            <LineChart
-              label={`Duration of the latest ${jobs.length} jobs; the numbers are in the table below`}
-              labels={labels}
-              series={[{ label: 'Duration', colour: COLOURS.accent, values: ordered.map((j) => j.durationMs) }]}
-              format={seconds}
-              testId="chart-job-duration"
-            />
-          </div>
+          <RateAndDuration
+            labels={labels}
+            rates={ordered.map((j) => j.passRate)}
+            durations={ordered.map((j) => j.durationMs)}
+            rateLabel={`Pass rate of the latest ${jobs.length} jobs, each test counted once`}
+            durationLabel={`Duration of the latest ${jobs.length} jobs`}
+            durationSeries="Duration"
+            testIdPrefix="chart-job"
+          />
           <div class="numbers">
             <ListTable class="jobs-table" label="Latest jobs" rows={jobs} columns={jobColumns(projectKey)} rowKey={({ job }) => job.id} />
           </div>
@@ -188,15 +212,7 @@ function TopGroups({ groups, projectKey }: { groups: Dashboard['topGroups']; pro
         empty="No failure in this window."
         rowKey={(group) => group.id}
         columns={[
-          {
-            header: 'Error',
-            class: 'group-title',
-            cell: (group) => group.title,
-            href: (group) => `/projects/${projectKey}/failures/${group.id}`,
-          },
-          { header: 'Category', cell: (group) => group.category },
-          { header: 'Status', cell: (group) => <GroupStatus status={group.status} /> },
-          { header: 'Defect type', cell: (group) => <DefectName type={group.defectType} /> },
+          ...groupColumns<Dashboard['topGroups'][number]>(projectKey),
           { header: 'Failed runs', class: 'num', cell: (group) => group.occurrences },
           { header: 'In all', class: 'num', cell: (group) => group.totalOccurrences },
           {
@@ -267,43 +283,41 @@ const QUARANTINE_COLUMNS: Column<QuarantinedTest>[] = [
   { header: 'Until', cell: (entry) => (entry.expired ? `expired ${formatTime(entry.expiresAt)}` : formatTime(entry.expiresAt)) },
 ];
 
+/** One list of tests of the health grid, under its heading. */
+function HealthPanel<T extends { testId: string }>({
+  id,
+  title,
+  tableClass,
+  rows,
+  columns,
+}: {
+  id: string;
+  title: string;
+  tableClass: string;
+  rows: T[];
+  columns: Column<T>[];
+}) {
+  return (
+    <section class="panel" aria-labelledby={id}>
+      <h2 id={id}>{title}</h2>
+      <ListTable class={tableClass} label={title} rows={rows} columns={columns} rowKey={(e) => e.testId} empty="None." />
+    </section>
+  );
+}
+
 /** Flaky, broken and quarantined tests, side by side. */
 function TestHealth({ data }: { data: Dashboard }) {
   return (
     <div class="health-grid">
-      <section class="panel" aria-labelledby="flaky-tests">
-        <h2 id="flaky-tests">Flaky tests</h2>
-        <ListTable
-          class="flaky-table"
-          label="Flaky tests"
-          rows={data.flaky}
-          columns={HEALTH_COLUMNS}
-          rowKey={(e) => e.testId}
-          empty="None."
-        />
-      </section>
-      <section class="panel" aria-labelledby="broken-tests">
-        <h2 id="broken-tests">Broken tests</h2>
-        <ListTable
-          class="broken-table"
-          label="Broken tests"
-          rows={data.broken}
-          columns={BROKEN_COLUMNS}
-          rowKey={(e) => e.testId}
-          empty="None."
-        />
-      </section>
-      <section class="panel" aria-labelledby="quarantined-tests">
-        <h2 id="quarantined-tests">Quarantined tests</h2>
-        <ListTable
-          class="quarantined-table"
-          label="Quarantined tests"
-          rows={data.quarantined}
-          columns={QUARANTINE_COLUMNS}
-          rowKey={(e) => e.testId}
-          empty="None."
-        />
-      </section>
+      <HealthPanel id="flaky-tests" title="Flaky tests" tableClass="flaky-table" rows={data.flaky} columns={HEALTH_COLUMNS} />
+      <HealthPanel id="broken-tests" title="Broken tests" tableClass="broken-table" rows={data.broken} columns={BROKEN_COLUMNS} />
+      <HealthPanel
+        id="quarantined-tests"
+        title="Quarantined tests"
+        tableClass="quarantined-table"
+        rows={data.quarantined}
+        columns={QUARANTINE_COLUMNS}
+      />
     </div>
   );
 }

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import type { Static } from 'typebox';
 import { v1 } from '../../../src/client/index.ts';
 import { useAction } from '../admin/action.ts';
-import { fieldErrors } from '../field-errors.ts';
+import { Field, FormProblem, problemAt } from '../forms.tsx';
 
 export type Device = Static<typeof v1.devices.Device>;
 
@@ -21,6 +21,9 @@ interface Draft {
   manufacturer: string;
   labels: string;
 }
+
+/** The pointers the form shows beside its fields; a problem elsewhere shows under the form. */
+const DRAFT_FIELDS = ['/id', '/name', '/platform', '/status', '/osVersion', '/model', '/manufacturer', '/labels'];
 
 const draftOf = (device: Device | undefined): Draft => ({
   id: device?.id ?? '',
@@ -55,7 +58,6 @@ export function DeviceForm({
 }) {
   const [draft, setDraft] = useState<Draft>(() => draftOf(device));
   const action = useAction();
-  const problems = fieldErrors(action.error);
   const set = (name: keyof Draft) => (event: Event) =>
     setDraft((d) => ({ ...d, [name]: (event.target as HTMLInputElement | HTMLSelectElement).value }));
   const submit = async (event: Event) => {
@@ -79,50 +81,50 @@ export function DeviceForm({
     );
     onSettled(saved);
   };
-  const field = (name: keyof Draft, label: string, control: preact.JSX.Element) => (
-    <div class="field">
-      <label for={`device-${name}`}>{label}</label>
-      {control}
-      {problems[name] ? (
-        <span class="field-error" id={`device-${name}-error`}>
-          {problems[name]}
-        </span>
-      ) : null}
-    </div>
+  /** A field with the API's problem at its pointer (`/labels/2` is the labels field's) beside it. */
+  type Control = (name: keyof Draft, ids: { id: string; describedBy: string | undefined; invalid: boolean }) => preact.JSX.Element;
+  const field = (name: keyof Draft, label: string, control: Control) => (
+    <Field label={label} problem={problemAt(action.error, `/${name}`)}>
+      {(ids) => control(name, ids)}
+    </Field>
   );
-  const text = (name: keyof Draft, required = false) => (
-    <input
-      id={`device-${name}`}
-      name={name}
-      value={draft[name]}
-      required={required}
-      aria-invalid={problems[name] ? true : undefined}
-      aria-describedby={problems[name] ? `device-${name}-error` : undefined}
-      onInput={set(name)}
-    />
-  );
-  const select = (name: 'platform' | 'status', options: readonly string[]) => (
-    <select id={`device-${name}`} name={name} value={draft[name]} onChange={set(name)}>
-      {options.map((o) => (
-        <option key={o} value={o}>
-          {o}
-        </option>
-      ))}
-    </select>
-  );
+  const text =
+    (required = false): Control =>
+    (name, { id, describedBy, invalid }) => (
+      <input
+        id={id}
+        name={name}
+        value={draft[name]}
+        required={required}
+        aria-invalid={invalid || undefined}
+        aria-describedby={describedBy}
+        onInput={set(name)}
+      />
+    );
+  const select =
+    (options: readonly string[]): Control =>
+    (name, { id, describedBy }) => (
+      <select id={id} name={name} value={draft[name]} aria-describedby={describedBy} onChange={set(name)}>
+        {options.map((o) => (
+          <option key={o} value={o}>
+            {o}
+          </option>
+        ))}
+      </select>
+    );
   return (
     <form class="panel device-form" onSubmit={submit} aria-labelledby="device-form-heading" noValidate>
       <h2 id="device-form-heading" class="device-form-heading">
         {device ? `Edit ${device.name}` : 'New device'}
       </h2>
-      {device ? null : field('id', 'Device id (serial, UDID)', text('id', true))}
-      {field('name', 'Name', text('name', true))}
-      {field('platform', 'Platform', select('platform', PLATFORMS))}
-      {field('status', 'Status', select('status', STATUSES))}
-      {field('osVersion', 'OS version', text('osVersion'))}
-      {field('model', 'Model', text('model'))}
-      {field('manufacturer', 'Manufacturer', text('manufacturer'))}
-      {field('labels', 'Labels (comma-separated)', text('labels'))}
+      {device ? null : field('id', 'Device id (serial, UDID)', text(true))}
+      {field('name', 'Name', text(true))}
+      {field('platform', 'Platform', select(PLATFORMS))}
+      {field('status', 'Status', select(STATUSES))}
+      {field('osVersion', 'OS version', text())}
+      {field('model', 'Model', text())}
+      {field('manufacturer', 'Manufacturer', text())}
+      {field('labels', 'Labels (comma-separated)', text())}
       <div class="actions">
         <button type="submit" disabled={action.busy}>
           {device ? 'Save device' : 'Register device'}
@@ -131,11 +133,7 @@ export function DeviceForm({
           Cancel
         </button>
       </div>
-      {problems.form ? (
-        <p class="error" role="alert">
-          {problems.form}
-        </p>
-      ) : null}
+      <FormProblem error={action.error} fields={DRAFT_FIELDS} />
     </form>
   );
 }

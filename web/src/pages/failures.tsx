@@ -22,7 +22,7 @@ import {
   type TriageChanges,
   triageFailureGroups,
 } from '../triage/api.ts';
-import { BulkChoice, DefectName, GroupStatus } from '../triage/parts.tsx';
+import { BulkChoice, groupColumns } from '../triage/parts.tsx';
 import '../triage/triage.css';
 
 const FAILURE_FILTERS = [
@@ -53,15 +53,7 @@ function columns(projectKey: string, selected: Set<string>, toggle: (id: string)
         />
       ),
     },
-    {
-      header: 'Error',
-      class: 'group-title',
-      cell: (group) => group.title,
-      href: (group) => `/projects/${projectKey}/failures/${group.id}`,
-    },
-    { header: 'Category', cell: (group) => group.category },
-    { header: 'Status', cell: (group) => <GroupStatus status={group.status} /> },
-    { header: 'Defect type', cell: (group) => <DefectName type={group.defectType} /> },
+    ...groupColumns(projectKey),
     { header: 'Occurrences', class: 'num', cell: (group) => group.occurrences },
     { header: 'Tests', class: 'num', cell: (group) => group.affectedTests },
     { header: 'Branches', class: 'num', cell: (group) => group.affectedBranches },

@@ -1,11 +1,12 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Static } from 'typebox';
+import { ImportOptions } from '../../../src/api/v1/imports.ts';
 import { v1 } from '../../../src/client/index.ts';
 import '../admin/admin.css';
 import { Badge, Page } from '../components.tsx';
 import { useApi } from '../data.ts';
-import { fieldErrors } from '../field-errors.ts';
 import { formatBytes, formatTime } from '../format.ts';
+import { FormProblem, problemAt, TextField } from '../forms.tsx';
 import { type Column, ListTable } from '../list-table.tsx';
 import { api } from '../session.ts';
 import { postWithProgress } from '../upload.ts';
@@ -94,11 +95,11 @@ export function ImportPage({ projectKey }: { projectKey: string }) {
     }
   };
 
-  const problems = fieldErrors(error);
   const title = `Import results${project.data ? ` into ${project.data.name}` : ''}`;
   return (
     <Page title={title} actions={<a href={`/projects/${projectKey}`}>Project</a>}>
-      <form class="panel import-form" onSubmit={submit} aria-label="Import a report">
+      {/* The API checks the options (a CI link is http(s)); its problems show beside their fields. */}
+      <form class="panel import-form" onSubmit={submit} aria-label="Import a report" noValidate>
         <section
           class={`drop-zone${dragging ? ' dragging' : ''}`}
           aria-label="Report file"
@@ -132,24 +133,15 @@ export function ImportPage({ projectKey }: { projectKey: string }) {
         </section>
         <div class="inline-form">
           {OPTION_FIELDS.map((field) => (
-            <div class="field" key={field.name}>
-              <label>
-                {field.label}
-                <input
-                  name={field.name}
-                  value={options[field.name] ?? ''}
-                  maxLength={field.name === 'ciUrl' ? 2000 : 200}
-                  aria-invalid={problems[field.name] ? true : undefined}
-                  aria-describedby={problems[field.name] ? `import-${field.name}-error` : undefined}
-                  onInput={(event) => setOptions((o) => ({ ...o, [field.name]: (event.target as HTMLInputElement).value }))}
-                />
-              </label>
-              {problems[field.name] ? (
-                <span class="field-error" id={`import-${field.name}-error`}>
-                  {problems[field.name]}
-                </span>
-              ) : null}
-            </div>
+            <TextField
+              key={field.name}
+              label={field.label}
+              name={field.name}
+              value={options[field.name] ?? ''}
+              onInput={(value) => setOptions((o) => ({ ...o, [field.name]: value }))}
+              schema={ImportOptions.properties[field.name]}
+              problem={problemAt(error, `/query/${field.name}`)}
+            />
           ))}
         </div>
         <button type="submit" disabled={!file || sent !== undefined}>
@@ -161,11 +153,7 @@ export function ImportPage({ projectKey }: { projectKey: string }) {
             {formatBytes(sent.total)}
           </p>
         ) : null}
-        {problems.form ? (
-          <p class="error" role="alert">
-            {problems.form}
-          </p>
-        ) : null}
+        <FormProblem error={error} fields={OPTION_FIELDS.map((field) => `/query/${field.name}`)} />
       </form>
       {record ? <ImportProgress record={record} /> : null}
       <section class="panel" aria-labelledby="earlier-heading">

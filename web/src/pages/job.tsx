@@ -9,7 +9,7 @@ import { ActionStatus } from '../admin/status.tsx';
 import { Breadcrumb } from '../breadcrumb.tsx';
 import { CiLink } from '../ci-link.tsx';
 import { Badge, ErrorBox, LiveStatus, Page, PageWaiting } from '../components.tsx';
-import { useApi } from '../data.ts';
+import { ConfirmDeletion, DeletedPage, type Freed, useApiUntilDeleted, useMeasuredDeletion } from '../deletion.tsx';
 import { Fact, LabelFacts, TimeFacts } from '../facts.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { type Column, ListTable } from '../list-table.tsx';
@@ -32,7 +32,7 @@ interface JobData {
 const isOpen = (job: Job) => job.status !== 'completed' && job.status !== 'cancelled';
 
 /** While the job is open the page looks again every 3 seconds, and stops once it is over. */
-const LIVE = { refreshMs: 3000, refreshWhile: (data: JobData) => isOpen(data.job) };
+const LIVE = { refreshMs: 3000, refreshWhile: (data: JobData | undefined) => data !== undefined && isOpen(data.job) };
 
 /** Every run of the job, page after page (a job holds at most 10,000). */
 async function loadJob(client: AttestClient, jobId: string): Promise<JobData> {
@@ -253,40 +253,28 @@ function JobExport({ job }: { job: Job }) {
 
 /**
  * "Delete job" (manager, UI-12): asked first, naming how many runs go with it (every run of the job,
- * with what they hold, in one transaction); then the project.
+ * with what they hold, in one transaction) and what the project holds; then what it freed.
  */
-function DeleteJob({ job, runs }: { job: Job; runs: number }) {
-  const { route } = useLocation();
-  const action = useAction();
-  const [asking, setAsking] = useState(false);
-  if (!asking) {
-    return (
-      <button type="button" class="secondary" onClick={() => setAsking(true)}>
-        Delete job
-      </button>
-    );
-  }
+function DeleteJob({ job, runs, onDeleted }: { job: Job; runs: number; onDeleted: (freed: Freed) => void }) {
+  const deletion = useMeasuredDeletion(job.projectId);
+  const itsRuns = runs === 1 ? 'its run' : `its ${runs.toLocaleString('en')} runs`;
   const confirm = async () => {
-    const deleted = await action.run(
-      (client) => client.call(v1.jobs.deleteJob, { params: { jobId: job.id } }).then(() => true),
-      () => `Deleted ${job.name}.`,
+    const freed = await deletion.confirm(`the job ${job.name} and ${itsRuns}`, (client) =>
+      client.call(v1.jobs.deleteJob, { params: { jobId: job.id } }),
     );
-    if (deleted) route(`/projects/${job.projectId}`);
+    if (freed) onDeleted(freed);
   };
   return (
-    <div class="confirm-delete" data-testid="delete-job">
-      <p>
-        Delete the job <strong>{job.name}</strong> and its {runs.toLocaleString('en')} run{runs === 1 ? '' : 's'}, with their steps, text
-        cells and artifacts?
-      </p>
-      <button type="button" class="danger" onClick={confirm} disabled={action.busy}>
-        Delete {job.name} and {runs === 1 ? 'its run' : `its ${runs.toLocaleString('en')} runs`}
-      </button>{' '}
-      <button type="button" class="secondary" onClick={() => setAsking(false)}>
-        Cancel
-      </button>
-      {action.error ? <ErrorBox error={action.error} /> : null}
-    </div>
+    <ConfirmDeletion
+      deletion={deletion}
+      ask="Delete job"
+      label={`Delete ${job.name} and ${itsRuns}`}
+      onConfirm={confirm}
+      testId="delete-job"
+    >
+      Delete the job <strong>{job.name}</strong> and its {runs.toLocaleString('en')} run{runs === 1 ? '' : 's'}, with their steps, text
+      cells and artifacts?
+    </ConfirmDeletion>
   );
 }
 
@@ -294,7 +282,17 @@ function DeleteJob({ job, runs }: { job: Job; runs: number }) {
  * Cancel (asked twice: its queued runs are aborted) while the job is open; close a launch whose
  * reporter never did; run again once it has tests; export.
  */
-function JobActions({ job, runs, onChanged }: { job: Job; runs: number; onChanged: () => void }) {
+function JobActions({
+  job,
+  runs,
+  onChanged,
+  onDeleted,
+}: {
+  job: Job;
+  runs: number;
+  onChanged: () => void;
+  onDeleted: (freed: Freed) => void;
+}) {
   const { route } = useLocation();
   const me = useMe();
   const again = useAction();
@@ -337,7 +335,7 @@ function JobActions({ job, runs, onChanged }: { job: Job; runs: number; onChange
         </button>
       ) : null}
       <JobExport job={job} />
-      {atLeast(me.data?.role, 'manager') ? <DeleteJob job={job} runs={runs} /> : null}
+      {atLeast(me.data?.role, 'manager') ? <DeleteJob job={job} runs={runs} onDeleted={onDeleted} /> : null}
       {again.error ? <ErrorBox error={again.error} /> : null}
       {close.error ? <ErrorBox error={close.error} /> : null}
     </div>
@@ -345,11 +343,12 @@ function JobActions({ job, runs, onChanged }: { job: Job; runs: number; onChange
 }
 
 export function JobPage({ jobId }: { jobId: string }) {
-  const { data, error, reload } = useApi((client) => loadJob(client, jobId), [jobId], LIVE);
+  const { data, error, reload, deleted, onDeleted } = useApiUntilDeleted((client) => loadJob(client, jobId), [jobId], LIVE);
+  if (deleted) return <DeletedPage freed={deleted} links={[{ href: `/projects/${deleted.projectId}`, label: 'Back to the project' }]} />;
   if (!data) return <PageWaiting title="Job" error={error} />;
   const { job, runs } = data;
   return (
-    <Page title={job.name} actions={<JobActions job={job} runs={runs.length} onChanged={reload} />}>
+    <Page title={job.name} actions={<JobActions job={job} runs={runs.length} onChanged={reload} onDeleted={onDeleted} />}>
       <Breadcrumb projectId={job.projectId} here="Job" />
       <IncidentBanner job={job} />
       <JobSummary job={job} refreshError={error} />

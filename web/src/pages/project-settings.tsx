@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import type { Static } from 'typebox';
@@ -10,7 +11,8 @@ import { ProjectMembers } from '../admin/members.tsx';
 import { Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatBytes } from '../format.ts';
-import { bodyField, Field, FormProblem, fieldProblems, integerOrUndefined, problemAt, TextField } from '../forms.tsx';
+import { bodyField, Field, FormProblem, integerOrUndefined, problemAt, TextField } from '../forms.tsx';
+import { FailureRulesEditor, useFailureRules } from '../triage/failure-rules.tsx';
 
 type Project = Static<typeof v1.projects.Project>;
 const UPDATE = v1.projects.updateProject;
@@ -18,12 +20,63 @@ const UPDATE = v1.projects.updateProject;
 const RETENTION = RetentionPolicy.properties;
 const MIB = 1024 * 1024;
 
+type Action = ReturnType<typeof useAction>;
+
+/**
+ * One form of the settings page: a panel with its heading, its fields, the API's problem that no
+ * field shows, and its submit button with what the last save did beside it.
+ */
+function SettingsForm({
+  title,
+  action,
+  fields,
+  submit,
+  disabled,
+  danger,
+  onSubmit,
+  children,
+}: {
+  title: string;
+  action: Action;
+  /** The pointers its fields show problems for; a problem elsewhere shows above the button. */
+  fields: readonly string[];
+  submit: string;
+  disabled?: boolean;
+  danger?: boolean;
+  onSubmit: () => void;
+  children: ComponentChildren;
+}) {
+  return (
+    <form
+      class={`panel form${danger ? ' danger-zone' : ''}`}
+      aria-label={title}
+      onSubmit={(event) => {
+        event.preventDefault();
+        onSubmit();
+      }}
+    >
+      <h2>{title}</h2>
+      {children}
+      <FormProblem error={action.error} fields={fields} />
+      <div class="form-actions">
+        <button type="submit" class={danger ? 'danger' : undefined} disabled={action.busy || disabled}>
+          {submit}
+        </button>
+        {action.done ? (
+          <span class="notice" role="status">
+            {action.done}
+          </span>
+        ) : null}
+      </div>
+    </form>
+  );
+}
+
 /** Name and description; the title shows the new name at once and goes back if the API refuses it. */
 function GeneralForm({ project, onSaved, onShown }: { project: Project; onSaved: (p: Project) => void; onShown: (name: string) => void }) {
   const action = useAction();
   const [form, setForm] = useState({ name: project.name, description: project.description });
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const submit = async () => {
     onShown(form.name.trim());
     const saved = await action.run(
       (client) =>
@@ -37,8 +90,13 @@ function GeneralForm({ project, onSaved, onShown }: { project: Project; onSaved:
     else onShown(project.name);
   };
   return (
-    <form class="panel form" onSubmit={submit} aria-label="Name and description">
-      <h2>Name and description</h2>
+    <SettingsForm
+      title="Name and description"
+      action={action}
+      fields={['/name', '/description']}
+      submit="Save name and description"
+      onSubmit={submit}
+    >
       <TextField
         label="Name"
         name="name"
@@ -56,18 +114,7 @@ function GeneralForm({ project, onSaved, onShown }: { project: Project; onSaved:
         schema={bodyField(UPDATE, 'description')}
         problem={problemAt(action.error, '/description')}
       />
-      <FormProblem error={action.error} fields={['/name', '/description']} />
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy}>
-          Save name and description
-        </button>
-        {action.done ? (
-          <span class="notice" role="status">
-            {action.done}
-          </span>
-        ) : null}
-      </div>
-    </form>
+    </SettingsForm>
   );
 }
 
@@ -87,8 +134,7 @@ function RetentionForm({ project, onSaved }: { project: Project; onSaved: (p: Pr
     failedDays: own?.failedDays?.toString() ?? '',
     lastRunsPerTest: own?.lastRunsPerTest?.toString() ?? '',
   });
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const submit = async () => {
     const policy: Record<string, number> = {};
     for (const { name } of RETENTION_FIELDS) {
       const value = integerOrUndefined(values[name] ?? '');
@@ -101,8 +147,7 @@ function RetentionForm({ project, onSaved }: { project: Project; onSaved: (p: Pr
     if (saved) onSaved(saved);
   };
   return (
-    <form class="panel form" onSubmit={submit} aria-label="Retention">
-      <h2>Retention</h2>
+    <SettingsForm title="Retention" action={action} fields={['/retention']} submit="Save retention" onSubmit={submit}>
       <p class="muted">A run stays while any rule keeps it; runs marked keep are never expired.</p>
       <label class="checkbox">
         <input type="checkbox" checked={useDefault} onChange={(e) => setUseDefault(e.currentTarget.checked)} />
@@ -123,18 +168,7 @@ function RetentionForm({ project, onSaved }: { project: Project; onSaved: (p: Pr
           />
         ))}
       </div>
-      <FormProblem error={action.error} fields={['/retention']} />
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy}>
-          Save retention
-        </button>
-        {action.done ? (
-          <span class="notice" role="status">
-            {action.done}
-          </span>
-        ) : null}
-      </div>
-    </form>
+    </SettingsForm>
   );
 }
 
@@ -143,8 +177,7 @@ function QuotaForm({ project, onSaved }: { project: Project; onSaved: (p: Projec
   const action = useAction();
   const quota = project.usage.quotaBytes;
   const [mib, setMib] = useState(quota === null ? '' : String(Math.round(quota / MIB)));
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const submit = async () => {
     const value = integerOrUndefined(mib);
     const saved = await action.run(
       (client) =>
@@ -154,8 +187,7 @@ function QuotaForm({ project, onSaved }: { project: Project; onSaved: (p: Projec
     if (saved) onSaved(saved);
   };
   return (
-    <form class="panel form" onSubmit={submit} aria-label="Quota">
-      <h2>Quota</h2>
+    <SettingsForm title="Quota" action={action} fields={['/quotaBytes']} submit="Save quota" onSubmit={submit}>
       <Field label="Quota (MiB)" problem={problemAt(action.error, '/quotaBytes')} hint="Empty: no quota. Uploads past it are refused.">
         {({ id, describedBy, invalid }) => (
           <input
@@ -172,80 +204,29 @@ function QuotaForm({ project, onSaved }: { project: Project; onSaved: (p: Projec
           />
         )}
       </Field>
-      <FormProblem error={action.error} fields={['/quotaBytes']} />
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy}>
-          Save quota
-        </button>
-        {action.done ? (
-          <span class="notice" role="status">
-            {action.done}
-          </span>
-        ) : null}
-      </div>
-    </form>
+    </SettingsForm>
   );
 }
 
-/** The project's failure category rules (TRIAGE), as the JSON the API takes: `{ rules }` or Allure's categories.json. */
+/** The project's failure category rules (TRIAGE), a row a rule (`triage/failure-rules.tsx`). */
 function FailureRulesForm({ projectId }: { projectId: string }) {
-  const loaded = useApi((client) => client.call(v1.failures.getFailureRules, { params: { projectId } }), [projectId]);
   const action = useAction();
-  const [text, setText] = useState<string | undefined>();
-  const [parseError, setParseError] = useState<string | undefined>();
-  const shown = text ?? (loaded.data ? JSON.stringify(loaded.data, null, 2) : '');
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    let body: unknown;
-    try {
-      body = JSON.parse(shown);
-      setParseError(undefined);
-    } catch (error) {
-      setParseError(`Not JSON: ${(error as Error).message}`);
-      return;
-    }
-    const saved = await action.run(
-      (client) => client.call(v1.failures.putFailureRules, { params: { projectId }, body: body as never }),
-      (r) => `Saved ${r.rules.length} rule${r.rules.length === 1 ? '' : 's'}.`,
-    );
-    if (saved) setText(JSON.stringify(saved, null, 2));
-  };
-  const problems = fieldProblems(action.error)
-    .map((p) => `${p.pointer || 'body'}: ${p.message}`)
-    .join('; ');
+  const rules = useFailureRules(projectId, action);
   return (
-    <form class="panel form" onSubmit={submit} aria-label="Failure rules">
-      <h2>Failure rules</h2>
-      <Field
-        label="Rules (JSON)"
-        problem={parseError ?? (problems || undefined)}
-        hint="The first rule whose patterns match a failure gives its category. Allure's categories.json is taken as it is."
-      >
-        {({ id, describedBy, invalid }) => (
-          <textarea
-            id={id}
-            rows={8}
-            class="mono"
-            spellcheck={false}
-            value={shown}
-            aria-describedby={describedBy}
-            aria-invalid={invalid || undefined}
-            onInput={(e) => setText(e.currentTarget.value)}
-          />
-        )}
-      </Field>
-      {problems ? null : <FormProblem error={action.error} fields={[]} />}
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy || loaded.data === undefined}>
-          Save failure rules
-        </button>
-        {action.done ? (
-          <span class="notice" role="status">
-            {action.done}
-          </span>
-        ) : null}
-      </div>
-    </form>
+    <SettingsForm
+      title="Failure rules"
+      action={action}
+      fields={['/rules']}
+      submit="Save failure rules"
+      disabled={rules.rows === undefined}
+      onSubmit={rules.save}
+    >
+      {rules.rows ? (
+        <FailureRulesEditor rows={rules.rows} error={action.error} onChange={rules.setRows} onImport={rules.importAllure} />
+      ) : (
+        <p class="muted">{rules.loadError ? rules.loadError.message : 'Loading…'}</p>
+      )}
+    </SettingsForm>
   );
 }
 
@@ -281,8 +262,7 @@ function DeleteProject({ project }: { project: Project }) {
   const { route } = useLocation();
   const action = useAction();
   const [typed, setTyped] = useState('');
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const submit = async () => {
     const went = await action.run(
       (client) => client.call(v1.projects.deleteProject, { params: { projectId: project.id } }).then(() => true),
       () => `Deleted ${project.key}.`,
@@ -290,8 +270,15 @@ function DeleteProject({ project }: { project: Project }) {
     if (went) route('/projects');
   };
   return (
-    <form class="panel form danger-zone" onSubmit={submit} aria-label="Delete project">
-      <h2>Delete project</h2>
+    <SettingsForm
+      title="Delete project"
+      action={action}
+      fields={[]}
+      submit="Delete project"
+      danger
+      disabled={typed.trim() !== project.key}
+      onSubmit={submit}
+    >
       <p>
         Deletes {project.key} with its {project.usage.runs.toLocaleString('en')} runs, its tests, jobs and files (
         {formatBytes(project.usage.storedBytes)} stored). This cannot be undone.
@@ -304,13 +291,7 @@ function DeleteProject({ project }: { project: Project }) {
         problem={undefined}
         placeholder={project.key}
       />
-      <FormProblem error={action.error} fields={[]} />
-      <div class="form-actions">
-        <button type="submit" class="danger" disabled={action.busy || typed.trim() !== project.key}>
-          Delete project
-        </button>
-      </div>
-    </form>
+    </SettingsForm>
   );
 }
 

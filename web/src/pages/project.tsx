@@ -111,6 +111,9 @@ export function ProjectPage({ projectKey }: { projectKey: string }) {
           <a class="button secondary" href={`/projects/${key}/traceability`}>
             Traceability
           </a>
+          <a class="button secondary" href={`/projects/${key}/import`}>
+            Import results
+          </a>
           <a class="button secondary" href={`/projects/${key}/settings`}>
             Settings
           </a>

@@ -3,14 +3,14 @@ import { type AttestClient, v1 } from '../../../src/client/index.ts';
 import { atLeast, useMe } from '../admin/me.ts';
 import { Breadcrumb } from '../breadcrumb.tsx';
 import { Page, PageWaiting } from '../components.tsx';
-import { useApi } from '../data.ts';
+import { DeletedPage, type Freed, useApiUntilDeleted } from '../deletion.tsx';
 import { ArtifactList } from '../run/artifact-list.tsx';
 import { ArtifactGroup, loadArtifacts } from '../run/artifacts.tsx';
 import { groupEvidence } from '../run/evidence.ts';
 import { ExportButtons } from '../run/export.tsx';
 import { FailurePanel } from '../run/failure-panel.tsx';
 import { LightboxHost } from '../run/lightbox.tsx';
-import { type Deleted, DeletedRun, RunActions } from '../run/run-actions.tsx';
+import { RunActions } from '../run/run-actions.tsx';
 import { RunSteps } from '../run/run-steps.tsx';
 import { RunSummary } from '../run/run-summary.tsx';
 import { type ArtifactDetails, buildStepTree, type RunResults, type TestRun } from '../run/steps.ts';
@@ -40,22 +40,10 @@ async function loadRun(client: AttestClient, testRunId: string): Promise<RunData
 }
 
 export function RunPage({ testRunId }: { testRunId: string }) {
-  const [deleted, setDeleted] = useState<Deleted | undefined>();
-  // A deleted run is no longer asked for: the page says what the deletion freed.
-  const { data, error, reload } = useApi(
-    (client) => (deleted ? Promise.resolve(undefined) : loadRun(client, testRunId)),
-    [testRunId, deleted],
-    LIVE_OR_NOT,
-  );
-  if (deleted) {
-    return (
-      <Page title={`Deleted: ${deleted.run.name}`}>
-        <DeletedRun deleted={deleted} projectHref={`/projects/${deleted.run.projectId}`} />
-      </Page>
-    );
-  }
+  const { data, error, reload, deleted, onDeleted } = useApiUntilDeleted((client) => loadRun(client, testRunId), [testRunId], LIVE_OR_NOT);
+  if (deleted) return <DeletedPage freed={deleted} links={[{ href: `/projects/${deleted.projectId}`, label: 'Back to the project' }]} />;
   if (!data) return <PageWaiting title="Run" error={error} />;
-  return <RunView data={data} refreshError={error} reload={reload} onDeleted={setDeleted} />;
+  return <RunView data={data} refreshError={error} reload={reload} onDeleted={onDeleted} />;
 }
 
 /** The evidence that belongs to no step: the run's own. */
@@ -81,7 +69,7 @@ function RunView({
   data: RunData;
   refreshError: Error | undefined;
   reload: () => void;
-  onDeleted: (deleted: Deleted) => void;
+  onDeleted: (freed: Freed) => void;
 }) {
   const { run, results } = data;
   const me = useMe();

@@ -5,6 +5,7 @@ import { type AttestClient, v1 } from '../../../src/client/index.ts';
 import { atLeast, useMe } from '../admin/me.ts';
 import { Badge, Page, PageWaiting, Preformatted } from '../components.tsx';
 import { useApi } from '../data.ts';
+import { DeletedPage, useApiUntilDeleted } from '../deletion.tsx';
 import { ExecuteTestButton } from '../execute/start-button.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { type Column, ListStates, ListTable } from '../list-table.tsx';
@@ -173,8 +174,13 @@ function HistorySection({ testId }: { testId: string }) {
 
 /** A test: its definition (steps, tags, Gherkin source) and its latest runs with flaky flips marked. */
 export function TestPage({ testId }: { testId: string }) {
-  const test = useApi((client) => client.call(v1.tests.getTest, { params: { testId } }), [testId]);
+  const test = useApiUntilDeleted((client) => client.call(v1.tests.getTest, { params: { testId } }), [testId]);
+  const { deleted } = test;
   const me = useMe();
+  if (deleted) {
+    const tests = `/projects/${deleted.projectId}/tests`;
+    return <DeletedPage freed={deleted} links={[{ href: tests, label: 'The project’s tests' }]} />;
+  }
   if (test.data === undefined) return <PageWaiting title="Test" error={test.error} />;
   const t = test.data;
   return (
@@ -183,7 +189,7 @@ export function TestPage({ testId }: { testId: string }) {
       actions={
         <>
           <ExecuteTestButton test={t} /> <a href={`/projects/${t.projectId}`}>Project</a>
-          {atLeast(me.data?.role, 'manager') ? <DeleteTest test={t} /> : null}
+          {atLeast(me.data?.role, 'manager') ? <DeleteTest test={t} onDeleted={test.onDeleted} /> : null}
         </>
       }
     >

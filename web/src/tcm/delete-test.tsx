@@ -1,8 +1,5 @@
-import { useState } from 'preact/hooks';
-import { useLocation } from 'preact-iso';
 import { ApiError, type AttestClient, v1 } from '../../../src/client/index.ts';
-import { useAction } from '../admin/action.ts';
-import { ErrorBox } from '../components.tsx';
+import { ConfirmDeletion, type Freed, useMeasuredDeletion } from '../deletion.tsx';
 import type { TestDefinition } from './tests-api.ts';
 import '../manage.css';
 
@@ -26,56 +23,34 @@ const runsWord = (count: { runs: number; more: boolean }) =>
   `${count.runs.toLocaleString('en')}${count.more ? ' or more' : ''} run${count.runs === 1 && !count.more ? '' : 's'}`;
 
 /**
- * "Delete test" (manager, UI-12): asked first, saying how many runs the test has. A test with runs
- * is refused (409) unless its runs go with it (`cascade=true`), so the confirmation offers exactly
- * that; a run that appeared meanwhile makes the API refuse, and its problem is shown with the offer.
- * Once deleted, the project's tests list.
+ * "Delete test" (manager, UI-12): asked first, saying how many runs the test has and what the
+ * project holds. A test with runs is refused (409) unless its runs go with it (`cascade=true`), so
+ * the confirmation offers exactly that; a run that appeared meanwhile makes the API refuse, and its
+ * problem is shown with the offer. Once deleted, the page says what it freed.
  */
-export function DeleteTest({ test }: { test: TestDefinition }) {
-  const { route } = useLocation();
-  const action = useAction();
-  const [count, setCount] = useState<{ runs: number; more: boolean } | undefined>();
-  const [asking, setAsking] = useState(false);
-  const ask = async () => {
-    setAsking(true);
-    setCount(
-      await action.run(
-        (client) => countRuns(client, test.projectId, test.id),
-        () => '',
-      ),
-    );
-  };
-  if (!asking) {
-    return (
-      <button type="button" class="secondary" onClick={ask}>
-        Delete test
-      </button>
-    );
-  }
+export function DeleteTest({ test, onDeleted }: { test: TestDefinition; onDeleted: (freed: Freed) => void }) {
+  const deletion = useMeasuredDeletion(test.projectId, (client) => countRuns(client, test.projectId, test.id));
+  const { action, loaded: count } = deletion;
   // Refused because runs exist that were not counted: offer them too.
   const refused = action.error instanceof ApiError && action.error.status === 409;
   const cascade = refused || (count !== undefined && count.runs > 0);
   const confirm = async () => {
-    const deleted = await action.run(
-      (client) =>
-        client.call(v1.tests.deleteTest, { params: { testId: test.id }, query: cascade ? { cascade: true } : {} }).then(() => true),
-      () => `Deleted ${test.name}.`,
+    const freed = await deletion.confirm(cascade ? `the test ${test.name} and its runs` : `the test ${test.name}`, (client) =>
+      client.call(v1.tests.deleteTest, { params: { testId: test.id }, query: cascade ? { cascade: true } : {} }),
     );
-    if (deleted) route(`/projects/${test.projectId}/tests`);
+    if (freed) onDeleted(freed);
   };
   return (
-    <div class="confirm-delete" data-testid="delete-test">
-      <p>
-        Delete the test <strong>{test.name}</strong> with its versions and links
-        {count === undefined ? '' : count.runs > 0 ? `, and its ${runsWord(count)} with everything they hold` : ' (it has no runs)'}?
-      </p>
-      <button type="button" class="danger" onClick={confirm} disabled={action.busy || (count === undefined && !refused)}>
-        {cascade ? `Delete ${test.name} and its runs` : `Delete ${test.name}`}
-      </button>{' '}
-      <button type="button" class="secondary" onClick={() => setAsking(false)}>
-        Cancel
-      </button>
-      {action.error ? <ErrorBox error={action.error} /> : null}
-    </div>
+    <ConfirmDeletion
+      deletion={deletion}
+      ask="Delete test"
+      label={cascade ? `Delete ${test.name} and its runs` : `Delete ${test.name}`}
+      disabled={count === undefined && !refused}
+      onConfirm={confirm}
+      testId="delete-test"
+    >
+      Delete the test <strong>{test.name}</strong> with its versions and links
+      {count === undefined ? '' : count.runs > 0 ? `, and its ${runsWord(count)} with everything they hold` : ' (it has no runs)'}?
+    </ConfirmDeletion>
   );
 }

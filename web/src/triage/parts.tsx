@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ErrorBox } from '../components.tsx';
+import type { Column } from '../list-table.tsx';
 import { api } from '../session.ts';
 import {
   DEFECT_TYPES,
@@ -21,6 +22,23 @@ export function GroupStatus({ status }: { status: string }) {
 /** A defect type as words (`to_investigate` until a rule or a person says otherwise). */
 export function DefectName({ type }: { type: string | null }) {
   return <span class={type ? 'defect' : 'defect muted'}>{defectLabel(type)}</span>;
+}
+
+/** What a list of error groups shows of each first: its title (linked to its page), category, status and defect type. */
+export function groupColumns<G extends { id: string; title: string; category: string; status: string; defectType: string | null }>(
+  projectKey: string,
+): Column<G>[] {
+  return [
+    {
+      header: 'Error',
+      class: 'group-title',
+      cell: (group) => group.title,
+      href: (group) => `/projects/${projectKey}/failures/${group.id}`,
+    },
+    { header: 'Category', cell: (group) => group.category },
+    { header: 'Status', cell: (group) => <GroupStatus status={group.status} /> },
+    { header: 'Defect type', cell: (group) => <DefectName type={group.defectType} /> },
+  ];
 }
 
 /** The mark of a job that one error group dominated (TRIAGE-4), linked to the group. */
