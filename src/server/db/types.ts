@@ -349,6 +349,25 @@ export interface BlobFencesTable {
   expires_at: string;
 }
 
+/** A single sign-on started and not finished (migration 0019, SSO-2): found by its state's digest, used once. */
+export interface SsoLoginsTable {
+  state_digest: string;
+  code_verifier: string;
+  nonce: string;
+  redirect_url: string;
+  created_at: string;
+  expires_at: string;
+}
+
+/** Which user an identity at the provider is: its issuer and subject (SSO-3). */
+export interface SsoIdentitiesTable {
+  issuer: string;
+  subject: string;
+  user_id: string;
+  created_at: string;
+  last_login_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -379,6 +398,8 @@ export interface Database {
   test_quarantines: TestQuarantinesTable;
   test_versions: TestVersionsTable;
   test_links: TestLinksTable;
+  sso_logins: SsoLoginsTable;
+  sso_identities: SsoIdentitiesTable;
 }
 
 export type DB = Kysely<Database>;
