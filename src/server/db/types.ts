@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
 import type {
   FailureGroupBranchesTable,
   FailureGroupsTable,
@@ -8,6 +9,7 @@ import type {
   TestQuarantinesTable,
 } from './triage-types.ts';
 
+export type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
 export type {
   FailureGroupBranchesTable,
   FailureGroupsTable,
@@ -347,25 +349,6 @@ export interface BlobFencesTable {
   /** The instance that wrote it, for diagnosis. */
   holder: string;
   expires_at: string;
-}
-
-/** A single sign-on started and not finished (migration 0019, SSO-2): found by its state's digest, used once. */
-export interface SsoLoginsTable {
-  state_digest: string;
-  code_verifier: string;
-  nonce: string;
-  redirect_url: string;
-  created_at: string;
-  expires_at: string;
-}
-
-/** Which user an identity at the provider is: its issuer and subject (SSO-3). */
-export interface SsoIdentitiesTable {
-  issuer: string;
-  subject: string;
-  user_id: string;
-  created_at: string;
-  last_login_at: string;
 }
 
 export interface Database {

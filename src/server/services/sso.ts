@@ -18,6 +18,7 @@ import { inTransaction } from '../db/repositories/transaction.ts';
 import {
   countActiveAdmins,
   findActiveUserByEmail,
+  findUserById,
   insertUser,
   lockAdmins,
   projectIdsOfUser,
@@ -273,8 +274,8 @@ async function userOf(
   const now = ctx.clock().toISOString();
   const identity = await findSsoIdentity(trx, who.issuer, who.subject);
   if (identity) {
-    const user = await trx.selectFrom('users').selectAll().where('id', '=', identity.user_id).executeTakeFirstOrThrow();
-    if (user.deleted_at !== null) {
+    const user = await findUserById(trx, identity.user_id);
+    if (!user || user.deleted_at !== null) {
       throw new AppError('SSO_ACCESS_DENIED', 'Your Attest account was deleted by an admin: ask them to create it again.');
     }
     await touchSsoIdentity(trx, who.issuer, who.subject, now);
