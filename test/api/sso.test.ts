@@ -14,9 +14,10 @@ import { databaseSettled, startTestServer, type TestServer } from '../helpers/se
 // every sign-in (SSO-4, SSO-5), the refusals of the finish step that change nothing (SSO-2), and
 // password sign-in turned off (SSO-6).
 
-const post = (server: TestServer, path: string, body?: unknown) =>
+const post = (server: TestServer, path: string, body?: unknown, localAddress?: string) =>
   rawRequest(`${server.url}/api/v1${path}`, {
     method: 'POST',
+    localAddress,
     headers: { accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
@@ -242,6 +243,35 @@ for (const dialect of DIALECTS) {
       assertProblem(answer, 403, 'SSO_ACCESS_DENIED');
       const users = await server.admin.client.call(v1.users.listUsers, { query: { email: sub } });
       assert.equal(users.items.length, 0);
+    });
+  });
+
+  describe(`[${dialect}] failed sign-ins slow their address down (SSO-2, SEC-2b)`, () => {
+    let idp: TestIdentityProvider;
+    let server: TestServer;
+    before(async () => {
+      idp = await startIdentityProvider();
+      server = await startTestServer(dialect, idp.env({ ATTEST_AUTH_FAILURES_PER_MINUTE: '3' }));
+      idp.allow(`${server.url}/login/sso`);
+    });
+    after(async () => {
+      await server?.close();
+      await idp?.close();
+    });
+
+    test('after the failure budget, starts and finishes from that address are 429 with Retry-After; other addresses go on', async () => {
+      const address = '127.0.0.77';
+      for (let i = 0; i < 3; i++) {
+        assertProblem(await post(server, '/auth/sso/finish', { state: `forged-${i}`, code: 'x' }, address), 400, 'SSO_FAILED');
+      }
+      for (const answer of [
+        await post(server, '/auth/sso/start', undefined, address),
+        await post(server, '/auth/sso/finish', { state: 'forged', code: 'x' }, address),
+      ]) {
+        assertProblem(answer, 429, 'RATE_LIMITED');
+        assert.ok(Number(answer.headers['retry-after']) > 0);
+      }
+      assert.equal((await post(server, '/auth/sso/start', undefined, '127.0.0.78')).status, 200);
     });
   });
 

@@ -91,11 +91,12 @@ export function authMethods(ctx: ServiceContext): { password: boolean; sso: { na
  */
 export async function startSsoLogin(
   ctx: ServiceContext,
-  origin: string,
+  client: { origin: string; ip: string },
 ): Promise<{ authorizationUrl: string; state: string; expiresAt: string }> {
   const sso = configured(ctx);
+  await notThrottled(ctx, client.ip);
   const provider = await providerOf(ctx, sso);
-  const redirectUrl = sso.redirectUrl ?? `${ctx.config.publicUrl ?? origin}/login/sso`;
+  const redirectUrl = sso.redirectUrl ?? `${ctx.config.publicUrl ?? client.origin}/login/sso`;
   const codeVerifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
   const nonce = oidc.randomNonce();
@@ -144,9 +145,37 @@ const failed = (detail: string) => new AppError('SSO_FAILED', detail);
 export async function finishSsoLogin(
   ctx: ServiceContext,
   callback: SsoCallback,
-  client: { requestId: string },
+  client: { requestId: string; ip: string },
 ): Promise<{ row: ApiKeysTable; secret: string; email: string }> {
   const sso = configured(ctx);
+  await notThrottled(ctx, client.ip);
+  try {
+    return await finish(ctx, sso, callback, client.requestId);
+  } catch (error) {
+    // Failed answers count against the address as failed logins do (SEC-2b): a client replaying
+    // or forging answers is slowed down, and so are its starts, each of which writes a row.
+    if (error instanceof AppError && error.code === 'SSO_FAILED') await ctx.authFailures.recordFailure(throttleSubject(client.ip));
+    throw error;
+  }
+}
+
+const throttleSubject = (ip: string) => `sso:${ip}`;
+
+async function notThrottled(ctx: ServiceContext, ip: string): Promise<void> {
+  const wait = await ctx.authFailures.retryAfter(throttleSubject(ip));
+  if (wait > 0) {
+    throw new AppError('RATE_LIMITED', 'Too many failed sign-ins from this address; retry after the time in Retry-After.', {
+      headers: { 'retry-after': String(wait) },
+    });
+  }
+}
+
+async function finish(
+  ctx: ServiceContext,
+  sso: SsoConfig,
+  callback: SsoCallback,
+  requestId: string,
+): Promise<{ row: ApiKeysTable; secret: string; email: string }> {
   const provider = await providerOf(ctx, sso);
   const login = await takeSsoLogin(ctx.db, stateDigest(callback.state));
   if (!login || login.expires_at <= ctx.clock().toISOString()) {
@@ -172,7 +201,7 @@ export async function finishSsoLogin(
   } catch (error) {
     throw providerRefusal(ctx, error);
   }
-  return signIn(ctx, sso, provider.serverMetadata().issuer, claims, client.requestId);
+  return signIn(ctx, sso, provider.serverMetadata().issuer, claims, requestId);
 }
 
 const pick = (source: Record<string, unknown>, names: string[]) =>

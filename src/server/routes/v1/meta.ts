@@ -63,12 +63,12 @@ export function metaRoutes(ctx: AppContext) {
     route(api.getAuthMethods, { handler: async () => authMethods(ctx) }),
 
     route(api.startSsoLogin, {
-      handler: async (request) => startSsoLogin(ctx, `${request.protocol}://${request.host}`),
+      handler: async (request) => startSsoLogin(ctx, { origin: `${request.protocol}://${request.host}`, ip: request.ip }),
     }),
 
     route(api.finishSsoLogin, {
       handler: async (request) => {
-        const { row, secret, email } = await finishSsoLogin(ctx, request.body, { requestId: request.id });
+        const { row, secret, email } = await finishSsoLogin(ctx, request.body, { requestId: request.id, ip: request.ip });
         return { key: secret, keyId: row.id, expiresAt: row.expires_at as string, email };
       },
     }),
