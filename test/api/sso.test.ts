@@ -190,6 +190,19 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(await counts(), before);
     });
 
+    test('a user an admin deleted in Attest is not brought back by the provider: SSO_ACCESS_DENIED', async () => {
+      const sub = unique('gone-');
+      idp.accounts.set(sub, { email: `${sub}@acme.example`, name: 'Gone', groups: ['attest-testers'] });
+      await signInAs(sub);
+      await server.admin.client.call(v1.users.deleteUser, { params: { email: `${sub}@acme.example` } });
+      const { back } = await throughProvider(sub);
+      const before = await counts();
+      const answer = await post(server, '/auth/sso/finish', back);
+      assertProblem(answer, 403, 'SSO_ACCESS_DENIED');
+      assert.match(String(answer.json.detail), /deleted by an admin/);
+      assert.deepEqual(await counts(), before);
+    });
+
     test('an existing password account is linked only when the provider says the e-mail is verified', async () => {
       const email = `${unique('kim-')}@acme.example`;
       await server.admin.client.call(v1.users.createUser, { body: { email, name: 'Kim', roles: ['viewer'] } });
