@@ -136,6 +136,8 @@ export interface TestsTable {
   version: number;
   updated_at: string;
   updated_by: string | null;
+  /** Its health's flaky score in thousandths, 0 until first scored; kept by triggers on test_health (migration 0021). */
+  flaky_milli: number;
 }
 
 /** A superseded version of a test, as it was while current (TCM-2): made at `created_at` by `created_by`. */

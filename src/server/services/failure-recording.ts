@@ -14,7 +14,7 @@ import {
   lockIncidentsOfJobs,
   setFailureGroupIds,
   setJobIncident,
-  triageOfProjects,
+  type triageOfProjects,
 } from '../db/repositories/failures.ts';
 import type {
   Executor,
@@ -142,7 +142,12 @@ function newGroup(run: TestRunsTable, failure: Failure, rules: readonly FailureR
 }
 
 /** How a group's counters and status move with the occurrences just recorded (docs/triage.md, steps 3 and 4). */
-function counting(group: FailureGroupsTable, occurrences: readonly FailureOccurrencesTable[], now: string): GroupCounting {
+function counting(
+  group: FailureGroupsTable,
+  occurrences: readonly FailureOccurrencesTable[],
+  reach: { tests: number; branches: number },
+  now: string,
+): GroupCounting {
   const changes: GroupCounting['changes'] = { updated_at: now };
   let latest: FailureOccurrencesTable | undefined;
   for (const occurrence of occurrences) if (!latest || occurrence.at >= latest.at) latest = occurrence;
@@ -155,7 +160,7 @@ function counting(group: FailureGroupsTable, occurrences: readonly FailureOccurr
   );
   if (group.status === 'resolved') changes.status = 'regressed';
   else if (group.status === 'new' && inSecondJob) changes.status = 'known';
-  return { id: group.id, occurrencesAdded: occurrences.length, recountReach: true, changes };
+  return { id: group.id, occurrencesAdded: occurrences.length, testsAdded: reach.tests, branchesAdded: reach.branches, changes };
 }
 
 const push = <K, V>(map: Map<K, V[]>, key: K, value: V) => {
@@ -172,19 +177,22 @@ const push = <K, V>(map: Map<K, V[]>, key: K, value: V) => {
  * the ids of the jobs whose incident changed (set, moved or cleared): the health of their tests
  * changes with it (an incident job's runs count for nothing in flaky scores).
  */
-export async function recordFailures(ctx: ServiceContext, trx: Executor, runs: readonly TestRunsTable[]): Promise<string[]> {
+export async function recordFailures(
+  ctx: ServiceContext,
+  trx: Executor,
+  runs: readonly TestRunsTable[],
+  projects: ReadonlyMap<string, ProjectTriage>,
+): Promise<string[]> {
   const failing = runs.filter((run) => run.status === 'completed' && (run.verdict === 'failed' || run.verdict === 'broken'));
   const retried = runs.filter((run) => run.status === 'completed' && run.attempt > 0 && run.job_id !== null);
   if (failing.length === 0 && retried.length === 0) return [];
   const now = ctx.clock().toISOString();
-  const projects = new Map(
-    (await triageOfProjects(trx, [...new Set([...failing, ...retried].map((run) => run.project_id))])).map((row) => [row.id, row]),
-  );
   if (failing.length > 0) await recordGroups(trx, failing, projects, now);
   return refreshIncidents(trx, [...failing, ...retried], projects);
 }
 
-type ProjectTriage = Awaited<ReturnType<typeof triageOfProjects>>[number];
+/** A project's rules and triage settings, as `triageOfProjects` reads them. */
+export type ProjectTriage = Awaited<ReturnType<typeof triageOfProjects>>[number];
 
 async function recordGroups(trx: Executor, failing: readonly TestRunsTable[], projects: ReadonlyMap<string, ProjectTriage>, now: string) {
   const runIds = failing.map((run) => run.id);
@@ -271,9 +279,12 @@ async function recordGroups(trx: Executor, failing: readonly TestRunsTable[], pr
   }
 
   await insertOccurrences(trx, occurrences);
-  await addGroupReach(trx, tests, branches);
+  const gained = await addGroupReach(trx, tests, branches);
   const byId = new Map([...groups.values()].map((group) => [group.id, group]));
-  for (const [groupId, list] of byGroup) await countIntoGroup(trx, counting(byId.get(groupId) as FailureGroupsTable, list, now));
+  for (const [groupId, list] of byGroup) {
+    const reach = { tests: gained.tests.get(groupId) ?? 0, branches: gained.branches.get(groupId) ?? 0 };
+    await countIntoGroup(trx, counting(byId.get(groupId) as FailureGroupsTable, list, reach, now));
+  }
   await setFailureGroupIds(trx, 'steps', stepIds);
   await setFailureGroupIds(trx, 'test_runs', runIdsByGroup);
 }

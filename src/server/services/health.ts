@@ -7,14 +7,13 @@ import {
   upsertQuarantine,
   upsertTestHealth,
 } from '../db/repositories/health.ts';
-import { latestCompletedRunsOfTests } from '../db/repositories/outcomes.ts';
-import { findProject } from '../db/repositories/projects.ts';
+import { healthRunsOfTests } from '../db/repositories/outcomes.ts';
 import { findTest } from '../db/repositories/tests.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, ProjectsTable, TestHealthTable, TestQuarantinesTable, TestRunsTable, TestsTable } from '../db/types.ts';
 import { found, invalid } from '../errors.ts';
 import { audit } from './audit.ts';
-import { foldOutcomes, type TestOutcome } from './outcomes.ts';
+import { healthOutcomes, type TestOutcome } from './outcomes.ts';
 import { triageSettingsOf } from './triage-settings.ts';
 import type { Actor } from './users.ts';
 
@@ -52,7 +51,10 @@ const sideOf = (verdict: TestOutcome['verdict']): Side | undefined =>
  * failed, broke or were flaky count (a skipped or unfinished one says nothing about the test), the
  * newest `healthWindow` of them. A broken test scores 0: it fails every time, which is not flakiness.
  */
-export function scoreHealth(outcomes: readonly TestOutcome[], settings: HealthSettings): HealthScore {
+export function scoreHealth(
+  outcomes: readonly Pick<TestOutcome, 'verdict' | 'branch' | 'commit'>[],
+  settings: HealthSettings,
+): HealthScore {
   const considered = outcomes.filter((outcome) => sideOf(outcome.verdict) !== undefined).slice(0, settings.healthWindow);
   let failingStreak = 0;
   while (failingStreak < considered.length && sideOf(considered[failingStreak]?.verdict ?? null) === 'fail') failingStreak++;
@@ -65,7 +67,7 @@ export function scoreHealth(outcomes: readonly TestOutcome[], settings: HealthSe
   const runsOfBranch = new Map<string | null, { side: Side; length: number }[]>();
   const sidesOfCommit = new Map<string, Set<Side>>();
   for (let i = considered.length - 1; i >= 0; i--) {
-    const outcome = considered[i] as TestOutcome;
+    const outcome = considered[i] as (typeof considered)[number];
     const side = sideOf(outcome.verdict) as Side;
     if (outcome.verdict === 'flaky') flaky++;
     const runs = runsOfBranch.get(outcome.branch) ?? [];
@@ -101,25 +103,20 @@ export async function refreshHealth(
   ctx: ServiceContext,
   trx: Executor,
   runs: readonly Pick<TestRunsTable, 'test_id' | 'project_id'>[],
+  projects: ReadonlyMap<string, Pick<ProjectsTable, 'triage_settings'>>,
 ): Promise<void> {
   const projectOfTest = new Map<string, string>();
   for (const run of runs) if (run.test_id !== null) projectOfTest.set(run.test_id, run.project_id);
   if (projectOfTest.size === 0) return;
   const settingsOf = new Map<string, HealthSettings>();
-  for (const projectId of new Set(projectOfTest.values())) settingsOf.set(projectId, healthSettingsOf(await findProject(trx, projectId)));
+  for (const projectId of new Set(projectOfTest.values())) settingsOf.set(projectId, healthSettingsOf(projects.get(projectId)));
   const widest = Math.max(...[...settingsOf.values()].map((settings) => settings.healthWindow));
 
-  const runsOfTest = new Map<string, Awaited<ReturnType<typeof latestCompletedRunsOfTests>>>();
-  for (const run of await latestCompletedRunsOfTests(trx, [...projectOfTest.keys()], widest)) {
-    const testId = run.test_id as string;
-    const list = runsOfTest.get(testId);
-    if (list) list.push(run);
-    else runsOfTest.set(testId, [run]);
-  }
+  const runsOfTest = await healthRunsOfTests(trx, [...projectOfTest.keys()], widest);
   const now = ctx.clock().toISOString();
   const rows: TestHealthTable[] = [];
   for (const [testId, projectId] of projectOfTest) {
-    const score = scoreHealth(foldOutcomes(runsOfTest.get(testId) ?? []), settingsOf.get(projectId) as HealthSettings);
+    const score = scoreHealth(healthOutcomes(runsOfTest.get(testId) ?? []), settingsOf.get(projectId) as HealthSettings);
     rows.push({
       test_id: testId,
       project_id: projectId,

@@ -36,22 +36,25 @@ export const testKeyOf = (run: Pick<AttemptRow, 'test_id' | 'name'>): string => 
 
 const failing = (verdict: AttemptRow['verdict']) => verdict === 'failed' || verdict === 'broken';
 
+/** What folding attempts reads of a run. */
+type FoldedRow = Pick<AttemptRow, 'id' | 'status' | 'verdict' | 'attempt' | 'created_at'>;
+
 /**
  * Whether `a` is a later final attempt than `b`. An aborted run was never executed, so it is final
  * only when every attempt was aborted; otherwise the highest attempt, then the latest created, then
  * the greatest id (one order on every dialect).
  */
-function laterAttempt(a: AttemptRow, b: AttemptRow): boolean {
-  const aborted = (run: AttemptRow) => run.status === 'aborted';
+function laterAttempt(a: FoldedRow, b: FoldedRow): boolean {
+  const aborted = (run: FoldedRow) => run.status === 'aborted';
   if (aborted(a) !== aborted(b)) return aborted(b);
   if (a.attempt !== b.attempt) return a.attempt > b.attempt;
   if (a.created_at !== b.created_at) return a.created_at > b.created_at;
   return a.id > b.id;
 }
 
-/** Folds the attempts of one test in one job (at least one) into its outcome. */
-export function foldAttempts(attempts: readonly AttemptRow[]): TestOutcome {
-  let final = attempts[0] as AttemptRow;
+/** The final attempt of one test in one job (at least one attempt), the newest creation among them, and the folded verdict. */
+function finalAttempt<R extends FoldedRow>(attempts: readonly R[]): { final: R; createdAt: string; verdict: OutcomeVerdict } {
+  let final = attempts[0] as R;
   let createdAt = final.created_at;
   let anyFailed = false;
   for (const run of attempts) {
@@ -60,6 +63,12 @@ export function foldAttempts(attempts: readonly AttemptRow[]): TestOutcome {
     if (run.status === 'completed' && failing(run.verdict)) anyFailed = true;
   }
   const verdict: OutcomeVerdict = final.status !== 'completed' ? null : final.verdict === 'passed' && anyFailed ? 'flaky' : final.verdict;
+  return { final, createdAt, verdict };
+}
+
+/** Folds the attempts of one test in one job (at least one) into its outcome. */
+export function foldAttempts(attempts: readonly AttemptRow[]): TestOutcome {
+  const { final, createdAt, verdict } = finalAttempt(attempts);
   const durationMs =
     final.started_at && final.finished_at ? Math.max(0, Date.parse(final.finished_at) - Date.parse(final.started_at)) : null;
   return {
@@ -80,6 +89,25 @@ export function foldAttempts(attempts: readonly AttemptRow[]): TestOutcome {
   };
 }
 
+/** Runs grouped into the attempts of one outcome each, by `keyOf`; a run without a job is an outcome of its own. */
+function attemptsByOutcome<R extends Pick<AttemptRow, 'id' | 'job_id' | 'device_id'>>(
+  runs: readonly R[],
+  testKey: (run: R) => string,
+): R[][] {
+  const byOutcome = new Map<string, R[]>();
+  for (const run of runs) {
+    const key = run.job_id === null ? `run:${run.id}` : `${run.job_id}\u0000${run.device_id ?? ''}\u0000${testKey(run)}`;
+    const attempts = byOutcome.get(key);
+    if (attempts) attempts.push(run);
+    else byOutcome.set(key, [run]);
+  }
+  return [...byOutcome.values()];
+}
+
+/** Newest first: by the newest attempt's creation, then the final run's id. */
+const newestFirst = (a: { createdAt: string; runId: string }, b: { createdAt: string; runId: string }) =>
+  a.createdAt !== b.createdAt ? (a.createdAt < b.createdAt ? 1 : -1) : a.runId < b.runId ? 1 : -1;
+
 /**
  * Folds runs into outcomes: per job, device and test key (a job fans a test out to each of its
  * devices: those runs are executions of their own, not retries); a run without a job is an outcome
@@ -87,15 +115,20 @@ export function foldAttempts(attempts: readonly AttemptRow[]): TestOutcome {
  * Answers them newest first (by their newest attempt's creation, then final run id).
  */
 export function foldOutcomes(runs: readonly AttemptRow[]): TestOutcome[] {
-  const byOutcome = new Map<string, AttemptRow[]>();
-  for (const run of runs) {
-    const key = run.job_id === null ? `run:${run.id}` : `${run.job_id}\u0000${run.device_id ?? ''}\u0000${testKeyOf(run)}`;
-    const attempts = byOutcome.get(key);
-    if (attempts) attempts.push(run);
-    else byOutcome.set(key, [run]);
-  }
-  const outcomes = [...byOutcome.values()].map(foldAttempts);
-  return outcomes.sort((a, b) => (a.createdAt !== b.createdAt ? (a.createdAt < b.createdAt ? 1 : -1) : a.runId < b.runId ? 1 : -1));
+  return attemptsByOutcome(runs, testKeyOf).map(foldAttempts).sort(newestFirst);
+}
+
+/** What a test's health reads of one of its runs (`healthRunsOfTests`): no more than folding and scoring need. */
+export type HealthRun = FoldedRow & Pick<AttemptRow, 'job_id' | 'device_id' | 'branch' | 'commit_sha'>;
+
+/** One test's outcomes as its health scores them (`scoreHealth`), newest first: its runs folded as `foldOutcomes` folds them. */
+export function healthOutcomes(runs: readonly HealthRun[]): Pick<TestOutcome, 'verdict' | 'branch' | 'commit'>[] {
+  return attemptsByOutcome(runs, () => '')
+    .map((attempts) => {
+      const { final, createdAt, verdict } = finalAttempt(attempts);
+      return { verdict, branch: final.branch, commit: final.commit_sha, createdAt, runId: final.id };
+    })
+    .sort(newestFirst);
 }
 
 /** The outcome of each test of each job given, by job (every job given has an entry); within a job, ordered by name. */

@@ -1,5 +1,5 @@
 import type { ServiceContext } from '../context.ts';
-import { testsOfJobs } from '../db/repositories/failures.ts';
+import { testsOfJobs, triageOfProjects } from '../db/repositories/failures.ts';
 import type { Executor, TestRunsTable } from '../db/types.ts';
 import { recordFailures } from './failure-recording.ts';
 import { refreshHealth } from './health.ts';
@@ -16,7 +16,9 @@ import { refreshHealth } from './health.ts';
  */
 export async function onRunsCompleted(ctx: ServiceContext, trx: Executor, runs: readonly TestRunsTable[]): Promise<void> {
   if (runs.length === 0) return;
-  const incidentsChanged = await recordFailures(ctx, trx, runs);
+  // The projects' rules and thresholds, read once for both.
+  const projects = new Map((await triageOfProjects(trx, [...new Set(runs.map((run) => run.project_id))])).map((row) => [row.id, row]));
+  const incidentsChanged = await recordFailures(ctx, trx, runs, projects);
   const alsoChanged = incidentsChanged.length > 0 ? await testsOfJobs(trx, incidentsChanged) : [];
-  await refreshHealth(ctx, trx, [...runs, ...alsoChanged]);
+  await refreshHealth(ctx, trx, [...runs, ...alsoChanged], projects);
 }

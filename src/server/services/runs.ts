@@ -14,7 +14,7 @@ import {
   lockRun,
   updateRunIfStatus,
 } from '../db/repositories/runs.ts';
-import { findTestOfProject, testVersionsOf } from '../db/repositories/tests.ts';
+import { findTestOfProject } from '../db/repositories/tests.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { TestRunsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
@@ -100,9 +100,8 @@ async function recordRun(
   fingerprint: string | null,
 ): Promise<TestRunsTable> {
   // A test of another project answers like an unknown one, so ids of other projects cannot be probed.
-  if (input.testId !== undefined && !(await findTestOfProject(ctx.db, input.testId, projectId))) {
-    throw invalid('/body/testId', 'names no test of this project');
-  }
+  const named = input.testId === undefined ? undefined : await findTestOfProject(ctx.db, input.testId, projectId);
+  if (input.testId !== undefined && !named) throw invalid('/body/testId', 'names no test of this project');
   if (input.testId !== undefined && input.testName !== undefined) throw invalid('/body/testName', 'cannot be combined with testId');
   if (input.deviceId !== undefined && !(await findDeviceId(ctx.db, input.deviceId))) {
     throw invalid('/body/deviceId', 'names no registered device');
@@ -110,10 +109,14 @@ async function recordRun(
   if (input.jobId !== undefined) await assertJobTakesRuns(ctx, projectId, input.jobId);
   const ciUrl = checkedCiUrl(input.ciUrl, '/body/ciUrl');
   const now = ctx.clock().toISOString();
-  const testId =
-    input.testName === undefined
-      ? (input.testId ?? null)
-      : ((await ensureTestsByFullName(ctx.db, { projectId, fullNames: [input.testName], actorId, now })).ids.get(input.testName) ?? null);
+  // The test, and the version of it the run executes (TCM-3).
+  let testId: string | null = named?.id ?? null;
+  let testVersion: number | null = named?.version ?? null;
+  if (input.testName !== undefined) {
+    const { ids, versions } = await ensureTestsByFullName(ctx.db, { projectId, fullNames: [input.testName], actorId, now });
+    testId = ids.get(input.testName) ?? null;
+    testVersion = testId === null ? null : (versions.get(testId) ?? 1);
+  }
   const row: TestRunsTable = {
     id: randomUUID(),
     project_id: projectId,
@@ -141,7 +144,7 @@ async function recordRun(
     ci_url: ciUrl,
     failure_group_id: null,
     attempt: input.attempt ?? 0,
-    test_version: testId === null ? null : ((await testVersionsOf(ctx.db, [testId])).get(testId) ?? 1),
+    test_version: testVersion,
   };
   if (input.verdict === undefined) {
     if (input.finishedAt !== undefined) throw invalid('/body/finishedAt', 'needs a verdict: only a finished run has a finish time');

@@ -5,14 +5,7 @@ import type { ServiceContext } from '../context.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import { listTestsByHealth, type TestListFilter } from '../db/repositories/health.ts';
 import { decisiveVerdictBefore, latestRunsOfTest } from '../db/repositories/runs.ts';
-import {
-  findTest,
-  insertTest,
-  insertTestsByFullName,
-  replaceTestLinks,
-  testsByFullName,
-  testVersionsOf,
-} from '../db/repositories/tests.ts';
+import { findTest, insertTest, insertTestsByFullName, replaceTestLinks, testsByFullName } from '../db/repositories/tests.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, TestRunsTable, TestsTable } from '../db/types.ts';
 import { found, invalid } from '../errors.ts';
@@ -100,6 +93,7 @@ export async function createTest(ctx: ServiceContext, projectId: string, test: N
     version: 1,
     updated_at: now,
     updated_by: actor.userId,
+    flaky_milli: 0,
   };
   await inTransaction(ctx.db, async (trx) => {
     await insertTest(trx, row);
@@ -222,7 +216,7 @@ export async function ensureTestsByFullName(
   const wanted = [...new Set(input.fullNames)];
   const known = await testsByFullName(executor, input.projectId, wanted);
   const missing = wanted.filter((name) => !known.has(name));
-  if (missing.length === 0) return { ids: known, versions: await testVersionsOf(executor, [...known.values()]), created: 0 };
+  if (missing.length === 0) return { ...idsAndVersions(known), created: 0 };
   await insertTestsByFullName(
     executor,
     missing.map((fullName) => ({
@@ -242,8 +236,19 @@ export async function ensureTestsByFullName(
       version: 1,
       updated_at: input.now,
       updated_by: input.actorId,
+      flaky_milli: 0,
     })),
   );
-  const ids = await testsByFullName(executor, input.projectId, wanted);
-  return { ids, versions: await testVersionsOf(executor, [...ids.values()]), created: missing.length };
+  return { ...idsAndVersions(await testsByFullName(executor, input.projectId, wanted)), created: missing.length };
+}
+
+/** Tests by full name as `ensureTestsByFullName` answers them: ids by full name, versions by id. */
+function idsAndVersions(tests: ReadonlyMap<string, { id: string; version: number }>) {
+  const ids = new Map<string, string>();
+  const versions = new Map<string, number>();
+  for (const [fullName, { id, version }] of tests) {
+    ids.set(fullName, id);
+    versions.set(id, version);
+  }
+  return { ids, versions };
 }

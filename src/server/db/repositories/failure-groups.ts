@@ -41,7 +41,16 @@ export async function listFailureGroups(
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.category) query = query.where('category', '=', filter.category);
   if (filter.defectType) query = query.where('defect_type', '=', filter.defectType);
-  if (filter.since) query = query.where('last_seen_at', '>=', filter.since);
+  if (filter.since) {
+    // Sorted by last seen, the range is the order's index; sorted otherwise, the list walks its own
+    // order's index and filters as it goes: a range on last_seen_at would read every recent group
+    // and sort them. `coalesce` of a column that is never null keeps both planners off that index.
+    const since = filter.since;
+    query =
+      sort === 'lastSeen'
+        ? query.where('last_seen_at', '>=', since)
+        : query.where(sql<string>`coalesce(${sql.ref('last_seen_at')}, '')`, '>=', since);
+  }
   const { branch, testId, q } = filter;
   if (branch !== undefined) {
     query = query.where((eb) =>

@@ -57,11 +57,15 @@ export async function failureCellsOfRuns(executor: Executor, runIds: readonly st
 }
 
 /**
- * The project's groups of these fingerprints, those missing created from `candidates` first. Safe
- * against a concurrent transaction creating the same group: the insert does nothing on a
- * fingerprint that exists (on PostgreSQL it waits for the other to commit), and the read that
- * follows sees the winner. On PostgreSQL the groups are locked for the rest of the transaction, in
- * fingerprint order, so two transactions counting into one group do so one after the other.
+ * The project's groups of these fingerprints, those missing created from `candidates` first.
+ *
+ * On PostgreSQL, safe against a concurrent transaction creating the same group: the insert does
+ * nothing on a fingerprint that exists (waiting for the other to commit), and the read that follows
+ * sees the winner; the groups are locked for the rest of the transaction, in fingerprint order, so
+ * two transactions counting into one group do so one after the other. On SQLite the transaction
+ * already holds the database's write lock (it completed the runs), so nobody else can create a group
+ * meanwhile: the groups are read first, and only those missing are inserted, whose rows are then
+ * the candidates themselves. A failure seen before, the common case, costs one statement.
  */
 export async function ensureFailureGroups(
   executor: Executor,
@@ -69,62 +73,87 @@ export async function ensureFailureGroups(
   candidates: readonly FailureGroupsTable[],
 ): Promise<FailureGroupsTable[]> {
   const sorted = [...candidates].sort((a, b) => (a.fingerprint < b.fingerprint ? -1 : a.fingerprint > b.fingerprint ? 1 : 0));
-  const perStatement = Math.floor((dialectOf(executor) === 'postgres' ? 60_000 : 30_000) / 32);
-  for (const part of chunk(sorted, Math.min(perStatement, IN_LIST_SIZE))) {
-    await executor
-      .insertInto('failure_groups')
-      .values(part)
-      .onConflict((oc) => oc.columns(['project_id', 'fingerprint']).doNothing())
-      .execute();
+  const postgres = dialectOf(executor) === 'postgres';
+  const perStatement = Math.floor((postgres ? 60_000 : 30_000) / 32);
+  const insert = async (rows: readonly FailureGroupsTable[]) => {
+    for (const part of chunk(rows, Math.min(perStatement, IN_LIST_SIZE))) {
+      await executor
+        .insertInto('failure_groups')
+        .values(part)
+        .onConflict((oc) => oc.columns(['project_id', 'fingerprint']).doNothing())
+        .execute();
+    }
+  };
+  const read = async (fingerprints: readonly string[]) => {
+    const groups: FailureGroupsTable[] = [];
+    for (const part of chunk(fingerprints, IN_LIST_SIZE)) {
+      const query = executor
+        .selectFrom('failure_groups')
+        .selectAll()
+        .where('project_id', '=', projectId)
+        .where('fingerprint', 'in', part)
+        .orderBy('fingerprint');
+      groups.push(...(await (postgres ? query.forUpdate() : query).execute()));
+    }
+    return groups;
+  };
+  if (postgres) {
+    await insert(sorted);
+    return read(sorted.map((group) => group.fingerprint));
   }
-  const groups: FailureGroupsTable[] = [];
-  for (const part of chunk(
-    sorted.map((group) => group.fingerprint),
-    IN_LIST_SIZE,
-  )) {
-    const query = executor
-      .selectFrom('failure_groups')
-      .selectAll()
-      .where('project_id', '=', projectId)
-      .where('fingerprint', 'in', part)
-      .orderBy('fingerprint');
-    groups.push(...(await (dialectOf(executor) === 'postgres' ? query.forUpdate() : query).execute()));
-  }
-  return groups;
+  const existing = await read(sorted.map((group) => group.fingerprint));
+  const known = new Set(existing.map((group) => group.fingerprint));
+  const missing = sorted.filter((group) => !known.has(group.fingerprint));
+  await insert(missing);
+  return [...existing, ...missing];
 }
 
 export async function insertOccurrences(executor: Executor, rows: readonly FailureOccurrencesTable[]): Promise<void> {
   await insertRows(executor, dialectOf(executor), 'failure_occurrences', rows);
 }
 
-/** Adds the tests and branches the groups touched; those already known change nothing. */
+/**
+ * Adds the tests and branches the groups touched; those already known change nothing. Answers how
+ * many each group gained (the rows actually inserted), which its counters add: no recount of a
+ * group's tests, whose cost would grow with the group.
+ */
 export async function addGroupReach(
   executor: Executor,
   tests: readonly FailureGroupTestsTable[],
   branches: readonly FailureGroupBranchesTable[],
-): Promise<void> {
+): Promise<{ tests: Map<string, number>; branches: Map<string, number> }> {
+  const gained = { tests: new Map<string, number>(), branches: new Map<string, number>() };
+  const count = (into: Map<string, number>, rows: readonly { group_id: string }[]) => {
+    for (const row of rows) into.set(row.group_id, (into.get(row.group_id) ?? 0) + 1);
+  };
   for (const part of chunk(tests, IN_LIST_SIZE)) {
-    await executor
+    const inserted = await executor
       .insertInto('failure_group_tests')
       .values(part)
       .onConflict((oc) => oc.columns(['group_id', 'test_key']).doNothing())
+      .returning('group_id')
       .execute();
+    count(gained.tests, inserted);
   }
   for (const part of chunk(branches, IN_LIST_SIZE)) {
-    await executor
+    const inserted = await executor
       .insertInto('failure_group_branches')
       .values(part)
       .onConflict((oc) => oc.columns(['group_id', 'branch']).doNothing())
+      .returning('group_id')
       .execute();
+    count(gained.branches, inserted);
   }
+  return gained;
 }
 
 /** What recording occurrences changes on a group: counters added, and the fields that follow them. */
 export interface GroupCounting {
   id: string;
   occurrencesAdded: number;
-  /** Recounts the distinct tests and branches (their tables hold each once). */
-  recountReach: boolean;
+  /** Tests and branches the group had not reached before (`addGroupReach`). */
+  testsAdded: number;
+  branchesAdded: number;
   changes: Partial<Pick<FailureGroupsTable, 'status' | 'last_seen_at' | 'last_seen_run_id' | 'last_seen_job_id' | 'updated_at'>>;
 }
 
@@ -134,18 +163,8 @@ export async function countIntoGroup(executor: Executor, counting: GroupCounting
     .set((eb) => ({
       ...counting.changes,
       occurrences: eb('occurrences', '+', counting.occurrencesAdded),
-      ...(counting.recountReach
-        ? {
-            affected_tests: eb
-              .selectFrom('failure_group_tests')
-              .select(eb.fn.countAll<number>().as('n'))
-              .where('group_id', '=', counting.id),
-            affected_branches: eb
-              .selectFrom('failure_group_branches')
-              .select(eb.fn.countAll<number>().as('n'))
-              .where('group_id', '=', counting.id),
-          }
-        : {}),
+      ...(counting.testsAdded > 0 ? { affected_tests: eb('affected_tests', '+', counting.testsAdded) } : {}),
+      ...(counting.branchesAdded > 0 ? { affected_branches: eb('affected_branches', '+', counting.branchesAdded) } : {}),
     }))
     .where('id', '=', counting.id)
     .execute();

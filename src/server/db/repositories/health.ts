@@ -118,9 +118,10 @@ export interface TestListFilter {
 const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /**
- * A project's tests, newest first or flakiest first (then newest), filtered by health. A test with
- * no health row yet is stable with score 0. The score is paged on in thousandths, an integer: a
- * PostgreSQL `real` read back and compared with the cursor's double would never be equal to it.
+ * A project's tests, newest first or flakiest first (then newest), filtered by health, each order an
+ * index's (tests_project_created, tests_flaky). A test with no health row yet is stable with score
+ * 0. The score is paged on in thousandths (`tests.flaky_milli`, kept by triggers on test_health), an
+ * integer: a PostgreSQL `real` read back and compared with the cursor's double would never be equal.
  */
 export async function listTestsByHealth(
   executor: Executor,
@@ -132,7 +133,6 @@ export async function listTestsByHealth(
     .selectFrom('tests')
     .leftJoin('test_health', 'test_health.test_id', 'tests.id')
     .selectAll('tests')
-    .select(sql<number>`cast(round(coalesce(test_health.flaky_score, 0) * 1000) as integer)`.as('flaky_milli'))
     .where('tests.project_id', '=', projectId);
   if (filter.health === 'quarantined') {
     inner = inner.where((eb) =>
@@ -178,8 +178,7 @@ export async function listTestsByHealth(
       ),
     );
   }
-  const query = executor.selectFrom(inner.as('t')).selectAll();
-  const columns: [string, ...string[]] = filter.sort === 'flaky' ? ['flaky_milli', 'created_at', 'id'] : ['created_at', 'id'];
-  const result = await keysetPage(query, { columns, direction: 'desc' }, page);
-  return { items: result.items.map(({ flaky_milli: _, ...row }) => row as TestsTable), nextCursor: result.nextCursor };
+  const columns: [string, ...string[]] =
+    filter.sort === 'flaky' ? ['tests.flaky_milli', 'tests.created_at', 'tests.id'] : ['tests.created_at', 'tests.id'];
+  return keysetPage(inner, { columns, direction: 'desc' }, page);
 }

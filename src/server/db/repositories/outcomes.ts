@@ -54,47 +54,73 @@ export async function attemptsOfJobs(executor: Executor, jobIds: readonly string
   return rows;
 }
 
+/** What a test's health reads of a run (`HealthRun` in services/outcomes.ts): each column read costs, so no more. */
+const HEALTH_COLUMNS = ['id', 'job_id', 'device_id', 'status', 'verdict', 'attempt', 'created_at', 'branch', 'commit_sha'] as const;
+
+export type HealthRunRow = Pick<TestRunsTable, (typeof HEALTH_COLUMNS)[number]>;
+
 /**
  * The latest completed runs of each test given, at most `perTest` each (newest created first, index
- * test_runs_test), leaving out runs of the jobs that are incidents (TRIAGE-4). A window function
- * would read every run of every test given; this reads only the newest ones: on PostgreSQL one
- * LATERAL query per chunk of tests, on SQLite (no LATERAL) one compiled statement run per test,
- * which in-process costs microseconds. Incident jobs are looked up once for the runs read, not
- * once per run.
+ * test_runs_test), by test, leaving out runs of the jobs that are incidents (TRIAGE-4). A window
+ * function would read every run of every test given; this reads only the newest ones: on
+ * PostgreSQL one LATERAL query per chunk of tests, on SQLite (no LATERAL) one compiled statement
+ * run per test, which in-process costs microseconds. Incident jobs are looked up once for the runs
+ * read, not once per run.
  */
-export async function latestCompletedRunsOfTests(executor: Executor, testIds: readonly string[], perTest: number): Promise<AttemptRow[]> {
+export async function healthRunsOfTests(
+  executor: Executor,
+  testIds: readonly string[],
+  perTest: number,
+): Promise<Map<string, HealthRunRow[]>> {
   const latest = <Q extends SelectQueryBuilder<Database & { r: TestRunsTable }, 'r', object>>(query: Q): Q =>
     query.where('r.status', '=', 'completed').orderBy('r.created_at', 'desc').orderBy('r.id', 'desc').limit(perTest) as Q;
-  const columns = ATTEMPT_COLUMNS.map((column) => `r.${column}` as const);
+  const columns = HEALTH_COLUMNS.map((column) => `r.${column}` as const);
+  const byTest = new Map<string, HealthRunRow[]>();
+  const add = (testId: string, row: HealthRunRow) => {
+    const list = byTest.get(testId);
+    if (list) list.push(row);
+    else byTest.set(testId, [row]);
+  };
   const ids = [...new Set(testIds)];
-  const rows: AttemptRow[] = [];
   if (dialectOf(executor) === 'postgres') {
     for (const part of chunk(ids, IN_LIST_SIZE)) {
       const found = await executor
         .selectFrom('tests')
         .innerJoinLateral(
-          (eb) => latest(eb.selectFrom('test_runs as r').select(columns).whereRef('r.test_id', '=', 'tests.id')).as('latest'),
+          (eb) =>
+            latest(
+              eb
+                .selectFrom('test_runs as r')
+                .select([...columns, 'r.test_id'])
+                .whereRef('r.test_id', '=', 'tests.id'),
+            ).as('latest'),
           (join) => join.onTrue(),
         )
         .selectAll('latest')
         .where('tests.id', 'in', part)
         .execute();
-      for (const row of found) rows.push(attemptOf(row as AttemptRow));
+      for (const { test_id, ...row } of found) add(test_id as string, { ...row, attempt: Number(row.attempt) });
     }
   } else {
+    // The test is the statement's parameter: its rows need not carry it.
     const placeholder = '\u0000test-id\u0000';
     const compiled = latest(executor.selectFrom('test_runs as r').select(columns).where('r.test_id', '=', placeholder)).compile();
     for (const testId of ids) {
       const parameters = compiled.parameters.map((value) => (value === placeholder ? testId : value));
-      const found = await executor.executeQuery<AttemptRow>({ ...compiled, parameters });
-      for (const row of found.rows) rows.push(attemptOf(row));
+      for (const row of (await executor.executeQuery<HealthRunRow>({ ...compiled, parameters })).rows) add(testId, row);
     }
   }
-  const incidents = await incidentJobsAmong(
-    executor,
-    rows.map((row) => row.job_id).filter((id): id is string => id !== null),
-  );
-  return incidents.size === 0 ? rows : rows.filter((row) => row.job_id === null || !incidents.has(row.job_id));
+  const jobIds: string[] = [];
+  for (const rows of byTest.values()) for (const row of rows) if (row.job_id !== null) jobIds.push(row.job_id);
+  const incidents = await incidentJobsAmong(executor, jobIds);
+  if (incidents.size > 0) {
+    for (const [testId, rows] of byTest)
+      byTest.set(
+        testId,
+        rows.filter((row) => row.job_id === null || !incidents.has(row.job_id)),
+      );
+  }
+  return byTest;
 }
 
 /** Which of these jobs are incidents (TRIAGE-4). */

@@ -37,8 +37,9 @@ export async function listDistinctLinks(
       sql<boolean>`(lower(coalesce(key, '')) like ${pattern} escape '\\' or lower(coalesce(url, '')) like ${pattern} escape '\\' or lower(coalesce(title, '')) like ${pattern} escape '\\')`,
     );
   }
-  const query = executor.selectFrom(inner.as('l')).selectAll();
-  return keysetPage(query, { columns: ['kind', 'sort_key', 'link_id'], direction: 'asc' }, page) as Promise<Page<DistinctLink>>;
+  // Paged on the grouped rows themselves (the cursor's columns are the group's): wrapped in a
+  // subquery, SQLite would sort the groups again instead of reading them in the index's order.
+  return keysetPage(inner, { columns: ['kind', 'sort_key', 'link_id'], direction: 'asc' }, page) as Promise<Page<DistinctLink>>;
 }
 
 /** The tests carrying these links, by link id, each test by name. */

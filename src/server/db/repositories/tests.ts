@@ -13,15 +13,19 @@ export async function projectOfTest(executor: Executor, testId: string): Promise
   return (await executor.selectFrom('tests').select('project_id').where('id', '=', testId).executeTakeFirst())?.project_id;
 }
 
-/** The test's id when it belongs to that project; a test of another project is as unknown as a missing one. */
-export async function findTestOfProject(executor: Executor, testId: string, projectId: string): Promise<string | undefined> {
+/** The test's id and current version when it belongs to that project; a test of another project is as unknown as a missing one. */
+export async function findTestOfProject(
+  executor: Executor,
+  testId: string,
+  projectId: string,
+): Promise<{ id: string; version: number } | undefined> {
   const row = await executor
     .selectFrom('tests')
-    .select('id')
+    .select(['id', 'version'])
     .where('id', '=', testId)
     .where('project_id', '=', projectId)
     .executeTakeFirst();
-  return row?.id;
+  return row && { id: row.id, version: Number(row.version) };
 }
 
 /** Names and current versions of the project's tests among `testIds`, by id; ids of other projects are left out. */
@@ -43,16 +47,6 @@ export async function testNamesInProject(
   return names;
 }
 
-/** The current versions of these tests, by id. */
-export async function testVersionsOf(executor: Executor, testIds: readonly string[]): Promise<Map<string, number>> {
-  const versions = new Map<string, number>();
-  for (const ids of chunk(testIds, IN_LIST_SIZE)) {
-    const rows = await executor.selectFrom('tests').select(['id', 'version']).where('id', 'in', ids).execute();
-    for (const row of rows) versions.set(row.id, Number(row.version));
-  }
-  return versions;
-}
-
 export async function insertTest(executor: Executor, test: TestsTable): Promise<void> {
   await executor.insertInto('tests').values(test).execute();
 }
@@ -64,18 +58,22 @@ export async function listTests(executor: Executor, projectId: string, page: Pag
 }
 
 /** The ids of the project's tests with these full names, by full name. */
-export async function testsByFullName(executor: Executor, projectId: string, fullNames: readonly string[]): Promise<Map<string, string>> {
-  const ids = new Map<string, string>();
+export async function testsByFullName(
+  executor: Executor,
+  projectId: string,
+  fullNames: readonly string[],
+): Promise<Map<string, { id: string; version: number }>> {
+  const tests = new Map<string, { id: string; version: number }>();
   for (const names of chunk(fullNames, IN_LIST_SIZE)) {
     const rows = await executor
       .selectFrom('tests')
-      .select(['id', 'full_name'])
+      .select(['id', 'full_name', 'version'])
       .where('project_id', '=', projectId)
       .where('full_name', 'in', names)
       .execute();
-    for (const row of rows) ids.set(row.full_name as string, row.id);
+    for (const row of rows) tests.set(row.full_name as string, { id: row.id, version: Number(row.version) });
   }
-  return ids;
+  return tests;
 }
 
 /** Inserts tests, skipping any whose full name the project already has (a concurrent import made it first). */
