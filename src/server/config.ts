@@ -1,6 +1,9 @@
 import os from 'node:os';
 import path from 'node:path';
+import { readSsoConfig, type SsoConfig } from './config/sso.ts';
 import { CRASH_POINTS, type CrashSpec, parseCrashSpec } from './crash-points.ts';
+
+export type { SsoConfig } from './config/sso.ts';
 
 /**
  * Attest's configuration. Every field comes from one environment variable (see `.env.example`
@@ -69,6 +72,10 @@ export interface Config {
   allowNonExpiringKeys: boolean;
   /** Lifetime of a web-interface session key. */
   sessionMinutes: number;
+  /** OpenID Connect single sign-on for the web interface (`ATTEST_OIDC_*`, docs/sso.md); undefined: none. */
+  sso: SsoConfig | undefined;
+  /** Whether `POST /auth/login` accepts e-mail and password (`ATTEST_PASSWORD_LOGIN`, default true; off needs single sign-on). */
+  passwordLogin: boolean;
   /** Most active keys one user may hold. */
   maxKeysPerUser: number;
   /** JSON body limit in bytes, and the larger one of the bulk results route. */
@@ -285,6 +292,8 @@ export function loadConfig(env: Env = process.env): Config {
     keyMaxDays: r.int('ATTEST_KEY_MAX_DAYS', 365, 1, 3650),
     allowNonExpiringKeys: r.bool('ATTEST_ALLOW_NON_EXPIRING_KEYS', false),
     sessionMinutes: r.int('ATTEST_SESSION_MINUTES', 720, 1, 7 * 24 * 60),
+    sso: readSsoConfig(r),
+    passwordLogin: r.bool('ATTEST_PASSWORD_LOGIN', true),
     maxKeysPerUser: r.int('ATTEST_MAX_KEYS_PER_USER', 50, 1, 10_000),
     bodyLimit: r.int('ATTEST_BODY_LIMIT', 1 * MiB, 1024, 1024 * MiB),
     bulkBodyLimit: r.int('ATTEST_BULK_BODY_LIMIT', 16 * MiB, 1024, 1024 * MiB),
@@ -340,6 +349,9 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (config.keyDefaultDays > config.keyMaxDays) {
     r.problems.push('ATTEST_KEY_DEFAULT_DAYS must not exceed ATTEST_KEY_MAX_DAYS');
+  }
+  if (!config.passwordLogin && config.sso === undefined) {
+    r.problems.push('ATTEST_PASSWORD_LOGIN=false leaves the web interface without a way in: configure single sign-on (ATTEST_OIDC_ISSUER)');
   }
   if (config.pageSizeDefault > config.pageSizeMax) {
     r.problems.push('ATTEST_PAGE_SIZE_DEFAULT must not exceed ATTEST_PAGE_SIZE_MAX');

@@ -22,7 +22,7 @@ const UNVERSIONED_ROUTES = ['GET /api', 'GET /health', 'GET /docs/api'];
  * page patterns' common prefixes (`/projects` and `/projects/*` print as `/projects*`), so they are
  * matched by shape here and proven one by one with hasRoute.
  */
-const WEB_ROUTE = /^(GET|HEAD) \/(|\*|login|keys|account|(projects|admin|runs|jobs|tests|devices|assets)[^ ]*)$/;
+const WEB_ROUTE = /^(GET|HEAD) \/(|\*|login|login\/sso|keys|account|(projects|admin|runs|jobs|tests|devices|assets)[^ ]*)$/;
 
 /**
  * The router's table, read from `printRoutes`: one line per node, indented four columns per

@@ -69,3 +69,65 @@ describe('detectNetworkFilesystem', () => {
     assert.equal(detectNetworkFilesystem(mountinfo, '/mnt/shared-local'), undefined);
   });
 });
+
+describe('loadConfig: single sign-on', () => {
+  test('reads single sign-on (SSO-7): the maps, the default role, the redirect URL; refuses what cannot work, all at once', () => {
+    const sso = loadConfig({
+      ATTEST_OIDC_ISSUER: 'https://sso.acme.example/realms/acme',
+      ATTEST_OIDC_CLIENT_ID: 'attest',
+      ATTEST_OIDC_CLIENT_SECRET: 'secret',
+      ATTEST_OIDC_SCOPES: 'email,groups',
+      ATTEST_OIDC_GROUPS_CLAIM: 'realm_access.roles',
+      ATTEST_OIDC_ROLE_MAP: 'attest-admins=admin, qa=Tester',
+      ATTEST_OIDC_DEFAULT_ROLE: 'none',
+      ATTEST_OIDC_PROJECT_MAP: 'web-team=web,web-team=SHOP',
+      ATTEST_PASSWORD_LOGIN: 'false',
+    });
+    assert.equal(sso.passwordLogin, false);
+    assert.deepEqual(sso.sso, {
+      issuer: 'https://sso.acme.example/realms/acme',
+      clientId: 'attest',
+      clientSecret: 'secret',
+      name: 'sso.acme.example',
+      redirectUrl: undefined,
+      scopes: ['openid', 'email', 'groups'],
+      groupsClaim: 'realm_access.roles',
+      roleMap: [
+        { group: 'attest-admins', role: 'admin' },
+        { group: 'qa', role: 'tester' },
+      ],
+      defaultRole: 'none',
+      projectMap: [
+        { group: 'web-team', projectKey: 'WEB' },
+        { group: 'web-team', projectKey: 'SHOP' },
+      ],
+    });
+    assert.equal(loadConfig({}).sso, undefined);
+    assert.equal(loadConfig({}).passwordLogin, true);
+    assert.throws(
+      () =>
+        loadConfig({
+          ATTEST_OIDC_ISSUER: 'http://sso.acme.example',
+          ATTEST_OIDC_CLIENT_ID: 'attest',
+          ATTEST_OIDC_ROLE_MAP: 'qa=boss,lonely',
+          ATTEST_OIDC_DEFAULT_ROLE: 'guest',
+        }),
+      (error: ConfigError) => {
+        assert.deepEqual(error.problems, [
+          'ATTEST_OIDC_ISSUER must be an https:// URL (plain http only on a loopback address)',
+          'ATTEST_OIDC_ISSUER needs ATTEST_OIDC_CLIENT_ID and ATTEST_OIDC_CLIENT_SECRET',
+          'ATTEST_OIDC_ROLE_MAP must be a list of group=value pairs separated by commas (got "lonely")',
+          'ATTEST_OIDC_ROLE_MAP maps qa to "boss", which is not one of viewer, tester, manager, admin',
+          'ATTEST_OIDC_DEFAULT_ROLE must be one of viewer, tester, manager, admin or none (got "guest")',
+        ]);
+        return true;
+      },
+    );
+    assert.throws(() => loadConfig({ ATTEST_PASSWORD_LOGIN: 'false' }), /leaves the web interface without a way in/);
+    assert.throws(() => loadConfig({ ATTEST_OIDC_CLIENT_ID: 'attest' }), /need ATTEST_OIDC_ISSUER/);
+    assert.equal(
+      loadConfig({ ATTEST_OIDC_ISSUER: 'http://127.0.0.1:9000', ATTEST_OIDC_CLIENT_ID: 'a', ATTEST_OIDC_CLIENT_SECRET: 'b' }).sso?.issuer,
+      'http://127.0.0.1:9000',
+    );
+  });
+});

@@ -4,6 +4,7 @@ import { loginPath } from './data.ts';
 import { Layout } from './layout.tsx';
 import { LoginPage } from './pages/login.tsx';
 import { NotFoundPage } from './pages/not-found.tsx';
+import { SsoCallbackPage } from './pages/sso-callback.tsx';
 import { currentSession } from './session.ts';
 
 // Every page but the login is its own chunk: the login page loads only what it needs.
@@ -84,6 +85,7 @@ export function App() {
     <LocationProvider>
       <Router>
         <Route path="/login" component={LoginPage} />
+        <Route path="/login/sso" component={SsoCallbackPage} />
         <Route path="/" component={Pages.projects} />
         <Route path="/projects" component={Pages.projects} />
         <Route path="/projects/:projectKey" component={Pages.project} />

@@ -20,6 +20,9 @@ export const PARITY: Record<string, Reach> = {
   getReadiness: { apiOnly: 'For load balancers and orchestrators, which read status codes, not pages.' },
   getOpenApi: { apiOnly: 'For tools; people read the same document at /docs/api.' },
   login: { page: '/login', does: 'Sign in' },
+  getAuthMethods: { page: '/login', does: 'Which ways in the login page offers: "Sign in with <provider>", the password form' },
+  startSsoLogin: { page: '/login', does: 'Sign in with <provider>' },
+  finishSsoLogin: { page: '/login/sso', does: 'The page the provider sends the browser back to' },
   getMe: { page: '/projects', does: 'The frame of every page: who is signed in' },
 
   // Users and keys

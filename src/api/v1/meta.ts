@@ -101,3 +101,94 @@ export const login = endpoint({
   body: LoginBody,
   responses: { 200: LoginResult },
 });
+
+export const AuthMethods = Type.Object(
+  {
+    password: Type.Boolean({ description: 'Whether `POST /auth/login` accepts an e-mail and password (`ATTEST_PASSWORD_LOGIN`).' }),
+    sso: Type.Union(
+      [
+        Type.Object(
+          { name: Type.String({ maxLength: 200, description: 'The provider, as the login page names it: "Sign in with <name>".' }) },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ],
+      { description: 'OpenID Connect single sign-on, when configured (`ATTEST_OIDC_ISSUER`); null otherwise.' },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const SsoStart = Type.Object(
+  {
+    authorizationUrl: Type.String({
+      maxLength: 8192,
+      description:
+        "The provider's authorization endpoint with this sign-in's `state`, `nonce` and PKCE `code_challenge` (S256): send the browser there.",
+    }),
+    state: Type.String({
+      maxLength: 100,
+      description: 'The same `state` as in the URL: keep it (this tab only) and compare it with the one the provider sends back.',
+    }),
+    expiresAt: Timestamp,
+  },
+  { additionalProperties: false },
+);
+
+export const SsoFinishBody = Type.Object(
+  {
+    state: Type.String({ minLength: 1, maxLength: 200, description: 'The `state` query parameter the provider sent back.' }),
+    code: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'The `code` query parameter, on success.' })),
+    iss: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 2048, description: 'The `iss` query parameter (RFC 9207), when the provider sends one.' }),
+    ),
+    error: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'The `error` query parameter, when the provider refused.' }),
+    ),
+    error_description: Type.Optional(Type.String({ maxLength: 2048 })),
+  },
+  { additionalProperties: false },
+);
+
+export const SsoLoginResult = Type.Object(
+  {
+    key: LoginResult.properties.key,
+    keyId: Uuid,
+    expiresAt: Timestamp,
+    email: Email,
+  },
+  { additionalProperties: false },
+);
+
+export const getAuthMethods = endpoint({
+  operationId: 'getAuthMethods',
+  method: 'GET',
+  path: '/auth/methods',
+  summary: 'How people sign in to the web interface here: password, single sign-on (with the provider named), or both.',
+  tag: 'Meta',
+  access: { scope: 'public' },
+  responses: { 200: AuthMethods },
+});
+
+export const startSsoLogin = endpoint({
+  operationId: 'startSsoLogin',
+  method: 'POST',
+  path: '/auth/sso/start',
+  summary:
+    "Start an OpenID Connect sign-in: the provider's authorization URL, with state, nonce and PKCE kept by the server (404 when single sign-on is not configured).",
+  tag: 'Meta',
+  access: { scope: 'public' },
+  responses: { 200: SsoStart },
+});
+
+export const finishSsoLogin = endpoint({
+  operationId: 'finishSsoLogin',
+  method: 'POST',
+  path: '/auth/sso/finish',
+  summary:
+    'Finish an OpenID Connect sign-in with what the provider sent back to /login/sso: the code is exchanged, the user created on first sign-in, roles and memberships set from the groups claim, and a session key answered as `POST /auth/login` does.',
+  tag: 'Meta',
+  access: { scope: 'public' },
+  body: SsoFinishBody,
+  responses: { 200: SsoLoginResult },
+});

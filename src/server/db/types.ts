@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
 import type {
   FailureGroupBranchesTable,
   FailureGroupsTable,
@@ -8,6 +9,7 @@ import type {
   TestQuarantinesTable,
 } from './triage-types.ts';
 
+export type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
 export type {
   FailureGroupBranchesTable,
   FailureGroupsTable,
@@ -381,6 +383,8 @@ export interface Database {
   test_quarantines: TestQuarantinesTable;
   test_versions: TestVersionsTable;
   test_links: TestLinksTable;
+  sso_logins: SsoLoginsTable;
+  sso_identities: SsoIdentitiesTable;
 }
 
 export type DB = Kysely<Database>;

@@ -17,6 +17,7 @@ export const WEB_CSP =
 export const WEB_PATHS = [
   '/',
   '/login',
+  '/login/sso',
   '/projects',
   '/projects/*',
   '/runs/*',

@@ -117,6 +117,10 @@ export async function logIn(
   credentials: { email: string; password: string },
   client: { ip: string; requestId: string },
 ): Promise<{ row: ApiKeysTable; secret: string }> {
+  // Refused before the password is read: an instance that signs in through its provider only keeps no second door (SSO-6).
+  if (!ctx.config.passwordLogin) {
+    throw new AppError('PASSWORD_LOGIN_DISABLED', 'Password sign-in is turned off on this instance: sign in through single sign-on.');
+  }
   const user = await checkPassword(ctx, credentials.email, credentials.password, client.ip);
   if (!user) throw unauthenticated();
   return createApiKey(ctx, user, { name: 'web session', format: 'session' }, { userId: user.id, requestId: client.requestId });

@@ -1,13 +1,21 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { v1 } from '../../../src/client/index.ts';
 import { describeError } from '../data.ts';
 import { api, startSession } from '../session.ts';
 
 /** Where to go after signing in: the page asked for, if it is one of ours (never another origin). */
-function nextPath(query: Record<string, string>): string {
+export function nextPath(query: Record<string, string | undefined>): string {
   const next = query.next ?? '/';
   return next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/login') ? next : '/';
+}
+
+/** A single sign-on under way in this tab: its state (compared with the one the provider sends back) and where to go after. */
+export const SSO_STORAGE_KEY = 'attest.sso';
+
+interface Methods {
+  password: boolean;
+  sso: { name: string } | null;
 }
 
 export function LoginPage() {
@@ -16,7 +24,15 @@ export function LoginPage() {
   const [password, setPassword] = useState('');
   const [error, setError] = useState<string | undefined>();
   const [busy, setBusy] = useState(false);
+  // Until the server says, the password form shows (what every instance without single sign-on has).
+  const [methods, setMethods] = useState<Methods>({ password: true, sso: null });
   document.title = 'Sign in · Attest';
+
+  useEffect(() => {
+    api()
+      .call(v1.meta.getAuthMethods)
+      .then(setMethods, () => undefined);
+  }, []);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -33,41 +49,67 @@ export function LoginPage() {
     }
   };
 
+  // The server keeps the PKCE verifier and the nonce; this tab keeps the state, to know the answer is for it.
+  const signOn = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      const started = await api().call(v1.meta.startSsoLogin);
+      sessionStorage.setItem(SSO_STORAGE_KEY, JSON.stringify({ state: started.state, next: nextPath(query) }));
+      location.assign(started.authorizationUrl);
+    } catch (failure) {
+      setError(describeError(failure as Error));
+      setBusy(false);
+    }
+  };
+
   return (
     <main class="login" id="main">
       <form class="login-form" onSubmit={submit} aria-labelledby="login-title">
         <h1 id="login-title">Sign in to Attest</h1>
         {query.next ? <p class="muted">Sign in to continue to {nextPath(query)}.</p> : null}
-        <label>
-          E-mail
-          <input
-            type="email"
-            name="email"
-            autoComplete="username"
-            required
-            value={email}
-            onInput={(e) => setEmail(e.currentTarget.value)}
-          />
-        </label>
-        <label>
-          Password
-          <input
-            type="password"
-            name="password"
-            autoComplete="current-password"
-            required
-            value={password}
-            onInput={(e) => setPassword(e.currentTarget.value)}
-          />
-        </label>
+        {methods.sso ? (
+          <button type="button" class="sso" onClick={signOn} disabled={busy}>
+            Sign in with {methods.sso.name}
+          </button>
+        ) : null}
+        {methods.password ? (
+          <>
+            {methods.sso ? <p class="muted or">or with your Attest password</p> : null}
+            <label>
+              E-mail
+              <input
+                type="email"
+                name="email"
+                autoComplete="username"
+                required
+                value={email}
+                onInput={(e) => setEmail(e.currentTarget.value)}
+              />
+            </label>
+            <label>
+              Password
+              <input
+                type="password"
+                name="password"
+                autoComplete="current-password"
+                required
+                value={password}
+                onInput={(e) => setPassword(e.currentTarget.value)}
+              />
+            </label>
+          </>
+        ) : null}
         {error ? (
           <p class="error" role="alert">
             {error}
           </p>
         ) : null}
-        <button type="submit" disabled={busy}>
-          {busy ? 'Signing in…' : 'Sign in'}
-        </button>
+        {methods.password ? (
+          <button type="submit" disabled={busy}>
+            {busy ? 'Signing in…' : 'Sign in'}
+          </button>
+        ) : null}
       </form>
     </main>
   );

@@ -11,6 +11,11 @@ export async function findActiveUserByEmail(executor: Executor, email: string): 
   return executor.selectFrom('users').selectAll().where('email', '=', email).where('deleted_at', 'is', null).executeTakeFirst();
 }
 
+/** A user by id, deleted or not. */
+export async function findUserById(executor: Executor, userId: string): Promise<UsersTable | undefined> {
+  return executor.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
+}
+
 /** Whether any user, active or deleted, exists: an empty database is a first start. */
 export async function anyUserExists(executor: Executor): Promise<boolean> {
   return (await executor.selectFrom('users').select('id').limit(1).executeTakeFirst()) !== undefined;

@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import { getHealth, getMe, getOpenApi, getReadiness, login } from '../../../api/v1/meta.ts';
+import { finishSsoLogin, getAuthMethods, getHealth, getMe, getOpenApi, getReadiness, login, startSsoLogin } from '../../../api/v1/meta.ts';
 import {
   type ApiKey,
   createApiKey,
@@ -61,6 +61,35 @@ export const accountExamples = [
         key: 'ats_7Hq2LmV9xR4tW8bN1cY6pK3sD5fG0jA2zE7uI9oQ4rT1BmW3e',
         keyId: IDS.sessionKey,
         expiresAt: '2026-03-02T21:14:00.000Z',
+      },
+    },
+  }),
+  examplesOf(getAuthMethods, { responses: { 200: { password: false, sso: { name: 'Acme SSO' } } } }),
+  examplesOf(startSsoLogin, {
+    responses: {
+      200: {
+        authorizationUrl:
+          'https://sso.acme.example/realms/acme/protocol/openid-connect/auth?client_id=attest&scope=openid+email+profile+groups' +
+          '&response_type=code&redirect_uri=https%3A%2F%2Fattest.acme.example%2Flogin%2Fsso' +
+          '&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256' +
+          '&state=dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk&nonce=n-0S6_WzA2Mj',
+        state: 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk',
+        expiresAt: '2026-03-02T09:24:00.000Z',
+      },
+    },
+  }),
+  examplesOf(finishSsoLogin, {
+    request: {
+      state: 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk',
+      code: 'SplxlOBeZQQYbYS6WxSbIA',
+      iss: 'https://sso.acme.example/realms/acme',
+    },
+    responses: {
+      200: {
+        key: 'ats_7Hq2LmV9xR4tW8bN1cY6pK3sD5fG0jA2zE7uI9oQ4rT1BmW3e',
+        keyId: IDS.sessionKey,
+        expiresAt: '2026-03-02T21:14:00.000Z',
+        email: TESTER_EMAIL,
       },
     },
   }),

@@ -5,6 +5,7 @@ import { AppError } from '../../errors.ts';
 import { publishedDocument } from '../../openapi/document.ts';
 import { presentMe } from '../../presenters/identity.ts';
 import { logIn } from '../../services/authenticate.ts';
+import { authMethods, finishSsoLogin, startSsoLogin } from '../../services/sso.ts';
 import { memberProjectIds } from '../../services/users.ts';
 import { APP_VERSION } from '../../version.ts';
 import { route } from '../route.ts';
@@ -56,6 +57,19 @@ export function metaRoutes(ctx: AppContext) {
       handler: async (request) => {
         const { row, secret } = await logIn(ctx, request.body, { ip: request.ip, requestId: request.id });
         return { key: secret, keyId: row.id, expiresAt: row.expires_at as string };
+      },
+    }),
+
+    route(api.getAuthMethods, { handler: async () => authMethods(ctx) }),
+
+    route(api.startSsoLogin, {
+      handler: async (request) => startSsoLogin(ctx, { origin: `${request.protocol}://${request.host}`, ip: request.ip }),
+    }),
+
+    route(api.finishSsoLogin, {
+      handler: async (request) => {
+        const { row, secret, email } = await finishSsoLogin(ctx, request.body, { requestId: request.id, ip: request.ip });
+        return { key: secret, keyId: row.id, expiresAt: row.expires_at as string, email };
       },
     }),
   ];
