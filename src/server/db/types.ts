@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
 import type {
   FailureGroupBranchesTable,
   FailureGroupsTable,
@@ -8,6 +9,7 @@ import type {
   TestQuarantinesTable,
 } from './triage-types.ts';
 
+export type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
 export type {
   FailureGroupBranchesTable,
   FailureGroupsTable,
@@ -379,6 +381,10 @@ export interface Database {
   test_quarantines: TestQuarantinesTable;
   test_versions: TestVersionsTable;
   test_links: TestLinksTable;
+  forge_settings: ForgeSettingsTable;
+  forge_checks: ForgeChecksTable;
+  issue_trackers: IssueTrackersTable;
+  issue_links: IssueLinksTable;
 }
 
 export type DB = Kysely<Database>;

@@ -21,6 +21,7 @@ import type { Executor, JobsTable, TestRunsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
 import { checkedCiUrl } from './ci-url.ts';
 import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
+import { queueForgeSyncs, registerForgeCheck, wakeForgeSyncs } from './forge-hooks.ts';
 import { countOutcomes, type OutcomeCounts, testOutcomesOfJobs } from './outcomes.ts';
 
 export type CreateJobInput = Static<NonNullable<(typeof createJobEndpoint)['body']>>;
@@ -34,6 +35,8 @@ export interface JobRequest {
   branch: string | null;
   build: string | null;
   commit: string | null;
+  /** The repository of `commit` (FORGE-2); absent on jobs stored before it existed. */
+  repository?: string | null;
 }
 
 export type JobStatus = 'queued' | 'running' | 'completed' | 'cancelled';
@@ -264,7 +267,9 @@ export async function createJob(
     if (earlier) return { job: earlier, created: false };
   }
   try {
-    return { job: await recordJob(ctx, projectId, input, actorId), created: true };
+    const { job, forgeQueued } = await recordJob(ctx, projectId, input, actorId);
+    wakeForgeSyncs(ctx, forgeQueued);
+    return { job, created: true };
   } catch (error) {
     // A concurrent retry with the same key committed first.
     const earlier = key !== undefined && isUniqueViolation(error) ? await replayedJob(ctx, projectId, key, input) : undefined;
@@ -273,7 +278,12 @@ export async function createJob(
   }
 }
 
-async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJobInput, actorId: string): Promise<JobView> {
+async function recordJob(
+  ctx: ServiceContext,
+  projectId: string,
+  input: CreateJobInput,
+  actorId: string,
+): Promise<{ job: JobView; forgeQueued: boolean }> {
   const now = ctx.clock().toISOString();
   const ciUrl = checkedCiUrl(input.ciUrl, '/body/ciUrl');
   return inTransaction(ctx.db, async (trx) => {
@@ -295,6 +305,7 @@ async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJo
       branch: input.branch ?? null,
       build: input.build ?? null,
       commit: input.commit ?? null,
+      repository: input.repository ?? null,
     };
     const job: JobsTable = {
       id: randomUUID(),
@@ -344,7 +355,13 @@ async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJo
       })),
     );
     await insertRuns(trx, runs);
-    return loadJobView(ctx, trx, job.id);
+    const forgeQueued = await registerForgeCheck(ctx, trx, {
+      id: job.id,
+      projectId,
+      repository: request.repository ?? null,
+      commit: request.commit,
+    });
+    return { job: await loadJobView(ctx, trx, job.id), forgeQueued };
   });
 }
 
@@ -354,7 +371,7 @@ async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJo
  */
 export async function cancelJob(ctx: ServiceContext, jobId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
-  return inTransaction(ctx.db, async (trx) => {
+  const { view, forgeQueued } = await inTransaction(ctx.db, async (trx) => {
     const before = await loadJobView(ctx, trx, jobId);
     if (before.state.status === 'cancelled' || before.state.status === 'completed') {
       throw new AppError('STATE_CONFLICT', `The job is already ${before.state.status}.`);
@@ -363,8 +380,10 @@ export async function cancelJob(ctx: ServiceContext, jobId: string): Promise<Job
     if (!(await markJobCancelled(trx, jobId, now))) throw new AppError('STATE_CONFLICT', 'The job is already cancelled.');
     // Only runs still queued: a run a runner claimed meanwhile keeps going.
     await abortQueuedRunsOfJob(trx, jobId, now);
-    return loadJobView(ctx, trx, jobId);
+    return { view: await loadJobView(ctx, trx, jobId), forgeQueued: await queueForgeSyncs(ctx, trx, [jobId]) };
   });
+  wakeForgeSyncs(ctx, forgeQueued);
+  return view;
 }
 
 /**
@@ -375,17 +394,19 @@ export async function cancelJob(ctx: ServiceContext, jobId: string): Promise<Job
  */
 export async function completeJob(ctx: ServiceContext, jobId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
-  return inTransaction(ctx.db, async (trx) => {
+  const { view, forgeQueued } = await inTransaction(ctx.db, async (trx) => {
     const before = await loadJobView(ctx, trx, jobId);
     if (!isLaunch(before.request)) {
       throw new AppError('STATE_CONFLICT', 'The job was created with tests: it completes when its runs do, and is not closed by hand.');
     }
     if (before.row.cancelled_at !== null) throw new AppError('STATE_CONFLICT', 'The job is cancelled.');
-    if (before.row.closed_at !== null) return before;
+    if (before.row.closed_at !== null) return { view: before, forgeQueued: false };
     // Conditional, so a cancel that committed meanwhile is not overwritten; read again either way.
     await markJobClosed(trx, jobId, now);
     const after = await loadJobView(ctx, trx, jobId);
     if (after.row.cancelled_at !== null) throw new AppError('STATE_CONFLICT', 'The job is cancelled.');
-    return after;
+    return { view: after, forgeQueued: await queueForgeSyncs(ctx, trx, [jobId], 0) };
   });
+  wakeForgeSyncs(ctx, forgeQueued);
+  return view;
 }
