@@ -48,17 +48,19 @@ export async function queueForgeSyncs(
 export async function registerForgeCheck(
   ctx: ServiceContext,
   trx: Executor,
-  job: { id: string; projectId: string; repository: string | null; commit: string | null },
+  job: { id: string; project_id: string },
+  labels: { repository?: string | null; commit: string | null },
 ): Promise<boolean> {
-  if (job.repository === null || job.commit === null) return false;
-  const settings = await findForgeSettings(trx, job.projectId);
+  const { repository, commit } = labels;
+  if (!repository || !commit) return false;
+  const settings = await findForgeSettings(trx, job.project_id);
   if (!settings || settings.enabled !== 1) return false;
   const now = ctx.clock().toISOString();
   await insertForgeCheck(trx, {
     job_id: job.id,
-    project_id: job.projectId,
-    repository: job.repository,
-    commit_sha: job.commit,
+    project_id: job.project_id,
+    repository,
+    commit_sha: commit,
     check_run_id: null,
     synced: null,
     settled: 0,
@@ -74,4 +76,13 @@ export function wakeForgeSyncs(ctx: ServiceContext, queued: boolean): void {
   if (!queued) return;
   ctx.background.announce();
   ctx.background.wake();
+}
+
+/**
+ * After a write to a job committed (a close, a cancel): its check's sync is queued. Outside the
+ * write's transaction, so one lost with its instance in between is made good by the sweep (forge.ts).
+ */
+export async function syncAfter<T>(ctx: ServiceContext, jobId: string, result: T): Promise<T> {
+  wakeForgeSyncs(ctx, await queueForgeSyncs(ctx, ctx.db, [jobId], 0));
+  return result;
 }

@@ -21,7 +21,7 @@ import type { Executor, JobsTable, TestRunsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
 import { checkedCiUrl } from './ci-url.ts';
 import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
-import { queueForgeSyncs, registerForgeCheck, wakeForgeSyncs } from './forge-hooks.ts';
+import { registerForgeCheck, syncAfter, wakeForgeSyncs } from './forge-hooks.ts';
 import { countOutcomes, type OutcomeCounts, testOutcomesOfJobs } from './outcomes.ts';
 
 export type CreateJobInput = Static<NonNullable<(typeof createJobEndpoint)['body']>>;
@@ -35,8 +35,7 @@ export interface JobRequest {
   branch: string | null;
   build: string | null;
   commit: string | null;
-  /** The repository of `commit` (FORGE-2); absent on jobs stored before it existed. */
-  repository?: string | null;
+  repository?: string | null; // of `commit` (FORGE-2); absent on jobs stored before migration 0020
 }
 
 export type JobStatus = 'queued' | 'running' | 'completed' | 'cancelled';
@@ -267,8 +266,8 @@ export async function createJob(
     if (earlier) return { job: earlier, created: false };
   }
   try {
-    const { job, forgeQueued } = await recordJob(ctx, projectId, input, actorId);
-    wakeForgeSyncs(ctx, forgeQueued);
+    const job = await recordJob(ctx, projectId, input, actorId);
+    wakeForgeSyncs(ctx, input.repository !== undefined && input.commit !== undefined);
     return { job, created: true };
   } catch (error) {
     // A concurrent retry with the same key committed first.
@@ -278,12 +277,7 @@ export async function createJob(
   }
 }
 
-async function recordJob(
-  ctx: ServiceContext,
-  projectId: string,
-  input: CreateJobInput,
-  actorId: string,
-): Promise<{ job: JobView; forgeQueued: boolean }> {
+async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJobInput, actorId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
   const ciUrl = checkedCiUrl(input.ciUrl, '/body/ciUrl');
   return inTransaction(ctx.db, async (trx) => {
@@ -355,13 +349,8 @@ async function recordJob(
       })),
     );
     await insertRuns(trx, runs);
-    const forgeQueued = await registerForgeCheck(ctx, trx, {
-      id: job.id,
-      projectId,
-      repository: request.repository ?? null,
-      commit: request.commit,
-    });
-    return { job: await loadJobView(ctx, trx, job.id), forgeQueued };
+    await registerForgeCheck(ctx, trx, job, request);
+    return loadJobView(ctx, trx, job.id);
   });
 }
 
@@ -371,7 +360,7 @@ async function recordJob(
  */
 export async function cancelJob(ctx: ServiceContext, jobId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
-  const { view, forgeQueued } = await inTransaction(ctx.db, async (trx) => {
+  const view = await inTransaction(ctx.db, async (trx) => {
     const before = await loadJobView(ctx, trx, jobId);
     if (before.state.status === 'cancelled' || before.state.status === 'completed') {
       throw new AppError('STATE_CONFLICT', `The job is already ${before.state.status}.`);
@@ -380,10 +369,9 @@ export async function cancelJob(ctx: ServiceContext, jobId: string): Promise<Job
     if (!(await markJobCancelled(trx, jobId, now))) throw new AppError('STATE_CONFLICT', 'The job is already cancelled.');
     // Only runs still queued: a run a runner claimed meanwhile keeps going.
     await abortQueuedRunsOfJob(trx, jobId, now);
-    return { view: await loadJobView(ctx, trx, jobId), forgeQueued: await queueForgeSyncs(ctx, trx, [jobId]) };
+    return loadJobView(ctx, trx, jobId);
   });
-  wakeForgeSyncs(ctx, forgeQueued);
-  return view;
+  return syncAfter(ctx, jobId, view);
 }
 
 /**
@@ -394,19 +382,18 @@ export async function cancelJob(ctx: ServiceContext, jobId: string): Promise<Job
  */
 export async function completeJob(ctx: ServiceContext, jobId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
-  const { view, forgeQueued } = await inTransaction(ctx.db, async (trx) => {
+  const view = await inTransaction(ctx.db, async (trx) => {
     const before = await loadJobView(ctx, trx, jobId);
     if (!isLaunch(before.request)) {
       throw new AppError('STATE_CONFLICT', 'The job was created with tests: it completes when its runs do, and is not closed by hand.');
     }
     if (before.row.cancelled_at !== null) throw new AppError('STATE_CONFLICT', 'The job is cancelled.');
-    if (before.row.closed_at !== null) return { view: before, forgeQueued: false };
+    if (before.row.closed_at !== null) return before;
     // Conditional, so a cancel that committed meanwhile is not overwritten; read again either way.
     await markJobClosed(trx, jobId, now);
     const after = await loadJobView(ctx, trx, jobId);
     if (after.row.cancelled_at !== null) throw new AppError('STATE_CONFLICT', 'The job is cancelled.');
-    return { view: after, forgeQueued: await queueForgeSyncs(ctx, trx, [jobId], 0) };
+    return after;
   });
-  wakeForgeSyncs(ctx, forgeQueued);
-  return view;
+  return syncAfter(ctx, jobId, view);
 }
