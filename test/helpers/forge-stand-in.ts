@@ -66,7 +66,7 @@ export async function startStandIn(): Promise<StandIn> {
       }
       const path = url.pathname;
       const b = (body ?? {}) as Record<string, unknown>;
-      let m: RegExpExecArray | null;
+      const match = (verb: string, pattern: RegExp) => (method === verb ? pattern.exec(path) : null);
 
       // GitHub
       if (method === 'POST' && /^\/app\/installations\/\d+\/access_tokens$/.test(path))
@@ -76,8 +76,9 @@ export async function startStandIn(): Promise<StandIn> {
         checkRuns.set(id, { ...b, id });
         return send(201, { id, ...b });
       }
-      if (method === 'PATCH' && (m = /^\/repos\/[^/]+\/[^/]+\/check-runs\/(\d+)$/.exec(path))) {
-        const id = Number(m[1]);
+      const checkRunPath = match('PATCH', /^\/repos\/[^/]+\/[^/]+\/check-runs\/(\d+)$/);
+      if (checkRunPath) {
+        const id = Number(checkRunPath[1]);
         const run = checkRuns.get(id);
         if (!run) return send(404, { message: 'Not Found' });
         checkRuns.set(id, { ...run, ...b });
@@ -92,8 +93,9 @@ export async function startStandIn(): Promise<StandIn> {
         comments.push(comment);
         return send(201, comment);
       }
-      if (method === 'PATCH' && (m = /\/issues\/comments\/(\d+)$/.exec(path))) {
-        const comment = comments.find((c) => c.id === Number(m?.[1]));
+      const commentPath = match('PATCH', /\/issues\/comments\/(\d+)$/);
+      if (commentPath) {
+        const comment = comments.find((c) => c.id === Number(commentPath[1]));
         if (!comment) return send(404, { message: 'Not Found' });
         comment.body = String(b.body);
         return send(200, comment);
@@ -103,12 +105,13 @@ export async function startStandIn(): Promise<StandIn> {
         issues.set(`#${number}`, { title: String(b.title), status: 'open' });
         return send(201, { number, html_url: `https://github.example.test/acme/shop/issues/${number}`, title: b.title, state: 'open' });
       }
-      if (method === 'GET' && (m = /^\/repos\/[^/]+\/[^/]+\/issues\/(\d+)$/.exec(path))) {
-        const issue = issues.get(`#${m[1]}`);
+      const issuePath = match('GET', /^\/repos\/[^/]+\/[^/]+\/issues\/(\d+)$/);
+      if (issuePath) {
+        const issue = issues.get(`#${issuePath[1]}`);
         if (!issue) return send(404, { message: 'Not Found' });
         return send(200, {
-          number: Number(m[1]),
-          html_url: `https://github.example.test/acme/shop/issues/${m[1]}`,
+          number: Number(issuePath[1]),
+          html_url: `https://github.example.test/acme/shop/issues/${issuePath[1]}`,
           title: issue.title,
           state: issue.status,
         });
@@ -127,8 +130,9 @@ export async function startStandIn(): Promise<StandIn> {
           return send(201, note);
         }
       }
-      if (method === 'PUT' && (m = new RegExp(`/merge_requests/${MERGE_REQUEST_IID}/notes/(\\d+)$`).exec(path))) {
-        const note = comments.find((c) => c.id === Number(m?.[1]));
+      const notePath = match('PUT', new RegExp(`/merge_requests/${MERGE_REQUEST_IID}/notes/(\\d+)$`));
+      if (notePath) {
+        const note = comments.find((c) => c.id === Number(notePath[1]));
         if (!note) return send(404, { message: '404 Not found' });
         note.body = String(b.body);
         return send(200, note);
@@ -141,10 +145,11 @@ export async function startStandIn(): Promise<StandIn> {
         issues.set(key, { title: fields.summary, status: 'To Do' });
         return send(201, { id: String(nextId++), key, self: `${url.origin}/rest/api/3/issue/${key}` });
       }
-      if (method === 'GET' && (m = /^\/rest\/api\/[23]\/issue\/([A-Z]+-\d+)$/.exec(path))) {
-        const issue = issues.get(m[1] as string);
+      const jiraIssuePath = match('GET', /^\/rest\/api\/[23]\/issue\/([A-Z]+-\d+)$/);
+      if (jiraIssuePath) {
+        const issue = issues.get(jiraIssuePath[1] as string);
         if (!issue) return send(404, { errorMessages: ['Issue does not exist'] });
-        return send(200, { key: m[1], fields: { summary: issue.title, status: { name: issue.status } } });
+        return send(200, { key: jiraIssuePath[1], fields: { summary: issue.title, status: { name: issue.status } } });
       }
       return send(404, { message: `stand-in: no ${method} ${path}` });
     });

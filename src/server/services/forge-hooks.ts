@@ -54,7 +54,7 @@ export async function registerForgeCheck(
   const { repository, commit } = labels;
   if (!repository || !commit) return false;
   const settings = await findForgeSettings(trx, job.project_id);
-  if (!settings || settings.enabled !== 1) return false;
+  if (settings?.enabled !== 1) return false;
   const now = ctx.clock().toISOString();
   await insertForgeCheck(trx, {
     job_id: job.id,

@@ -33,7 +33,6 @@ type Actor = { userId: string; requestId: string };
 export const DEFAULT_API_URLS = { github: 'https://api.github.com', gitlab: 'https://gitlab.com/api/v4' } as const;
 /** The periodic look at jobs whose final state was not sent: launches that ended by idling, syncs lost with an instance. */
 export const FORGE_SWEEP_TASK = 'forge-sweep';
-export const FORGE_SWEEP_MS = 60_000;
 
 export const getForgeSettings = (ctx: ServiceContext, projectId: string) => findForgeSettings(ctx.db, projectId);
 
@@ -124,7 +123,7 @@ export async function deleteForgeSettings(ctx: ServiceContext, projectId: string
 /** Registers the sync and the sweep with the background runner (the integrations plugin does, at start). */
 export function handleForgeTasks(ctx: ServiceContext): void {
   ctx.background.handle(FORGE_SYNC_TASK, (task: Task) => syncForgeCheck(ctx, (task.payload as { jobId: string }).jobId));
-  ctx.background.every(FORGE_SWEEP_TASK, FORGE_SWEEP_MS, () => sweepForgeChecks(ctx));
+  ctx.background.every(FORGE_SWEEP_TASK, ctx.config.integrationsSweepMinutes * 60_000, () => sweepForgeChecks(ctx));
 }
 
 /** Queues a sync of every check whose final state was not sent; a sync that finds nothing new sends nothing. */
@@ -142,7 +141,7 @@ export async function syncForgeCheck(ctx: ServiceContext, jobId: string): Promis
   if (!check || check.settled === 1) return;
   const settings = await findForgeSettings(ctx.db, check.project_id);
   const now = () => ctx.clock().toISOString();
-  if (!settings || settings.enabled !== 1) {
+  if (settings?.enabled !== 1) {
     // Removed or switched off since: nothing is sent, and the sweep stops looking at it.
     await updateForgeCheck(ctx.db, jobId, { settled: 1, last_error: 'the project has no code host enabled', updated_at: now() });
     return;
@@ -249,7 +248,7 @@ const escapeMarkdown = (text: string) => text.replace(/[\\`*_[\]<>|]/g, (c) => `
 export function locationOf(trace: string): { path: string; line: number } | undefined {
   for (const raw of trace.split('\n')) {
     const frame = parseFrame(raw);
-    if (!frame || !frame.file || isLibraryFrame(frame)) continue;
+    if (!frame?.file || isLibraryFrame(frame)) continue;
     const line = /:(\d+)(?::\d+)?\)?\s*$/.exec(raw)?.[1] ?? /line (\d+)/.exec(raw)?.[1];
     if (line === undefined) continue;
     return { path: relativeFile(frame.file, []), line: Number(line) };

@@ -38,7 +38,6 @@ type Actor = { userId: string; requestId: string };
 export const ISSUE_REFRESH_TASK = 'issue-refresh';
 /** The periodic refresh of links not read for `ISSUE_STALE_MS`. */
 export const ISSUE_REFRESH_SWEEP_TASK = 'issue-refresh-sweep';
-export const ISSUE_REFRESH_SWEEP_MS = 15 * 60_000;
 const ISSUE_STALE_MS = 60 * 60_000;
 const STEPS_SHOWN = 50;
 
@@ -301,5 +300,5 @@ export async function sweepIssueLinks(ctx: ServiceContext): Promise<void> {
 /** Registers the refresh and its sweep with the background runner. */
 export function handleIssueTasks(ctx: ServiceContext): void {
   ctx.background.handle(ISSUE_REFRESH_TASK, (task: Task) => refreshIssueLink(ctx, (task.payload as { linkId: string }).linkId));
-  ctx.background.every(ISSUE_REFRESH_SWEEP_TASK, ISSUE_REFRESH_SWEEP_MS, () => sweepIssueLinks(ctx));
+  ctx.background.every(ISSUE_REFRESH_SWEEP_TASK, 3 * ctx.config.integrationsSweepMinutes * 60_000, () => sweepIssueLinks(ctx));
 }
