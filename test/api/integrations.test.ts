@@ -440,5 +440,45 @@ for (const dialect of DIALECTS) {
       );
       assert.equal((await server.admin.client.call(v1.integrations.getForgeSettings, { params: { projectId } })).forge, null);
     });
+
+    test('a code host saved while private addresses were allowed is not called once they no longer are', async () => {
+      const standIn = await startStandIn();
+      try {
+        const projectId = (await createProject(server, 'Was open')).id;
+        // As an instance that allowed private addresses when the manager saved it left it in the database.
+        await server.app.attest.db
+          .insertInto('forge_settings')
+          .values({
+            project_id: projectId,
+            kind: 'github',
+            api_url: standIn.url,
+            auth: 'token',
+            token: GITHUB_TOKEN,
+            app_id: null,
+            private_key: null,
+            installation_id: null,
+            check_name: 'Attest',
+            pull_request_comment: 0,
+            enabled: 1,
+            updated_at: new Date().toISOString(),
+            updated_by: null,
+          })
+          .execute();
+        const job = await server.admin.client.call(v1.jobs.createJob, {
+          body: { projectId, testIds: [], commit: 'abc1234', repository: 'acme/shop' },
+        });
+        const check = await waitFor(
+          async () => {
+            const row = await server.app.attest.db.selectFrom('forge_checks').selectAll().where('job_id', '=', job.id).executeTakeFirst();
+            return row?.last_error ? row : undefined;
+          },
+          { ...WAIT, message: 'the refusal to be recorded' },
+        );
+        assert.match(check.last_error ?? '', /loopback, link-local or private address.*ATTEST_INTEGRATIONS_ALLOW_PRIVATE/);
+        assert.equal(standIn.requests.length, 0, 'the stand-in was never called');
+      } finally {
+        await standIn.close();
+      }
+    });
   });
 }
