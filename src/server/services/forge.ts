@@ -38,8 +38,14 @@ export const getForgeSettings = (ctx: ServiceContext, projectId: string) => find
 
 /** A literal loopback or private host is refused at once, with the field; a name is resolved (and refused) at each call. */
 export function assertReachableUrl(ctx: ServiceContext, url: string, pointer: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw invalid(pointer, 'is not a URL');
+  }
   if (ctx.config.integrationsAllowPrivate) return;
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const host = parsed.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   if (
     host === 'localhost' ||
     host.endsWith('.localhost') ||
