@@ -10,6 +10,7 @@ import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
 import { durableAnswersPlugin } from './plugins/durable-answers.ts';
 import { answerFrameworkError, clientErrorAnswerer, errorsPlugin } from './plugins/errors.ts';
 import { importsPlugin } from './plugins/imports.ts';
+import { integrationsPlugin } from './plugins/integrations.ts';
 import { methodNotAllowedPlugin } from './plugins/method-not-allowed.ts';
 import { openRoutesPlugin } from './plugins/open-routes.ts';
 import { parsersPlugin } from './plugins/parsers.ts';
@@ -101,6 +102,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(recoveryPlugin, { ctx });
   await app.register(clusterPlugin, { ctx });
   await app.register(upkeepPlugin, { ctx });
+  await app.register(integrationsPlugin, { ctx });
   app.addHook('onReady', async () => {
     state = 'ready';
   });

@@ -155,6 +155,19 @@ export interface Config {
    * that long. Derived when the job is read, against the clock; nothing is written.
    */
   launchIdleMinutes: number;
+  /**
+   * Whether the integrations (code hosts and issue trackers, docs/integrations.md) may call
+   * loopback, link-local and private addresses (`ATTEST_INTEGRATIONS_ALLOW_PRIVATE`, default false):
+   * a GitHub Enterprise, GitLab or Jira inside the network needs it; a manager's URL may otherwise
+   * not reach the instance's own network.
+   */
+  integrationsAllowPrivate: boolean;
+  /**
+   * Minutes between the integrations' sweeps (`ATTEST_INTEGRATIONS_SWEEP_MINUTES`, default 5, 0
+   * disables): jobs whose final state was not sent to their code host are synced again (launches
+   * that ended by idling, syncs lost with an instance); issue links are refreshed every third sweep.
+   */
+  integrationsSweepMinutes: number;
   /** Minutes between blob garbage collections (0 disables), and how old an unreferenced blob must be to go. */
   gcIntervalMinutes: number;
   gcGraceMinutes: number;
@@ -331,6 +344,8 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: r.int('ATTEST_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     corsOrigins: r.list('ATTEST_CORS_ORIGINS'),
     launchIdleMinutes: r.int('ATTEST_LAUNCH_IDLE_MINUTES', 60, 1, 30 * 24 * 60),
+    integrationsAllowPrivate: r.bool('ATTEST_INTEGRATIONS_ALLOW_PRIVATE', false),
+    integrationsSweepMinutes: r.int('ATTEST_INTEGRATIONS_SWEEP_MINUTES', 5, 0, 24 * 60),
     gcIntervalMinutes: r.int('ATTEST_GC_INTERVAL_MINUTES', 60, 0, 7 * 24 * 60),
     gcGraceMinutes: r.int('ATTEST_GC_GRACE_MINUTES', 60, 1, 30 * 24 * 60),
     crashAt: undefined,

@@ -32,6 +32,7 @@ export const ERRORS = {
   HEADERS_TOO_LARGE: { status: 431, title: 'Request headers too large' },
   RATE_LIMITED: { status: 429, title: 'Too many requests' },
   INTERNAL: { status: 500, title: 'Internal error' },
+  UPSTREAM_FAILED: { status: 502, title: 'An external service refused or could not be reached' },
   UNAVAILABLE: { status: 503, title: 'Service unavailable' },
   STORAGE_FULL: { status: 507, title: 'Storage is full' },
   QUOTA_EXCEEDED: { status: 507, title: 'Project quota exceeded' },

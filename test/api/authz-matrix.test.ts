@@ -11,6 +11,7 @@ import { buildOpenApiDocument } from '../../src/server/openapi/document.ts';
 import { APP_VERSION } from '../../src/server/version.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, unique } from '../helpers/factories.ts';
+import { type StandIn, startStandIn } from '../helpers/forge-stand-in.ts';
 import { encodeForm, rawRequest } from '../helpers/http.ts';
 import { expandPath, minimalSample, type Operation, operationsOf } from '../helpers/schema-samples.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -273,6 +274,20 @@ const FIXTURES: Record<string, Fixture> = {
   },
 };
 
+/** The stand-in for GitHub's API the matrix's issue trackers file to (started with the server). */
+let trackerStandIn: StandIn | undefined;
+
+/** A GitHub Issues tracker on the stand-in for the project (as the admin), so an allowed "Create issue" succeeds. */
+async function withTracker(input: FixtureInput, projectId: string | undefined): Promise<Record<string, unknown>> {
+  if (projectId && trackerStandIn) {
+    await admin(input.server).call(v1.integrations.putIssueTracker, {
+      params: { projectId },
+      body: { kind: 'github', baseUrl: trackerStandIn.url, repository: 'acme/shop', token: 'matrix-token' },
+    });
+  }
+  return {};
+}
+
 /** JSON body fields an operation needs beyond the minimal valid sample, so an allowed call really succeeds. */
 const BODY_OVERRIDES: Record<string, (input: FixtureInput) => Promise<Record<string, unknown>> | Record<string, unknown>> = {
   createTest: () => ({ name: 'Matrix test', steps: [{ action: 'open the page', expected: 'it shows' }] }),
@@ -289,6 +304,18 @@ const BODY_OVERRIDES: Record<string, (input: FixtureInput) => Promise<Record<str
     ],
   }),
   login: () => ({ email: LOGIN.email, password: LOGIN.password }),
+  // Integrations (docs/integrations.md): a token method needs a token; issues need a tracker to file to.
+  putForgeSettings: () => ({ kind: 'github', token: 'matrix-token' }),
+  putIssueTracker: () => ({ kind: 'github', repository: 'acme/shop', token: 'matrix-token' }),
+  createFailureGroupIssue: (input) => withTracker(input, input.target === 'missing' ? undefined : input.values.projectId),
+  createRunIssue: async (input) => {
+    const run = await input.server.app.attest.db
+      .selectFrom('test_runs')
+      .select('project_id')
+      .where('id', '=', input.values.testRunId as string)
+      .executeTakeFirst();
+    return withTracker(input, run?.project_id);
+  },
   // Bulk triage names groups of the addressed project: one made there (unknown under a missing project).
   triageFailureGroups: async (input) => ({
     groupIds: [await failureGroupOf(input.server, input.values.projectId as string, input.target === 'missing')],
@@ -525,7 +552,13 @@ for (const dialect of DIALECTS) {
     const agent = new http.Agent({ keepAlive: true });
     before(async () => {
       // Durability is not under test here; NORMAL spares an fsync per commit in WAL mode.
-      server = await startTestServer(dialect, { ATTEST_SQLITE_SYNCHRONOUS: 'NORMAL' });
+      trackerStandIn = await startStandIn();
+      server = await startTestServer(dialect, {
+        ATTEST_SQLITE_SYNCHRONOUS: 'NORMAL',
+        ATTEST_INTEGRATIONS_ALLOW_PRIVATE: 'true',
+        // The integrations' sweeps write their schedule: not between a refused call and its check.
+        ATTEST_INTEGRATIONS_SWEEP_MINUTES: '0',
+      });
       tables = await tablesOf(server);
       await admin(server).call(v1.users.createUser, { body: { email: LOGIN.email, name: 'Login', password: LOGIN.password } });
       for (const spec of CALLERS) callers.set(spec.name, await createCaller(server, spec));
@@ -534,6 +567,7 @@ for (const dialect of DIALECTS) {
       // Kept-alive sockets would hold the server's close open until they time out.
       agent.destroy();
       await server.close();
+      await trackerStandIn?.close();
     });
 
     test('the change detector sees a write, and nothing else changes the database between calls', async () => {

@@ -128,6 +128,18 @@ export const PARITY: Record<string, Reach> = {
     apiOnly:
       "For exporters (JUnit, Allure, Xray carry each failure's defect type): the run page shows the same groups, each read with its details (GET /projects/{projectId}/failures/{groupId}).",
   },
+
+  // Integrations (docs/integrations.md)
+  getForgeSettings: { page: '/projects/:projectKey/settings', does: 'Code host' },
+  putForgeSettings: { page: '/projects/:projectKey/settings', does: 'Save code host' },
+  deleteForgeSettings: { page: '/projects/:projectKey/settings', does: 'Remove code host' },
+  getIssueTracker: { page: '/projects/:projectKey/settings', does: 'Issue tracker' },
+  putIssueTracker: { page: '/projects/:projectKey/settings', does: 'Save issue tracker' },
+  deleteIssueTracker: { page: '/projects/:projectKey/settings', does: 'Remove issue tracker' },
+  createFailureGroupIssue: { page: '/projects/:projectKey/failures/:groupId', does: 'Create issue' },
+  createRunIssue: { page: '/runs/:testRunId', does: 'Create issue (a failed or broken run)' },
+  listIssueLinks: { page: '/projects/:projectKey/failures/:groupId', does: 'Issues, with their title and status' },
+
   getDashboard: { page: '/projects/:projectKey/dashboard', does: 'The dashboard' },
   compareJobs: { page: '/jobs/:jobId/compare', does: 'Two jobs compared' },
 };

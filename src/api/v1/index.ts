@@ -6,6 +6,7 @@ import * as devices from './devices.ts';
 import * as failures from './failures.ts';
 import * as images from './images.ts';
 import * as imports from './imports.ts';
+import * as integrations from './integrations.ts';
 import * as jobs from './jobs.ts';
 import * as meta from './meta.ts';
 import * as projects from './projects.ts';
@@ -21,6 +22,7 @@ export * as devices from './devices.ts';
 export * as failures from './failures.ts';
 export * as images from './images.ts';
 export * as imports from './imports.ts';
+export * as integrations from './integrations.ts';
 export * as jobs from './jobs.ts';
 export * as meta from './meta.ts';
 export * as projects from './projects.ts';
@@ -49,6 +51,7 @@ export const v1Endpoints: Endpoint[] = endpointsOf([
   images,
   imports,
   failures,
+  integrations,
   dashboard,
   comparison,
 ]);

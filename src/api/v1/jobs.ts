@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { IdempotencyKey, LABEL_MAX, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { DeviceId } from './devices.ts';
+import { Repository } from './integrations.ts';
 import { EXPORT_FORMATS, exportBody } from './results.ts';
 import { CiUrl, ProjectQuery, RunLabel, RunLabels } from './runs.ts';
 
@@ -71,6 +72,11 @@ export const Job = Type.Object(
     branch: Nullable(RunLabel),
     build: Nullable(RunLabel),
     commit: Nullable(RunLabel),
+    repository: Nullable({
+      ...Repository,
+      description:
+        "The repository of `commit` (`owner/name`): with both, the job reports to the project's code host (docs/integrations.md).",
+    }),
     createdAt: Timestamp,
     startedAt: Nullable(Timestamp),
     finishedAt: Nullable(Timestamp),
@@ -130,6 +136,12 @@ export const createJob = endpoint({
       deviceIds: Type.Optional(Type.Array(DeviceId, { maxItems: JOB_DEVICES_MAX, uniqueItems: true })),
       deviceLabels: Type.Optional(Type.Array(DeviceLabel, { maxItems: JOB_LABELS_MAX, uniqueItems: true })),
       ...RunLabels,
+      repository: Type.Optional({
+        ...Repository,
+        description:
+          'The repository `commit` belongs to: `owner/name` on GitHub, the project path on GitLab. With `commit`, in a project ' +
+          'with a code host, the job reports there as a check run or commit status (FORGE-2, docs/integrations.md).',
+      }),
       ciUrl: Type.Optional(CiUrl),
       idempotencyKey: IdempotencyKey('create (within the project)'),
     },

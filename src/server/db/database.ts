@@ -24,6 +24,7 @@ import * as sharedLimits from './migrations/2026-11-27-0015-shared-limits.ts';
 import * as triage from './migrations/2026-11-27-0016-triage.ts';
 import * as testCases from './migrations/2026-11-27-0017-test-cases.ts';
 import * as sso from './migrations/2026-11-27-0019-sso.ts';
+import * as integrations from './migrations/2026-11-27-0020-integrations.ts';
 import * as flakinessOrder from './migrations/2026-11-27-0021-flakiness-order.ts';
 import * as runDurations from './migrations/2026-11-27-0022-run-durations.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
@@ -51,6 +52,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-0016-triage': triage,
   '2026-11-27-0017-test-cases': testCases,
   '2026-11-27-0019-sso': sso,
+  '2026-11-27-0020-integrations': integrations,
   '2026-11-27-0021-flakiness-order': flakinessOrder,
   '2026-11-27-0022-run-durations': runDurations,
 };

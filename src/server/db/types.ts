@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
+import type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
 import type {
   FailureGroupBranchesTable,
   FailureGroupsTable,
@@ -10,6 +11,7 @@ import type {
 } from './triage-types.ts';
 
 export type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
+export type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
 export type {
   FailureGroupBranchesTable,
   FailureGroupsTable,
@@ -385,6 +387,10 @@ export interface Database {
   test_links: TestLinksTable;
   sso_logins: SsoLoginsTable;
   sso_identities: SsoIdentitiesTable;
+  forge_settings: ForgeSettingsTable;
+  forge_checks: ForgeChecksTable;
+  issue_trackers: IssueTrackersTable;
+  issue_links: IssueLinksTable;
 }
 
 export type DB = Kysely<Database>;

@@ -16,6 +16,8 @@ export function presentJob({ row, request, state }: JobView): Static<typeof Job>
     branch: request.branch,
     build: request.build,
     commit: request.commit,
+    // Jobs stored before migration 0020 have none.
+    repository: request.repository ?? null,
     createdAt: row.created_at,
     startedAt: state.startedAt,
     finishedAt: state.finishedAt,

@@ -21,6 +21,7 @@ import type { Executor, JobsTable, TestRunsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
 import { checkedCiUrl } from './ci-url.ts';
 import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
+import { registerForgeCheck, syncAfter, wakeForgeSyncs } from './forge-hooks.ts';
 import { countOutcomes, type OutcomeCounts, testOutcomesOfJobs } from './outcomes.ts';
 
 export type CreateJobInput = Static<NonNullable<(typeof createJobEndpoint)['body']>>;
@@ -34,6 +35,7 @@ export interface JobRequest {
   branch: string | null;
   build: string | null;
   commit: string | null;
+  repository?: string | null; // of `commit` (FORGE-2); absent on jobs stored before migration 0020
 }
 
 export type JobStatus = 'queued' | 'running' | 'completed' | 'cancelled';
@@ -264,7 +266,9 @@ export async function createJob(
     if (earlier) return { job: earlier, created: false };
   }
   try {
-    return { job: await recordJob(ctx, projectId, input, actorId), created: true };
+    const job = await recordJob(ctx, projectId, input, actorId);
+    wakeForgeSyncs(ctx, input.repository !== undefined && input.commit !== undefined);
+    return { job, created: true };
   } catch (error) {
     // A concurrent retry with the same key committed first.
     const earlier = key !== undefined && isUniqueViolation(error) ? await replayedJob(ctx, projectId, key, input) : undefined;
@@ -295,6 +299,7 @@ async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJo
       branch: input.branch ?? null,
       build: input.build ?? null,
       commit: input.commit ?? null,
+      repository: input.repository ?? null,
     };
     const job: JobsTable = {
       id: randomUUID(),
@@ -344,6 +349,7 @@ async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJo
       })),
     );
     await insertRuns(trx, runs);
+    await registerForgeCheck(ctx, trx, job, request);
     return loadJobView(ctx, trx, job.id);
   });
 }
@@ -354,7 +360,7 @@ async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJo
  */
 export async function cancelJob(ctx: ServiceContext, jobId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
-  return inTransaction(ctx.db, async (trx) => {
+  const view = await inTransaction(ctx.db, async (trx) => {
     const before = await loadJobView(ctx, trx, jobId);
     if (before.state.status === 'cancelled' || before.state.status === 'completed') {
       throw new AppError('STATE_CONFLICT', `The job is already ${before.state.status}.`);
@@ -365,6 +371,7 @@ export async function cancelJob(ctx: ServiceContext, jobId: string): Promise<Job
     await abortQueuedRunsOfJob(trx, jobId, now);
     return loadJobView(ctx, trx, jobId);
   });
+  return syncAfter(ctx, jobId, view);
 }
 
 /**
@@ -375,7 +382,7 @@ export async function cancelJob(ctx: ServiceContext, jobId: string): Promise<Job
  */
 export async function completeJob(ctx: ServiceContext, jobId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
-  return inTransaction(ctx.db, async (trx) => {
+  const view = await inTransaction(ctx.db, async (trx) => {
     const before = await loadJobView(ctx, trx, jobId);
     if (!isLaunch(before.request)) {
       throw new AppError('STATE_CONFLICT', 'The job was created with tests: it completes when its runs do, and is not closed by hand.');
@@ -388,4 +395,5 @@ export async function completeJob(ctx: ServiceContext, jobId: string): Promise<J
     if (after.row.cancelled_at !== null) throw new AppError('STATE_CONFLICT', 'The job is cancelled.');
     return after;
   });
+  return syncAfter(ctx, jobId, view);
 }

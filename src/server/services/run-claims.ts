@@ -6,6 +6,7 @@ import { claimOldestQueuedRun, findRun, renewRunLease, requeueExpiredLeases } fr
 import type { TestRunsTable } from '../db/types.ts';
 import { AppError, found } from '../errors.ts';
 import type { Principal } from '../security/principal.ts';
+import { queueForgeSyncs, wakeForgeSyncs } from './forge-hooks.ts';
 
 // Runners claim queued runs under a lease (SCALE-6). A lease is a runner's name and an expiry on
 // the run's row (`lease_owner`, `lease_expires_at`), so every instance sees the same leases and
@@ -50,7 +51,7 @@ export async function claimRun(ctx: ServiceContext, input: ClaimInput, visible: 
   if (projectIds !== 'all' && projectIds.length === 0) return undefined;
   await requeueExpiredRuns(ctx);
   const now = ctx.clock();
-  return claimOldestQueuedRun(ctx.db, {
+  const claimed = await claimOldestQueuedRun(ctx.db, {
     runner: input.runner,
     projectIds,
     deviceIds: input.deviceIds ?? [],
@@ -58,6 +59,10 @@ export async function claimRun(ctx: ServiceContext, input: ClaimInput, visible: 
     now: now.toISOString(),
     leaseExpiresAt: leaseEnd(now, input.leaseSeconds),
   });
+  // The first claimed run starts its job (FORGE-2). Queued after the claim committed: a sync that
+  // is lost (the instance died in between) is made good by the periodic sweep (forge.ts).
+  if (claimed?.job_id) wakeForgeSyncs(ctx, await queueForgeSyncs(ctx, ctx.db, [claimed.job_id]));
+  return claimed;
 }
 
 /** Why `runner` holds no live lease on the run, for the 409 it gets. */

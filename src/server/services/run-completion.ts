@@ -2,6 +2,7 @@ import type { ServiceContext } from '../context.ts';
 import { testsOfJobs, triageOfProjects } from '../db/repositories/failures.ts';
 import type { Executor, TestRunsTable } from '../db/types.ts';
 import { recordFailures } from './failure-recording.ts';
+import { queueForgeSyncs } from './forge-hooks.ts';
 import { refreshHealth } from './health.ts';
 
 // What follows a run's completion, inside the transaction that completes it (docs/triage.md):
@@ -12,13 +13,19 @@ import { refreshHealth } from './health.ts';
 /**
  * Records the failures of the runs just completed, then the health of their tests (which reads the
  * jobs' incidents), and of every test of a job whose incident the runs set or cleared: its earlier
- * runs now count, or no longer count, in flaky scores.
+ * runs now count, or no longer count, in flaky scores. Their jobs' code-host checks are queued for
+ * a sync (FORGE-2): true when one was, so the caller wakes the task runner after its commit.
  */
-export async function onRunsCompleted(ctx: ServiceContext, trx: Executor, runs: readonly TestRunsTable[]): Promise<void> {
-  if (runs.length === 0) return;
+export async function onRunsCompleted(ctx: ServiceContext, trx: Executor, runs: readonly TestRunsTable[]): Promise<boolean> {
+  if (runs.length === 0) return false;
   // The projects' rules and thresholds, read once for both.
   const projects = new Map((await triageOfProjects(trx, [...new Set(runs.map((run) => run.project_id))])).map((row) => [row.id, row]));
   const incidentsChanged = await recordFailures(ctx, trx, runs, projects);
   const alsoChanged = incidentsChanged.length > 0 ? await testsOfJobs(trx, incidentsChanged) : [];
   await refreshHealth(ctx, trx, [...runs, ...alsoChanged], projects);
+  return queueForgeSyncs(
+    ctx,
+    trx,
+    runs.map((run) => run.job_id),
+  );
 }

@@ -20,6 +20,7 @@ import type { TestRunsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
 import { checkedCiUrl } from './ci-url.ts';
 import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
+import { queueForgeSyncs, wakeForgeSyncs } from './forge-hooks.ts';
 import { appendResults } from './results.ts';
 import { onRunsCompleted } from './run-completion.ts';
 import { ensureTestsByFullName } from './tests.ts';
@@ -149,10 +150,13 @@ async function recordRun(
   if (input.verdict === undefined) {
     if (input.finishedAt !== undefined) throw invalid('/body/finishedAt', 'needs a verdict: only a finished run has a finish time');
     if (input.startedAt !== undefined) row.started_at = new Date(input.startedAt).toISOString();
-    await inTransaction(ctx.db, async (trx) => {
+    const forgeQueued = await inTransaction(ctx.db, async (trx) => {
       await insertRun(trx, row);
       if (input.results) await appendResults(ctx, row.id, input.results, trx);
+      // A run joining a launch starts it (FORGE-2).
+      return queueForgeSyncs(ctx, trx, [row.job_id]);
     });
+    wakeForgeSyncs(ctx, forgeQueued);
     return row;
   }
   // A finished run in one call: inserted running, its results appended, then completed, all in
@@ -161,13 +165,14 @@ async function recordRun(
   const finishedAt = input.finishedAt === undefined ? now : new Date(input.finishedAt).toISOString();
   if (finishedAt < startedAt) throw invalid('/body/finishedAt', 'must not be before startedAt');
   row.started_at = startedAt;
-  await inTransaction(ctx.db, async (trx) => {
+  const forgeQueued = await inTransaction(ctx.db, async (trx) => {
     await insertRun(trx, row);
     if (input.results) await appendResults(ctx, row.id, input.results, trx);
     const completed = { status: 'completed', verdict: input.verdict ?? null, finished_at: finishedAt } as const;
     await updateRunIfStatus(trx, row.id, 'running', completed);
-    await onRunsCompleted(ctx, trx, [{ ...row, ...completed }]);
+    return onRunsCompleted(ctx, trx, [{ ...row, ...completed }]);
   });
+  wakeForgeSyncs(ctx, forgeQueued);
   return getRun(ctx, row.id);
 }
 
@@ -204,9 +209,10 @@ function checkVerdict(change: RunChange): void {
 export async function changeRunStatus(ctx: ServiceContext, runId: string, change: RunChange): Promise<TestRunsTable> {
   checkVerdict(change);
   const now = ctx.clock().toISOString();
-  return inTransaction(ctx.db, async (trx) => {
+  const { run, forgeQueued } = await inTransaction(ctx.db, async (trx) => {
     const run = found(await lockRun(trx, runId), 'The test run');
-    if (run.status === change.status && (change.status !== 'completed' || run.verdict === change.verdict)) return run;
+    if (run.status === change.status && (change.status !== 'completed' || run.verdict === change.verdict))
+      return { run, forgeQueued: false };
     if (!NEXT_STATUSES[run.status].includes(change.status)) {
       const current = run.status === 'completed' ? `completed (${run.verdict})` : run.status;
       throw new AppError(
@@ -222,7 +228,11 @@ export async function changeRunStatus(ctx: ServiceContext, runId: string, change
       throw new AppError('STATE_CONFLICT', 'The run changed meanwhile; read it again.');
     }
     const changed = { ...run, ...changes };
-    if (change.status === 'completed') await onRunsCompleted(ctx, trx, [changed]);
-    return changed;
+    // A run that starts, finishes or is aborted changes its job's check (FORGE-2).
+    const forgeQueued =
+      change.status === 'completed' ? await onRunsCompleted(ctx, trx, [changed]) : await queueForgeSyncs(ctx, trx, [changed.job_id]);
+    return { run: changed, forgeQueued };
   });
+  wakeForgeSyncs(ctx, forgeQueued);
+  return run;
 }

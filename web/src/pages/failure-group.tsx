@@ -9,6 +9,7 @@ import { ApiImage } from '../images.tsx';
 import { type Column, ListTable } from '../list-table.tsx';
 import { type FailureGroup, type FailureGroupDetail, getFailureGroup, type Occurrence } from '../triage/api.ts';
 import { Sparkline } from '../triage/charts.tsx';
+import { IssueLinks } from '../triage/issue-links.tsx';
 import { DefectName, GroupStatus, TriageForm } from '../triage/parts.tsx';
 import '../triage/triage.css';
 
@@ -145,6 +146,7 @@ export function FailureGroupPage({ projectKey, groupId }: { projectKey: string; 
         <h2 id="group-triage">Triage</h2>
         <TriageForm projectId={project.data.id} group={group} onSaved={(saved) => setGroup({ ...group, ...saved })} />
       </section>
+      <IssueLinks projectId={project.data.id} failureGroupId={group.id} onCreated={(link) => setGroup({ ...group, issueUrl: link.url })} />
       <section class="panel" aria-labelledby="group-trend">
         <h2 id="group-trend">Last {trend.length} days</h2>
         <Sparkline

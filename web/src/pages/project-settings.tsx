@@ -11,8 +11,9 @@ import { ProjectMembers } from '../admin/members.tsx';
 import { Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatBytes } from '../format.ts';
-import { bodyField, Field, FormProblem, integerOrUndefined, problemAt, TextField } from '../forms.tsx';
+import { bodyField, Field, FormProblem, fieldProblems, integerOrUndefined, problemAt, TextField } from '../forms.tsx';
 import { FailureRulesEditor, useFailureRules } from '../triage/failure-rules.tsx';
+import { ForgeForm, IssueTrackerForm } from './integration-settings.tsx';
 
 type Project = Static<typeof v1.projects.Project>;
 const UPDATE = v1.projects.updateProject;
@@ -328,6 +329,8 @@ export function ProjectSettingsPage({ projectKey }: { projectKey: string }) {
         {me.data?.role === 'admin' ? <QuotaForm project={project} onSaved={saved} /> : null}
         <UsagePanel projectId={project.id} version={version} />
         <FailureRulesForm projectId={project.id} />
+        {manages ? <ForgeForm projectId={project.id} /> : null}
+        {manages ? <IssueTrackerForm projectId={project.id} /> : null}
         <section class="panel" aria-labelledby="members-heading">
           <h2 id="members-heading">Members</h2>
           <ProjectMembers projectId={project.id} projectName={project.name} />

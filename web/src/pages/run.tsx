@@ -15,6 +15,7 @@ import { RunSteps } from '../run/run-steps.tsx';
 import { RunSummary } from '../run/run-summary.tsx';
 import { type ArtifactDetails, buildStepTree, type RunResults, type TestRun } from '../run/steps.ts';
 import '../run/run.css';
+import { IssueLinks } from '../triage/issue-links.tsx';
 
 interface RunData {
   run: TestRun;
@@ -95,6 +96,7 @@ function RunView({
         <Breadcrumb projectId={run.projectId} jobId={run.jobId} here="Run" />
         <RunSummary run={run} live={unfinished(run)} refreshError={refreshError} />
         <FailurePanel run={run} steps={results.steps} />
+        {run.verdict === 'failed' || run.verdict === 'broken' ? <IssueLinks projectId={run.projectId} testRunId={run.id} /> : null}
         <RunSteps run={run} tree={tree} cells={results.cells} artifactsByStep={byStep} />
         <RunEvidence runLevel={runLevel} total={artifacts.length} />
         {atLeast(me.data?.role, 'manager') && (artifacts.length > 0 || removed.size > 0) ? (

@@ -3,6 +3,7 @@ import { artifactExamples } from './artifacts.ts';
 import { failureExamples } from './failures.ts';
 import { importExamples } from './imports.ts';
 import { insightExamples } from './insights.ts';
+import { integrationExamples } from './integrations.ts';
 import { labExamples } from './lab.ts';
 import { testCaseExamples } from './test-cases.ts';
 import { testingExamples } from './testing.ts';
@@ -25,4 +26,5 @@ export const OPERATION_EXAMPLES: ReadonlyMap<string, OperationExamples> = new Ma
   ...importExamples,
   ...failureExamples,
   ...insightExamples,
+  ...integrationExamples,
 ]);

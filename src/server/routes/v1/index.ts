@@ -6,6 +6,7 @@ import { deviceRoutes } from './devices.ts';
 import { failureRoutes } from './failures.ts';
 import { imageRoutes } from './images.ts';
 import { importRoutes } from './imports.ts';
+import { integrationRoutes } from './integrations.ts';
 import { jobRoutes } from './jobs.ts';
 import { metaRoutes } from './meta.ts';
 import { projectRoutes } from './projects.ts';
@@ -29,6 +30,7 @@ export function v1Routes(ctx: AppContext): RouteImpl[] {
     ...imageRoutes(ctx),
     ...importRoutes(ctx),
     ...failureRoutes(ctx),
+    ...integrationRoutes(ctx),
     ...dashboardRoutes(ctx),
   ];
 }
