@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
-import type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
 import type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
+import type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
 import type {
   FailureGroupBranchesTable,
   FailureGroupsTable,
@@ -10,8 +10,8 @@ import type {
   TestQuarantinesTable,
 } from './triage-types.ts';
 
-export type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
 export type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
+export type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
 export type {
   FailureGroupBranchesTable,
   FailureGroupsTable,

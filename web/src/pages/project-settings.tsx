@@ -11,7 +11,7 @@ import { ProjectMembers } from '../admin/members.tsx';
 import { Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatBytes } from '../format.ts';
-import { bodyField, Field, FormProblem, fieldProblems, integerOrUndefined, problemAt, TextField } from '../forms.tsx';
+import { bodyField, Field, FormProblem, integerOrUndefined, problemAt, TextField } from '../forms.tsx';
 import { FailureRulesEditor, useFailureRules } from '../triage/failure-rules.tsx';
 import { ForgeForm, IssueTrackerForm } from './integration-settings.tsx';
 
