@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
 import type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
+import type { TestLinksTable } from './test-case-types.ts';
 import type {
   FailureGroupBranchesTable,
   FailureGroupsTable,
@@ -12,6 +13,7 @@ import type {
 
 export type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
 export type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
+export type { TestLinksTable } from './test-case-types.ts';
 export type {
   FailureGroupBranchesTable,
   FailureGroupsTable,
@@ -147,20 +149,6 @@ export type TestVersionsTable = Pick<
   TestsTable,
   'name' | 'description' | 'steps' | 'tags' | 'suite' | 'links' | 'source_format' | 'source' | 'version' | 'created_at' | 'created_by'
 > & { test_id: string };
-
-/** One link of a test (TCM-4); `ref` is its identity in its kind: the key in lower case, else the URL. */
-export interface TestLinksTable {
-  test_id: string;
-  project_id: string;
-  kind: 'requirement' | 'issue';
-  /** A short hash of kind and ref (the link's id in pages), and the ref's first 200 characters (their order). */
-  link_id: string;
-  sort_key: string;
-  ref: string;
-  key: string | null;
-  url: string | null;
-  title: string | null;
-}
 
 export interface JobsTable {
   id: string;
