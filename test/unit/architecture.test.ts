@@ -175,6 +175,7 @@ const FLOORS: string[][] = [
     'server/changes',
     'server/openapi',
     'server/failures',
+    'server/outgoing',
   ],
   ['server/db/repositories', 'server/backup', 'server/http', 'server/cluster'],
   ['server/context'],
