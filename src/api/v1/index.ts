@@ -13,6 +13,7 @@ import * as results from './results.ts';
 import * as runs from './runs.ts';
 import * as tests from './tests.ts';
 import * as users from './users.ts';
+import * as webhooks from './webhooks.ts';
 
 export * as artifacts from './artifacts.ts';
 export * as comparison from './comparison.ts';
@@ -28,6 +29,7 @@ export * as results from './results.ts';
 export * as runs from './runs.ts';
 export * as tests from './tests.ts';
 export * as users from './users.ts';
+export * as webhooks from './webhooks.ts';
 
 function endpointsOf(modules: Record<string, unknown>[]): Endpoint[] {
   return modules.flatMap((m) =>
@@ -51,4 +53,5 @@ export const v1Endpoints: Endpoint[] = endpointsOf([
   failures,
   dashboard,
   comparison,
+  webhooks,
 ]);

@@ -23,6 +23,7 @@ import * as runLeases from './migrations/2026-11-27-0014-run-leases.ts';
 import * as sharedLimits from './migrations/2026-11-27-0015-shared-limits.ts';
 import * as triage from './migrations/2026-11-27-0016-triage.ts';
 import * as testCases from './migrations/2026-11-27-0017-test-cases.ts';
+import * as webhooks from './migrations/2026-11-27-0018-webhooks.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
 import type { Database, DB, Dialect } from './types.ts';
@@ -47,6 +48,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-0015-shared-limits': sharedLimits,
   '2026-11-27-0016-triage': triage,
   '2026-11-27-0017-test-cases': testCases,
+  '2026-11-27-0018-webhooks': webhooks,
 };
 
 /** The migrations this build applies, in order (test templates are keyed by them). */

@@ -22,6 +22,7 @@ import { AppError, found, invalid } from '../errors.ts';
 import { checkedCiUrl } from './ci-url.ts';
 import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
 import { countOutcomes, type OutcomeCounts, testOutcomesOfJobs } from './outcomes.ts';
+import { deliverSoon, jobCompletedEvent, queueWebhookEvents } from './webhook-outbox.ts';
 
 export type CreateJobInput = Static<NonNullable<(typeof createJobEndpoint)['body']>>;
 
@@ -375,7 +376,8 @@ export async function cancelJob(ctx: ServiceContext, jobId: string): Promise<Job
  */
 export async function completeJob(ctx: ServiceContext, jobId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
-  return inTransaction(ctx.db, async (trx) => {
+  let queued = false;
+  const view = await inTransaction(ctx.db, async (trx) => {
     const before = await loadJobView(ctx, trx, jobId);
     if (!isLaunch(before.request)) {
       throw new AppError('STATE_CONFLICT', 'The job was created with tests: it completes when its runs do, and is not closed by hand.');
@@ -386,6 +388,9 @@ export async function completeJob(ctx: ServiceContext, jobId: string): Promise<J
     await markJobClosed(trx, jobId, now);
     const after = await loadJobView(ctx, trx, jobId);
     if (after.row.cancelled_at !== null) throw new AppError('STATE_CONFLICT', 'The job is cancelled.');
+    if (after.state.status === 'completed') queued = await queueWebhookEvents(ctx, trx, [jobCompletedEvent(after.row)]);
     return after;
   });
+  if (queued) deliverSoon(ctx);
+  return view;
 }

@@ -23,6 +23,8 @@ import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
 import { appendResults } from './results.ts';
 import { onRunsCompleted } from './run-completion.ts';
 import { ensureTestsByFullName } from './tests.ts';
+import { queueJobsCompleted } from './webhook-events.ts';
+import { deliverSoon } from './webhook-outbox.ts';
 
 export type CreateRunInput = Static<NonNullable<(typeof createRunEndpoint)['body']>>;
 export type RunChange = Static<NonNullable<(typeof updateRunEndpoint)['body']>>;
@@ -158,13 +160,14 @@ async function recordRun(
   const finishedAt = input.finishedAt === undefined ? now : new Date(input.finishedAt).toISOString();
   if (finishedAt < startedAt) throw invalid('/body/finishedAt', 'must not be before startedAt');
   row.started_at = startedAt;
-  await inTransaction(ctx.db, async (trx) => {
+  const queued = await inTransaction(ctx.db, async (trx) => {
     await insertRun(trx, row);
     if (input.results) await appendResults(ctx, row.id, input.results, trx);
     const completed = { status: 'completed', verdict: input.verdict ?? null, finished_at: finishedAt } as const;
     await updateRunIfStatus(trx, row.id, 'running', completed);
-    await onRunsCompleted(ctx, trx, [{ ...row, ...completed }]);
+    return onRunsCompleted(ctx, trx, [{ ...row, ...completed }]);
   });
+  if (queued) announceWebhooks(ctx);
   return getRun(ctx, row.id);
 }
 
@@ -201,7 +204,8 @@ function checkVerdict(change: RunChange): void {
 export async function changeRunStatus(ctx: ServiceContext, runId: string, change: RunChange): Promise<TestRunsTable> {
   checkVerdict(change);
   const now = ctx.clock().toISOString();
-  return inTransaction(ctx.db, async (trx) => {
+  let queued = false;
+  const changed = await inTransaction(ctx.db, async (trx) => {
     const run = found(await lockRun(trx, runId), 'The test run');
     if (run.status === change.status && (change.status !== 'completed' || run.verdict === change.verdict)) return run;
     if (!NEXT_STATUSES[run.status].includes(change.status)) {
@@ -219,7 +223,17 @@ export async function changeRunStatus(ctx: ServiceContext, runId: string, change
       throw new AppError('STATE_CONFLICT', 'The run changed meanwhile; read it again.');
     }
     const changed = { ...run, ...changes };
-    if (change.status === 'completed') await onRunsCompleted(ctx, trx, [changed]);
+    if (change.status === 'completed') queued = await onRunsCompleted(ctx, trx, [changed]);
+    // An aborted run may be the last of its job to finish: the job completes.
+    if (change.status === 'aborted' && run.job_id !== null) queued = await queueJobsCompleted(ctx, trx, [run.job_id]);
     return changed;
   });
+  if (queued) announceWebhooks(ctx);
+  return changed;
+}
+
+/** After a commit that queued webhook deliveries (HOOK-3): the crash point of the durability test, then the runners look. */
+function announceWebhooks(ctx: ServiceContext): void {
+  ctx.crashPoint('webhook-after-outbox');
+  deliverSoon(ctx);
 }
