@@ -16,8 +16,6 @@ import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-r
 // with the `standardwebhooks` package. Time moves on the server's injected clock: a retry due in
 // 30 s is sent once the clock passed it and a dispatch runs, never after a real wait.
 
-type Webhook = Awaited<ReturnType<typeof createHook>>;
-
 async function createHook(user: TestUser, projectId: string, body: Record<string, unknown>) {
   return user.client.call(v1.webhooks.createWebhook, {
     params: { projectId },

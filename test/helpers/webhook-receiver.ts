@@ -16,7 +16,7 @@ export interface WebhookReceiver {
   received: Received[];
   /** The secret deliveries are verified with (the one createWebhook answered). */
   secret: string | undefined;
-  /** The statuses of the next answers, in order (then 204): `[500, 500]` fails twice. */
+  /** The statuses of the next answers, in order (then 204): `[500, 500]` fails twice; status 0 never answers. */
   answers: { status: number; headers?: Record<string, string> }[];
   close(): Promise<void>;
 }
@@ -43,6 +43,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       }
       receiver.received.push({ headers: req.headers, body, verified, verifyError });
       const answer = receiver.answers.shift() ?? { status: 204 };
+      if (answer.status === 0) return;
       res.writeHead(answer.status, answer.headers).end(answer.status === 204 ? undefined : 'receiver says no');
     });
   });

@@ -29,6 +29,7 @@ const Kind = Type.Union([Type.Literal('standard'), Type.Literal('slack'), Type.L
     'message posted to an incoming-webhook URL of Slack or Microsoft Teams.',
 });
 const WebhookUrl = Type.String({
+  format: 'uri',
   minLength: 8,
   maxLength: 2048,
   pattern: '^https?://',
@@ -129,6 +130,7 @@ export const createWebhook = endpoint({
     'secret). The events and their bodies are in the `webhooks` section of this document. Audited (`webhook.create`).',
   tag: 'Webhooks',
   access: { scope: 'project', role: 'manager' },
+  fetchesUrl: true,
   params: ProjectOnly,
   body: Type.Object(
     { name: Name, url: WebhookUrl, kind: Type.Optional(Kind), events: Events, enabled: Type.Optional(Type.Boolean()) },
@@ -158,6 +160,7 @@ export const updateWebhook = endpoint({
     'gave up meanwhile stay failed (redeliver them one by one). Audited (`webhook.update`).',
   tag: 'Webhooks',
   access: { scope: 'project', role: 'manager' },
+  fetchesUrl: true,
   params: WebhookParams,
   body: Type.Object(
     { name: Type.Optional(Name), url: Type.Optional(WebhookUrl), events: Type.Optional(Events), enabled: Type.Optional(Type.Boolean()) },

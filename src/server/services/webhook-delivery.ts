@@ -11,6 +11,7 @@ import {
   findWebhook,
   insertAttempt,
   nextDeliveryDue,
+  nextUnannouncedExpiry,
   setDeliveryPayload,
   updateDelivery,
   updateWebhook,
@@ -29,10 +30,12 @@ import { WEBHOOK_DISPATCH_TASK } from './webhook-outbox.ts';
 // `Retry-After`; a webhook that failed for a day is disabled, with an audit entry.
 
 export const WEBHOOK_SWEEP_TASK = 'webhook-sweep';
-/** The sweep's longest period: retries due sooner bring it forward; expired quarantines wait at most this. */
-const SWEEP_MS = 60_000;
-/** A claimed delivery whose attempt was never recorded (its instance died) is due again this much later. */
-const CLAIM_MS = 5 * 60_000;
+/**
+ * The sweep's longest period. It runs when the next retry or the next quarantine expiry it knows of
+ * is due, and at least this often (a quarantine set since its last run, expiring sooner, waits at
+ * most this long to be announced). An idle instance writes its schedule no more than hourly.
+ */
+const SWEEP_MS = 3_600_000;
 /** Deliveries sent at once by one dispatcher. */
 const PARALLEL = 8;
 /** How much of an answer is read, and kept in the log. */
@@ -63,8 +66,13 @@ export async function dispatchWebhooks(ctx: ServiceContext, lease: Lease): Promi
     if (due.length === 0) break;
     await Promise.all(due.map((delivery) => attemptDelivery(ctx, delivery)));
   }
-  const next = await nextDeliveryDue(ctx.db);
-  return next === undefined ? SWEEP_MS : Math.max(0, Math.min(SWEEP_MS, Date.parse(next) - ctx.clock().getTime()));
+  const next = [await nextDeliveryDue(ctx.db), await nextUnannouncedExpiry(ctx.db)].filter((at) => at !== undefined);
+  if (next.length === 0) return SWEEP_MS;
+  const inMs = Math.max(1000, Math.min(SWEEP_MS, Math.min(...next.map((at) => Date.parse(at))) - ctx.clock().getTime()));
+  // A dispatch due then, on whichever instance: one task per second of due time, however many dispatchers ask.
+  const runAt = new Date(ctx.background.time().getTime() + inMs);
+  await ctx.background.enqueue({ kind: WEBHOOK_DISPATCH_TASK, key: `webhooks:at:${Math.ceil(runAt.getTime() / 1000)}`, runAt });
+  return inMs;
 }
 
 /** The Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` under the secret's bytes. */
@@ -105,7 +113,8 @@ async function attemptDelivery(ctx: ServiceContext, due: WebhookDeliveriesTable)
     await updateDelivery(ctx.db, due.id, { status: 'failed', next_attempt_at: null, updated_at: now.toISOString() });
     return;
   }
-  const until = new Date(now.getTime() + CLAIM_MS).toISOString();
+  // A claimed delivery whose attempt was never recorded (its sender died) is due again after twice the timeout.
+  const until = new Date(now.getTime() + 2 * ctx.config.webhookTimeoutMs + 5000).toISOString();
   if (due.next_attempt_at === null || !(await claimDelivery(ctx.db, due.id, due.next_attempt_at, until))) return;
   let payload = due.payload;
   if (payload === null) {

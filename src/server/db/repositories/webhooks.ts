@@ -198,3 +198,15 @@ export async function attemptsSoFar(executor: Executor, deliveryId: string): Pro
     .executeTakeFirst();
   return { count: Number(row?.count ?? 0), first: (row?.first as string | null | undefined) ?? null };
 }
+
+/** When the earliest quarantine not yet announced expires (it may have already); undefined: none. */
+export async function nextUnannouncedExpiry(executor: Executor): Promise<string | undefined> {
+  const row = await executor
+    .selectFrom('test_quarantines')
+    .select('expires_at')
+    .where('expiry_announced_at', 'is', null)
+    .orderBy('expires_at')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.expires_at;
+}
