@@ -264,6 +264,9 @@ const FIXTURES: Record<string, Fixture> = {
       const importId = String((await client.importReport(projectId, { name: 'matrix.xml', bytes: Buffer.from(MATRIX_JUNIT) })).id);
       // Written in the background: done before the matrix compares the database around a refused call.
       await waitFor(async () => (await client.call(v1.imports.getImport, { params: { projectId, importId } })).status === 'completed');
+      // Its task row goes just after the import reads completed: let that land before any comparison.
+      await input.server.app.attest.background.idle();
+      await databaseSettled(input.server);
       return importId;
     },
   },
