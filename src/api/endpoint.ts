@@ -40,6 +40,11 @@ export interface Endpoint {
   /** The response is not JSON (binary downloads): Accept negotiation does not apply. */
   binary?: boolean;
   deprecated?: boolean;
+  /**
+   * A request field is a URL the server will send requests to (a webhook's): documented as
+   * `x-fetches-url`, the one exception to SEC-7a, guarded as HOOK-5 says.
+   */
+  fetchesUrl?: boolean;
 }
 
 /** Declares an endpoint and keeps its literal type, so handlers and clients get exact types. */

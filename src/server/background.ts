@@ -91,7 +91,7 @@ export class TaskInterrupted extends Error {
 }
 
 interface Registration {
-  handler: TaskHandler;
+  handler: (task: Task, lease: Lease) => Promise<unknown>;
   /** A periodic task's period; undefined for tasks run once. */
   everyMs?: number;
   /** Called once when a task of this kind is given up (attempts used), before it is deleted. */
@@ -165,9 +165,9 @@ export class TaskRunner {
   /**
    * Runs `handler` every `everyMs` on one instance at a time (0: never, and an earlier schedule is
    * removed). The period counts from the end of the last run, on whichever instance ran it; a failed
-   * run is logged and tried again a period later.
+   * run is logged and tried again a period later; one that answers a number of ms runs again that soon (at most the period).
    */
-  every(kind: string, everyMs: number, handler: (lease: Lease) => Promise<void>): void {
+  every(kind: string, everyMs: number, handler: (lease: Lease) => Promise<unknown>): void {
     if (everyMs <= 0) {
       this.kinds.delete(kind);
       this.switchedOff.add(kind);
@@ -324,17 +324,17 @@ export class TaskRunner {
       );
     }, margin);
     renewal.unref();
-    let outcome: { ok: true } | { ok: false; error: unknown };
+    let outcome: { ok: true; againInMs?: number } | { ok: false; error: unknown };
     try {
-      await registration.handler(task, lease);
-      outcome = { ok: true };
+      const again = await registration.handler(task, lease);
+      outcome = { ok: true, againInMs: typeof again === 'number' ? again : undefined };
     } catch (error) {
       outcome = { ok: false, error };
     } finally {
       clearInterval(renewal);
       this.current = undefined;
     }
-    if (outcome.ok) await this.succeeded(task, registration);
+    if (outcome.ok) await this.succeeded(task, registration, outcome.againInMs);
     // Interrupted is not the task's fault: this claim does not count, and the task is due again at once.
     else if (outcome.error instanceof TaskInterrupted) await this.release(task, 0, task.attempts - 1, task.lastError);
     else await this.failed(task, registration, outcome.error);
@@ -345,9 +345,9 @@ export class TaskRunner {
     return this.store.release(task.id, this.instanceId, { runAt: new Date(this.now() + afterMs), attempts, lastError });
   }
 
-  private async succeeded(task: Task, registration: Registration): Promise<void> {
+  private async succeeded(task: Task, registration: Registration, againInMs: number | undefined): Promise<void> {
     if (registration.everyMs === undefined) await this.store.finish(task.id, this.instanceId);
-    else await this.release(task, registration.everyMs, 0, null);
+    else await this.release(task, Math.max(0, Math.min(registration.everyMs, againInMs ?? registration.everyMs)), 0, null);
   }
 
   private async failed(task: Task, registration: Registration, error: unknown): Promise<void> {

@@ -172,6 +172,14 @@ export interface Config {
   gcIntervalMinutes: number;
   gcGraceMinutes: number;
   /**
+   * Outgoing webhooks (docs/webhooks.md): whether they may reach loopback, link-local and private
+   * addresses (`ATTEST_WEBHOOK_ALLOW_PRIVATE`, default false: such a URL is refused when a webhook
+   * is saved and again, after resolving its host, at every delivery), and how long one delivery
+   * attempt may take, connecting included (`ATTEST_WEBHOOK_TIMEOUT_MS`, default 10000).
+   */
+  webhookAllowPrivate: boolean;
+  webhookTimeoutMs: number;
+  /**
    * Test hook (`ATTEST_CRASH_AT=<point>:<n>`): SIGKILL the process the n-th time it reaches a named
    * crash point. Accepted only with `NODE_ENV=test`; anywhere else the server refuses to start.
    */
@@ -348,6 +356,8 @@ export function loadConfig(env: Env = process.env): Config {
     integrationsSweepMinutes: r.int('ATTEST_INTEGRATIONS_SWEEP_MINUTES', 5, 0, 24 * 60),
     gcIntervalMinutes: r.int('ATTEST_GC_INTERVAL_MINUTES', 60, 0, 7 * 24 * 60),
     gcGraceMinutes: r.int('ATTEST_GC_GRACE_MINUTES', 60, 1, 30 * 24 * 60),
+    webhookAllowPrivate: r.bool('ATTEST_WEBHOOK_ALLOW_PRIVATE', false),
+    webhookTimeoutMs: r.int('ATTEST_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     crashAt: undefined,
   };
   const crashAt = r.string('ATTEST_CRASH_AT');

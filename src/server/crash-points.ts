@@ -18,6 +18,8 @@ export const CRASH_POINTS = [
   'results-mid-transaction',
   // Imports (IMP-4): a batch of runs committed, the import not finished.
   'import-after-batch',
+  // Webhooks (HOOK-3): a change committed with its deliveries in the outbox, nothing sent yet.
+  'webhook-after-outbox',
 ] as const;
 
 export type CrashPoint = (typeof CRASH_POINTS)[number];

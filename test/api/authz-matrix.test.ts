@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import sharp from 'sharp';
@@ -14,7 +15,7 @@ import { createProject, unique } from '../helpers/factories.ts';
 import { type StandIn, startStandIn } from '../helpers/forge-stand-in.ts';
 import { encodeForm, rawRequest } from '../helpers/http.ts';
 import { expandPath, minimalSample, type Operation, operationsOf } from '../helpers/schema-samples.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { databaseSettled, startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 // T-MATRIX: the authorization matrix, generated from the OpenAPI document. For every
@@ -172,6 +173,16 @@ async function failureGroupOf(server: TestServer, projectId: string, missing: bo
   return (await admin(server).call(v1.runs.getRun, { params: { testRunId: run.id } })).failureGroupId as string;
 }
 
+/** Where the matrix's webhooks deliver: a receiver of its own on 127.0.0.1 that answers 204 (the matrix server allows private targets). */
+let hookUrl = '';
+
+/** A webhook (as the admin) in the project chosen for this call. */
+async function webhookOf(input: FixtureInput): Promise<string> {
+  const projectId = await projectOf(input);
+  const body = { name: 'Matrix hook', url: hookUrl, events: ['run.completed' as const] };
+  return (await admin(input.server).call(v1.webhooks.createWebhook, { params: { projectId }, body })).id;
+}
+
 const FIXTURES: Record<string, Fixture> = {
   projectId: {
     hides: 'project',
@@ -254,8 +265,9 @@ const FIXTURES: Record<string, Fixture> = {
       const importId = String((await client.importReport(projectId, { name: 'matrix.xml', bytes: Buffer.from(MATRIX_JUNIT) })).id);
       // Written in the background: done before the matrix compares the database around a refused call.
       await waitFor(async () => (await client.call(v1.imports.getImport, { params: { projectId, importId } })).status === 'completed');
-      // The task that wrote it is deleted just after the import says completed: let the runner finish.
+      // Its task row goes just after the import reads completed: let that land before any comparison.
       await input.server.app.attest.background.idle();
+      await databaseSettled(input.server);
       return importId;
     },
   },
@@ -268,6 +280,34 @@ const FIXTURES: Record<string, Fixture> = {
   artifactId: artifactFixture('project'),
   // `GET /artifact/artifacts?ids=`: a batch read answers what it may and lists the rest as missing.
   ids: artifactFixture('omits'),
+  webhookId: {
+    hides: 'project',
+    addressesInBody: false,
+    build: async (input) => (isMissing(input) ? randomUUID() : webhookOf(input)),
+  },
+  // A delivery of the webhook (its test event), sent and logged before the matrix compares anything.
+  deliveryId: {
+    hides: 'project',
+    addressesInBody: false,
+    build: async (input) => {
+      if (isMissing(input)) return randomUUID();
+      // The webhook's own project: under a missing project, the child was made in one of the caller's.
+      const webhookId = input.values.webhookId as string;
+      const owner = await input.server.app.attest.db
+        .selectFrom('webhooks')
+        .select('project_id')
+        .where('id', '=', webhookId)
+        .executeTakeFirst();
+      const params = { projectId: owner?.project_id as string, webhookId };
+      await admin(input.server).call(v1.webhooks.testWebhook, { params });
+      await input.server.app.attest.background.idle();
+      const log = await waitFor(async () => {
+        const page = await admin(input.server).call(v1.webhooks.listWebhookDeliveries, { params });
+        return page.items[0]?.status === 'delivered' ? page : undefined;
+      });
+      return log.items[0]?.id as string;
+    },
+  },
   imageId: {
     hides: 'project',
     addressesInBody: true,
@@ -318,6 +358,8 @@ const BODY_OVERRIDES: Record<string, (input: FixtureInput) => Promise<Record<str
       .executeTakeFirst();
     return withTracker(input, run?.project_id);
   },
+  createWebhook: () => ({ url: hookUrl, events: ['run.completed'] }),
+  updateWebhook: () => ({ enabled: true }),
   // Bulk triage names groups of the addressed project: one made there (unknown under a missing project).
   triageFailureGroups: async (input) => ({
     groupIds: [await failureGroupOf(input.server, input.values.projectId as string, input.target === 'missing')],
@@ -548,6 +590,7 @@ function queryString(query: Record<string, unknown>): string {
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] authorization matrix (from the OpenAPI document)`, () => {
     let server: TestServer;
+    let receiver: http.Server;
     let tables: string[];
     const callers = new Map<CallerName, Caller>();
     const fixtures = new FixtureCache();
@@ -555,9 +598,16 @@ for (const dialect of DIALECTS) {
     before(async () => {
       // Durability is not under test here; NORMAL spares an fsync per commit in WAL mode.
       trackerStandIn = await startStandIn();
+      receiver = http.createServer((request, response) => {
+        request.resume();
+        request.on('end', () => response.writeHead(204).end());
+      });
+      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+      hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/matrix`;
       server = await startTestServer(dialect, {
         ATTEST_SQLITE_SYNCHRONOUS: 'NORMAL',
         ATTEST_INTEGRATIONS_ALLOW_PRIVATE: 'true',
+        ATTEST_WEBHOOK_ALLOW_PRIVATE: 'true',
         // The integrations' sweeps write their schedule: not between a refused call and its check.
         ATTEST_INTEGRATIONS_SWEEP_MINUTES: '0',
       });
@@ -570,6 +620,8 @@ for (const dialect of DIALECTS) {
       agent.destroy();
       await server.close();
       await trackerStandIn?.close();
+      receiver.closeAllConnections();
+      await new Promise((resolve) => receiver.close(resolve));
     });
 
     test('the change detector sees a write, and nothing else changes the database between calls', async () => {
@@ -653,7 +705,11 @@ for (const dialect of DIALECTS) {
               }
               if (!ok) mismatches.push(`${label} ${text.slice(0, 300)}`);
               // An accepted import writes its job in the background: let it finish before the next comparison.
-              if (response.status === 202 && op.operationId === 'importReport') await server.app.attest.background.idle();
+              // So do a webhook's test event and a redelivery (they are sent to the matrix's receiver).
+              if (response.status === 202 && ['importReport', 'testWebhook', 'redeliverWebhookDelivery'].includes(op.operationId)) {
+                await server.app.attest.background.idle();
+                await databaseSettled(server);
+              }
               if (refused && (await databaseFingerprint(server, tables)) !== before)
                 mismatches.push(`${label}: the refused call changed the database`);
               if (!refused && op.method !== 'GET') {

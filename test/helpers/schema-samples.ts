@@ -115,6 +115,9 @@ function stringSample(schema: JsonSchema): string {
       return randomUUID();
     case 'email':
       return `sample-${randomBytes(5).toString('hex')}@example.test`;
+    case 'uri':
+      // A public-looking address (webhook URLs): nothing listens there, and nothing is sent before a request asks.
+      return `https://hooks.example.test/${randomBytes(4).toString('hex')}`;
     case 'date-time':
       // A day ahead: valid for fields that must lie in the future (key expiry) and harmless elsewhere.
       return new Date(Date.now() + 86_400_000).toISOString();

@@ -32,6 +32,9 @@ const TestsPage = lazy(() => import('./pages/tests.tsx').then((m) => m.TestsPage
 const TestEditorPage = lazy(() => import('./pages/test-editor.tsx').then((m) => m.TestEditorPage));
 const TraceabilityPage = lazy(() => import('./pages/traceability.tsx').then((m) => m.TraceabilityPage));
 const NewJobPage = lazy(() => import('./pages/job-new.tsx').then((m) => m.NewJobPage));
+// Issue 32: a project's outgoing webhooks and their delivery log.
+const WebhooksPage = lazy(() => import('./pages/webhooks.tsx').then((m) => m.WebhooksPage));
+const WebhookPage = lazy(() => import('./pages/webhooks.tsx').then((m) => m.WebhookPage));
 
 /** A page behind the login: without a session, the login page, with the place asked for. */
 function behindLogin<P extends object>(Component: (props: P) => unknown) {
@@ -77,6 +80,8 @@ const Pages = {
   testEditor: behindLogin(TestEditorPage),
   traceability: behindLogin(TraceabilityPage),
   newJob: behindLogin(NewJobPage),
+  webhooks: behindLogin(WebhooksPage),
+  webhook: behindLogin(WebhookPage),
   notFound: behindLogin(NotFoundPage),
 };
 
@@ -93,6 +98,8 @@ export function App() {
         <Route path="/projects/:projectKey/failures" component={Pages.failures} />
         <Route path="/projects/:projectKey/failures/:groupId" component={Pages.failureGroup} />
         <Route path="/projects/:projectKey/settings" component={Pages.projectSettings} />
+        <Route path="/projects/:projectKey/webhooks" component={Pages.webhooks} />
+        <Route path="/projects/:projectKey/webhooks/:webhookId" component={Pages.webhook} />
         <Route path="/projects/:projectKey/tests" component={Pages.tests} />
         <Route path="/projects/:projectKey/tests/new" component={Pages.testEditor} />
         <Route path="/projects/:projectKey/traceability" component={Pages.traceability} />

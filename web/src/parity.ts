@@ -142,4 +142,14 @@ export const PARITY: Record<string, Reach> = {
 
   getDashboard: { page: '/projects/:projectKey/dashboard', does: 'The dashboard' },
   compareJobs: { page: '/jobs/:jobId/compare', does: 'Two jobs compared' },
+
+  // Webhooks (issue 32)
+  listWebhooks: { page: '/projects/:projectKey/webhooks', does: 'The webhooks list' },
+  createWebhook: { page: '/projects/:projectKey/webhooks', does: 'Add webhook (its secret shown once)' },
+  deleteWebhook: { page: '/projects/:projectKey/webhooks', does: 'Delete' },
+  updateWebhook: { page: '/projects/:projectKey/webhooks/:webhookId', does: 'Save webhook; Enable and Disable on the list' },
+  getWebhook: { page: '/projects/:projectKey/webhooks/:webhookId', does: 'A webhook' },
+  listWebhookDeliveries: { page: '/projects/:projectKey/webhooks/:webhookId', does: 'Its deliveries with their attempts' },
+  redeliverWebhookDelivery: { page: '/projects/:projectKey/webhooks/:webhookId', does: 'Redeliver' },
+  testWebhook: { page: '/projects/:projectKey/webhooks/:webhookId', does: 'Send test event' },
 };

@@ -14,6 +14,7 @@ import * as results from './results.ts';
 import * as runs from './runs.ts';
 import * as tests from './tests.ts';
 import * as users from './users.ts';
+import * as webhooks from './webhooks.ts';
 
 export * as artifacts from './artifacts.ts';
 export * as comparison from './comparison.ts';
@@ -30,6 +31,7 @@ export * as results from './results.ts';
 export * as runs from './runs.ts';
 export * as tests from './tests.ts';
 export * as users from './users.ts';
+export * as webhooks from './webhooks.ts';
 
 function endpointsOf(modules: Record<string, unknown>[]): Endpoint[] {
   return modules.flatMap((m) =>
@@ -54,4 +56,5 @@ export const v1Endpoints: Endpoint[] = endpointsOf([
   integrations,
   dashboard,
   comparison,
+  webhooks,
 ]);

@@ -23,6 +23,7 @@ import * as runLeases from './migrations/2026-11-27-0014-run-leases.ts';
 import * as sharedLimits from './migrations/2026-11-27-0015-shared-limits.ts';
 import * as triage from './migrations/2026-11-27-0016-triage.ts';
 import * as testCases from './migrations/2026-11-27-0017-test-cases.ts';
+import * as webhooks from './migrations/2026-11-27-0018-webhooks.ts';
 import * as sso from './migrations/2026-11-27-0019-sso.ts';
 import * as integrations from './migrations/2026-11-27-0020-integrations.ts';
 import * as flakinessOrder from './migrations/2026-11-27-0021-flakiness-order.ts';
@@ -55,6 +56,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-0020-integrations': integrations,
   '2026-11-27-0021-flakiness-order': flakinessOrder,
   '2026-11-27-0022-run-durations': runDurations,
+  '2026-11-27-0018-webhooks': webhooks,
 };
 
 /** The migrations this build applies, in order (test templates are keyed by them). */

@@ -83,4 +83,6 @@ export interface TestQuarantinesTable {
   expires_at: string;
   created_at: string;
   created_by: string | null;
+  /** When quarantine.expired was announced for this expiry (migration 0018, HOOK-7); a renewal clears it. */
+  expiry_announced_at?: string | null;
 }

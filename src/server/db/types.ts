@@ -10,6 +10,7 @@ import type {
   TestHealthTable,
   TestQuarantinesTable,
 } from './triage-types.ts';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhooksTable } from './webhook-types.ts';
 
 export type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
 export type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
@@ -22,6 +23,7 @@ export type {
   TestHealthTable,
   TestQuarantinesTable,
 } from './triage-types.ts';
+export type { DeliveryStatus, WebhookAttemptsTable, WebhookDeliveriesTable, WebhookKind, WebhooksTable } from './webhook-types.ts';
 
 // Row shapes as both dialects store them (see the initial migration): timestamps are ISO-8601 UTC
 // text, booleans 0/1, JSON columns text. Presenters turn these into the wire shape.
@@ -379,6 +381,9 @@ export interface Database {
   forge_checks: ForgeChecksTable;
   issue_trackers: IssueTrackersTable;
   issue_links: IssueLinksTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }
 
 export type DB = Kysely<Database>;

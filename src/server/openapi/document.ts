@@ -6,6 +6,7 @@ import { APP_VERSION } from '../version.ts';
 import { OPERATION_EXAMPLES, type OperationExamples, PROBLEM_EXAMPLES } from './examples/index.ts';
 import { DEFAULT_LIMITS, type DocumentedLimits, describeBytes, withLimits } from './limits.ts';
 import { isPage, schemaNames } from './schema-names.ts';
+import { webhookEvents } from './webhooks.ts';
 
 type Json = Record<string, unknown>;
 
@@ -166,6 +167,7 @@ export function buildOpenApiDocument(
       ...(e.description ? { description: withLimits(e.description, limits) } : {}),
       tags: [e.tag],
       ...(e.deprecated ? { deprecated: true } : {}),
+      ...(e.fetchesUrl ? { 'x-fetches-url': true } : {}),
       security: isPublic ? [] : [{ apiToken: [] }, { legacyApiToken: [], legacyUser: [] }],
       'x-authz': e.access,
       parameters: [...parameters(e.params, 'path', schemas, limits), ...parameters(e.querystring, 'query', schemas, limits)],
@@ -214,6 +216,7 @@ export function buildOpenApiDocument(
     servers: [{ url: `/api/${options.version}`, description: 'Relative to the instance base URL.' }],
     tags: [...new Set(endpoints.map((e) => e.tag))].map((name) => ({ name })),
     paths,
+    ...(endpoints.some((e) => e.tag === 'Webhooks') ? { webhooks: webhookEvents(schemas) } : {}),
     components: {
       schemas: Object.fromEntries(Object.entries(schemas.components).sort(([a], [b]) => a.localeCompare(b))),
       securitySchemes: {

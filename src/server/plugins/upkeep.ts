@@ -4,6 +4,7 @@ import { type AppContext, refreshLegacyKeyDigests } from '../context.ts';
 import { collectGarbage } from '../services/maintenance.ts';
 import { sweepRetention } from '../services/retention.ts';
 import { requeueExpiredRuns } from '../services/run-claims.ts';
+import { handleWebhookDeliveries } from '../services/webhook-delivery.ts';
 
 /** How often each instance returns runs whose runner lease expired to the queue (SCALE-6). */
 const LEASE_SWEEP_MS = 10_000;
@@ -19,6 +20,9 @@ const LEASE_SWEEP_MS = 10_000;
  * back to the queue every 10 seconds on a timer of each instance too (SCALE-6; claims also do it
  * before they pick): a read when no lease expired, one conditional UPDATE when one did, safe
  * on every instance at once, where a periodic task would write its schedule every 10 seconds.
+ * Webhook deliveries (HOOK-3) are sent by a dispatch task queued with each change, and by a
+ * periodic sweep (at most a minute apart, sooner when a retry is due sooner) that also announces
+ * expired quarantines.
  */
 export const upkeepPlugin = fp(
   async (app: FastifyInstance, { ctx }: { ctx: AppContext }) => {
@@ -30,6 +34,7 @@ export const upkeepPlugin = fp(
       const report = await sweepRetention(ctx, { lease });
       if (report.deleted > 0) ctx.log.info({ retention: { deleted: report.deleted } }, 'retention sweep');
     });
+    handleWebhookDeliveries(ctx);
     const refresh = setInterval(() => {
       if (ctx.readiness() !== 'ready') return;
       refreshLegacyKeyDigests(ctx).catch((error: unknown) => ctx.log.error({ err: error }, 'reading the old-format key digests failed'));

@@ -31,7 +31,11 @@ export type AuditAction =
   | 'test.delete'
   | 'test.quarantine'
   | 'test.release'
-  | 'retention.sweep';
+  | 'retention.sweep'
+  | 'webhook.create'
+  | 'webhook.update'
+  | 'webhook.delete'
+  | 'webhook.disable';
 
 /** Appends an audit entry inside the caller's transaction, so the change and its record commit together. */
 export async function audit(

@@ -277,7 +277,7 @@ export async function writeCases(
       await insertSteps(trx, sink.steps);
       await insertCells(trx, sink.cells);
       written = await writeAttachmentRows(trx, target, stored, sink.problems);
-      await onRunsCompleted(ctx, trx, runs);
+      await onRunsCompleted(ctx, trx, runs, { webhooks: false });
     });
   } finally {
     releaseAttachments(stored);

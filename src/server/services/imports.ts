@@ -35,6 +35,8 @@ import {
   writeCases,
 } from './import-writer.ts';
 import type { JobRequest } from './jobs.ts';
+import { queueImportCompleted } from './webhook-events.ts';
+import { deliverSoon } from './webhook-outbox.ts';
 
 const BATCHES_PER_CHECKPOINT = 16; // batches (512 KB of text at most) between two WAL checkpoints on SQLite
 
@@ -370,11 +372,15 @@ export async function writeImport(ctx: ServiceContext, row: ImportsTable, read: 
   };
   const finishedAt = ctx.clock().toISOString();
   // The job is closed with the import, in one transaction: its runs are all there (JOB-1).
-  await inTransaction(ctx.db, async (trx) => {
+  // Its webhook events (import.completed, job.completed) go into the outbox with it (HOOK-3).
+  const queued = await inTransaction(ctx.db, async (trx) => {
     await assertTaskHeld(trx, lease, row.id);
     const ended = { status: 'completed', summary: JSON.stringify(summary), finished_at: finishedAt } as const;
-    if (await updateOpenImport(trx, row.id, ended)) await markJobClosed(trx, jobId, finishedAt);
+    if (!(await updateOpenImport(trx, row.id, ended))) return false;
+    await markJobClosed(trx, jobId, finishedAt);
+    return queueImportCompleted(ctx, trx, { id: row.id, project_id: row.project_id, job_id: jobId });
   });
+  if (queued) deliverSoon(ctx);
 }
 
 export async function getImport(ctx: ServiceContext, importId: string): Promise<ImportsTable> {

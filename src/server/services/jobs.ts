@@ -22,7 +22,9 @@ import { AppError, found, invalid } from '../errors.ts';
 import { checkedCiUrl } from './ci-url.ts';
 import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
 import { registerForgeCheck, syncAfter, wakeForgeSyncs } from './forge-hooks.ts';
-import { countOutcomes, type OutcomeCounts, testOutcomesOfJobs } from './outcomes.ts';
+import { testCountsOfJobs } from './job-test-counts.ts';
+import { countOutcomes, type OutcomeCounts } from './outcomes.ts';
+import { deliverSoon, jobCompletedEvent, queueWebhookEvents } from './webhook-outbox.ts';
 
 export type CreateJobInput = Static<NonNullable<(typeof createJobEndpoint)['body']>>;
 
@@ -119,62 +121,6 @@ export function deriveJobState(
   // it was closed, or (idle) with its last activity.
   const ended = finishedAt ?? job.closed_at ?? lastActivity;
   return { status, progress, startedAt, finishedAt: status === 'completed' ? ended : null };
-}
-
-/**
- * The per-test counts of settled jobs (no run queued or running; TRIAGE-5), by what their runs add
- * up to: the number of runs, the last finish and the last creation. Folding a job reads every run
- * of it (a 5,000-test import is 5,000 rows), and a settled job's counts change only when a run is
- * added, finished or deleted, each of which changes the key. Per process, bounded, oldest out first.
- */
-const settledCounts = new Map<string, OutcomeCounts>();
-const SETTLED_COUNTS_MAX = 20_000;
-
-function settledKey(jobId: string, groups: readonly RunGroup[]): string | undefined {
-  let runs = 0;
-  let lastFinished = '';
-  let lastCreated = '';
-  for (const group of groups) {
-    if (group.status === 'queued' || group.status === 'running') return undefined;
-    runs += Number(group.runs);
-    if (group.last_finished && group.last_finished > lastFinished) lastFinished = group.last_finished;
-    if (group.last_created && group.last_created > lastCreated) lastCreated = group.last_created;
-  }
-  return runs === 0 ? undefined : `${jobId}|${runs}|${lastFinished}|${lastCreated}`;
-}
-
-/** Each job's tests counted once (TRIAGE-5): settled jobs from the cache, the others folded from their runs. */
-async function testCountsOfJobs(
-  executor: Executor,
-  jobIds: readonly string[],
-  groups: readonly RunGroup[],
-): Promise<Map<string, OutcomeCounts>> {
-  const counts = new Map<string, OutcomeCounts>();
-  const keys = new Map<string, string>();
-  const toFold: string[] = [];
-  for (const jobId of jobIds) {
-    const key = settledKey(
-      jobId,
-      groups.filter((g) => g.job_id === jobId),
-    );
-    const known = key === undefined ? undefined : settledCounts.get(key);
-    if (known) counts.set(jobId, known);
-    else {
-      toFold.push(jobId);
-      if (key !== undefined) keys.set(jobId, key);
-    }
-  }
-  if (toFold.length === 0) return counts;
-  const outcomes = await testOutcomesOfJobs(executor, toFold);
-  for (const jobId of toFold) {
-    const folded = countOutcomes(outcomes.get(jobId) ?? []);
-    counts.set(jobId, folded);
-    const key = keys.get(jobId);
-    if (key === undefined) continue;
-    settledCounts.set(key, folded);
-    if (settledCounts.size > SETTLED_COUNTS_MAX) settledCounts.delete(settledCounts.keys().next().value as string);
-  }
-  return counts;
 }
 
 /** Jobs as the API shows them: each with the state its runs give it at `clock.now`. */
@@ -382,6 +328,7 @@ export async function cancelJob(ctx: ServiceContext, jobId: string): Promise<Job
  */
 export async function completeJob(ctx: ServiceContext, jobId: string): Promise<JobView> {
   const now = ctx.clock().toISOString();
+  let queued = false;
   const view = await inTransaction(ctx.db, async (trx) => {
     const before = await loadJobView(ctx, trx, jobId);
     if (!isLaunch(before.request)) {
@@ -393,7 +340,9 @@ export async function completeJob(ctx: ServiceContext, jobId: string): Promise<J
     await markJobClosed(trx, jobId, now);
     const after = await loadJobView(ctx, trx, jobId);
     if (after.row.cancelled_at !== null) throw new AppError('STATE_CONFLICT', 'The job is cancelled.');
+    if (after.state.status === 'completed') queued = await queueWebhookEvents(ctx, trx, [jobCompletedEvent(after.row)]);
     return after;
   });
+  if (queued) deliverSoon(ctx);
   return syncAfter(ctx, jobId, view);
 }

@@ -24,6 +24,8 @@ import { queueForgeSyncs, wakeForgeSyncs } from './forge-hooks.ts';
 import { appendResults } from './results.ts';
 import { onRunsCompleted } from './run-completion.ts';
 import { ensureTestsByFullName } from './tests.ts';
+import { queueJobsCompleted } from './webhook-events.ts';
+import { deliverSoon } from './webhook-outbox.ts';
 
 export type CreateRunInput = Static<NonNullable<(typeof createRunEndpoint)['body']>>;
 export type RunChange = Static<NonNullable<(typeof updateRunEndpoint)['body']>>;
@@ -165,14 +167,14 @@ async function recordRun(
   const finishedAt = input.finishedAt === undefined ? now : new Date(input.finishedAt).toISOString();
   if (finishedAt < startedAt) throw invalid('/body/finishedAt', 'must not be before startedAt');
   row.started_at = startedAt;
-  const forgeQueued = await inTransaction(ctx.db, async (trx) => {
+  const queued = await inTransaction(ctx.db, async (trx) => {
     await insertRun(trx, row);
     if (input.results) await appendResults(ctx, row.id, input.results, trx);
     const completed = { status: 'completed', verdict: input.verdict ?? null, finished_at: finishedAt } as const;
     await updateRunIfStatus(trx, row.id, 'running', completed);
     return onRunsCompleted(ctx, trx, [{ ...row, ...completed }]);
   });
-  wakeForgeSyncs(ctx, forgeQueued);
+  if (queued) announceQueued(ctx);
   return getRun(ctx, row.id);
 }
 
@@ -209,10 +211,9 @@ function checkVerdict(change: RunChange): void {
 export async function changeRunStatus(ctx: ServiceContext, runId: string, change: RunChange): Promise<TestRunsTable> {
   checkVerdict(change);
   const now = ctx.clock().toISOString();
-  const { run, forgeQueued } = await inTransaction(ctx.db, async (trx) => {
+  const { run, queued } = await inTransaction(ctx.db, async (trx) => {
     const run = found(await lockRun(trx, runId), 'The test run');
-    if (run.status === change.status && (change.status !== 'completed' || run.verdict === change.verdict))
-      return { run, forgeQueued: false };
+    if (run.status === change.status && (change.status !== 'completed' || run.verdict === change.verdict)) return { run, queued: false };
     if (!NEXT_STATUSES[run.status].includes(change.status)) {
       const current = run.status === 'completed' ? `completed (${run.verdict})` : run.status;
       throw new AppError(
@@ -228,11 +229,26 @@ export async function changeRunStatus(ctx: ServiceContext, runId: string, change
       throw new AppError('STATE_CONFLICT', 'The run changed meanwhile; read it again.');
     }
     const changed = { ...run, ...changes };
-    // A run that starts, finishes or is aborted changes its job's check (FORGE-2).
-    const forgeQueued =
-      change.status === 'completed' ? await onRunsCompleted(ctx, trx, [changed]) : await queueForgeSyncs(ctx, trx, [changed.job_id]);
-    return { run: changed, forgeQueued };
+    // A run that starts, finishes or is aborted changes its job's check (FORGE-2); a completed run is
+    // announced (HOOK-2), and an aborted one may be the last of its job to finish: the job completes.
+    let queued: boolean;
+    if (change.status === 'completed') {
+      queued = await onRunsCompleted(ctx, trx, [changed]);
+    } else {
+      queued = await queueForgeSyncs(ctx, trx, [changed.job_id]);
+      if (change.status === 'aborted' && run.job_id !== null) queued = (await queueJobsCompleted(ctx, trx, [run.job_id])) || queued;
+    }
+    return { run: changed, queued };
   });
-  wakeForgeSyncs(ctx, forgeQueued);
+  if (queued) announceQueued(ctx);
   return run;
+}
+
+/**
+ * After a commit that queued background work (webhook deliveries, HOOK-3; code-host syncs,
+ * FORGE-2): the crash point of the outbox's durability test, then the runners look.
+ */
+function announceQueued(ctx: ServiceContext): void {
+  ctx.crashPoint('webhook-after-outbox');
+  deliverSoon(ctx);
 }

@@ -317,9 +317,14 @@ export function ProjectSettingsPage({ projectKey }: { projectKey: string }) {
     <Page
       title={`${project.key} · ${shownName ?? project.name} · Settings`}
       actions={
-        <a class="button secondary" href={`/projects/${project.key}`}>
-          Runs
-        </a>
+        <>
+          <a class="button secondary" href={`/projects/${project.key}/webhooks`}>
+            Webhooks
+          </a>
+          <a class="button secondary" href={`/projects/${project.key}`}>
+            Runs
+          </a>
+        </>
       }
     >
       {!manages && me.data ? <p class="muted">Only managers change a project; the API will refuse your changes.</p> : null}

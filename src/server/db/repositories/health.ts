@@ -68,6 +68,8 @@ export async function upsertQuarantine(executor: Executor, row: TestQuarantinesT
         expires_at: row.expires_at,
         created_at: row.created_at,
         created_by: row.created_by,
+        // A renewed quarantine expires anew, and is announced anew (HOOK-7).
+        expiry_announced_at: null,
       }),
     )
     .execute();

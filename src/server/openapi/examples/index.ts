@@ -8,9 +8,11 @@ import { labExamples } from './lab.ts';
 import { testCaseExamples } from './test-cases.ts';
 import { testingExamples } from './testing.ts';
 import type { OperationExamples } from './types.ts';
+import { webhookExamples } from './webhooks.ts';
 
 export { PROBLEM_EXAMPLES } from './problems.ts';
 export type { OperationExamples } from './types.ts';
+export { EVENT_EXAMPLES } from './webhooks.ts';
 
 /**
  * The examples of every operation of the document, by operationId: request bodies and 2xx JSON
@@ -27,4 +29,5 @@ export const OPERATION_EXAMPLES: ReadonlyMap<string, OperationExamples> = new Ma
   ...failureExamples,
   ...insightExamples,
   ...integrationExamples,
+  ...webhookExamples,
 ]);

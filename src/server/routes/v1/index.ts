@@ -14,6 +14,7 @@ import { resultRoutes } from './results.ts';
 import { runRoutes } from './runs.ts';
 import { testRoutes } from './tests.ts';
 import { userRoutes } from './users.ts';
+import { webhookRoutes } from './webhooks.ts';
 
 /** Every implementation of API version 1; the app checks it matches the contract one to one. */
 export function v1Routes(ctx: AppContext): RouteImpl[] {
@@ -32,5 +33,6 @@ export function v1Routes(ctx: AppContext): RouteImpl[] {
     ...failureRoutes(ctx),
     ...integrationRoutes(ctx),
     ...dashboardRoutes(ctx),
+    ...webhookRoutes(ctx),
   ];
 }

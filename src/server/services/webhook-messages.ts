@@ -1,0 +1,152 @@
+import type { EventData } from './webhook-outbox.ts';
+
+// Slack and Microsoft Teams targets (HOOK-8): an event becomes a message a person reads — the
+// verdict, the counts, the failures with links to their run pages and their first screenshot —
+// posted to an incoming-webhook URL instead of the raw event.
+
+interface Message {
+  title: string;
+  /** passed / failed colour the message; null: neutral. */
+  verdict: 'passed' | 'failed' | null;
+  lines: string[];
+  /** Each with its run page and the first screenshot's thumbnail, when known. */
+  items: { text: string; url: string | null; screenshotUrl: string | null }[];
+  link: { label: string; url: string } | null;
+}
+
+interface Event {
+  type: string;
+  data: unknown;
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** What a person should read about an event. */
+export function messageOf(event: Event): Message {
+  switch (event.type) {
+    case 'run.completed': {
+      const { project, run } = event.data as EventData<'run.completed'>;
+      const bad = run.verdict === 'failed' || run.verdict === 'broken';
+      return {
+        title: `${project.key}: run "${run.name}" ${run.verdict ?? run.status}`,
+        verdict: bad ? 'failed' : run.verdict === 'passed' ? 'passed' : null,
+        lines: [run.branch ? `Branch ${run.branch}${run.commit ? ` at ${run.commit.slice(0, 12)}` : ''}` : ''].filter(Boolean),
+        items: [],
+        link: run.url ? { label: 'Open the run', url: run.url } : null,
+      };
+    }
+    case 'run.failed_first': {
+      const { project, job, run } = event.data as EventData<'run.failed_first'>;
+      return {
+        title: `${project.key}: first failure in job "${job.name}"`,
+        verdict: 'failed',
+        lines: ['The job is still running.'],
+        items: [{ text: `${run.name}: ${run.verdict}`, url: run.url, screenshotUrl: null }],
+        link: job.url ? { label: 'Open the job', url: job.url } : null,
+      };
+    }
+    case 'job.completed': {
+      const { project, job, failures, comparison } = event.data as EventData<'job.completed'>;
+      const r = job.runs;
+      const bad = r.failed + r.broken > 0;
+      const lines = [
+        `${plural(r.total, 'run')}: ${r.passed} passed, ${r.failed} failed, ${r.broken} broken, ${r.skipped} skipped${r.aborted ? `, ${r.aborted} aborted` : ''}`,
+      ];
+      if (comparison.baseJobId !== null) {
+        lines.push(
+          `Against the base branch: ${plural(comparison.newFailures.length, 'new failure')}, ${comparison.fixed.length} fixed, ` +
+            `${plural(comparison.newErrorGroups.length, 'new error group')}`,
+        );
+      }
+      return {
+        title: `${project.key}: job "${job.name}" ${bad ? 'failed' : 'passed'}`,
+        verdict: bad ? 'failed' : 'passed',
+        lines,
+        items: failures.map((failure) => ({
+          text: `${failure.name}: ${failure.verdict}`,
+          url: failure.url,
+          screenshotUrl: failure.screenshotUrl,
+        })),
+        link: job.url ? { label: 'Open the job', url: job.url } : null,
+      };
+    }
+    case 'import.completed': {
+      const { project, import: imported } = event.data as EventData<'import.completed'>;
+      return {
+        title: `${project.key}: import of ${imported.fileName} completed`,
+        verdict: null,
+        lines: [`${plural(imported.cases, 'test case')} read.`],
+        items: [],
+        link: imported.url ? { label: 'Open the job', url: imported.url } : null,
+      };
+    }
+    case 'quarantine.expired': {
+      const { project, test, quarantine } = event.data as EventData<'quarantine.expired'>;
+      return {
+        title: `${project.key}: quarantine of "${test.name}" expired`,
+        verdict: null,
+        lines: [`Owner ${quarantine.owner}: ${quarantine.reason}`],
+        items: [],
+        link: test.url ? { label: 'Open the test', url: test.url } : null,
+      };
+    }
+    default: {
+      const { project } = event.data as EventData<'webhook.test'>;
+      return { title: `${project.key}: test message from Attest`, verdict: null, lines: ['This webhook works.'], items: [], link: null };
+    }
+  }
+}
+
+/** Slack's mrkdwn needs &, < and > escaped; links are <url|label>. */
+const slackText = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const slackLink = (url: string, label: string) => `<${url}|${slackText(label)}>`;
+
+/** Slack's incoming-webhook body: `text` for notifications, blocks for the message. */
+export function slackMessage(event: Event): unknown {
+  const m = messageOf(event);
+  const mark = m.verdict === 'failed' ? ':x: ' : m.verdict === 'passed' ? ':white_check_mark: ' : '';
+  const blocks: unknown[] = [{ type: 'section', text: { type: 'mrkdwn', text: `${mark}*${slackText(m.title)}*` } }];
+  if (m.lines.length > 0) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: m.lines.map(slackText).join('\n') } });
+  if (m.items.length > 0) {
+    const list = m.items.map((item) => {
+      const text = item.url ? slackLink(item.url, item.text) : slackText(item.text);
+      return `• ${text}${item.screenshotUrl ? ` (${slackLink(item.screenshotUrl, 'screenshot')})` : ''}`;
+    });
+    blocks.push({ type: 'section', text: { type: 'mrkdwn', text: list.join('\n').slice(0, 2900) } });
+  }
+  if (m.link) blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: slackLink(m.link.url, m.link.label) }] });
+  return { text: `${mark}${m.title}`, blocks };
+}
+
+const teamsText = (text: string) => text.replace(/([\\`*_[\]<>])/g, '\\$1');
+
+/** A Microsoft Teams incoming-webhook (Workflows) body: one Adaptive Card. */
+export function teamsMessage(event: Event): unknown {
+  const m = messageOf(event);
+  const body: unknown[] = [
+    {
+      type: 'TextBlock',
+      text: m.title,
+      weight: 'Bolder',
+      size: 'Medium',
+      wrap: true,
+      color: m.verdict === 'failed' ? 'Attention' : m.verdict === 'passed' ? 'Good' : 'Default',
+    },
+    ...m.lines.map((line) => ({ type: 'TextBlock', text: teamsText(line), wrap: true })),
+    ...m.items.map((item) => ({
+      type: 'TextBlock',
+      wrap: true,
+      text:
+        `- ${item.url ? `[${teamsText(item.text)}](${item.url})` : teamsText(item.text)}` +
+        (item.screenshotUrl ? ` ([screenshot](${item.screenshotUrl}))` : ''),
+    })),
+  ];
+  const content = {
+    $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
+    type: 'AdaptiveCard',
+    version: '1.4',
+    body,
+    actions: m.link ? [{ type: 'Action.OpenUrl', title: m.link.label, url: m.link.url }] : [],
+  };
+  return { type: 'message', attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive', contentUrl: null, content }] };
+}

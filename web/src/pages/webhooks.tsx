@@ -1,0 +1,391 @@
+import { useState } from 'preact/hooks';
+import type { Static } from 'typebox';
+import { WEBHOOK_EVENTS } from '../../../src/api/v1/webhooks.ts';
+import { v1 } from '../../../src/client/index.ts';
+import { useAction } from '../admin/action.ts';
+import '../admin/admin.css';
+import { ConfirmAction } from '../admin/confirm.tsx';
+import { Badge, ErrorBox, Page, PageWaiting } from '../components.tsx';
+import { useApi } from '../data.ts';
+import { formatTime } from '../format.ts';
+import { bodyField, Field, FormProblem, problemAt, TextField } from '../forms.tsx';
+import { ListTable } from '../list-table.tsx';
+
+// Outgoing webhooks of a project (HOOK-1, HOOK-6, HOOK-9): the list with adding, switching on and
+// off and deleting; a webhook's page with its settings, the test button and the delivery log.
+
+type Webhook = Static<typeof v1.webhooks.Webhook>;
+type Created = Static<typeof v1.webhooks.CreatedWebhook>;
+type Delivery = Static<typeof v1.webhooks.WebhookDelivery>;
+type EventType = (typeof WEBHOOK_EVENTS)[number];
+// The URL fields take no constraints from the contract: its pattern (`^https?://`) checks a prefix,
+// and a browser's pattern attribute must match the whole value. The API's 400 names the field.
+const CREATE = v1.webhooks.createWebhook;
+const UPDATE = v1.webhooks.updateWebhook;
+
+const KINDS = [
+  { value: 'standard', label: 'Standard Webhooks (signed JSON)' },
+  { value: 'slack', label: 'Slack incoming webhook' },
+  { value: 'teams', label: 'Microsoft Teams incoming webhook' },
+] as const;
+
+/** The events as checkboxes; at least one must stay ticked (the API says so otherwise). */
+function EventBoxes({ events, onChange, problem }: { events: EventType[]; onChange: (e: EventType[]) => void; problem?: string }) {
+  return (
+    <fieldset class="field">
+      <legend>Events</legend>
+      {WEBHOOK_EVENTS.map((event) => (
+        <label key={event} class="checkbox">
+          <input
+            type="checkbox"
+            name="events"
+            value={event}
+            checked={events.includes(event)}
+            onChange={(e) => onChange(e.currentTarget.checked ? [...events, event] : events.filter((x) => x !== event))}
+          />
+          <code>{event}</code>
+        </label>
+      ))}
+      {problem ? (
+        <span class="field-problem" role="alert">
+          {problem}
+        </span>
+      ) : null}
+    </fieldset>
+  );
+}
+
+/** The signing secret of a webhook just added: shown this once. */
+function NewSecret({ created, onDone }: { created: Created; onDone: () => void }) {
+  return (
+    <div class="secret-box" role="status">
+      <p>
+        <strong>Webhook “{created.name}” added.</strong> Copy its signing secret now: it will not be shown again. Receivers verify{' '}
+        <code>webhook-signature</code> with it.
+      </p>
+      <div class="secret-row">
+        <code data-testid="new-webhook-secret">{created.secret}</code>
+        <button type="button" class="secondary" onClick={onDone}>
+          Done
+        </button>
+      </div>
+    </div>
+  );
+}
+
+function CreateForm({ projectId, onCreated }: { projectId: string; onCreated: (c: Created) => void }) {
+  const action = useAction();
+  const [form, setForm] = useState({ name: '', url: '', kind: 'standard' as Webhook['kind'], events: ['job.completed'] as EventType[] });
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const created = await action.run(
+      (client) => client.call(CREATE, { params: { projectId }, body: { ...form, name: form.name.trim(), url: form.url.trim() } }),
+      (c) => `Added ${c.name}.`,
+    );
+    if (created) {
+      setForm({ ...form, name: '', url: '' });
+      onCreated(created);
+    }
+  };
+  return (
+    <form class="panel form" onSubmit={submit} aria-label="Add a webhook">
+      <h2>Add a webhook</h2>
+      <TextField
+        label="Name"
+        name="name"
+        value={form.name}
+        onInput={(name) => setForm({ ...form, name })}
+        schema={bodyField(CREATE, 'name')}
+        problem={problemAt(action.error, '/name')}
+        required
+      />
+      <TextField
+        label="URL"
+        name="url"
+        type="url"
+        value={form.url}
+        onInput={(url) => setForm({ ...form, url })}
+        problem={problemAt(action.error, '/url')}
+        hint="Loopback and private addresses are refused unless the instance allows them."
+        required
+      />
+      <Field label="Kind" problem={problemAt(action.error, '/kind')}>
+        {({ id, describedBy }) => (
+          <select
+            id={id}
+            name="kind"
+            aria-describedby={describedBy}
+            value={form.kind}
+            onChange={(e) => setForm({ ...form, kind: e.currentTarget.value as Webhook['kind'] })}
+          >
+            {KINDS.map((k) => (
+              <option key={k.value} value={k.value}>
+                {k.label}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <EventBoxes events={form.events} onChange={(events) => setForm({ ...form, events })} problem={problemAt(action.error, '/events')} />
+      <FormProblem error={action.error} fields={['/name', '/url', '/kind', '/events']} />
+      <div class="form-actions">
+        <button type="submit" disabled={action.busy}>
+          Add webhook
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** Switches a webhook on or off. */
+function EnableToggle({ projectId, webhook, onSaved }: { projectId: string; webhook: Webhook; onSaved: () => void }) {
+  const action = useAction();
+  const toggle = async () => {
+    const saved = await action.run(
+      (client) => client.call(UPDATE, { params: { projectId, webhookId: webhook.id }, body: { enabled: !webhook.enabled } }),
+      (w) => (w.enabled ? `Switched ${w.name} on.` : `Switched ${w.name} off.`),
+    );
+    if (saved) onSaved();
+  };
+  return (
+    <>
+      <button
+        type="button"
+        class="secondary"
+        disabled={action.busy}
+        onClick={toggle}
+        aria-label={`${webhook.enabled ? 'Disable' : 'Enable'} ${webhook.name}`}
+      >
+        {webhook.enabled ? 'Disable' : 'Enable'}
+      </button>
+      {action.error ? <ErrorBox error={action.error} /> : null}
+    </>
+  );
+}
+
+const state = (webhook: Webhook) => (webhook.enabled ? 'enabled' : 'disabled');
+
+/** A project's webhooks (managers and admins). */
+export function WebhooksPage({ projectKey }: { projectKey: string }) {
+  const project = useApi((client) => client.call(v1.projects.getProject, { params: { projectId: projectKey } }), [projectKey]);
+  const hooks = useApi((client) => client.call(v1.webhooks.listWebhooks, { params: { projectId: projectKey } }), [projectKey]);
+  const [created, setCreated] = useState<Created | undefined>();
+  if (!project.data) return <PageWaiting title="Webhooks" error={project.error} />;
+  const projectId = project.data.id;
+  return (
+    <Page
+      title={`${project.data.key} · Webhooks`}
+      actions={
+        <a class="button secondary" href={`/projects/${project.data.key}/settings`}>
+          Settings
+        </a>
+      }
+    >
+      <p class="muted">
+        Attest POSTs each event a webhook subscribes to, signed as the Standard Webhooks specification says, and retries failures for about
+        a day; Slack and Teams webhooks get a formatted message.
+      </p>
+      {created ? <NewSecret created={created} onDone={() => setCreated(undefined)} /> : null}
+      <div class="settings">
+        <section class="panel" aria-labelledby="webhooks-heading">
+          <h2 id="webhooks-heading">Webhooks</h2>
+          <ListTable
+            label="Webhooks"
+            rows={hooks.data?.items}
+            error={hooks.error}
+            rowKey={(w) => w.id}
+            empty="No webhook yet."
+            columns={[
+              { header: 'Name', cell: (w) => w.name, href: (w) => `/projects/${projectKey}/webhooks/${w.id}` },
+              { header: 'Kind', cell: (w) => w.kind },
+              { header: 'Events', cell: (w) => w.events.join(', ') },
+              { header: 'State', cell: (w) => <Badge value={state(w)} label={w.disabledReason ?? undefined} /> },
+              {
+                header: 'Actions',
+                hideHeader: true,
+                cell: (w) => (
+                  <>
+                    <EnableToggle projectId={projectId} webhook={w} onSaved={hooks.reload} />{' '}
+                    <ConfirmAction
+                      verb="Delete"
+                      what={w.name}
+                      done={`Deleted ${w.name}.`}
+                      perform={(client) => client.call(v1.webhooks.deleteWebhook, { params: { projectId, webhookId: w.id } })}
+                      onDone={hooks.reload}
+                    />
+                  </>
+                ),
+              },
+            ]}
+          />
+        </section>
+        <CreateForm
+          projectId={projectId}
+          onCreated={(c) => {
+            setCreated(c);
+            hooks.reload();
+          }}
+        />
+      </div>
+    </Page>
+  );
+}
+
+function EditForm({ projectId, webhook, onSaved }: { projectId: string; webhook: Webhook; onSaved: () => void }) {
+  const action = useAction();
+  const [form, setForm] = useState({ name: webhook.name, url: webhook.url, events: webhook.events as EventType[] });
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const saved = await action.run(
+      (client) => client.call(UPDATE, { params: { projectId, webhookId: webhook.id }, body: form }),
+      () => 'Saved.',
+    );
+    if (saved) onSaved();
+  };
+  return (
+    <form class="panel form" onSubmit={submit} aria-label="Webhook settings">
+      <h2>Settings</h2>
+      <TextField
+        label="Name"
+        name="name"
+        value={form.name}
+        onInput={(name) => setForm({ ...form, name })}
+        schema={bodyField(UPDATE, 'name')}
+        problem={problemAt(action.error, '/name')}
+        required
+      />
+      <TextField
+        label="URL"
+        name="url"
+        type="url"
+        value={form.url}
+        onInput={(url) => setForm({ ...form, url })}
+        problem={problemAt(action.error, '/url')}
+        required
+      />
+      <EventBoxes events={form.events} onChange={(events) => setForm({ ...form, events })} problem={problemAt(action.error, '/events')} />
+      <FormProblem error={action.error} fields={['/name', '/url', '/events']} />
+      <div class="form-actions">
+        <button type="submit" disabled={action.busy}>
+          Save webhook
+        </button>
+        {action.done ? (
+          <span class="notice" role="status">
+            {action.done}
+          </span>
+        ) : null}
+      </div>
+    </form>
+  );
+}
+
+function Attempts({ delivery }: { delivery: Delivery }) {
+  if (delivery.attempts.length === 0) return <span class="muted">none yet</span>;
+  return (
+    <ol class="attempts">
+      {delivery.attempts.map((a) => (
+        <li key={a.attempt}>
+          {formatTime(a.at)}: {a.status ?? a.error} in {a.latencyMs} ms{a.response ? <code> {a.response.slice(0, 120)}</code> : null}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+/** Sends a delivery again (same webhook-id and body). */
+function Redeliver({ projectId, delivery, onDone }: { projectId: string; delivery: Delivery; onDone: () => void }) {
+  const action = useAction();
+  const run = async () => {
+    const params = { projectId, webhookId: delivery.webhookId, deliveryId: delivery.id };
+    if (
+      await action.run(
+        (client) => client.call(v1.webhooks.redeliverWebhookDelivery, { params }).then(() => true),
+        () => 'Queued.',
+      )
+    )
+      onDone();
+  };
+  return (
+    <>
+      <button type="button" class="secondary" disabled={action.busy} onClick={run} aria-label={`Redeliver ${delivery.messageId}`}>
+        Redeliver
+      </button>
+      {action.error ? <ErrorBox error={action.error} /> : null}
+    </>
+  );
+}
+
+/** One webhook: its settings, the test button and its delivery log. */
+export function WebhookPage({ projectKey, webhookId }: { projectKey: string; webhookId: string }) {
+  const params = { projectId: projectKey, webhookId };
+  const hook = useApi((client) => client.call(v1.webhooks.getWebhook, { params }), [projectKey, webhookId]);
+  const log = useApi((client) => client.call(v1.webhooks.listWebhookDeliveries, { params }), [projectKey, webhookId], {
+    refreshMs: 3000,
+    refreshWhile: (page) => page.items.some((d) => d.status === 'pending'),
+  });
+  const test = useAction();
+  if (!hook.data) return <PageWaiting title="Webhook" error={hook.error} />;
+  const webhook = hook.data;
+  const sendTest = async () => {
+    if (
+      await test.run(
+        (client) => client.call(v1.webhooks.testWebhook, { params }).then(() => true),
+        () => 'Test event queued.',
+      )
+    )
+      log.reload();
+  };
+  return (
+    <Page
+      title={`${projectKey} · Webhook ${webhook.name}`}
+      actions={
+        <a class="button secondary" href={`/projects/${projectKey}/webhooks`}>
+          Webhooks
+        </a>
+      }
+    >
+      <p>
+        <Badge value={state(webhook)} /> <code>{webhook.url}</code> ({webhook.kind})
+      </p>
+      {webhook.disabledReason ? <p role="status">{webhook.disabledReason}</p> : null}
+      <div class="form-actions">
+        <button type="button" disabled={test.busy || !webhook.enabled} onClick={sendTest}>
+          Send test event
+        </button>
+        {test.done ? (
+          <span class="notice" role="status">
+            {test.done}
+          </span>
+        ) : null}
+      </div>
+      {test.error ? <ErrorBox error={test.error} /> : null}
+      <div class="settings">
+        <section class="panel" aria-labelledby="deliveries-heading">
+          <h2 id="deliveries-heading">Deliveries</h2>
+          <ListTable
+            label="Deliveries"
+            rows={log.data?.items}
+            error={log.error}
+            rowKey={(d) => d.id}
+            empty="Nothing sent yet."
+            columns={[
+              { header: 'Event', cell: (d) => d.event },
+              { header: 'webhook-id', cell: (d) => <code>{d.messageId}</code> },
+              {
+                header: 'Status',
+                cell: (d) => <Badge value={d.status} label={d.nextAttemptAt ? `next ${formatTime(d.nextAttemptAt)}` : undefined} />,
+              },
+              { header: 'Attempts', cell: (d) => <Attempts delivery={d} /> },
+              {
+                header: 'Actions',
+                hideHeader: true,
+                cell: (d) => (webhook.enabled ? <Redeliver projectId={webhook.projectId} delivery={d} onDone={log.reload} /> : null),
+              },
+            ]}
+          />
+        </section>
+        <EditForm projectId={webhook.projectId} webhook={webhook} onSaved={hook.reload} />
+      </div>
+    </Page>
+  );
+}
