@@ -104,28 +104,40 @@ export const answeredClientError = (socket: Socket): boolean => refusedWhole.has
  */
 export function lingerAfterClientError(socket: Socket, limits: LingerLimits, lingering: Set<Socket>): void {
   if (limits.lingerMs === 0) return;
-  const cut = (): void => {
+  const watch = watchLinger(socket, limits, () => {
     stop();
     socket.destroy();
-  };
-  const total = setTimeout(cut, limits.lingerMs);
-  const idle = setTimeout(cut, Math.min(limits.lingerIdleMs, limits.lingerMs));
-  let read = 0;
-  const onData = (chunk: Buffer): void => {
-    read += chunk.length;
-    if (read > limits.lingerMaxBytes) cut();
-    else idle.refresh();
-  };
+  });
   function stop(): void {
-    clearTimeout(total);
-    clearTimeout(idle);
-    socket.off('data', onData);
+    watch.stop();
     lingering.delete(socket);
   }
   refusedWhole.add(socket);
   lingering.add(socket);
-  socket.on('data', onData);
   socket.once('close', stop);
+}
+
+/**
+ * Counts what `source` sends while a connection lingers: `overLimit` is called once when the
+ * linger's time, its idle time or its bytes run out. `stop()` ends the watch.
+ */
+function watchLinger(source: NodeJS.EventEmitter, limits: LingerLimits, overLimit: () => void): { stop(): void } {
+  const total = setTimeout(overLimit, limits.lingerMs);
+  const idle = setTimeout(overLimit, Math.min(limits.lingerIdleMs, limits.lingerMs));
+  let read = 0;
+  const onData = (chunk: Buffer): void => {
+    read += chunk.length;
+    if (read > limits.lingerMaxBytes) overLimit();
+    else idle.refresh();
+  };
+  source.on('data', onData);
+  return {
+    stop() {
+      clearTimeout(total);
+      clearTimeout(idle);
+      source.off('data', onData);
+    },
+  };
 }
 
 /**
@@ -153,26 +165,16 @@ function drain(
     done();
     return;
   }
-  const cut = (): void => {
+  const watch = watchLinger(request, limits, () => {
     stop();
     overLimit();
-  };
-  const total = setTimeout(cut, limits.lingerMs);
-  const idle = setTimeout(cut, Math.min(limits.lingerIdleMs, limits.lingerMs));
-  let read = 0;
-  const onData = (chunk: Buffer): void => {
-    read += chunk.length;
-    if (read > limits.lingerMaxBytes) cut();
-    else idle.refresh();
-  };
+  });
   const ended = (): void => {
     stop();
     done();
   };
   function stop(): void {
-    clearTimeout(total);
-    clearTimeout(idle);
-    request.off('data', onData);
+    watch.stop();
     request.off('end', ended);
     socket.off('close', ended);
     lingering.delete(socket);
@@ -180,11 +182,10 @@ function drain(
   }
   lingering.add(socket);
   draining.add(socket);
-  request.on('data', onData);
   request.once('end', ended);
   socket.once('close', ended);
-  // Whatever was reading the body (a multipart parser that gave up) lets go of it; the data listener
-  // above keeps it flowing, so Node hands every chunk to it and the parser finds the body's end.
+  // Whatever was reading the body (a multipart parser that gave up) lets go of it; the watch's data
+  // listener keeps it flowing, so Node hands every chunk to it and the parser finds the body's end.
   request.unpipe();
   request.resume();
 }
