@@ -188,6 +188,8 @@ export function validArbitrary(schema: JsonSchema): fc.Arbitrary<unknown> {
       const maxLength = Math.max(minLength, Math.min((schema.maxLength as number | undefined) ?? FUZZ_STRING_MAX, FUZZ_STRING_MAX));
       if (schema.format === 'uuid') return fc.uuid({ version: 4 });
       if (schema.format === 'email') return emailArbitrary;
+      // A public-looking address (webhook URLs), as stringSample gives: nothing listens there.
+      if (schema.format === 'uri') return fc.nat().map((n) => `https://hooks.example.test/${n.toString(16)}`);
       if (schema.format === 'date-time') {
         return fc
           .date({ min: new Date(Date.now() - 365 * 86_400_000), max: new Date(Date.now() + 400 * 86_400_000), noInvalidDate: true })
