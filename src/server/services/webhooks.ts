@@ -4,7 +4,7 @@ import type { createWebhook as createEndpoint, updateWebhook as updateEndpoint }
 import type { ServiceContext } from '../context.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
 import { enqueueTask } from '../db/repositories/tasks.ts';
-import { inTransaction } from '../db/repositories/transaction.ts';
+import { inSnapshot, inTransaction } from '../db/repositories/transaction.ts';
 import {
   attemptsOf,
   deleteWebhook as deleteWebhookRow,
@@ -16,7 +16,7 @@ import {
   updateDelivery,
   updateWebhook as updateWebhookRow,
 } from '../db/repositories/webhooks.ts';
-import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhooksTable } from '../db/types.ts';
+import type { Executor, WebhookAttemptsTable, WebhookDeliveriesTable, WebhooksTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
 import { isPrivateAddress } from '../outgoing/addresses.ts';
 import { OutgoingError, parseOutgoingUrl } from '../outgoing/request.ts';
@@ -160,9 +160,9 @@ export interface DeliveryView {
   attempts: WebhookAttemptsTable[];
 }
 
-async function withAttempts(ctx: ServiceContext, deliveries: readonly WebhookDeliveriesTable[]): Promise<DeliveryView[]> {
+async function withAttempts(executor: Executor, deliveries: readonly WebhookDeliveriesTable[]): Promise<DeliveryView[]> {
   const attempts = await attemptsOf(
-    ctx.db,
+    executor,
     deliveries.map((d) => d.id),
   );
   return deliveries.map((delivery) => ({ delivery, attempts: attempts.filter((a) => a.delivery_id === delivery.id) }));
@@ -176,8 +176,12 @@ export async function listWebhookDeliveries(
   page: PageRequest,
 ): Promise<Page<DeliveryView>> {
   await getWebhook(ctx, projectId, webhookId);
-  const rows = await listDeliveries(ctx.db, webhookId, page);
-  return { items: await withAttempts(ctx, rows.items), nextCursor: rows.nextCursor };
+  // One snapshot for the deliveries and their attempts: an attempt is recorded with its delivery's
+  // new status in one transaction, and the log never shows one without the other.
+  return inSnapshot(ctx.db, async (trx) => {
+    const rows = await listDeliveries(trx, webhookId, page);
+    return { items: await withAttempts(trx, rows.items), nextCursor: rows.nextCursor };
+  });
 }
 
 function assertEnabled(webhook: WebhooksTable): void {
@@ -202,7 +206,7 @@ export async function redeliver(ctx: ServiceContext, projectId: string, webhookI
     });
   });
   deliverSoon(ctx);
-  const [view] = await withAttempts(ctx, [found(await findDelivery(ctx.db, deliveryId), 'The delivery')]);
+  const [view] = await withAttempts(ctx.db, [found(await findDelivery(ctx.db, deliveryId), 'The delivery')]);
   return view as DeliveryView;
 }
 
@@ -225,6 +229,6 @@ export async function sendTestEvent(ctx: ServiceContext, projectId: string, webh
     page.items.find((d) => d.event_key === key),
     'The delivery',
   );
-  const [view] = await withAttempts(ctx, [delivery]);
+  const [view] = await withAttempts(ctx.db, [delivery]);
   return view as DeliveryView;
 }

@@ -1,3 +1,4 @@
+import { dialectOf } from '../dialect.ts';
 import type { DB, Executor } from '../types.ts';
 
 /**
@@ -8,4 +9,15 @@ import type { DB, Executor } from '../types.ts';
 export function inTransaction<T>(executor: Executor, work: (trx: Executor) => Promise<T>): Promise<T> {
   if (executor.isTransaction) return work(executor);
   return (executor as DB).transaction().execute(work);
+}
+
+/**
+ * Runs the reads of `work` on one snapshot of the database: a REPEATABLE READ transaction on
+ * PostgreSQL (each statement of a READ COMMITTED one sees the latest commit, so two reads can
+ * disagree), a transaction on SQLite (whose readers see one snapshot already).
+ */
+export function inSnapshot<T>(executor: Executor, work: (trx: Executor) => Promise<T>): Promise<T> {
+  if (executor.isTransaction) return work(executor);
+  const transaction = (executor as DB).transaction();
+  return (dialectOf(executor) === 'postgres' ? transaction.setIsolationLevel('repeatable read') : transaction).execute(work);
 }
