@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -169,6 +169,29 @@ for (const dialect of DIALECTS) {
       await record('C', [sharedG, await png()], { jobId: job.id });
       await record('D', [await png(), await png()], { jobId: job.id });
 
+      // An issue filed from a run (FORGE-5) hangs off it: one for a run that stays, one for a run that goes.
+      for (const [runId, key] of [
+        [a, 'QA-1'],
+        [b, 'QA-2'],
+      ] as const) {
+        await ctx.db
+          .insertInto('issue_links')
+          .values({
+            id: randomUUID(),
+            project_id: projectId,
+            failure_group_id: null,
+            run_id: runId,
+            tracker: 'jira',
+            key,
+            url: `https://jira.example.test/browse/${key}`,
+            title: 'checkout fails',
+            status: 'Open',
+            refreshed_at: null,
+            created_at: new Date().toISOString(),
+            created_by: null,
+          })
+          .execute();
+      }
       const owned = runOwned(await foreignKeys(ctx.db, dialect));
       for (const table of ['steps', 'text_cells', 'artifacts', 'result_posts'])
         assert.ok(owned.direct.has(table), `${table} hangs off a run`);

@@ -73,6 +73,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('created_by', 'text')
     .execute();
+  await db.schema.createIndex('issue_links_project').on('issue_links').columns(['project_id', 'created_at']).execute();
   await db.schema.createIndex('issue_links_group').on('issue_links').columns(['failure_group_id']).execute();
   await db.schema.createIndex('issue_links_run').on('issue_links').columns(['run_id']).execute();
   await db.schema.createIndex('issue_links_refreshed').on('issue_links').columns(['refreshed_at']).execute();
