@@ -163,6 +163,8 @@ describe('deleting tests, jobs and artifacts and a device page in the web interf
     await page.getByLabel('Name').fill('Pixel 8 Pro');
     await page.getByRole('button', { name: 'Save device' }).click();
     await page.getByRole('heading', { name: 'Pixel 8 Pro', level: 1 }).waitFor();
+    // The heading shows the change at once (before the API answers); the form closes once it is saved.
+    await page.getByRole('button', { name: 'Save device' }).waitFor({ state: 'detached' });
     assert.equal((await client.call(v1.devices.getDevice, { params: { deviceId: 'R58M123ABC' } })).name, 'Pixel 8 Pro');
     // An address typed in: the server serves the application under /devices/.
     await page.goto(`${server.url}/devices/R58M123ABC`);
