@@ -229,8 +229,14 @@ for (const dialect of DIALECTS) {
         );
         assert.match(check.last_error ?? '', /502/);
         assert.equal(check.check_run_id, null);
-        const task = await db.selectFrom('tasks').selectAll().where('key', '=', `forge-sync:${job.id}`).executeTakeFirst();
-        assert.ok(task, 'the sync stays queued for a retry');
+        // The check records the failure inside the sync; the runner releases the task with its backoff after.
+        const task = await waitFor(
+          async () => {
+            const row = await db.selectFrom('tasks').selectAll().where('key', '=', `forge-sync:${job.id}`).executeTakeFirst();
+            return row?.lease_owner === null ? row : undefined;
+          },
+          { ...WAIT, message: 'the sync to be queued again for a retry' },
+        );
         assert.equal(task.attempts, 1);
         assert.ok(new Date(task.run_at).getTime() > Date.now(), 'retried later, with backoff');
         assert.ok(!server.logs.join('').includes(GITHUB_TOKEN), 'no log line holds the token');
