@@ -233,11 +233,11 @@ describe('S3BlobStore when the store fails', () => {
     });
     after(() => proxy.close());
 
-    /** Stores 9 MiB (a multipart upload and a copy) while the proxy answers the requests `late` picks 800 ms late. */
-    async function putLarge(store: BlobStore, late: (request: http.IncomingMessage) => boolean): Promise<void> {
+    /** Stores 9 MiB (a multipart upload and a copy) while the proxy answers the requests `late` picks `lateMs` late. */
+    async function putLarge(store: BlobStore, late: (request: http.IncomingMessage) => boolean, lateMs = 800): Promise<void> {
       const bytes = randomBytes(9 * 1024 * 1024);
       proxy.answers.length = 0;
-      proxy.delay(800, late);
+      proxy.delay(lateMs, late);
       try {
         const info = await store.put(chunks(bytes));
         info.release();
@@ -343,11 +343,12 @@ describe('S3BlobStore when the store fails', () => {
     });
 
     test("a large upload's copy into place has time for its size, beyond the timeout of a request's answer", async () => {
-      // Parts are given no more than the timeout here, so the copy's time is its own.
+      // Parts are given no more than the timeout here, so the copy's time is its own. The timeout is a
+      // second, not 300 ms: a 5 MiB part through the proxy took longer than 300 ms on a loaded machine.
       const slowestTransfer = { sendBytesPerSecond: Number.MAX_SAFE_INTEGER, copyBytesPerSecond: 8 * 1024 * 1024 };
-      const { store } = await s3Store({ timeoutMs: 300, maxAttempts: 1, slowestTransfer }, proxy);
-      // Answered later than the timeout, within the time a 9 MiB copy is given (300 ms + 1125 ms).
-      await putLarge(store, (request) => request.method === 'PUT' && 'x-amz-copy-source' in request.headers);
+      const { store } = await s3Store({ timeoutMs: 1000, maxAttempts: 1, slowestTransfer }, proxy);
+      // Answered later than the timeout, within the time a 9 MiB copy is given (1,000 ms + 1,125 ms).
+      await putLarge(store, (request) => request.method === 'PUT' && 'x-amz-copy-source' in request.headers, 1600);
       assert.deepEqual(
         proxy.answers.filter((answer) => answer === 'delayed'),
         ['delayed'],
