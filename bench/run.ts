@@ -16,6 +16,7 @@ import { answers, freePort, hasCommand, median, PINNED, pinSelf, rssMb, sleep, s
 import { type Figure, judge, markdown, write } from './report.ts';
 import { s3Figures } from './s3.ts';
 import { f10Figures, f11Figures } from './triage.ts';
+import { webScaleFigures } from './web-scale.ts';
 
 const quick = process.argv.includes('--quick');
 // `--only F1,F3`: just those figures, printed and not written (a partial table would replace the full one).
@@ -79,6 +80,9 @@ if (wants('F6')) figures.push(...(await startupFigures()));
 // Issue 30: answers across 100,000 runs, and what recording failures costs the writes.
 if (wants('F10')) figures.push(...(await f10Figures(settings, temp)));
 if (wants('F11')) figures.push(...(await f11Figures(settings, temp)));
+
+// Issue 33: the web pages at scale in Chromium (bench/web-scale.ts).
+if (wants('W1')) figures.push(...(await webScaleFigures(settings, temp)));
 
 // PostgreSQL, when one answers: the read figures only.
 settings.step('PostgreSQL');

@@ -224,9 +224,9 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     page.on('requestfailed', ended);
     await page.goto(`${server.url}/runs/${big.id}`);
     await page.getByRole('heading', { name: 'Long run' }).waitFor();
-    // The page draws the long step list in pages of rows; whatever it draws, only what is in view loads.
+    // The page draws only the steps near the viewport (issue 33); of those, only what is in view loads.
     const listed = page.getByTestId('screenshot');
-    await waitFor(async () => (await listed.count()) > 20, { timeoutMs: 15_000, message: 'screenshots listed' });
+    await waitFor(async () => (await listed.count()) > 0, { timeoutMs: 15_000, message: 'screenshots listed' });
     // Wait until the page is at rest: the thumbnails in view have rendered and no image call is in
     // flight. A page that loaded every thumbnail would not come to rest before it had asked for all.
     const inViewRendered = () =>
@@ -242,7 +242,7 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
       message: () => `the thumbnails in view rendered and no image call in flight (${inFlight} in flight, ${imageCalls.length} made)`,
     });
     const atFirst = imageCalls.length;
-    assert.ok(atFirst < (await listed.count()), `only the thumbnails in view load at first (${atFirst} of ${await listed.count()} listed)`);
+    assert.ok(atFirst < 200, `only the thumbnails in view load at first (${atFirst} of the run's 200)`);
     await listed.last().scrollIntoViewIfNeeded();
     await waitFor(() => imageCalls.length > atFirst, { timeoutMs: 10_000, message: 'scrolling loads the thumbnails that come into view' });
     assert.ok(

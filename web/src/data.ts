@@ -61,3 +61,52 @@ export function describeError(error: Error): string {
   if (error instanceof ApiError) return `${String(error.problem.detail ?? error.problem.title ?? error.code)} (${error.status})`;
   return error.message;
 }
+
+export interface Pages<T> {
+  /** Every item of the pages loaded so far, in the API's order; undefined until the first page. */
+  items: T[] | undefined;
+  error: Error | undefined;
+  loading: boolean;
+  /** Loads the next page through the API's cursor; undefined once the last page is in. */
+  more: (() => void) | undefined;
+}
+
+/**
+ * A list read page by page through the API's keyset cursor (issue 33): the first page when `deps`
+ * change, each next one when `more()` is called (a button, or the end of the list coming into view).
+ */
+export function usePages<T>(
+  load: (client: AttestClient, cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | null }>,
+  deps: unknown[],
+): Pages<T> {
+  const { route, url } = useLocation();
+  const [state, setState] = useState<{ items?: T[]; cursor?: string; error?: Error; loading: boolean }>({ loading: true });
+  const latest = useRef(0);
+  const fetchPage = (cursor: string | undefined, before: T[]) => {
+    const call = ++latest.current;
+    setState((s) => ({ ...s, loading: true }));
+    load(api(), cursor).then(
+      (page) => {
+        if (call === latest.current) setState({ items: [...before, ...page.items], cursor: page.nextCursor ?? undefined, loading: false });
+      },
+      (error: Error) => {
+        if (call !== latest.current) return;
+        if (error instanceof ApiError && error.status === 401) {
+          endSession();
+          route(loginPath(url), true);
+          return;
+        }
+        setState((s) => ({ ...s, error, loading: false }));
+      },
+    );
+  };
+  // The caller names what the list depends on (`deps`).
+  useEffect(() => fetchPage(undefined, []), deps);
+  const { items, cursor, loading } = state;
+  return {
+    items,
+    error: state.error,
+    loading,
+    more: cursor && items && !loading ? () => fetchPage(cursor, items) : undefined,
+  };
+}

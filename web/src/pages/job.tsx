@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import type { Static } from 'typebox';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
@@ -9,23 +9,29 @@ import { ActionStatus } from '../admin/status.tsx';
 import { Breadcrumb } from '../breadcrumb.tsx';
 import { CiLink } from '../ci-link.tsx';
 import { Badge, ErrorBox, LiveStatus, Page, PageWaiting } from '../components.tsx';
+import { describeError } from '../data.ts';
 import { ConfirmDeletion, DeletedPage, type Freed, useApiUntilDeleted, useMeasuredDeletion } from '../deletion.tsx';
 import { Fact, LabelFacts, TimeFacts } from '../facts.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
 import { type Column, ListTable } from '../list-table.tsx';
 import { downloadFromApi } from '../run/download.ts';
 import type { TestRun } from '../run/steps.ts';
+import { api } from '../session.ts';
 import type { TestProgress } from '../triage/api.ts';
 import { CompareForm } from '../triage/compare-form.tsx';
+import { DRAW_WHOLE_UP_TO, useWindowList } from '../virtual.ts';
 import '../admin/admin.css';
 import '../forms.css';
 import '../run/run.css';
 
 type Job = Static<typeof v1.jobs.Job>;
 
+type RunPage = Static<(typeof v1.runs.listRuns.responses)[200]>;
+
 interface JobData {
   job: Job;
-  runs: TestRun[];
+  /** The newest runs: the page drawn at once, before the rest arrive (issue 33). */
+  first: RunPage;
 }
 
 /** A job is open until it is completed or cancelled; a launch stays running between tests until its reporter closes it (JOB-1). */
@@ -34,19 +40,56 @@ const isOpen = (job: Job) => job.status !== 'completed' && job.status !== 'cance
 /** While the job is open the page looks again every 3 seconds, and stops once it is over. */
 const LIVE = { refreshMs: 3000, refreshWhile: (data: JobData | undefined) => data !== undefined && isOpen(data.job) };
 
-/** Every run of the job, page after page (a job holds at most 10,000). */
+/** Runs per call: the API's largest page by default. */
+const RUNS_PER_PAGE = 200;
+
 async function loadJob(client: AttestClient, jobId: string): Promise<JobData> {
-  const job = await client.call(v1.jobs.getJob, { params: { jobId } });
-  const runs: TestRun[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await client.call(v1.runs.listRuns, { query: { jobId, limit: 200, cursor } });
-    runs.push(...page.items);
-    cursor = page.nextCursor ?? undefined;
-  } while (cursor);
-  // The list is newest first; the grid reads in the order the runs were made.
-  runs.reverse();
-  return { job, runs };
+  const [job, first] = await Promise.all([
+    client.call(v1.jobs.getJob, { params: { jobId } }),
+    client.call(v1.runs.listRuns, { query: { jobId, limit: RUNS_PER_PAGE } }),
+  ]);
+  return { job, first };
+}
+
+interface AllRuns {
+  /** Oldest first, as the grid reads; the list shows them newest first. */
+  runs: TestRun[];
+  /** Whether every page has come (a job holds at most 10,000 runs). */
+  complete: boolean;
+  error?: Error;
+}
+
+/**
+ * Every run of the job, page after page through the API's cursor, from its newest page on. The
+ * first time, each page shows as it comes; a refresh of a live job replaces the runs once all of
+ * its pages have come, so the list does not shrink and grow every 3 seconds.
+ */
+function useAllRuns(jobId: string, first: RunPage | undefined): AllRuns {
+  const [state, setState] = useState<AllRuns & { jobId?: string }>({ runs: [], complete: false });
+  useEffect(() => {
+    if (!first) return;
+    let stopped = false;
+    const items = [...first.items];
+    const publish = (complete: boolean) =>
+      setState((old) => (complete || old.jobId !== jobId || !old.complete ? { jobId, runs: [...items].reverse(), complete } : old));
+    publish(!first.nextCursor);
+    (async () => {
+      let cursor = first.nextCursor ?? undefined;
+      while (cursor && !stopped) {
+        const page = await api().call(v1.runs.listRuns, { query: { jobId, limit: RUNS_PER_PAGE, cursor } });
+        if (stopped) return;
+        items.push(...page.items);
+        cursor = page.nextCursor ?? undefined;
+        publish(!cursor);
+      }
+    })().catch((error: Error) => {
+      if (!stopped) setState((old) => ({ ...old, error }));
+    });
+    return () => {
+      stopped = true;
+    };
+  }, [jobId, first]);
+  return state.jobId === jobId ? state : { runs: [...(first?.items ?? [])].reverse(), complete: !first?.nextCursor };
 }
 
 const PARTS = ['passed', 'failed', 'broken', 'skipped', 'running', 'queued', 'aborted'] as const;
@@ -158,34 +201,99 @@ function JobSummary({ job, refreshError }: { job: Job; refreshError: Error | und
   );
 }
 
+/** A tile: its link, named by the run and its state. */
+function RunTile({ run }: { run: TestRun }) {
+  return (
+    <a
+      href={`/runs/${run.id}`}
+      class={`run-tile status-${stateOf(run)}`}
+      title={`${run.name}: ${stateOf(run)}`}
+      aria-label={`${run.name}: ${stateOf(run)}`}
+      data-testid="run-tile"
+    >
+      <span aria-hidden="true">{LETTER[stateOf(run)] ?? '?'}</span>
+      <span class="sr-only">
+        {run.name}: {stateOf(run)}
+      </span>
+    </a>
+  );
+}
+
+/** The grid's tiles are at least 2.1rem wide, 4px apart (run.css). */
+const TILE_MIN = 33.6;
+const TILE_GAP = 4;
+
+/**
+ * A long job's tiles, a row of them at a time: only the rows near the viewport are drawn, a
+ * hidden spacer holding the place of the rest; the row holding the focus stays drawn.
+ */
+function VirtualGrid({ runs }: { runs: TestRun[] }) {
+  const [width, setWidth] = useState(0);
+  const [focused, setFocused] = useState<number | undefined>();
+  const columns = Math.max(1, Math.floor((width + TILE_GAP) / (TILE_MIN + TILE_GAP)));
+  const rowHeight = width > 0 ? (width - (columns - 1) * TILE_GAP) / columns + TILE_GAP : TILE_MIN + TILE_GAP;
+  const list = useWindowList<HTMLUListElement>({
+    count: Math.ceil(runs.length / columns),
+    estimate: () => rowHeight,
+    keep: focused === undefined ? undefined : Math.floor(focused / columns),
+  });
+  useLayoutEffect(() => {
+    const element = list.ref.current;
+    if (!element) return;
+    const observer = new ResizeObserver(() => setWidth(element.clientWidth));
+    observer.observe(element);
+    setWidth(element.clientWidth);
+    return () => observer.disconnect();
+  }, []);
+  const spacer = (key: string, height: number) =>
+    // The grid's own gap is already between the spacer and the next row.
+    height > TILE_GAP ? (
+      <li key={key} class="virtual-gap grid-gap" aria-hidden="true" style={{ height: `${height - TILE_GAP}px` }} />
+    ) : null;
+  return (
+    <ul
+      ref={list.ref}
+      class="run-grid"
+      aria-label={`Runs by verdict (${runs.length})`}
+      style={{ gridTemplateColumns: `repeat(${columns}, 1fr)` }}
+      onFocusIn={(event) => {
+        const index = (event.target as Element).closest('li')?.getAttribute('data-index');
+        if (index) setFocused(Number(index));
+      }}
+    >
+      {list.items.flatMap((row) => [
+        spacer(`gap-${row.key}`, row.gap),
+        ...runs.slice(row.index * columns, (row.index + 1) * columns).map((run, i) => (
+          <li key={run.id} data-index={row.index * columns + i}>
+            <RunTile run={run} />
+          </li>
+        )),
+      ])}
+      {spacer('gap-end', list.after)}
+    </ul>
+  );
+}
+
 /** The job's runs as tiles, one per run, in the order they were made. */
-function RunGrid({ runs }: { runs: TestRun[] }) {
+function RunGrid({ runs, total }: { runs: TestRun[]; total: number }) {
   return (
     <section class="panel" aria-labelledby="grid-heading">
       <div class="section-head">
         <h2 id="grid-heading">Runs</h2>
         <span class="muted grid-legend">
-          {runs.length} runs · ✓ passed · ✗ failed · ! broken · – skipped · ▶ running · … queued · ⊘ aborted
+          {runs.length < total ? `${runs.length} of ${total} runs loaded` : `${runs.length} runs`} · ✓ passed · ✗ failed · ! broken · –
+          skipped · ▶ running · … queued · ⊘ aborted
         </span>
       </div>
       {runs.length === 0 ? (
         <p class="muted">No runs yet.</p>
+      ) : runs.length > DRAW_WHOLE_UP_TO ? (
+        <VirtualGrid runs={runs} />
       ) : (
         <ul class="run-grid" aria-label="Runs by verdict">
           {runs.map((run) => (
             <li key={run.id}>
-              <a
-                href={`/runs/${run.id}`}
-                class={`run-tile status-${stateOf(run)}`}
-                title={`${run.name}: ${stateOf(run)}`}
-                aria-label={`${run.name}: ${stateOf(run)}`}
-                data-testid="run-tile"
-              >
-                <span aria-hidden="true">{LETTER[stateOf(run)] ?? '?'}</span>
-                <span class="sr-only">
-                  {run.name}: {stateOf(run)}
-                </span>
-              </a>
+              <RunTile run={run} />
             </li>
           ))}
         </ul>
@@ -344,11 +452,13 @@ function JobActions({
 
 export function JobPage({ jobId }: { jobId: string }) {
   const { data, error, reload, deleted, onDeleted } = useApiUntilDeleted((client) => loadJob(client, jobId), [jobId], LIVE);
+  const all = useAllRuns(jobId, data?.first);
   if (deleted) return <DeletedPage freed={deleted} links={[{ href: `/projects/${deleted.projectId}`, label: 'Back to the project' }]} />;
   if (!data) return <PageWaiting title="Job" error={error} />;
-  const { job, runs } = data;
+  const { job } = data;
+  const { runs } = all;
   return (
-    <Page title={job.name} actions={<JobActions job={job} runs={runs.length} onChanged={reload} onDeleted={onDeleted} />}>
+    <Page title={job.name} actions={<JobActions job={job} runs={job.progress.total} onChanged={reload} onDeleted={onDeleted} />}>
       <Breadcrumb projectId={job.projectId} here="Job" />
       <IncidentBanner job={job} />
       <JobSummary job={job} refreshError={error} />
@@ -356,7 +466,8 @@ export function JobPage({ jobId }: { jobId: string }) {
         <h2 id="compare-heading">Compare with…</h2>
         <CompareForm jobId={job.id} baseBranch={job.branch ?? undefined} />
       </section>
-      <RunGrid runs={runs} />
+      {all.error ? <ErrorBox error={new Error(`Not every run could be loaded: ${describeError(all.error)}`)} /> : null}
+      <RunGrid runs={runs} total={Math.max(job.progress.total, runs.length)} />
       {runs.length > 0 ? (
         <section class="panel" aria-labelledby="table-heading">
           <h2 id="table-heading">Run list</h2>

@@ -1,14 +1,16 @@
+import { useMemo } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import type { Static } from 'typebox';
 import type { TestHistory } from '../../../src/api/v1/tests.ts';
 import { type AttestClient, v1 } from '../../../src/client/index.ts';
 import { atLeast, useMe } from '../admin/me.ts';
 import { Badge, Page, PageWaiting, Preformatted } from '../components.tsx';
-import { useApi } from '../data.ts';
+import { useApi, usePages } from '../data.ts';
 import { DeletedPage, useApiUntilDeleted } from '../deletion.tsx';
 import { ExecuteTestButton } from '../execute/start-button.tsx';
 import { between, formatDuration, formatTime } from '../format.ts';
-import { type Column, ListStates, ListTable } from '../list-table.tsx';
+import { type Column, ListStates, ListTable, LoadMore } from '../list-table.tsx';
+import type { TestRun } from '../run/steps.ts';
 import '../admin/admin.css';
 import { DeleteTest } from '../tcm/delete-test.tsx';
 import { StepList, TestAuthoring } from '../tcm/test-panel.tsx';
@@ -93,11 +95,11 @@ function HistorySummary({ summary }: { summary: History['summary'] }) {
 }
 
 /** A run's verdict, with a mark when it flipped from the run before. */
-function Outcome({ run }: { run: HistoryRun }) {
+function Outcome({ run, flaky }: { run: TestRun; flaky: boolean }) {
   return (
     <>
-      <Badge value={outcomeOf(run)} />
-      {run.flaky ? (
+      <Badge value={run.status === 'completed' ? (run.verdict ?? 'completed') : run.status} />
+      {flaky ? (
         <span class="flake-mark" title="The verdict flipped from the run before">
           {' '}
           ⚡ <span class="visually-hidden">flipped</span>
@@ -107,7 +109,8 @@ function Outcome({ run }: { run: HistoryRun }) {
   );
 }
 
-const HISTORY_COLUMNS: Column<HistoryRun>[] = [
+/** The table's columns; the flaky marks are the history's, for the runs it holds. */
+const runColumns = (flaky: ReadonlySet<string>): Column<TestRun>[] => [
   {
     header: 'Run',
     cell: (run) => (
@@ -124,7 +127,7 @@ const HISTORY_COLUMNS: Column<HistoryRun>[] = [
       </>
     ),
   },
-  { header: 'Verdict', cell: (run) => <Outcome run={run} /> },
+  { header: 'Verdict', cell: (run) => <Outcome run={run} flaky={flaky.has(run.id)} /> },
   { header: 'Branch', cell: (run) => run.branch ?? '' },
   { header: 'Build', cell: (run) => run.build ?? '' },
   { header: 'Environment', cell: (run) => run.environment ?? '' },
@@ -133,7 +136,39 @@ const HISTORY_COLUMNS: Column<HistoryRun>[] = [
   { header: 'Duration', cell: (run) => formatDuration(between(run.startedAt, run.finishedAt)) },
 ];
 
-function HistorySection({ testId }: { testId: string }) {
+/**
+ * Every run of the test, newest first, a page at a time through the API's cursor as the list's
+ * end comes into view (a test with 10,000 runs reads 200 at first, issue 33); long lists draw only
+ * the rows in view.
+ */
+function AllRuns({ projectId, testId, flaky }: { projectId: string; testId: string; flaky: ReadonlySet<string> }) {
+  const runs = usePages(
+    (client: AttestClient, cursor) =>
+      client.call(v1.runs.listRuns, { query: { projectId, testId, limit: 200, ...(cursor ? { cursor } : {}) } }),
+    [projectId, testId],
+  );
+  const columns = runColumns(flaky);
+  return (
+    <>
+      <h3 id="all-runs-heading">Every run, newest first</h3>
+      <ListTable
+        label="Runs of this test, newest first"
+        rows={runs.items}
+        error={runs.error}
+        empty="This test has not run yet."
+        columns={columns}
+        rowKey={(run) => run.id}
+      />
+      <LoadMore
+        more={runs.more}
+        loading={runs.loading && runs.items !== undefined}
+        label={`Load older runs (${runs.items?.length ?? 0} shown)`}
+      />
+    </>
+  );
+}
+
+function HistorySection({ projectId, testId }: { projectId: string; testId: string }) {
   const { query, path } = useLocation();
   const asked = Number(query.limit);
   const limit = LIMITS.includes(asked) ? asked : DEFAULT_LIMIT;
@@ -143,6 +178,7 @@ function HistorySection({ testId }: { testId: string }) {
     // Live while a run of the test is still going.
     { refreshMs: 3000, refreshWhile: unfinished },
   );
+  const flaky = useMemo(() => new Set(history.data?.runs.filter((run) => run.flaky).map((run) => run.id)), [history.data]);
   return (
     <section class="panel" aria-labelledby="history-heading">
       <h2 id="history-heading">History</h2>
@@ -164,10 +200,10 @@ function HistorySection({ testId }: { testId: string }) {
           <>
             <HistorySummary summary={data.summary} />
             <HistoryStrip history={data} />
-            <ListTable label="Runs of this test, newest first" rows={data.runs} columns={HISTORY_COLUMNS} rowKey={(run) => run.id} />
           </>
         )}
       </ListStates>
+      <AllRuns projectId={projectId} testId={testId} flaky={flaky} />
     </section>
   );
 }
@@ -204,7 +240,7 @@ export function TestPage({ testId }: { testId: string }) {
       ) : null}
       {t.description ? <p>{t.description}</p> : null}
       <TestAuthoring test={t} />
-      <HistorySection testId={testId} />
+      <HistorySection projectId={t.projectId} testId={testId} />
       <section class="panel" aria-labelledby="steps-heading">
         <h2 id="steps-heading">Steps</h2>
         {t.steps.length === 0 ? (

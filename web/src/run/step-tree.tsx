@@ -1,13 +1,17 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { Badge, Preformatted } from '../components.tsx';
 import { formatDuration } from '../format.ts';
+import { DRAW_WHOLE_UP_TO, useWindowList } from '../virtual.ts';
 import { ArtifactGroup } from './artifacts.tsx';
 import { Cells } from './cells.tsx';
 import { type ArtifactDetails, type StepNode, type StepTree, visibleSteps } from './steps.ts';
 import { stepTooltip } from './timeline.tsx';
 
-/** Rows drawn at first, and added by each "show more": a 1,000-step run stays quick. */
-const ROWS_PER_PAGE = 200;
+/** A row's height before it is measured: its line, and its error, notes and screenshots. */
+function estimateRow(node: StepNode, artifacts: ArtifactDetails[] | undefined): number {
+  const { step } = node;
+  return 34 + (step.error ? 90 : 0) + step.cells.length * 40 + (artifacts && artifacts.length > 0 ? 130 : 0);
+}
 /** Up to this many steps, the whole tree starts open; beyond it only the way to failures. */
 const OPEN_ALL_UP_TO = 300;
 
@@ -31,7 +35,8 @@ export function StepList({
   const [mode, setMode] = useState<Mode>('default');
   const [overrides, setOverrides] = useState<Map<string, boolean>>(new Map());
   const [failuresOnly, setFailuresOnly] = useState(false);
-  const [limit, setLimit] = useState(ROWS_PER_PAGE);
+  /** The row holding the focus (or last chosen on the timeline): drawn wherever the page is scrolled. */
+  const [kept, setKept] = useState<number | undefined>();
   const anyTrouble = tree.roots.some((n) => n.troubled);
 
   const isExpanded = (node: StepNode): boolean => {
@@ -47,6 +52,18 @@ export function StepList({
     return failuresOnly ? shown.filter((n) => n.troubled) : shown;
   }, [tree, mode, overrides, failuresOnly]);
 
+  // A long list draws only the rows near the viewport (issue 33).
+  const virtual = rows.length > DRAW_WHOLE_UP_TO;
+  const list = useWindowList<HTMLOListElement>({
+    count: virtual ? rows.length : 0,
+    estimate: (index) => {
+      const node = rows[index] as StepNode;
+      return estimateRow(node, artifactsByStep.get(node.step.id));
+    },
+    key: (index) => (rows[index] as StepNode).step.id,
+    keep: kept,
+  });
+
   const toggle = (node: StepNode) => {
     setOverrides((old) => new Map(old).set(node.step.id, !isExpanded(node)));
   };
@@ -61,16 +78,30 @@ export function StepList({
     setOverrides(open);
     if (failuresOnly && !node.troubled) setFailuresOnly(false);
     const position = visibleSteps(tree, (n) => open.get(n.step.id) ?? isExpanded(n)).indexOf(node);
-    if (position >= limit) setLimit(Math.ceil((position + 1) / ROWS_PER_PAGE) * ROWS_PER_PAGE);
-    requestAnimationFrame(() => {
+    setKept(position);
+    // The row is drawn once the list has rendered with the way to it open (a long list: once scrolled to).
+    let frames = 0;
+    const bringIntoView = () => {
       const row = document.getElementById(`step-${node.step.id}`);
-      row?.scrollIntoView({ block: 'center' });
-      row?.querySelector<HTMLElement>('.step-title')?.focus({ preventScroll: true });
+      if (!row) {
+        if (frames++ < 30) requestAnimationFrame(bringIntoView);
+        return;
+      }
+      row.scrollIntoView({ block: 'center' });
+      row.querySelector<HTMLElement>('.step-title')?.focus({ preventScroll: true });
+    };
+    requestAnimationFrame(() => {
+      if (position >= 0 && rows.length > DRAW_WHOLE_UP_TO) list.scrollTo(position);
+      requestAnimationFrame(bringIntoView);
     });
   }, [selected]);
 
   if (tree.all.length === 0) return <p class="muted">No steps recorded.</p>;
-  const drawn = rows.slice(0, limit);
+  const drawn = virtual
+    ? list.items.map((item) => ({ node: rows[item.index] as StepNode, index: item.index, gap: item.gap }))
+    : rows.map((node, index) => ({ node, index, gap: 0 }));
+  const gap = (key: string, height: number) =>
+    height > 0 ? <li key={key} class="virtual-gap" aria-hidden="true" style={{ height: `${height}px` }} /> : null;
   return (
     <div class="step-list">
       <div class="step-tools" role="toolbar" aria-label="Steps">
@@ -112,30 +143,40 @@ export function StepList({
         <span>Duration</span>
         <span>Time in run</span>
       </div>
-      <ol class="steps">
-        {drawn.map((node) => (
+      <ol
+        class="steps"
+        ref={list.ref}
+        onFocusIn={(event) => {
+          const index = (event.target as Element).closest('li.step')?.getAttribute('data-index');
+          if (index) setKept(Number(index));
+        }}
+      >
+        {drawn.map(({ node, index, gap: before }) => [
+          gap(`gap-${node.step.id}`, before),
           <StepRow
             key={node.step.id}
             node={node}
+            index={index}
+            total={rows.length}
+            measure={virtual ? list.measure : undefined}
             span={span}
             expanded={isExpanded(node)}
             onToggle={toggle}
             artifacts={artifactsByStep.get(node.step.id)}
             highlighted={selected?.id === node.step.id}
-          />
-        ))}
+          />,
+        ])}
+        {virtual ? gap('gap-end', list.after) : null}
       </ol>
-      {rows.length > drawn.length ? (
-        <button type="button" class="secondary show-more" onClick={() => setLimit((n) => n + ROWS_PER_PAGE)}>
-          Show {Math.min(ROWS_PER_PAGE, rows.length - drawn.length)} more steps ({rows.length - drawn.length} not shown)
-        </button>
-      ) : null}
     </div>
   );
 }
 
 function StepRow({
   node,
+  index,
+  total,
+  measure,
   span,
   expanded,
   onToggle,
@@ -143,6 +184,10 @@ function StepRow({
   highlighted,
 }: {
   node: StepNode;
+  /** Its place in the list, and the list's length: said to assistive technologies when the list is drawn in part. */
+  index: number;
+  total: number;
+  measure: ((element: Element | null) => void) | undefined;
   span: number;
   expanded: boolean;
   onToggle: (node: StepNode) => void;
@@ -155,7 +200,15 @@ function StepRow({
   const indent = { paddingLeft: `${node.depth * 1.4}rem` };
   const hasDetails = step.error || step.cells.length > 0 || (artifacts && artifacts.length > 0);
   return (
-    <li id={`step-${step.id}`} class={`step status-${step.status}${highlighted ? ' highlighted' : ''}`} data-depth={node.depth}>
+    <li
+      id={`step-${step.id}`}
+      class={`step status-${step.status}${highlighted ? ' highlighted' : ''}`}
+      data-depth={node.depth}
+      data-index={index}
+      ref={measure}
+      aria-posinset={measure ? index + 1 : undefined}
+      aria-setsize={measure ? total : undefined}
+    >
       <div class="step-line">
         <div class="step-name" style={indent}>
           {node.children.length > 0 ? (

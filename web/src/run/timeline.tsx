@@ -7,6 +7,13 @@ const AXIS = 22;
 /** Narrowest bar drawn, in percent of the width, so instant steps still show. */
 const MIN_WIDTH = 0.25;
 
+/**
+ * Up to this many steps every bar is a button of its own. Beyond, the bars are plain shapes and only
+ * the bar in the tab order is a button (drawn over its shape): a 5,000-step run drew 20,000 SVG
+ * elements, and its page stalled for half a second (issue 33).
+ */
+const DRAWN_AS_BUTTONS_UP_TO = 1000;
+
 /** Drawing order: where narrow bars overlap, a failure is drawn last, on top, and never hidden. */
 const LAYER: Record<string, number> = { passed: 0, skipped: 1, running: 2, broken: 3, failed: 4 };
 
@@ -110,44 +117,32 @@ export function Timeline({
             </g>
           ))}
         </g>
-        {drawn.map((node) => {
-          // A step at the very end (or past a fitted width) still shows, at the right edge.
-          const x = Math.min(100 - MIN_WIDTH, (node.startMs / span) * 100);
-          const width = Math.max(MIN_WIDTH, ((node.endMs - node.startMs) / span) * 100);
-          return (
-            // The tooltip is the group's, not the bar's: the bar's name must hold all the text inside it
-            // (axe's label-content-name-mismatch), and a <title> in it would be text inside it.
-            <g key={node.step.id}>
-              <title>{stepTooltip(node)}</title>
-              {/* biome-ignore lint/a11y/useSemanticElements lint/a11y/useFocusableInteractive: an HTML button cannot sit inside an SVG drawing; it is focusable by its SVG `tabindex` */}
-              <svg
-                x={pct(x)}
-                y={AXIS + node.depth * LANE}
-                width={pct(Math.min(width, 100 - x))}
-                height={LANE - 3}
-                class={`timeline-bar status-${node.step.status}${node.estimated ? ' estimated' : ''}`}
-                // biome-ignore lint/a11y/noNoninteractiveElementToInteractiveRole: the bar acts as a button (role, tab stop, Enter and Space)
-                role="button"
-                // Lower case: on an SVG element Preact sets the attribute as written, and SVG's is `tabindex`.
-                tabindex={node.step.id === tabStop ? 0 : -1}
-                aria-label={stepLabel(node)}
-                data-step={node.step.id}
-                onClick={() => {
-                  setCurrent(node.step.id);
-                  onSelect(node);
-                }}
-                onKeyDown={(event) => onKey(event, node)}
-              >
-                <rect width="100%" height="100%" rx="3" />
-                {width > 4 ? (
-                  <text x="4" y={LANE - 9} class="timeline-label">
-                    {node.step.title}
-                  </text>
-                ) : null}
-              </svg>
-            </g>
-          );
-        })}
+        {tree.all.length > DRAWN_AS_BUTTONS_UP_TO ? (
+          <CompactBars
+            drawn={drawn}
+            span={span}
+            current={tree.byId.get(tabStop ?? '')}
+            onPick={(node) => {
+              setCurrent(node.step.id);
+              onSelect(node);
+            }}
+            onKey={onKey}
+          />
+        ) : (
+          drawn.map((node) => (
+            <Bar
+              key={node.step.id}
+              node={node}
+              span={span}
+              tabStop={tabStop}
+              onPick={(picked) => {
+                setCurrent(picked.step.id);
+                onSelect(picked);
+              }}
+              onKey={onKey}
+            />
+          ))
+        )}
         {running ? <line class="timeline-now" x1="100%" x2="100%" y1={AXIS - 4} y2={height} /> : null}
       </svg>
       <figcaption class="timeline-legend">
@@ -165,5 +160,116 @@ export function Timeline({
         </span>
       </figcaption>
     </figure>
+  );
+}
+
+/** Where a step's bar is, in percent of the width (x, width) and pixels (y). */
+function placeOf(node: StepNode, span: number) {
+  // A step at the very end (or past a fitted width) still shows, at the right edge.
+  const x = Math.min(100 - MIN_WIDTH, (node.startMs / span) * 100);
+  const width = Math.min(Math.max(MIN_WIDTH, ((node.endMs - node.startMs) / span) * 100), 100 - x);
+  return { x, width, y: AXIS + node.depth * LANE };
+}
+
+interface BarProps {
+  node: StepNode;
+  span: number;
+  onPick: (node: StepNode) => void;
+  onKey: (event: KeyboardEvent, node: StepNode) => void;
+}
+
+/** A step's bar as a button: named by its step, status, time and error; the tab stop when it is `tabStop`. */
+function Bar({ node, span, tabStop, onPick, onKey, extraClass = '' }: BarProps & { tabStop: string | undefined; extraClass?: string }) {
+  const { x, width, y } = placeOf(node, span);
+  return (
+    // The tooltip is the group's, not the bar's: the bar's name must hold all the text inside it
+    // (axe's label-content-name-mismatch), and a <title> in it would be text inside it.
+    <g>
+      <title>{stepTooltip(node)}</title>
+      {/* biome-ignore lint/a11y/useSemanticElements lint/a11y/useFocusableInteractive: an HTML button cannot sit inside an SVG drawing; it is focusable by its SVG `tabindex` */}
+      <svg
+        x={pct(x)}
+        y={y}
+        width={pct(width)}
+        height={LANE - 3}
+        class={`timeline-bar status-${node.step.status}${node.estimated ? ' estimated' : ''}${extraClass}`}
+        // biome-ignore lint/a11y/noNoninteractiveElementToInteractiveRole: the bar acts as a button (role, tab stop, Enter and Space)
+        role="button"
+        // Lower case: on an SVG element Preact sets the attribute as written, and SVG's is `tabindex`.
+        tabindex={node.step.id === tabStop ? 0 : -1}
+        aria-label={stepLabel(node)}
+        data-step={node.step.id}
+        onClick={() => onPick(node)}
+        onKeyDown={(event) => onKey(event, node)}
+      >
+        <rect width="100%" height="100%" rx="3" />
+        {width > 4 ? (
+          <text x="4" y={LANE - 9} class="timeline-label">
+            {node.step.title}
+          </text>
+        ) : null}
+      </svg>
+    </g>
+  );
+}
+
+/**
+ * A long run's bars: each a plain shape (a click still picks its step, a hover still names it in
+ * the drawing's one tooltip), and over them the one bar in the tab order, as a button, which the
+ * arrow keys move from step to step.
+ */
+function CompactBars({
+  drawn,
+  span,
+  current,
+  onPick,
+  onKey,
+}: {
+  drawn: StepNode[];
+  span: number;
+  current: StepNode | undefined;
+  onPick: (node: StepNode) => void;
+  onKey: (event: KeyboardEvent, node: StepNode) => void;
+}) {
+  const tooltip = useRef<HTMLTitleElement>(null);
+  const nodeAt = (target: EventTarget | null) => {
+    const index = (target as Element | null)?.getAttribute?.('data-index');
+    return index ? drawn[Number(index)] : undefined;
+  };
+  return (
+    <>
+      {/* biome-ignore lint/a11y/noAriaHiddenOnFocusable lint/a11y/useKeyWithMouseEvents: the shapes are for the mouse (none takes the focus); the keyboard has the button drawn over them */}
+      <g
+        class="timeline-marks"
+        aria-hidden="true"
+        onClick={(event) => {
+          const node = nodeAt(event.target);
+          if (node) onPick(node);
+        }}
+        onMouseOver={(event) => {
+          const node = nodeAt(event.target);
+          if (node && tooltip.current) tooltip.current.textContent = stepTooltip(node);
+        }}
+      >
+        <title ref={tooltip} />
+        {drawn.map((node, index) => {
+          const { x, width, y } = placeOf(node, span);
+          return (
+            <rect
+              key={node.step.id}
+              data-index={index}
+              x={pct(x)}
+              y={y}
+              width={pct(width)}
+              height={LANE - 3}
+              class={`timeline-mark status-${node.step.status}${node.estimated ? ' estimated' : ''}`}
+            />
+          );
+        })}
+      </g>
+      {current ? (
+        <Bar key="tab-stop" node={current} span={span} tabStop={current.step.id} onPick={onPick} onKey={onKey} extraClass=" tab-stop" />
+      ) : null}
+    </>
   );
 }

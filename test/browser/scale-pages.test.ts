@@ -1,0 +1,153 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { v1 } from '../../src/client/index.ts';
+import {
+  type AxeViolation,
+  browserAvailable,
+  launchChromium,
+  seriousAxeViolations,
+  submitLogin,
+  watchedContext,
+} from '../helpers/browser.ts';
+import { HISTORY_RUNS, JOB_RUNS, RUN_STEPS, type ScalePages, seedScalePages } from '../helpers/scale-pages.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+// Issue 33, deliverable 4: the project page, a job of 2,000 runs, a run of 5,000 steps with 300
+// screenshots and a test with 10,000 runs of history load in Chromium and stay usable: their rows
+// render, scrolling reaches the last row (loading more through the API's cursor where the page
+// reads in pages), a screenshot near the end of the run shows, and axe-core finds nothing serious.
+// How fast is the benchmark's W1 (bench/web-scale.ts), never a timed assertion here.
+
+const PASSWORD = 'correct horse battery staple';
+
+/** In the page: whether an <img> has loaded and decoded to real pixels. */
+const rendered = (node: unknown) => {
+  const img = node as { complete: boolean; naturalWidth: number };
+  return img.complete && img.naturalWidth > 0;
+};
+
+describe('the web pages at scale (issue 33)', { skip: !browserAvailable() }, () => {
+  let server: TestServer;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let data: ScalePages;
+  const consoleErrors: string[] = [];
+  const axeFound = new Map<string, AxeViolation[]>();
+
+  before(async () => {
+    server = await startTestServer('sqlite');
+    await server.admin.client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password: PASSWORD } });
+    data = await seedScalePages(server.admin.client, server.app.attest.db);
+    browser = await launchChromium();
+    context = await watchedContext(browser, { consoleErrors });
+    page = await context.newPage();
+    await page.goto(`${server.url}/login`);
+    await submitLogin(page, server.admin.email, PASSWORD);
+    await page.waitForURL((url) => url.pathname === '/');
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  const checkAccessibility = async (view: string) => {
+    const found = await seriousAxeViolations(page);
+    if (found.length > 0) axeFound.set(view, found);
+  };
+  /** Scrolls the page to its bottom until `done`, as a person would, a screen at a time. */
+  const scrollUntil = async (done: () => Promise<boolean>, message: string) => {
+    await waitFor(
+      async () => {
+        await page.mouse.wheel(0, 4000);
+        return done();
+      },
+      { timeoutMs: 30_000, intervalMs: 50, message },
+    );
+  };
+
+  test('the project page lists its newest runs and pages on through the cursor', async () => {
+    await page.goto(`${server.url}/projects/${data.projectKey}`);
+    const rows = page.locator('table.list tbody tr');
+    await waitFor(async () => (await rows.count()) === 50, { message: 'the first page of 50 runs' });
+    await checkAccessibility('project');
+    await page.getByRole('link', { name: 'Older runs' }).click();
+    await waitFor(async () => new URL(page.url()).searchParams.has('cursor'), { message: 'the next page' });
+    await waitFor(async () => (await rows.count()) === 50, { message: 'the second page of 50 runs' });
+  });
+
+  test('a job of 2,000 runs: its tiles and its run list draw only what is in view, and scrolling reaches the last', async () => {
+    await page.goto(`${server.url}/jobs/${data.jobId}`);
+    const rows = page.locator('table.runs-table tbody tr[data-index]');
+    await waitFor(async () => (await rows.count()) > 0, { message: 'the run list shows' });
+    await waitFor(async () => (await page.getByText(`${JOB_RUNS} runs ·`).count()) === 1, {
+      timeoutMs: 20_000,
+      message: 'every page of runs loaded',
+    });
+    assert.equal(await page.locator('table.runs-table').getAttribute('aria-rowcount'), String(JOB_RUNS + 1));
+    const tiles = await page.getByTestId('run-tile').count();
+    assert.ok(tiles > 0 && tiles < JOB_RUNS / 2, `only the tiles near the viewport are drawn (${tiles})`);
+    assert.ok((await rows.count()) < JOB_RUNS / 4, `only the rows near the viewport are drawn (${await rows.count()})`);
+    await checkAccessibility('job');
+    // The last row (the newest run) is reached by scrolling, and opens its run.
+    const last = page.locator(`table.runs-table tbody tr[aria-rowindex="${JOB_RUNS + 1}"]`);
+    await scrollUntil(async () => (await last.count()) === 1, 'scrolling reaches the last run');
+    await checkAccessibility('job-scrolled');
+    const name = (await last.locator('a').first().textContent()) ?? '';
+    await last.locator('a').first().click();
+    await page.waitForURL(/\/runs\//);
+    await page.getByRole('heading', { name }).waitFor();
+  });
+
+  test('a run of 5,000 steps: the step list scrolls to its end, where a screenshot shows, and the timeline works by keyboard', async () => {
+    await page.goto(`${server.url}/runs/${data.runId}`);
+    await page.getByRole('heading', { name: 'Checkout, 5,000 steps' }).waitFor();
+    const steps = page.locator('ol.steps > li.step');
+    await waitFor(async () => (await steps.count()) > 0, { message: 'the steps show' });
+    // 1,000 top-level steps, folded (the failure's way open): far fewer drawn.
+    assert.ok((await steps.count()) < 200, `only the steps near the viewport are drawn (${await steps.count()})`);
+    // The rows shown: the 1,000 top-level steps and, open on the way to the failure, its 4 inside.
+    assert.equal(await steps.first().getAttribute('aria-setsize'), '1004');
+    await page.getByText(`${RUN_STEPS} steps`).waitFor();
+    await checkAccessibility('run');
+    // The timeline is one tab stop that the arrow keys move through every step.
+    const stop = page.locator('.timeline-bar[tabindex="0"]');
+    assert.equal(await stop.count(), 1);
+    await stop.focus();
+    await page.keyboard.press('End');
+    assert.match((await page.evaluate('document.activeElement?.getAttribute("aria-label")')) as string, /^Action 999\.4: passed/);
+    // Scrolling reaches the last top-level step, and the screenshot on step 997 renders.
+    const shotStep = page.locator('li.step', { has: page.locator('.step-title', { hasText: new RegExp(`^${data.lastShot.step}$`) }) });
+    await scrollUntil(async () => (await shotStep.count()) === 1, `scrolling reaches ${data.lastShot.step}`);
+    const shot = shotStep.getByRole('img', { name: `Screenshot ${data.lastShot.name}` });
+    await shot.scrollIntoViewIfNeeded();
+    await waitFor(() => shot.evaluate(rendered), { timeoutMs: 15_000, message: 'the screenshot near the end renders' });
+    await checkAccessibility('run-scrolled');
+  });
+
+  test('a test with 10,000 runs: its history, and every run loaded page by page as the list end comes into view', async () => {
+    await page.goto(`${server.url}/tests/${data.testId}`);
+    const table = page.getByRole('table', { name: 'Runs of this test, newest first' });
+    const rows = table.locator('tbody tr:not(.virtual-gap)');
+    await waitFor(async () => (await rows.count()) === 200, { message: 'the first 200 runs' });
+    await page.getByTestId('history-run').first().waitFor();
+    await checkAccessibility('test');
+    // The button loads the next page (it may already have pressed itself, near the viewport); scrolling on presses it.
+    await page.getByRole('button', { name: /^Load older runs/ }).click();
+    await waitFor(async () => Number(await table.getAttribute('aria-rowcount')) >= 401, { message: 'more pages of 200' });
+    const total = HISTORY_RUNS + 1; // the imported run, and the history written in bulk
+    const last = table.locator(`tr[aria-rowindex="${total + 1}"]`);
+    await scrollUntil(async () => (await last.count()) === 1, 'scrolling loads every run and reaches the oldest');
+    assert.equal(await table.getAttribute('aria-rowcount'), String(total + 1));
+    assert.ok((await rows.count()) < 200, `only the rows near the viewport are drawn (${await rows.count()})`);
+    assert.equal(await page.getByRole('button', { name: /^Load older runs/ }).count(), 0, 'nothing more to load');
+    await checkAccessibility('test-scrolled');
+  });
+
+  test('no console error and no serious accessibility violation on any of these pages', () => {
+    assert.deepEqual(consoleErrors, []);
+    assert.deepEqual(Object.fromEntries(axeFound), {});
+  });
+});
