@@ -11,6 +11,7 @@ import { generateScale, type ScaleMeta } from './generate.ts';
 // with CREATE DATABASE … TEMPLATE and drops it after.
 
 const META = 'scale-meta.json';
+let copies = 0;
 
 export function scaleHash(): string {
   const hash = createHash('sha256');
@@ -82,7 +83,7 @@ export async function scaleCopy(
     const dataDir = temp(`attest-scale-${dialect}-`);
     fs.cpSync(cache, dataDir, { recursive: true });
     if (!admin) return { meta, dataDir, drop: async () => {} };
-    const copy = `attest_scale_run_${runs}_${process.pid}`;
+    const copy = `attest_scale_run_${runs}_${process.pid}_${++copies}`;
     await admin.query(`DROP DATABASE IF EXISTS ${copy} WITH (FORCE)`);
     await admin.query(`CREATE DATABASE ${copy} TEMPLATE ${template}`);
     return {
