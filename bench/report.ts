@@ -30,7 +30,8 @@ export function judge(figure: Figure): Figure {
   if (figure.baseline !== undefined && figure.baseline > 0 && figure.attest > 0)
     figure.ratio = figure.lowerIsBetter ? figure.baseline / figure.attest : figure.attest / figure.baseline;
   if (figure.minRatio !== undefined && figure.ratio !== undefined) figure.pass = figure.ratio >= figure.minRatio;
-  if (figure.maxValue !== undefined) figure.pass = figure.attest <= figure.maxValue;
+  // A figure with both bars (issue 33's list pages: flat, and fast) must hold both.
+  if (figure.maxValue !== undefined) figure.pass = (figure.pass ?? true) && figure.attest <= figure.maxValue;
   return figure;
 }
 
@@ -39,7 +40,9 @@ const fmt = (n: number | undefined, digits = 0) =>
 
 export function markdown(figures: Figure[], machine: Record<string, unknown>): string {
   const rows = figures.map((f) => {
-    const bar = f.minRatio !== undefined ? `≥ ${f.minRatio}` : f.maxValue !== undefined ? `≤ ${fmt(f.maxValue)} ${f.unit}` : '';
+    const bar = [f.minRatio !== undefined ? `≥ ${f.minRatio}` : '', f.maxValue !== undefined ? `≤ ${fmt(f.maxValue)} ${f.unit}` : '']
+      .filter(Boolean)
+      .join(', ');
     const verdict = f.pass === undefined ? '' : f.pass ? 'holds' : '**misses**';
     return `| ${f.id} | ${f.title} | ${f.dialect} | ${fmt(f.attest, f.attest < 10 ? 2 : 0)} ${f.unit} | ${f.baseline === undefined ? '—' : `${fmt(f.baseline, f.baseline < 10 ? 2 : 0)} (${f.baselineName})`} | ${fmt(f.ratio, 2)} | ${bar} | ${verdict} |`;
   });
@@ -86,7 +89,28 @@ export function svg(figures: Figure[]): string {
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${left + width + 60}" height="${height}" font-family="sans-serif" font-size="12"><title>Attest to baseline ratios</title><rect width="100%" height="100%" fill="#fff"/>${axis}${parts.join('')}</svg>\n`;
 }
 
-export function write(figures: Figure[], machine: Record<string, unknown>, options: { updateDocs: boolean }): void {
+/**
+ * Writes a run's results; `section` names another table (issue 33's `--scale` run writes `scale`:
+ * results/scale.{json,md} and docs/performance.md between the scale markers).
+ */
+export function write(figures: Figure[], machine: Record<string, unknown>, options: { updateDocs: boolean; section?: string }): void {
+  if (options.section) {
+    const table = markdown(figures, machine);
+    fs.mkdirSync('bench/results/history', { recursive: true });
+    const json = `${JSON.stringify({ machine, figures }, null, 2)}\n`;
+    fs.writeFileSync(`bench/results/${options.section}.json`, json);
+    fs.writeFileSync(`bench/results/${options.section}.md`, table);
+    fs.writeFileSync(`bench/results/history/${options.section}-${String(machine.date).replace(/[:.]/g, '-')}.json`, json);
+    if (!options.updateDocs) return;
+    const doc = fs.readFileSync('docs/performance.md', 'utf8');
+    const start = `<!-- ${options.section}:start -->`;
+    const end = `<!-- ${options.section}:end -->`;
+    const from = doc.indexOf(start);
+    const to = doc.indexOf(end);
+    if (from < 0 || to < 0) throw new Error(`docs/performance.md lacks the ${options.section} markers`);
+    fs.writeFileSync('docs/performance.md', `${doc.slice(0, from + start.length)}\n${table}\n${doc.slice(to)}`);
+    return;
+  }
   fs.mkdirSync('bench/results/history', { recursive: true });
   const stamp = String(machine.date).replace(/[:.]/g, '-');
   const json = `${JSON.stringify({ machine, figures }, null, 2)}\n`;

@@ -15,6 +15,7 @@ import { importFigures } from './import.ts';
 import { answers, freePort, hasCommand, median, PINNED, pinSelf, rssMb, sleep, startPinned } from './lib.ts';
 import { type Figure, judge, markdown, write } from './report.ts';
 import { s3Figures } from './s3.ts';
+import { scaleFigures } from './scale/figures.ts';
 import { f10Figures, f11Figures } from './triage.ts';
 import { webScaleFigures } from './web-scale.ts';
 
@@ -46,6 +47,25 @@ const figures: Figure[] = [];
 const temp = tempFolders();
 
 execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'ignore' });
+
+// `--scale` (issue 33): the S figures alone, on the 10,000 and 1,000,000-run sets, in their own table.
+if (process.argv.includes('--scale')) {
+  bar.setTotal(8);
+  // BENCH_SCALE_DIALECTS=sqlite (or postgres) measures one of the two.
+  const dialects = (process.env.BENCH_SCALE_DIALECTS ?? 'sqlite,postgres').split(',') as ('sqlite' | 'postgres')[];
+  for (const dialect of dialects) figures.push(...(await scaleFigures(settings, dialect, temp)));
+  bar.stop();
+  const machine = machineOf();
+  if (only) {
+    console.log(markdown(figures, machine));
+    for (const figure of figures) if (figure.notes) console.log(`${figure.id} ${figure.title} (${figure.dialect}): ${figure.notes}`);
+  } else {
+    write(figures, machine, { updateDocs, section: 'scale' });
+    console.log(fs.readFileSync('bench/results/scale.md', 'utf8'));
+    for (const figure of figures) if (figure.notes) console.log(`${figure.id} ${figure.title} (${figure.dialect}): ${figure.notes}`);
+  }
+  process.exit(0);
+}
 
 // SQLite: reads, writes, the run workload and memory.
 const sqlite = await startAttest({ dataDir: temp('attest-bench-sqlite-') });
@@ -89,22 +109,25 @@ settings.step('PostgreSQL');
 if (wants('F1') || wants('F2')) await postgresFigures();
 bar.stop();
 
-const machine = {
-  date: new Date().toISOString(),
-  cpu: os.cpus()[0]?.model ?? 'unknown',
-  cores: os.cpus().length,
-  memoryGiB: Math.round(os.totalmem() / 2 ** 30),
-  node: process.version,
-  kernel: os.release(),
-  commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(),
-  mode: quick
-    ? `--quick (1 × ${settings.seconds} s per sample)`
-    : `${settings.repetitions} × ${settings.seconds} s per sample, A/B interleaved`,
-  pinning: PINNED
-    ? 'servers (Attest and the baseline servers) on CPU 0; wrk, the Node clients and the in-process baselines on CPU 1 (taskset)'
-    : 'not pinned (no taskset or one core)',
-  settings: 'npm start defaults, ATTEST_LOG_LEVEL=warn, ATTEST_RATE_LIMIT_PER_MINUTE=10000000 (installed, never reached)',
-};
+const machine = machineOf();
+function machineOf() {
+  return {
+    date: new Date().toISOString(),
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    cores: os.cpus().length,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    kernel: os.release(),
+    commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(),
+    mode: quick
+      ? `--quick (1 × ${settings.seconds} s per sample)`
+      : `${settings.repetitions} × ${settings.seconds} s per sample, A/B interleaved`,
+    pinning: PINNED
+      ? 'servers (Attest and the baseline servers) on CPU 0; wrk, the Node clients and the in-process baselines on CPU 1 (taskset)'
+      : 'not pinned (no taskset or one core)',
+    settings: 'npm start defaults, ATTEST_LOG_LEVEL=warn, ATTEST_RATE_LIMIT_PER_MINUTE=10000000 (installed, never reached)',
+  };
+}
 if (only) {
   console.log(markdown(figures, machine));
   // Nothing is written, so the notes (p99s, CPU per request, paired ratios) are printed here.

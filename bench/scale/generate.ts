@@ -1,0 +1,838 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { deflateSync } from 'node:zlib';
+import SQLite from 'better-sqlite3';
+import { type Insertable, Kysely } from 'kysely';
+import pg from 'pg';
+import { TRIAGE_DEFAULTS } from '../../src/api/v1/projects.ts';
+import { loadConfig } from '../../src/server/config.ts';
+import { insertRows } from '../../src/server/db/chunks.ts';
+import { createDatabase } from '../../src/server/db/database.ts';
+import { CachingSqliteDialect } from '../../src/server/db/sqlite-driver.ts';
+import type { Database, FailureGroupsTable, FailureOccurrencesTable, TestHealthTable, TestRunsTable } from '../../src/server/db/types.ts';
+import { LIMITS, normaliseFailure } from '../../src/server/failures/normalise.ts';
+import { scoreHealth } from '../../src/server/services/health.ts';
+import { type HealthRun, healthOutcomes } from '../../src/server/services/outcomes.ts';
+import { failureOf } from '../suite.ts';
+
+// The scale data set of issue 33: one project family filled to N runs, reproducibly from a seed,
+// straight into the schema the server's own migrations make (bench/README.md, "The scale data set").
+//
+// 5 projects × 400 tests (2,000), 20 branches (`main` takes 40% of the runs), 60 days; every day
+// each project runs its suite as jobs of at most 400 runs (one run per test per job), so a job's
+// runs are distinct tests, as a CI job's are. Each run has 10 steps and 2 text cells (its stdout,
+// and the failing step's stack or the first step's log); about 7% fail (broken, flaky, regressed,
+// fixed and noisy tests, as bench/suite.ts's) with bench/suite.ts's 60 causes, whose messages vary
+// by port, id, UUID, duration, time and line. Failed runs and one in ten passed runs carry a
+// screenshot; the screenshots share BLOBS distinct PNGs, written to the data folder's blob store.
+//
+// What completing a run records is recorded as the server does it: error groups from the server's
+// own normaliser (first and last seen, occurrences, affected tests and branches, status), the
+// occurrences, each failed step's and run's group, each test's health from the server's own
+// `healthOutcomes` and `scoreHealth` over its latest runs. test/db/scale-generator.test.ts replays
+// a small set through the server's `onRunsCompleted` and proves the same rows come out.
+//
+// Speed: rows go in through `insertRows` (SQLite: one prepared INSERT run per row) or, on
+// PostgreSQL, one `INSERT … SELECT FROM unnest(…)` of thousands of rows, a day per transaction.
+// With `triggers: 'bypass'` (the default) the triggers of migrations 0006 (usage counters), 0007
+// (artifact_count) and 0021 (flaky_milli) do not fire during the load (SQLite: dropped and made
+// again from their own text; PostgreSQL: session_replication_role = replica, which also skips the
+// foreign-key checks); the generator writes what they would have, and the test proves it equal to
+// what `triggers: 'fire'` leaves.
+
+export const SHAPE = {
+  projects: 5,
+  testsPerProject: 400,
+  branches: 20,
+  days: 60,
+  steps: 10,
+  cells: 2,
+  blobs: 3000,
+  jobMaxRuns: 400,
+  devices: 10,
+} as const;
+
+const PROJECT_KEYS = ['SHOP', 'CART', 'AUTH', 'SRCH', 'PROF'];
+const BRANCHES = ['main', ...Array.from({ length: SHAPE.branches - 1 }, (_, i) => `feature/f${i + 1}`)];
+const ENVIRONMENTS = ['staging', 'qa', 'production'];
+const STEP_TITLES = [
+  'open the start page',
+  'sign in as a customer',
+  'search for the product',
+  'open the product page',
+  'add the product to the cart',
+  'open the cart',
+  'enter the delivery address',
+  'choose the payment method',
+  'submit the order',
+  'check the confirmation',
+];
+const DAY = 86_400_000;
+const HEALTH = { brokenAfter: TRIAGE_DEFAULTS.brokenAfter, healthWindow: TRIAGE_DEFAULTS.healthWindow };
+
+export interface ScaleOptions {
+  runs: number;
+  seed?: number;
+  dataDir: string;
+  /** PostgreSQL: the (empty) database to fill; else SQLite in dataDir. */
+  databaseUrl?: string;
+  /** When the newest runs finish (default: now, to the hour). */
+  endsAt?: Date;
+  triggers?: 'bypass' | 'fire';
+  /** Distinct screenshot blobs (default SHAPE.blobs; tests use fewer). */
+  blobs?: number;
+  progress?: (runsDone: number) => void;
+}
+
+/** What a bench needs to know of a generated set. */
+export interface ScaleMeta {
+  runs: number;
+  seed: number;
+  endsAt: string;
+  seconds: number;
+  projects: { id: string; key: string }[];
+  /** Project 0's: its largest job of the last day on main, a test, a failed run with a screenshot, a device. */
+  sample: { projectId: string; jobId: string; testId: string; runId: string; deviceId: string };
+  counts: Record<string, number>;
+}
+
+/** mulberry32: a fast PRNG, fixed by its seed. */
+function prng(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const hex8 = () => (Math.floor(next() * 4294967296) >>> 0).toString(16).padStart(8, '0');
+  /** A version-4 UUID, as the server's randomUUID() makes (random, so indexes see random keys). */
+  const uuid = () => {
+    const a1 = hex8();
+    const b1 = hex8();
+    const c1 = hex8();
+    const d1 = hex8();
+    return `${a1}-${b1.slice(0, 4)}-4${b1.slice(5, 8)}-${'89ab'[Math.floor(next() * 4)]}${c1.slice(1, 4)}-${c1.slice(4, 8)}${d1}`;
+  };
+  return { next, uuid, int: (n: number) => Math.floor(next() * n) };
+}
+
+/** `total` split into `parts` near-equal whole parts; part `k`. */
+const share = (total: number, parts: number, k: number) => Math.floor((total * (k + 1)) / parts) - Math.floor((total * k) / parts);
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** A PNG of `width` × `height` pseudo-random pixels: distinct bytes for every `n`. */
+function pngOf(n: number, width: number, height: number): Buffer {
+  const random = prng(0x5ca1e + n);
+  const raw = Buffer.alloc((width * 3 + 1) * height);
+  for (let y = 0; y < height; y++) for (let x = 0; x < width * 3; x++) raw[y * (width * 3 + 1) + 1 + x] = random.int(256);
+  const crcTable = Array.from({ length: 256 }, (_, c) => {
+    let v = c;
+    for (let k = 0; k < 8; k++) v = v & 1 ? 0xedb88320 ^ (v >>> 1) : v >>> 1;
+    return v >>> 0;
+  });
+  const crc = (bytes: Buffer) => {
+    let c = 0xffffffff;
+    for (const byte of bytes) c = (crcTable[(c ^ byte) & 0xff] as number) ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+  };
+  const chunk = (type: string, data: Buffer) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+    const sum = Buffer.alloc(4);
+    sum.writeUInt32BE(crc(body));
+    return Buffer.concat([length, body, sum]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header[8] = 8;
+  header[9] = 2; // truecolour
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(raw)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+type Row = Record<string, unknown>;
+
+/** Where rows go: buffered per table, written in big statements inside the open transaction. */
+interface Sink {
+  add(table: keyof Database & string, row: Row): Promise<void>;
+  begin(): Promise<void>;
+  commit(): Promise<void>;
+  exec(statement: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+const FLUSH_ROWS = 20_000;
+
+async function sqliteSink(dataDir: string, bypass: boolean): Promise<Sink> {
+  const sqlite = new SQLite(path.join(dataDir, 'attest.db'));
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = OFF');
+  sqlite.pragma('cache_size = -4000000');
+  sqlite.pragma('temp_store = MEMORY');
+  sqlite.pragma(`foreign_keys = ${bypass ? 'OFF' : 'ON'}`);
+  const db = new Kysely<Database>({ dialect: new CachingSqliteDialect({ database: sqlite }) });
+  // The triggers the load bypasses, made again afterwards from their own text.
+  const triggers = bypass
+    ? (sqlite
+        .prepare(
+          "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name IN ('test_runs', 'artifacts', 'artifact_images', 'test_health')",
+        )
+        .all() as { name: string; sql: string }[])
+    : [];
+  for (const trigger of triggers) sqlite.exec(`DROP TRIGGER ${trigger.name}`);
+  const buffers = new Map<string, Row[]>();
+  const flush = async (table: string) => {
+    const rows = buffers.get(table);
+    if (!rows?.length) return;
+    buffers.set(table, []);
+    await insertRows(db, 'sqlite', table as keyof Database & string, rows as Insertable<Database[keyof Database]>[]);
+  };
+  const flushAll = async () => {
+    for (const table of buffers.keys()) await flush(table);
+  };
+  return {
+    async add(table, row) {
+      let rows = buffers.get(table);
+      if (!rows) {
+        rows = [];
+        buffers.set(table, rows);
+      }
+      rows.push(row);
+      if (rows.length >= FLUSH_ROWS) await flush(table);
+    },
+    async begin() {
+      sqlite.exec('BEGIN');
+    },
+    async commit() {
+      await flushAll();
+      sqlite.exec('COMMIT');
+    },
+    async exec(statement) {
+      await flushAll();
+      sqlite.exec(statement);
+    },
+    async close() {
+      await flushAll();
+      for (const trigger of triggers) sqlite.exec(trigger.sql);
+      sqlite.exec('ANALYZE');
+      sqlite.pragma('optimize');
+      sqlite.pragma('wal_checkpoint(TRUNCATE)');
+      sqlite.close();
+    },
+  };
+}
+
+async function postgresSink(databaseUrl: string, bypass: boolean): Promise<Sink> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  // The load's own session: no synchronous commit (the set is rebuilt, not recovered), and with
+  // `bypass` no triggers (user and foreign-key ones) fire; the generator writes what they would.
+  await client.query('SET synchronous_commit = off');
+  if (bypass) await client.query('SET session_replication_role = replica');
+  const types = new Map<string, { columns: Map<string, string> }>();
+  const { rows: columns } = await client.query<{ table_name: string; column_name: string; data_type: string; is_generated: string }>(
+    "SELECT table_name, column_name, data_type, is_generated FROM information_schema.columns WHERE table_schema = 'public'",
+  );
+  for (const column of columns) {
+    if (column.is_generated === 'ALWAYS') continue;
+    let table = types.get(column.table_name);
+    if (!table) {
+      table = { columns: new Map() };
+      types.set(column.table_name, table);
+    }
+    table.columns.set(column.column_name, column.data_type);
+  }
+  const buffers = new Map<string, Row[]>();
+  const flush = async (table: string) => {
+    const rows = buffers.get(table);
+    if (!rows?.length) return;
+    buffers.set(table, []);
+    const names = Object.keys(rows[0] as Row);
+    const known = types.get(table)?.columns;
+    const arrays = names.map((name) => rows.map((row) => row[name] ?? null));
+    const casts = names.map((name, i) => {
+      const type = known?.get(name);
+      if (!type) throw new Error(`${table}.${name} is not a column the migrations made`);
+      return `$${i + 1}::${type === 'character varying' ? 'text' : type}[]`;
+    });
+    await client.query(`INSERT INTO ${table} (${names.join(', ')}) SELECT * FROM unnest(${casts.join(', ')})`, arrays);
+  };
+  const flushAll = async () => {
+    for (const table of buffers.keys()) await flush(table);
+  };
+  return {
+    async add(table, row) {
+      let rows = buffers.get(table);
+      if (!rows) {
+        rows = [];
+        buffers.set(table, rows);
+      }
+      rows.push(row);
+      if (rows.length >= FLUSH_ROWS) await flush(table);
+    },
+    async begin() {
+      await client.query('BEGIN');
+    },
+    async commit() {
+      await flushAll();
+      await client.query('COMMIT');
+    },
+    async exec(statement) {
+      await flushAll();
+      await client.query(statement);
+    },
+    async close() {
+      await flushAll();
+      await client.query('SET session_replication_role = origin');
+      await client.query('ANALYZE');
+      await client.end();
+    },
+  };
+}
+
+/** A group as the generator keeps it while the runs complete (failure-recording.ts's `newGroup` and `counting`). */
+interface GroupState {
+  row: FailureGroupsTable;
+  tests: Set<string>;
+  branches: Set<string>;
+}
+
+/** One run in memory, until its day is written. */
+interface Run {
+  row: TestRunsTable;
+  test: number;
+  project: number;
+  cause?: number;
+  failure?: { message: string; stack: string };
+  failedStep?: number;
+}
+
+/** Fills an empty database (migrated here first, by the server's own code) to `runs` runs. */
+export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
+  const started = performance.now();
+  const seed = options.seed ?? 33;
+  const bypass = (options.triggers ?? 'bypass') === 'bypass';
+  const random = prng(seed);
+  const endsAt = options.endsAt ?? new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000);
+  const firstDay = Math.floor(endsAt.getTime() / DAY) * DAY - (SHAPE.days - 1) * DAY;
+
+  // The schema, as the server makes it.
+  fs.mkdirSync(options.dataDir, { recursive: true });
+  const config = loadConfig({
+    ATTEST_DATA_DIR: options.dataDir,
+    ...(options.databaseUrl ? { ATTEST_DATABASE_URL: options.databaseUrl } : {}),
+  });
+  await (await createDatabase(config)).close();
+  const sink = options.databaseUrl ? await postgresSink(options.databaseUrl, bypass) : await sqliteSink(options.dataDir, bypass);
+  const counts: Record<string, number> = {};
+  const add = (table: keyof Database & string, row: Row) => {
+    counts[table] = (counts[table] ?? 0) + 1;
+    return sink.add(table, row);
+  };
+
+  const createdAt = iso(firstDay - DAY);
+  // Projects with their triggers (their usage row); the rest of the load in one transaction per day.
+  const projects = PROJECT_KEYS.map((key) => ({ id: random.uuid(), key }));
+  await sink.begin();
+  for (const project of projects)
+    await add('projects', {
+      id: project.id,
+      key: project.key,
+      name: `Shop ${project.key.toLowerCase()}`,
+      description: 'Issue 33 scale data set',
+      created_at: createdAt,
+      updated_at: createdAt,
+      created_by: null,
+      retention: null,
+      quota_bytes: null,
+      failure_rules: null,
+      triage_settings: null,
+    });
+  await sink.commit();
+  if (bypass && options.databaseUrl) {
+    // Replica mode skipped the projects' own trigger too: their usage rows, as it makes them.
+    await sink.begin();
+    for (const project of projects)
+      await add('project_usage', { project_id: project.id, runs: 0, artifacts: 0, logical_bytes: 0, stored_bytes: 0 });
+    await sink.commit();
+  }
+
+  await sink.begin();
+  const deviceIds: string[] = [];
+  for (let d = 0; d < SHAPE.devices; d++) {
+    const id = `device-${String(d + 1).padStart(2, '0')}`;
+    deviceIds.push(id);
+    const labels = [d % 2 ? 'android' : 'ios', `lab-${d % 3}`];
+    await add('devices', {
+      id,
+      name: `Phone ${d + 1}`,
+      platform: d % 2 ? 'android' : 'ios',
+      os_version: `${14 + (d % 4)}`,
+      model: `Model ${d}`,
+      manufacturer: d % 2 ? 'Acme' : 'Fruit',
+      status: 'available',
+      labels: JSON.stringify(labels),
+      last_seen_at: createdAt,
+      created_at: createdAt,
+      updated_at: createdAt,
+    });
+    for (const label of labels) await add('device_labels', { device_id: id, label });
+  }
+  const tests = projects.map((project) =>
+    Array.from({ length: SHAPE.testsPerProject }, (_, t) => ({
+      id: random.uuid(),
+      name: `case ${t}`,
+      fullName: `com.example.${project.key.toLowerCase()}.Suite${Math.floor(t / 20)} › case ${t}`,
+    })),
+  );
+
+  // 0 until their health is scored (migration 0021).
+  for (const [p, project] of projects.entries())
+    for (const test of tests[p] ?? [])
+      await add('tests', {
+        id: test.id,
+        project_id: project.id,
+        name: test.name,
+        description: '',
+        steps: '[]',
+        tags: '[]',
+        source_format: 'json',
+        source: null,
+        full_name: test.fullName,
+        created_at: createdAt,
+        created_by: null,
+        suite: test.fullName.split(' › ')[0],
+        links: '[]',
+        version: 1,
+        updated_at: createdAt,
+        updated_by: null,
+        flaky_milli: 0,
+      });
+  // The blobs: real files in the store, their image rows.
+  const blobs: { sha256: string; size: number; imageId: string }[] = [];
+  const blobCount = options.blobs ?? SHAPE.blobs;
+  for (let b = 0; b < blobCount; b++) {
+    const bytes = pngOf(seed * 10_000 + b, 24 + (b % 41), 16 + (b % 23));
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    const file = path.join(options.dataDir, 'blobs', sha256.slice(0, 2), sha256.slice(2, 4), sha256);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, bytes);
+    const imageId = random.uuid();
+    blobs.push({ sha256, size: bytes.length, imageId });
+    await add('images', {
+      id: imageId,
+      sha256,
+      content_type: 'image/png',
+      width: 24 + (b % 41),
+      height: 16 + (b % 23),
+      size: bytes.length,
+      thumbnail_sha256: null,
+      created_at: createdAt,
+    });
+  }
+  await sink.commit();
+
+  // Usage as migration 0006's triggers keep it, artifact counts as 0007's.
+  const usage = projects.map(() => ({ runs: 0, artifacts: 0, logical: 0, blobRefs: new Map<number, number>() }));
+  const groups = new Map<string, GroupState>();
+  const health = new Map<string, { project: number; ring: HealthRun[]; lastFinished: string }>();
+  const failureRows = new Map<string, ReturnType<typeof normaliseFailure>>();
+  const jobFailures = new Map<string, Map<string, Set<string>>>(); // job → group → failed tests
+  const jobProject = new Map<string, string>();
+  // Kept until the groups they reference are written, at the end (with their final counters).
+  const occurrences: FailureOccurrencesTable[] = [];
+  let sample: ScaleMeta['sample'] | undefined;
+  let done = 0;
+  let sequence = 0;
+
+  await sink.begin();
+  for (let day = 0; day < SHAPE.days; day++) {
+    const dayStart = firstDay + day * DAY;
+    const runs: Run[] = [];
+    const jobs: Row[] = [];
+    for (let p = 0; p < SHAPE.projects; p++) {
+      const ofDay = share(options.runs, SHAPE.days * SHAPE.projects, day * SHAPE.projects + p);
+      const main = Math.round(ofDay * 0.4);
+      for (let b = 0; b < SHAPE.branches; b++) {
+        const n = b === 0 ? main : share(ofDay - main, SHAPE.branches - 1, b - 1);
+        const parts = Math.ceil(n / SHAPE.jobMaxRuns);
+        for (let j = 0; j < parts; j++) {
+          const size = share(n, parts, j);
+          const jobId = random.uuid();
+          const branch = BRANCHES[b] as string;
+          const jobStart = dayStart + Math.floor(random.next() * 20 * 3_600_000);
+          const commit = createHash('sha1').update(`${p}:${b}:${day}`).digest('hex');
+          const environment = ENVIRONMENTS[(b + j) % ENVIRONMENTS.length] as string;
+          const build = `${day + 1}.${j + 1}`;
+          const offset = random.int(SHAPE.testsPerProject);
+          let last = jobStart;
+          for (let k = 0; k < size; k++) {
+            const t = (offset + k * 7) % SHAPE.testsPerProject;
+            const test = tests[p]?.[t] as { id: string; name: string };
+            const created = jobStart + k * 2500 + random.int(1000);
+            const finished = created + 200 + random.int(1200);
+            last = Math.max(last, finished);
+            const i = p * SHAPE.testsPerProject + t;
+            const cause = Math.floor(i / 25) % 60;
+            const slot = i % 25;
+            const turn = Math.floor(i / 25) % SHAPE.days;
+            const fails =
+              slot === 0 ||
+              (slot === 7 && random.next() < 0.5) ||
+              (slot === 13 && day >= turn) ||
+              (slot === 19 && day < turn) ||
+              random.next() < 0.01;
+            const skipped = !fails && slot === 22 && random.next() < 0.3;
+            const verdict = fails ? (Math.floor(cause / 5) === 4 ? 'broken' : 'failed') : skipped ? 'skipped' : 'passed';
+            const run: Run = {
+              test: t,
+              project: p,
+              row: {
+                id: random.uuid(),
+                project_id: projects[p]?.id as string,
+                test_id: test.id,
+                job_id: jobId,
+                device_id: null,
+                name: test.name,
+                status: 'completed',
+                verdict,
+                environment,
+                branch,
+                build,
+                commit_sha: commit,
+                created_at: iso(created),
+                started_at: iso(created + 5),
+                finished_at: iso(finished),
+                created_by: null,
+                lease_owner: null,
+                lease_expires_at: null,
+                idempotency_key: null,
+                idempotency_fingerprint: null,
+                keep: 0,
+                artifact_count: 0,
+                ci_url: null,
+                failure_group_id: null,
+                attempt: 0,
+                test_version: 1,
+              },
+            };
+            if (fails) {
+              run.cause = cause;
+              run.failure = failureOf(cause, sequence++, i);
+              run.failedStep = 3 + (cause % 6);
+            }
+            runs.push(run);
+          }
+          jobProject.set(jobId, projects[p]?.id as string);
+          jobs.push({
+            id: jobId,
+            project_id: projects[p]?.id,
+            name: `${branch} ${environment} ${build}`,
+            request: JSON.stringify({
+              testIds: [],
+              deviceIds: [],
+              deviceLabels: [],
+              environment,
+              branch,
+              build,
+              commit,
+              repository: null,
+            }),
+            cancelled_at: null,
+            created_at: iso(jobStart),
+            created_by: null,
+            idempotency_key: null,
+            idempotency_fingerprint: null,
+            closed_at: iso(last + 1000),
+            ci_url: `https://ci.example.com/${projects[p]?.key}/${day + 1}/${b}/${j + 1}`,
+            incident_group_id: null,
+            incident_failed_runs: null,
+          });
+          if (p === 0 && b === 0 && day === SHAPE.days - 1 && j === 0)
+            sample = {
+              projectId: projects[0]?.id as string,
+              jobId,
+              testId: tests[0]?.[0]?.id as string,
+              runId: '',
+              deviceId: deviceIds[0] as string,
+            };
+        }
+      }
+    }
+
+    // Completion, in the order the runs finished: groups, occurrences, health (failure-recording.ts, health.ts).
+    runs.sort((a, b) => (a.row.finished_at as string).localeCompare(b.row.finished_at as string) || a.row.id.localeCompare(b.row.id));
+    const ofDay: FailureOccurrencesTable[] = [];
+    for (const run of runs) {
+      const { row } = run;
+      const at = row.finished_at as string;
+      if (run.failure) {
+        const key = `${run.failure.message}\u0000${run.failure.stack}`;
+        let normalised = failureRows.get(key);
+        if (!normalised) {
+          normalised = normaliseFailure({ message: run.failure.message, trace: run.failure.stack });
+          failureRows.set(key, normalised);
+        }
+        const groupKey = `${row.project_id}\u0000${normalised.fingerprint}`;
+        let group = groups.get(groupKey);
+        if (!group) {
+          group = {
+            tests: new Set(),
+            branches: new Set(),
+            row: {
+              id: random.uuid(),
+              project_id: row.project_id,
+              fingerprint: normalised.fingerprint,
+              title: normalised.title,
+              message: run.failure.message.slice(0, LIMITS.messageChars),
+              frames: JSON.stringify(normalised.frames.map((frame) => `${frame.file}:${frame.function}`)),
+              category: normalised.signature.category,
+              action: normalised.signature.action?.slice(0, 1000) ?? null,
+              target: normalised.signature.target?.slice(0, 1000) ?? null,
+              rule: null,
+              status: 'new',
+              defect_type: 'to_investigate',
+              comment: null,
+              issue_url: null,
+              assignee: null,
+              first_seen_at: at,
+              first_seen_run_id: row.id,
+              first_seen_job_id: row.job_id,
+              last_seen_at: at,
+              last_seen_run_id: row.id,
+              last_seen_job_id: row.job_id,
+              occurrences: 0,
+              affected_tests: 0,
+              affected_branches: 0,
+              triaged_at: null,
+              triaged_by: null,
+              created_at: at,
+              updated_at: at,
+            },
+          };
+          groups.set(groupKey, group);
+        }
+        const g = group.row;
+        if (at > g.last_seen_at || (g.occurrences === 0 && row.id !== g.last_seen_run_id))
+          Object.assign(g, { last_seen_at: at, last_seen_run_id: row.id, last_seen_job_id: row.job_id });
+        if (g.status === 'new' && row.id !== g.first_seen_run_id && (g.first_seen_job_id === null || row.job_id !== g.first_seen_job_id))
+          g.status = 'known';
+        g.occurrences++;
+        g.updated_at = at;
+        group.tests.add(row.test_id as string);
+        if (row.branch !== null) group.branches.add(row.branch);
+        g.affected_tests = group.tests.size;
+        g.affected_branches = group.branches.size;
+        row.failure_group_id = g.id;
+        ofDay.push({
+          group_id: g.id,
+          run_id: row.id,
+          project_id: row.project_id,
+          job_id: row.job_id,
+          step_id: null, // set below, once the step has its id
+          test_key: row.test_id as string,
+          branch: row.branch,
+          at,
+        });
+        const byGroup = jobFailures.get(row.job_id as string) ?? new Map<string, Set<string>>();
+        jobFailures.set(row.job_id as string, byGroup);
+        const failedTests = byGroup.get(g.id) ?? new Set<string>();
+        byGroup.set(g.id, failedTests);
+        failedTests.add(row.test_id as string);
+      }
+      const testId = row.test_id as string;
+      const state = health.get(testId) ?? { project: run.project, ring: [], lastFinished: at };
+      health.set(testId, state);
+      state.ring.push({
+        id: row.id,
+        job_id: row.job_id,
+        device_id: row.device_id,
+        status: row.status,
+        verdict: row.verdict,
+        attempt: row.attempt,
+        created_at: row.created_at,
+        branch: row.branch,
+        commit_sha: row.commit_sha,
+      });
+      if (state.ring.length > HEALTH.healthWindow * 2) state.ring.splice(0, HEALTH.healthWindow);
+      state.lastFinished = at;
+    }
+
+    // The day's rows.
+    for (const job of jobs) await add('jobs', job);
+    let occurrence = 0;
+    for (const run of runs) {
+      const { row } = run;
+      const u = usage[run.project] as (typeof usage)[number];
+      u.runs++;
+      const created = Date.parse(row.created_at);
+      const stepIds: string[] = [];
+      for (let s = 0; s < SHAPE.steps; s++) stepIds.push(random.uuid());
+      const shot = run.failure ? run.failedStep : random.next() < 0.1 ? SHAPE.steps - 1 : undefined;
+      const blob = shot === undefined ? undefined : (blobs[random.int(blobCount)] as (typeof blobs)[number]);
+      if (blob) row.artifact_count = bypass ? 1 : 0;
+      await add('test_runs', row as unknown as Row);
+      for (let s = 0; s < SHAPE.steps; s++) {
+        const status =
+          row.verdict === 'skipped'
+            ? 'skipped'
+            : run.failedStep === undefined || s < run.failedStep
+              ? 'passed'
+              : s === run.failedStep
+                ? (row.verdict as 'failed' | 'broken')
+                : 'skipped';
+        await add('steps', {
+          id: stepIds[s],
+          run_id: row.id,
+          parent_id: null,
+          depth: 1,
+          client_key: null,
+          position: s,
+          title: STEP_TITLES[s],
+          status,
+          started_at: iso(created + 5 + s * 50),
+          duration_ms: status === 'skipped' ? 0 : 20 + ((s * 37 + created) % 400),
+          error_message: s === run.failedStep ? (run.failure?.message ?? null) : null,
+          created_at: row.created_at,
+          failure_group_id: s === run.failedStep ? row.failure_group_id : null,
+        });
+      }
+      await add('text_cells', {
+        id: random.uuid(),
+        run_id: row.id,
+        step_id: null,
+        client_key: null,
+        position: SHAPE.steps,
+        name: 'stdout',
+        media_type: 'text/plain',
+        text: `${row.name} ran on ${row.environment} (${row.branch} ${row.build})\nbrowser: chromium 131, viewport 1280x720\n`,
+        created_at: row.created_at,
+      });
+      await add('text_cells', {
+        id: random.uuid(),
+        run_id: row.id,
+        step_id: run.failure ? stepIds[run.failedStep as number] : stepIds[0],
+        client_key: null,
+        position: SHAPE.steps + 1,
+        name: run.failure ? 'trace' : 'log',
+        media_type: 'text/plain',
+        text: run.failure ? run.failure.stack : `GET /start 200 in ${(created % 90) + 10} ms`,
+        created_at: row.created_at,
+      });
+      if (run.failure) {
+        const entry = ofDay[occurrence++] as FailureOccurrencesTable;
+        entry.step_id = stepIds[run.failedStep as number] as string;
+        occurrences.push(entry);
+      }
+      if (blob && shot !== undefined) {
+        const artifactId = random.uuid();
+        const blobIndex = blobs.indexOf(blob);
+        await add('artifacts', {
+          id: artifactId,
+          project_id: row.project_id,
+          run_id: row.id,
+          step_id: stepIds[shot],
+          kind: 'screenshot',
+          name: run.failure ? 'failure.png' : 'final.png',
+          content_type: 'image/png',
+          size: blob.size,
+          sha256: blob.sha256,
+          idempotency_key: null,
+          created_at: row.finished_at,
+          created_by: null,
+        });
+        await add('artifact_images', { artifact_id: artifactId, image_id: blob.imageId, role: 'screenshot', position: 0 });
+        u.artifacts++;
+        u.logical += blob.size;
+        // The artifact's own content, then its image link: two references to the one blob.
+        u.blobRefs.set(blobIndex, (u.blobRefs.get(blobIndex) ?? 0) + 2);
+        if (sample && !sample.runId && row.project_id === sample.projectId && day === SHAPE.days - 1 && run.failure) sample.runId = row.id;
+      }
+      done++;
+    }
+    await sink.commit();
+    options.progress?.(done);
+    await sink.begin();
+  }
+
+  // What completing the runs left behind, beside them: the groups and their reach, each test's health.
+  for (const group of groups.values()) {
+    await add('failure_groups', group.row as unknown as Row);
+    for (const test of group.tests) await add('failure_group_tests', { group_id: group.row.id, test_key: test });
+    for (const branch of group.branches) await add('failure_group_branches', { group_id: group.row.id, branch });
+  }
+  for (const entry of occurrences) await add('failure_occurrences', entry as unknown as Row);
+  const incidents = new Map<string, { groupId: string; tests: number }>();
+  for (const [jobId, byGroup] of jobFailures) {
+    let total = 0;
+    let top: { groupId: string; tests: number } | undefined;
+    for (const [groupId, failed] of byGroup) {
+      total += failed.size;
+      if (!top || failed.size > top.tests) top = { groupId, tests: failed.size };
+    }
+    if (top && total >= TRIAGE_DEFAULTS.incidentMinFailures && top.tests > TRIAGE_DEFAULTS.incidentShare * total) incidents.set(jobId, top);
+  }
+  for (const [jobId, incident] of incidents)
+    await sink.exec(
+      `UPDATE jobs SET incident_group_id = '${incident.groupId}', incident_failed_runs = ${incident.tests} WHERE id = '${jobId}'`,
+    );
+  for (const [testId, state] of health) {
+    const latest = state.ring
+      .filter((run) => run.job_id === null || !incidents.has(run.job_id))
+      .sort((a, b) => (a.created_at !== b.created_at ? (a.created_at < b.created_at ? 1 : -1) : a.id < b.id ? 1 : -1))
+      .slice(0, HEALTH.healthWindow);
+    const score = scoreHealth(healthOutcomes(latest), HEALTH);
+    const row: TestHealthTable = {
+      test_id: testId,
+      project_id: projects[state.project]?.id as string,
+      state: score.state,
+      flaky_score: score.flakyScore,
+      runs_considered: score.runsConsidered,
+      failing_streak: score.failingStreak,
+      updated_at: state.lastFinished,
+    };
+    await add('test_health', row as unknown as Row);
+  }
+  // What 0021's trigger writes on each test_health insert with a score that is not 0.
+  if (bypass)
+    await sink.exec(
+      'UPDATE tests SET flaky_milli = (SELECT cast(round(h.flaky_score * 1000) AS integer) FROM test_health h WHERE h.test_id = tests.id) ' +
+        'WHERE EXISTS (SELECT 1 FROM test_health h WHERE h.test_id = tests.id AND h.flaky_score <> 0)',
+    );
+  if (bypass) {
+    for (const [p, project] of projects.entries()) {
+      const u = usage[p] as (typeof usage)[number];
+      let stored = 0;
+      for (const [blobIndex, refs] of u.blobRefs) {
+        const blob = blobs[blobIndex] as (typeof blobs)[number];
+        stored += blob.size;
+        await add('project_blobs', { project_id: project.id, sha256: blob.sha256, size: blob.size, refs });
+      }
+      await sink.exec(
+        `UPDATE project_usage SET runs = ${u.runs}, artifacts = ${u.artifacts}, logical_bytes = ${u.logical}, stored_bytes = ${stored} WHERE project_id = '${project.id}'`,
+      );
+    }
+  }
+  await sink.commit();
+  await sink.close();
+  if (!sample) throw new Error('no sample job: too few runs for one on the last day');
+  return {
+    runs: done,
+    seed,
+    endsAt: endsAt.toISOString(),
+    seconds: (performance.now() - started) / 1000,
+    projects,
+    sample,
+    counts,
+  };
+}
