@@ -16,7 +16,7 @@ import { deflateEntry, zipOf } from '../helpers/zip-writer.ts';
 // IMP-7: a large import, as a raw body and as a ZIP, against the real server process. A poller in a
 // worker thread of this process (its own event loop, so the 60 MB this test sends do not delay it)
 // asks GET /api/v1/health every 50 ms from before the upload until the import is completed. Issue
-// 27's bar is 200 ms for every answer; the suite runs two files at once on two cores, and no test
+// 27's bar is 200 ms for every answer; the suite runs three files at once on two cores, and no test
 // here asserts a wall-clock bound under a second (test/README.md), so the test fails on a poll of a
 // second or more (before the worker, the event loop stalled for 10-11 s) and reports every poll
 // over 200 ms beside its figures. The server's memory is its peak RSS (VmHWM, reset through
