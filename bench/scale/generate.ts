@@ -173,6 +173,51 @@ interface Sink {
 
 const FLUSH_ROWS = 20_000;
 
+/**
+ * A sink that keeps each table's rows until FLUSH_ROWS of them wait, then inserts them with the
+ * dialect's `insert`; every statement, commit and close first flushes what waits.
+ */
+function bufferedSink(dialect: {
+  insert(table: string, rows: Row[]): Promise<void>;
+  run(statement: string): Promise<void>;
+  close(): Promise<void>;
+}): Sink {
+  const buffers = new Map<string, Row[]>();
+  const flush = async (table: string) => {
+    const rows = buffers.get(table);
+    if (!rows?.length) return;
+    buffers.set(table, []);
+    await dialect.insert(table, rows);
+  };
+  const flushAll = async () => {
+    for (const table of buffers.keys()) await flush(table);
+  };
+  return {
+    async add(table, row) {
+      let rows = buffers.get(table);
+      if (!rows) {
+        rows = [];
+        buffers.set(table, rows);
+      }
+      rows.push(row);
+      if (rows.length >= FLUSH_ROWS) await flush(table);
+    },
+    begin: () => dialect.run('BEGIN'),
+    async commit() {
+      await flushAll();
+      await dialect.run('COMMIT');
+    },
+    async exec(statement) {
+      await flushAll();
+      await dialect.run(statement);
+    },
+    async close() {
+      await flushAll();
+      await dialect.close();
+    },
+  };
+}
+
 async function sqliteSink(dataDir: string, bypass: boolean): Promise<Sink> {
   const sqlite = new SQLite(path.join(dataDir, 'attest.db'));
   sqlite.pragma('journal_mode = WAL');
@@ -190,46 +235,19 @@ async function sqliteSink(dataDir: string, bypass: boolean): Promise<Sink> {
         .all() as { name: string; sql: string }[])
     : [];
   for (const trigger of triggers) sqlite.exec(`DROP TRIGGER ${trigger.name}`);
-  const buffers = new Map<string, Row[]>();
-  const flush = async (table: string) => {
-    const rows = buffers.get(table);
-    if (!rows?.length) return;
-    buffers.set(table, []);
-    await insertRows(db, 'sqlite', table as keyof Database & string, rows as Insertable<Database[keyof Database]>[]);
-  };
-  const flushAll = async () => {
-    for (const table of buffers.keys()) await flush(table);
-  };
-  return {
-    async add(table, row) {
-      let rows = buffers.get(table);
-      if (!rows) {
-        rows = [];
-        buffers.set(table, rows);
-      }
-      rows.push(row);
-      if (rows.length >= FLUSH_ROWS) await flush(table);
-    },
-    async begin() {
-      sqlite.exec('BEGIN');
-    },
-    async commit() {
-      await flushAll();
-      sqlite.exec('COMMIT');
-    },
-    async exec(statement) {
-      await flushAll();
+  return bufferedSink({
+    insert: (table, rows) => insertRows(db, 'sqlite', table as keyof Database & string, rows as Insertable<Database[keyof Database]>[]),
+    run: async (statement) => {
       sqlite.exec(statement);
     },
     async close() {
-      await flushAll();
       for (const trigger of triggers) sqlite.exec(trigger.sql);
       sqlite.exec('ANALYZE');
       sqlite.pragma('optimize');
       sqlite.pragma('wal_checkpoint(TRUNCATE)');
       sqlite.close();
     },
-  };
+  });
 }
 
 async function postgresSink(databaseUrl: string, bypass: boolean): Promise<Sink> {
@@ -252,52 +270,27 @@ async function postgresSink(databaseUrl: string, bypass: boolean): Promise<Sink>
     }
     table.columns.set(column.column_name, column.data_type);
   }
-  const buffers = new Map<string, Row[]>();
-  const flush = async (table: string) => {
-    const rows = buffers.get(table);
-    if (!rows?.length) return;
-    buffers.set(table, []);
-    const names = Object.keys(rows[0] as Row);
-    const known = types.get(table)?.columns;
-    const arrays = names.map((name) => rows.map((row) => row[name] ?? null));
-    const casts = names.map((name, i) => {
-      const type = known?.get(name);
-      if (!type) throw new Error(`${table}.${name} is not a column the migrations made`);
-      return `$${i + 1}::${type === 'character varying' ? 'text' : type}[]`;
-    });
-    await client.query(`INSERT INTO ${table} (${names.join(', ')}) SELECT * FROM unnest(${casts.join(', ')})`, arrays);
-  };
-  const flushAll = async () => {
-    for (const table of buffers.keys()) await flush(table);
-  };
-  return {
-    async add(table, row) {
-      let rows = buffers.get(table);
-      if (!rows) {
-        rows = [];
-        buffers.set(table, rows);
-      }
-      rows.push(row);
-      if (rows.length >= FLUSH_ROWS) await flush(table);
+  return bufferedSink({
+    async insert(table, rows) {
+      const names = Object.keys(rows[0] as Row);
+      const known = types.get(table)?.columns;
+      const arrays = names.map((name) => rows.map((row) => row[name] ?? null));
+      const casts = names.map((name, i) => {
+        const type = known?.get(name);
+        if (!type) throw new Error(`${table}.${name} is not a column the migrations made`);
+        return `$${i + 1}::${type === 'character varying' ? 'text' : type}[]`;
+      });
+      await client.query(`INSERT INTO ${table} (${names.join(', ')}) SELECT * FROM unnest(${casts.join(', ')})`, arrays);
     },
-    async begin() {
-      await client.query('BEGIN');
-    },
-    async commit() {
-      await flushAll();
-      await client.query('COMMIT');
-    },
-    async exec(statement) {
-      await flushAll();
+    run: async (statement) => {
       await client.query(statement);
     },
     async close() {
-      await flushAll();
       await client.query('SET session_replication_role = origin');
       await client.query('ANALYZE');
       await client.end();
     },
-  };
+  });
 }
 
 /** A group as the generator keeps it while the runs complete (failure-recording.ts's `newGroup` and `counting`). */
