@@ -371,7 +371,14 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     const error = page.getByRole('group', { name: 'Error of Pay' });
     assert.equal(await error.getAttribute('tabindex'), '0');
     assert.ok(await error.evaluate((box) => box.scrollHeight > box.clientHeight), 'the error is longer than its box');
-    await error.focus();
+    // The highlight above may still be re-rendering the tree: the key goes to the box once it holds the focus.
+    await waitFor(
+      async () => {
+        await error.focus();
+        return error.evaluate((box) => box.ownerDocument.activeElement === box);
+      },
+      { message: 'the error box has the focus' },
+    );
     await page.keyboard.press('PageDown');
     await waitFor(() => error.evaluate((box) => box.scrollTop > 0), { message: 'PageDown scrolls the focused error' });
     await checkAccessibility(page, 'run-keyboard');

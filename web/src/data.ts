@@ -15,6 +15,17 @@ export function loginPath(path: string): string {
   return `/login?next=${encodeURIComponent(path)}`;
 }
 
+/** A failed read's first check: a 401 ends the session and goes to the login page (true); anything else is the page's to show. */
+function useSessionEnd(): (error: Error) => boolean {
+  const { route, url } = useLocation();
+  return (error) => {
+    if (!(error instanceof ApiError && error.status === 401)) return false;
+    endSession();
+    route(loginPath(url), true);
+    return true;
+  };
+}
+
 /**
  * Data from the API for a page: loads when `deps` change, and again every `refreshMs` while
  * `refreshWhile` says so (a run still running). A 401 ends the session and goes to the login page.
@@ -24,7 +35,7 @@ export function useApi<T>(
   deps: unknown[],
   live?: { refreshMs: number; refreshWhile: (data: T) => boolean },
 ): Loaded<T> {
-  const { route, url } = useLocation();
+  const sessionEnded = useSessionEnd();
   const [state, setState] = useState<{ data?: T; error?: Error; loading: boolean }>({ loading: true });
   const [tick, setTick] = useState(0);
   const reload = useCallback(() => setTick((n) => n + 1), []);
@@ -38,13 +49,7 @@ export function useApi<T>(
         if (call === latest.current) setState({ data, loading: false });
       },
       (error: Error) => {
-        if (call !== latest.current) return;
-        if (error instanceof ApiError && error.status === 401) {
-          endSession();
-          route(loginPath(url), true);
-          return;
-        }
-        setState({ error, loading: false });
+        if (call === latest.current && !sessionEnded(error)) setState({ error, loading: false });
       },
     );
   }, [...deps, tick]);
@@ -79,7 +84,7 @@ export function usePages<T>(
   load: (client: AttestClient, cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | null }>,
   deps: unknown[],
 ): Pages<T> {
-  const { route, url } = useLocation();
+  const sessionEnded = useSessionEnd();
   const [state, setState] = useState<{ items?: T[]; cursor?: string; error?: Error; loading: boolean }>({ loading: true });
   const latest = useRef(0);
   const fetchPage = (cursor: string | undefined, before: T[]) => {
@@ -90,13 +95,7 @@ export function usePages<T>(
         if (call === latest.current) setState({ items: [...before, ...page.items], cursor: page.nextCursor ?? undefined, loading: false });
       },
       (error: Error) => {
-        if (call !== latest.current) return;
-        if (error instanceof ApiError && error.status === 401) {
-          endSession();
-          route(loginPath(url), true);
-          return;
-        }
-        setState((s) => ({ ...s, error, loading: false }));
+        if (call === latest.current && !sessionEnded(error)) setState((s) => ({ ...s, error, loading: false }));
       },
     );
   };
