@@ -73,6 +73,45 @@ function NewSecret({ created, onDone }: { created: Created; onDone: () => void }
   );
 }
 
+/** A webhook's name and URL fields, each with the API's problem at its pointer. */
+function NameAndUrl({
+  value,
+  onChange,
+  nameSchema,
+  error,
+  urlHint,
+}: {
+  value: { name: string; url: string };
+  onChange: (fields: { name: string } | { url: string }) => void;
+  nameSchema: ReturnType<typeof bodyField>;
+  error: Error | undefined;
+  urlHint?: string;
+}) {
+  return (
+    <>
+      <TextField
+        label="Name"
+        name="name"
+        value={value.name}
+        onInput={(name) => onChange({ name })}
+        schema={nameSchema}
+        problem={problemAt(error, '/name')}
+        required
+      />
+      <TextField
+        label="URL"
+        name="url"
+        type="url"
+        value={value.url}
+        onInput={(url) => onChange({ url })}
+        problem={problemAt(error, '/url')}
+        hint={urlHint}
+        required
+      />
+    </>
+  );
+}
+
 function CreateForm({ projectId, onCreated }: { projectId: string; onCreated: (c: Created) => void }) {
   const action = useAction();
   const [form, setForm] = useState({ name: '', url: '', kind: 'standard' as Webhook['kind'], events: ['job.completed'] as EventType[] });
@@ -90,24 +129,12 @@ function CreateForm({ projectId, onCreated }: { projectId: string; onCreated: (c
   return (
     <form class="panel form" onSubmit={submit} aria-label="Add a webhook">
       <h2>Add a webhook</h2>
-      <TextField
-        label="Name"
-        name="name"
-        value={form.name}
-        onInput={(name) => setForm({ ...form, name })}
-        schema={bodyField(CREATE, 'name')}
-        problem={problemAt(action.error, '/name')}
-        required
-      />
-      <TextField
-        label="URL"
-        name="url"
-        type="url"
-        value={form.url}
-        onInput={(url) => setForm({ ...form, url })}
-        problem={problemAt(action.error, '/url')}
-        hint="Loopback and private addresses are refused unless the instance allows them."
-        required
+      <NameAndUrl
+        value={form}
+        onChange={(fields) => setForm({ ...form, ...fields })}
+        nameSchema={bodyField(CREATE, 'name')}
+        error={action.error}
+        urlHint="Loopback and private addresses are refused unless the instance allows them."
       />
       <Field label="Kind" problem={problemAt(action.error, '/kind')}>
         {({ id, describedBy }) => (
@@ -245,23 +272,11 @@ function EditForm({ projectId, webhook, onSaved }: { projectId: string; webhook:
   return (
     <form class="panel form" onSubmit={submit} aria-label="Webhook settings">
       <h2>Settings</h2>
-      <TextField
-        label="Name"
-        name="name"
-        value={form.name}
-        onInput={(name) => setForm({ ...form, name })}
-        schema={bodyField(UPDATE, 'name')}
-        problem={problemAt(action.error, '/name')}
-        required
-      />
-      <TextField
-        label="URL"
-        name="url"
-        type="url"
-        value={form.url}
-        onInput={(url) => setForm({ ...form, url })}
-        problem={problemAt(action.error, '/url')}
-        required
+      <NameAndUrl
+        value={form}
+        onChange={(fields) => setForm({ ...form, ...fields })}
+        nameSchema={bodyField(UPDATE, 'name')}
+        error={action.error}
       />
       <EventBoxes events={form.events} onChange={(events) => setForm({ ...form, events })} problem={problemAt(action.error, '/events')} />
       <FormProblem error={action.error} fields={['/name', '/url', '/events']} />
