@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type ApiError, v1 } from '../../src/client/index.ts';
+import { deleteRuns, expiredRuns, type Policy } from '../../src/server/db/repositories/retention.ts';
 import { sweepRetention } from '../../src/server/services/retention.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
@@ -93,6 +94,71 @@ for (const dialect of DIALECTS) {
       await sweepRetention(server.app.attest);
       // The 30-day run is neither young enough nor the newest of its test; the 20-day one is both; the loose one is old.
       assert.deepEqual(await alive(projectId), new Set([newest[1]?.id]));
+    });
+
+    test('paged from where the last page ended, the sweep finds the runs one query over the project finds, and the rules say', async () => {
+      // Three tests and loose runs, passed and failed, at ages around both cutoffs, some finished at
+      // the same instant, some marked keep: a page of 3 ends inside groups of ties and inside tests.
+      const policies: Policy[] = [
+        { cutoff: ago(30), failedCutoff: ago(60), lastRunsPerTest: 2 },
+        { cutoff: ago(30), failedCutoff: ago(60) },
+        { failedCutoff: ago(45), lastRunsPerTest: 3 },
+      ];
+      for (const policy of policies) {
+        const { id: projectId } = await project();
+        const tie = ago(50);
+        const runs: { id: string; test?: string; finishedAt: string; verdict: string; keep: boolean }[] = [];
+        let n = 0;
+        for (const testName of ['login', 'search', 'cart', undefined]) {
+          for (const days of [120, 90, 70, 50, 50, 50, 40, 35, 31, 20, 5]) {
+            const verdict = n % 3 === 0 ? 'failed' : 'passed';
+            const finishedAt = days === 50 ? tie : ago(days);
+            const run = await manager.client.call(v1.runs.createRun, {
+              body: { projectId, name: unique('run-'), verdict, startedAt: ago(200), finishedAt, ...(testName ? { testName } : {}) },
+            });
+            const keep = n % 7 === 3;
+            if (keep) await manager.client.call(v1.runs.keepRun, { params: { testRunId: run.id }, body: { keep: true } });
+            runs.push({ id: run.id, ...(testName ? { test: testName } : {}), finishedAt: run.finishedAt ?? finishedAt, verdict, keep });
+            n++;
+          }
+        }
+        // RET-2 as written: kept by its age (failed runs by failedCutoff, else cutoff), by being
+        // among its test's last lastRunsPerTest runs (newest first, ties by id), or by its mark.
+        const expected = new Set(
+          runs
+            .filter((run) => {
+              if (run.keep) return false;
+              const cutoff = run.verdict === 'failed' ? (policy.failedCutoff ?? policy.cutoff) : policy.cutoff;
+              const oldEnough =
+                policy.cutoff === undefined && policy.failedCutoff === undefined ? true : cutoff !== undefined && run.finishedAt < cutoff;
+              if (policy.lastRunsPerTest === undefined) return oldEnough;
+              if (run.test === undefined) return oldEnough && (policy.cutoff !== undefined || policy.failedCutoff !== undefined);
+              const newer = runs.filter(
+                (o) => o.test === run.test && (o.finishedAt > run.finishedAt || (o.finishedAt === run.finishedAt && o.id > run.id)),
+              );
+              return oldEnough && newer.length >= policy.lastRunsPerTest;
+            })
+            .map((run) => run.id),
+        );
+        assert.ok(expected.size >= 6, 'enough expired runs for two pages at least');
+        const db = server.app.attest.db;
+        const whole = await expiredRuns(db, projectId, policy, Number.MAX_SAFE_INTEGER);
+        assert.deepEqual(new Set(whole.map((run) => run.id)), expected);
+        const paged: string[] = [];
+        let from: string | undefined;
+        for (;;) {
+          const page = await expiredRuns(db, projectId, policy, 3, from);
+          paged.push(...page.map((run) => run.id));
+          await deleteRuns(
+            db,
+            page.map((run) => run.id),
+          );
+          if (page.length < 3) break;
+          from = page[page.length - 1]?.finishedAt;
+        }
+        assert.equal(paged.length, expected.size, 'no run found twice');
+        assert.deepEqual(new Set(paged), expected);
+      }
     });
 
     test('without a policy a project follows the instance default; null returns to it; {} keeps everything', async () => {

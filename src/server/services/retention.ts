@@ -15,9 +15,12 @@ import { forgetKeptContent } from './deletions.ts';
 
 export type RetentionRules = Static<typeof RetentionPolicy>;
 
-/** Runs deleted per transaction, and found per query. */
+/**
+ * Runs deleted per transaction, and found per query. A query pages on through the project from the
+ * last page's end; with a count rule each one ranks the runs from there on, so a page is large.
+ */
 const SWEEP_BATCH = 100;
-const SWEEP_SELECT = 1000;
+const SWEEP_SELECT = 10_000;
 const DAY_MS = 86_400_000;
 
 export interface RetentionReport {
@@ -59,10 +62,13 @@ export async function sweepRetention(ctx: ServiceContext, options: { dryRun?: bo
       entry.expired = (await expiredRuns(ctx.db, project.id, policy, Number.MAX_SAFE_INTEGER)).length;
       continue;
     }
-    // The expired runs are found a thousand at a time (one ranking of the project's runs), then
-    // deleted a hundred per transaction; a run marked keep in between is skipped by the delete.
+    // The expired runs are found ten thousand at a time, oldest first, each page from where the
+    // last one ended, then deleted a hundred per transaction; a run marked keep in between is
+    // skipped by the delete.
+    let from: string | undefined;
     for (;;) {
-      const expired = await expiredRuns(ctx.db, project.id, policy, SWEEP_SELECT);
+      const page = await expiredRuns(ctx.db, project.id, policy, SWEEP_SELECT, from);
+      const expired = page.map((run) => run.id);
       for (let i = 0; i < expired.length; i += SWEEP_BATCH) {
         if (options.lease?.stillHeld() === false) return report;
         const batch = await inTransaction(ctx.db, async (trx) => {
@@ -86,7 +92,8 @@ export async function sweepRetention(ctx: ServiceContext, options: { dryRun?: bo
         entry.expired += batch;
         report.deleted += batch;
       }
-      if (expired.length < SWEEP_SELECT) break;
+      if (page.length < SWEEP_SELECT) break;
+      from = page[page.length - 1]?.finishedAt;
     }
   }
   return report;

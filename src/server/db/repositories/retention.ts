@@ -18,11 +18,23 @@ export async function projectsForRetention(executor: Executor): Promise<{ id: st
 }
 
 /**
- * Up to `limit` runs of the project the policy expires: finished (completed or aborted), not kept,
- * and kept by no rule the policy sets. A run is kept while it finished after its cutoff, or while it
- * is among the `lastRunsPerTest` finished runs of its test that finished last; with both rules, either keeps it.
+ * Runs of the project the policy expires, oldest first, up to `limit`, from `from` (a finish time)
+ * on: finished (completed or aborted), not kept, and kept by no rule the policy sets. A run is kept
+ * while it finished after its cutoff, or while it is among the `lastRunsPerTest` finished runs of
+ * its test that finished last; with both rules, either keeps it.
+ *
+ * The sweep pages through the project with `from` set to the last page's last finish time, once
+ * that page's runs are deleted: each of them is then gone or marked keep, so none comes back, and
+ * the page reads only from there on. A run's place among its test's runs depends only on the runs
+ * that finished after it, so the ranking reads no run older than `from` either.
  */
-export async function expiredRuns(executor: Executor, projectId: string, policy: Policy, limit: number): Promise<string[]> {
+export async function expiredRuns(
+  executor: Executor,
+  projectId: string,
+  policy: Policy,
+  limit: number,
+  from?: string,
+): Promise<{ id: string; finishedAt: string }[]> {
   const byAge = policy.cutoff !== undefined || policy.failedCutoff !== undefined;
   const byCount = policy.lastRunsPerTest !== undefined;
   if (!byAge && !byCount) return [];
@@ -32,23 +44,38 @@ export async function expiredRuns(executor: Executor, projectId: string, policy:
   const old = byAge
     ? sql`(CASE WHEN r.verdict IN ('failed', 'broken') THEN ${olderThan(failedCutoff)} ELSE ${olderThan(policy.cutoff)} END)`
     : sql`1 = 1`;
+  const since = from === undefined ? sql`` : sql`AND finished_at >= ${from}`;
+  if (!byCount) {
+    // By age alone no ranking: the runs older than the later cutoff are one range of the
+    // retention index (project_id, finished_at), read in its order.
+    const latest =
+      [policy.cutoff, failedCutoff]
+        .filter((c): c is string => c !== undefined)
+        .sort()
+        .at(-1) ?? '';
+    const rows = await sql<{ id: string; finished_at: string }>`
+      SELECT r.id, r.finished_at FROM test_runs r
+      WHERE r.project_id = ${projectId} AND r.finished_at < ${latest} ${since}
+        AND r.status IN ('completed', 'aborted') AND r.keep = 0 AND ${old}
+      ORDER BY r.finished_at
+      LIMIT ${limit}`.execute(executor);
+    return rows.rows.map((row) => ({ id: row.id, finishedAt: row.finished_at }));
+  }
   // Runs without a test are kept by no count: with a count rule alone they never expire.
-  const beyond = byCount
-    ? byAge
-      ? sql`(r.test_id IS NULL OR r.rank > ${policy.lastRunsPerTest})`
-      : sql`(r.test_id IS NOT NULL AND r.rank > ${policy.lastRunsPerTest})`
-    : sql`1 = 1`;
-  const rows = await sql<{ id: string }>`
-    SELECT r.id FROM (
+  const beyond = byAge
+    ? sql`(r.test_id IS NULL OR r.rank > ${policy.lastRunsPerTest})`
+    : sql`(r.test_id IS NOT NULL AND r.rank > ${policy.lastRunsPerTest})`;
+  const rows = await sql<{ id: string; finished_at: string }>`
+    SELECT r.id, r.finished_at FROM (
       SELECT id, test_id, verdict, finished_at, keep,
              ROW_NUMBER() OVER (PARTITION BY test_id ORDER BY finished_at DESC, id DESC) AS rank
       FROM test_runs
-      WHERE project_id = ${projectId} AND status IN ('completed', 'aborted') AND finished_at IS NOT NULL
+      WHERE project_id = ${projectId} AND status IN ('completed', 'aborted') AND finished_at IS NOT NULL ${since}
     ) r
     WHERE r.keep = 0 AND ${old} AND ${beyond}
     ORDER BY r.finished_at
     LIMIT ${limit}`.execute(executor);
-  return rows.rows.map((row) => row.id);
+  return rows.rows.map((row) => ({ id: row.id, finishedAt: row.finished_at }));
 }
 
 /**
