@@ -360,7 +360,15 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     });
     await waitFor(() => page.evaluate('document.activeElement?.textContent === "Pay"'), { message: 'the step title has the focus' });
     // Space does the same; the bar last moved to stays the timeline's tab stop.
-    await page.getByRole('button', { name: /^Open the shop/ }).focus();
+    // The step tree re-renders after Enter (the highlight, the focus moved into it): Space goes to the bar once it holds the focus.
+    const openBar = page.getByRole('button', { name: /^Open the shop/ });
+    await waitFor(
+      async () => {
+        await openBar.focus();
+        return openBar.evaluate((bar) => bar.ownerDocument.activeElement === bar);
+      },
+      { message: 'the bar has the focus' },
+    );
     await page.keyboard.press('Space');
     const openRow = page.locator('li.step', { has: page.locator('.step-title', { hasText: /^Open the shop$/ }) });
     await waitFor(async () => (await openRow.getAttribute('class'))?.includes('highlighted'), {
