@@ -6,6 +6,7 @@ import {
   type AxeViolation,
   browserAvailable,
   launchChromium,
+  rendered,
   seriousAxeViolations,
   submitLogin,
   watchedContext,
@@ -21,12 +22,6 @@ import { waitFor } from '../helpers/wait.ts';
 // How fast is the benchmark's W1 (bench/web-scale.ts), never a timed assertion here.
 
 const PASSWORD = 'correct horse battery staple';
-
-/** In the page: whether an <img> has loaded and decoded to real pixels. */
-const rendered = (node: unknown) => {
-  const img = node as { complete: boolean; naturalWidth: number };
-  return img.complete && img.naturalWidth > 0;
-};
 
 describe('the web pages at scale (issue 33)', { skip: !browserAvailable() }, () => {
   let server: TestServer;

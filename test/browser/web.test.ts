@@ -8,6 +8,7 @@ import {
   type AxeViolation,
   browserAvailable,
   launchChromium,
+  rendered,
   seriousAxeViolations,
   submitLogin,
   watchedContext,
@@ -51,12 +52,6 @@ const AXE_VIEWS = [
 
 /** The part of a computed style the tests read (the test code is typed without the DOM). */
 type CSSStyle = { strokeWidth: string };
-
-/** In the page: whether an <img> has loaded and decoded to real pixels. */
-const rendered = (node: unknown) => {
-  const img = node as { complete: boolean; naturalWidth: number };
-  return img.complete && img.naturalWidth > 0;
-};
 
 describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable() }, () => {
   let server: TestServer;

@@ -205,3 +205,9 @@ Feature: Pay by card
     Then the order is paid
 `;
 export const FEATURE_FIXED = FEATURE_WITH_A_TYPO.replace('Whem', 'When');
+
+/** In the page: whether an <img> has loaded and decoded to real pixels. */
+export const rendered = (node: unknown) => {
+  const img = node as { complete: boolean; naturalWidth: number };
+  return img.complete && img.naturalWidth > 0;
+};
