@@ -211,6 +211,27 @@ for (const dialect of DIALECTS) {
         }
       });
 
+      test('the next request on a kept connection, read with the end of a refused body, is answered (431), not reset', async () => {
+        // What a keep-alive agent does: it reuses the connection once it has written the body, which
+        // the server may not have read yet. Node then parses the new head in the same chunk as the
+        // body's end, and refuses it before the refused request's `end` event has run.
+        for (let attempt = 0; attempt < 5; attempt++) {
+          const connection = new RawConnection(server.url);
+          try {
+            await connection.write(`${postHead(undefined, 1009)}{"name":"`);
+            await connection.received(/^HTTP\/1\.1 401 [\s\S]*\r\n\r\n\{[\s\S]*\}$/);
+            await connection.write(`${'a'.repeat(1000)}POST /api/v1/auth/sso/finish?${'x'.repeat(20_000)}`);
+            await connection.received(/\}HTTP\/1\.1 431 [\s\S]*"code":"HEADERS_TOO_LARGE"/);
+            await connection.write(`${'x'.repeat(64 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+            connection.end();
+            await connection.closed(10_000);
+            assert.equal(connection.error, undefined, 'no reset');
+          } finally {
+            connection.destroy();
+          }
+        }
+      });
+
       test('an upload refused with 404 (an invisible project) lingers the same way', async () => {
         const connection = new RawConnection(server.url);
         const rest = Buffer.alloc(4 * 1024 * 1024, 'a');

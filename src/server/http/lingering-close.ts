@@ -18,15 +18,18 @@ export interface LingerLimits {
 /** Requests that were sent `100 Continue`. */
 const continued = new WeakSet<IncomingMessage>();
 
-/** Sockets whose request was answered while the rest of its body is still read and dropped. */
-const draining = new WeakSet<Socket>();
+/** Sockets whose request was answered while the rest of its body is still read and dropped, with that request. */
+const draining = new WeakMap<Socket, IncomingMessage>();
 
 /**
  * Whether the connection is reading and dropping the rest of a refused request's body: a client error
  * on it (the request deadline passing, the client ending part way) closes it and is never answered,
- * since the request has an answer of its own.
+ * since the request has an answer of its own. Once the body has all been parsed, an error is the next
+ * request's, even before the refused one's `end` event has run: a keep-alive client sends its next
+ * request as soon as it has written the body, and Node may parse the body's end and that request's
+ * head (and refuse it, say at 16 KB) in one read.
  */
-export const drainsRefusedBody = (socket: Socket): boolean => draining.has(socket);
+export const drainsRefusedBody = (socket: Socket): boolean => draining.get(socket)?.complete === false;
 
 /** Whether the client sent `Expect: 100-continue` and still waits for `100 Continue` before its body. */
 function awaitsContinue(request: IncomingMessage): boolean {
@@ -177,11 +180,12 @@ function drain(
     watch.stop();
     request.off('end', ended);
     socket.off('close', ended);
-    lingering.delete(socket);
+    // The next request's refusal may linger on the same socket (`lingerAfterClientError`): it stays for shutdown to end.
+    if (!refusedWhole.has(socket)) lingering.delete(socket);
     draining.delete(socket);
   }
   lingering.add(socket);
-  draining.add(socket);
+  draining.set(socket, request);
   request.once('end', ended);
   socket.once('close', ended);
   // Whatever was reading the body (a multipart parser that gave up) lets go of it; the watch's data
