@@ -10,7 +10,14 @@ import { loadConfig } from '../../src/server/config.ts';
 import { insertRows } from '../../src/server/db/chunks.ts';
 import { createDatabase } from '../../src/server/db/database.ts';
 import { CachingSqliteDialect } from '../../src/server/db/sqlite-driver.ts';
-import type { Database, FailureGroupsTable, FailureOccurrencesTable, TestHealthTable, TestRunsTable } from '../../src/server/db/types.ts';
+import type {
+  Database,
+  FailureGroupsTable,
+  FailureOccurrencesTable,
+  RunDaysTable,
+  TestHealthTable,
+  TestRunsTable,
+} from '../../src/server/db/types.ts';
 import { LIMITS, normaliseFailure } from '../../src/server/failures/normalise.ts';
 import { scoreHealth } from '../../src/server/services/health.ts';
 import { type HealthRun, healthOutcomes } from '../../src/server/services/outcomes.ts';
@@ -98,6 +105,27 @@ export interface ScaleMeta {
 }
 
 /** mulberry32: a fast PRNG, fixed by its seed. */
+/** Adds a completed run's share to its day's row of the dashboard rollup (migration 0023's triggers, in JS). */
+function addToRunDays(runDays: Map<string, RunDaysTable>, row: TestRunsTable): void {
+  const day = (row.finished_at as string).slice(0, 10);
+  const branch = row.branch ?? '';
+  const key = `${row.project_id}\u0000${day}\u0000${branch}`;
+  let d = runDays.get(key);
+  if (!d) {
+    d = { project_id: row.project_id, day, branch, runs: 0, passed: 0, failed: 0, skipped: 0, duration_sum: 0, durations: 0 };
+    runDays.set(key, d);
+  }
+  const count = (value: number | string, by: number) => Number(value) + by;
+  d.runs = count(d.runs, 1);
+  d.passed = count(d.passed, row.verdict === 'passed' ? 1 : 0);
+  d.failed = count(d.failed, row.verdict === 'failed' || row.verdict === 'broken' ? 1 : 0);
+  d.skipped = count(d.skipped, row.verdict === 'skipped' ? 1 : 0);
+  if (row.started_at !== null) {
+    d.duration_sum += Date.parse(row.finished_at as string) - Date.parse(row.started_at);
+    d.durations = count(d.durations, 1);
+  }
+}
+
 function prng(seed: number) {
   let a = seed >>> 0;
   const next = () => {
@@ -437,6 +465,8 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
 
   // Usage as migration 0006's triggers keep it, artifact counts as 0007's.
   const usage = projects.map(() => ({ runs: 0, artifacts: 0, logical: 0, blobRefs: new Map<number, number>() }));
+  // The dashboard's rollup as migration 0023's triggers keep it (no retries here: nothing is superseded).
+  const runDays = new Map<string, RunDaysTable>();
   const groups = new Map<string, GroupState>();
   const health = new Map<string, { project: number; ring: HealthRun[]; lastFinished: string }>();
   const failureRows = new Map<string, ReturnType<typeof normaliseFailure>>();
@@ -512,6 +542,7 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
                 idempotency_key: null,
                 idempotency_fingerprint: null,
                 keep: 0,
+                superseded: 0, // kept by the run_days triggers (migration 0023)
                 artifact_count: 0,
                 ci_url: null,
                 failure_group_id: null,
@@ -569,6 +600,7 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
     for (const run of runs) {
       const { row } = run;
       const at = row.finished_at as string;
+      if (bypass) addToRunDays(runDays, row);
       if (run.failure) {
         const key = `${run.failure.message}\u0000${run.failure.stack}`;
         let normalised = failureRows.get(key);
@@ -803,6 +835,7 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
         'WHERE EXISTS (SELECT 1 FROM test_health h WHERE h.test_id = tests.id AND h.flaky_score <> 0)',
     );
   if (bypass) {
+    for (const day of runDays.values()) await add('run_days', day as unknown as Row);
     for (const [p, project] of projects.entries()) {
       const u = usage[p] as (typeof usage)[number];
       let stored = 0;

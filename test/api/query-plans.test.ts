@@ -6,6 +6,7 @@ import pg from 'pg';
 import { listKeysOfUser } from '../../src/server/db/repositories/api-keys.ts';
 import { listArtifactsOfRun } from '../../src/server/db/repositories/artifacts.ts';
 import { listAuditLog } from '../../src/server/db/repositories/audit.ts';
+import { dailyOutcomes } from '../../src/server/db/repositories/dashboard.ts';
 import { listDevices } from '../../src/server/db/repositories/devices.ts';
 import { type GroupSort, listFailureGroups } from '../../src/server/db/repositories/failure-groups.ts';
 import { listTestsByHealth } from '../../src/server/db/repositories/health.ts';
@@ -45,6 +46,7 @@ const LARGE = new Set([
   'failure_group_branches',
   'test_health',
   'test_links',
+  'run_days',
 ]);
 
 /** The problems of one query's SQLite plan (EXPLAIN QUERY PLAN's lines). */
@@ -204,6 +206,8 @@ for (const dialect of DIALECTS) {
       await pages((page) => listProjects(db, 'all', page));
       await pages((page) => listKeysOfUser(db, userId, {}, page));
       await pages((page) => listDistinctLinks(db, projectId, {}, page));
+      // The dashboard's daily outcomes: the rollup's rows of the window, in its key's order.
+      for (const branch of [null, 'main']) await dailyOutcomes(db, projectId, '2020-01-01T00:00:00.000Z', branch);
 
       assert.ok(captured.length >= 60, `${captured.length} queries captured`);
       const failures: string[] = [];

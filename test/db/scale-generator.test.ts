@@ -53,7 +53,7 @@ async function open(where: { dataDir: string; databaseUrl?: string }, clock: () 
   return createContext(config, { clock });
 }
 
-/** What the triggers keep: usage, blob references, artifact counts, flaky_milli. */
+/** What the triggers keep: usage, blob references, artifact counts, flaky_milli, the dashboard's rollup. */
 async function counters(db: DB) {
   return {
     usage: await db
@@ -76,6 +76,17 @@ async function counters(db: DB) {
       .orderBy('name')
       .execute(),
     flaky: await db.selectFrom('tests').select(['full_name', 'flaky_milli']).orderBy('full_name').execute(),
+    // The dashboard's rollup (migration 0023); lengths rounded, as SQLite sums them from julianday().
+    runDays: (
+      await db
+        .selectFrom('run_days')
+        .innerJoin('projects', 'projects.id', 'run_days.project_id')
+        .select(['key', 'day', 'branch', 'runs', 'passed', 'failed', 'skipped', 'duration_sum', 'durations'])
+        .orderBy('key')
+        .orderBy('day')
+        .orderBy('branch')
+        .execute()
+    ).map((row) => ({ ...row, runs: Number(row.runs), duration_sum: Math.round(Number(row.duration_sum)) })),
   };
 }
 

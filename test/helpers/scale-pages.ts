@@ -121,6 +121,7 @@ async function history(db: Executor, projectId: string, testId: string, name: st
       idempotency_key: null,
       idempotency_fingerprint: null,
       keep: 0,
+      superseded: 0, // kept by the run_days triggers (migration 0023)
       artifact_count: 0,
       ci_url: null,
       failure_group_id: null,

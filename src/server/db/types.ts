@@ -94,6 +94,23 @@ export interface ProjectBlobsTable {
 
 export type UsageCounters = Omit<ProjectUsageTable, 'project_id'>;
 
+/**
+ * A project's completed runs of one UTC day (of their finish) and branch (`''`: none), kept by
+ * triggers (migration 0023) for the dashboard (TRIAGE-8). `failed` leaves out failed attempts a later
+ * attempt superseded (TRIAGE-5); `duration_sum` / `durations` is the mean length of those with one.
+ */
+export interface RunDaysTable {
+  project_id: string;
+  day: string;
+  branch: string;
+  runs: number | string;
+  passed: number | string;
+  failed: number | string;
+  skipped: number | string;
+  duration_sum: number;
+  durations: number | string;
+}
+
 /** A project as answers show it: its row and its counters. */
 export type ProjectWithUsage = ProjectsTable & { usage: UsageCounters };
 
@@ -227,6 +244,8 @@ export interface TestRunsTable {
   attempt: number;
   /** The version of its test the run executes (TCM-3); null without a test. */
   test_version: number | null;
+  /** 1 while a later attempt of its test in its job exists (TRIAGE-5), kept by triggers (migration 0023). */
+  superseded: number;
 }
 
 export interface ResultPostsTable {
@@ -352,6 +371,7 @@ export interface Database {
   project_members: ProjectMembersTable;
   project_usage: ProjectUsageTable;
   project_blobs: ProjectBlobsTable;
+  run_days: RunDaysTable;
   devices: DevicesTable;
   device_labels: DeviceLabelsTable;
   tests: TestsTable;

@@ -210,6 +210,7 @@ function caseRows(target: ImportTarget, placed: PlacedCase, sink: Sink): TestRun
     idempotency_key: `import:${target.importId}:${placed.index}`,
     idempotency_fingerprint: null,
     keep: 0,
+    superseded: 0, // kept by the run_days triggers (migration 0023)
     artifact_count: 0, // kept by the artifacts triggers (migration 0007)
     ci_url: target.ciUrl,
     failure_group_id: null,

@@ -286,6 +286,7 @@ async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJo
         idempotency_key: null,
         idempotency_fingerprint: null,
         keep: 0,
+        superseded: 0, // kept by the run_days triggers (migration 0023)
         // Kept by the artifacts triggers (migration 0007).
         artifact_count: 0,
         ci_url: ciUrl,

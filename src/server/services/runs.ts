@@ -142,6 +142,7 @@ async function recordRun(
     idempotency_key: input.idempotencyKey ?? null,
     idempotency_fingerprint: fingerprint,
     keep: 0,
+    superseded: 0, // kept by the run_days triggers (migration 0023)
     // Kept by the artifacts triggers (migration 0007).
     artifact_count: 0,
     ci_url: ciUrl,

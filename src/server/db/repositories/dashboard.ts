@@ -1,6 +1,5 @@
 import { type Expression, type SqlBool, sql } from 'kysely';
 import { chunk, IN_LIST_SIZE } from '../chunks.ts';
-import { dialectOf } from '../dialect.ts';
 import type { Executor, JobsTable, TestHealthTable, TestQuarantinesTable } from '../types.ts';
 
 // The aggregates behind a project's dashboard (TRIAGE-8): each is one grouped query on an index,
@@ -16,42 +15,27 @@ export interface DailyRow {
 }
 
 /**
- * What a run lasted in milliseconds, in each dialect (times are ISO-8601 text): on PostgreSQL the
- * stored generated column (migration 0022; parsing two timestamps a row was most of the aggregate's
- * time), on SQLite from `julianday()`, which is cheap there.
- */
-function durationMs(executor: Executor) {
-  return dialectOf(executor) === 'postgres'
-    ? sql<number>`r.duration_ms`
-    : sql<number>`(julianday(r.finished_at) - julianday(r.started_at)) * 86400000.0`;
-}
-
-/**
- * Completed runs per UTC day since `since`, on `branch` if given (index test_runs_branch_finished,
- * else test_runs_retention). A failed attempt that a later attempt of the same test in the same
- * job superseded is not counted as a failure (TRIAGE-5): the test's final attempt speaks for it.
+ * Completed runs per UTC day since `since` (a day's start), on `branch` if given, from the rollup
+ * the triggers of migration 0023 keep (`run_days`, one row per day and branch: its key's range), so
+ * the cost follows the days asked for, not the runs they hold. A failed attempt that a later
+ * attempt of the same test in the same job superseded is not counted as a failure (TRIAGE-5): the
+ * test's final attempt speaks for it.
  */
 export async function dailyOutcomes(executor: Executor, projectId: string, since: string, branch: string | null): Promise<DailyRow[]> {
-  const superseded = sql<SqlBool>`exists (
-    select 1 from test_runs as later
-    where later.job_id = r.job_id and later.test_id = r.test_id and later.attempt > r.attempt
-  )`;
-  const failing = sql<SqlBool>`r.verdict in ('failed', 'broken') and (r.job_id is null or r.test_id is null or not ${superseded})`;
   let query = executor
-    .selectFrom('test_runs as r')
+    .selectFrom('run_days')
     .select([
-      sql<string>`substr(r.finished_at, 1, 10)`.as('day'),
-      sql<number | string>`count(*)`.as('runs'),
-      sql<number | string>`sum(case when r.verdict = 'passed' then 1 else 0 end)`.as('passed'),
-      sql<number | string>`sum(case when ${failing} then 1 else 0 end)`.as('failed'),
-      sql<number | string>`sum(case when r.verdict = 'skipped' then 1 else 0 end)`.as('skipped'),
-      sql<number | string | null>`avg(${durationMs(executor)})`.as('duration_ms'),
+      'day',
+      sql<number | string>`sum(runs)`.as('runs'),
+      sql<number | string>`sum(passed)`.as('passed'),
+      sql<number | string>`sum(failed)`.as('failed'),
+      sql<number | string>`sum(skipped)`.as('skipped'),
+      sql<number | string | null>`sum(duration_sum) / nullif(sum(durations), 0)`.as('duration_ms'),
     ])
-    .where('r.project_id', '=', projectId)
-    .where('r.status', '=', 'completed')
-    .where('r.finished_at', '>=', since);
-  if (branch !== null) query = query.where('r.branch', '=', branch);
-  return query.groupBy(sql`substr(r.finished_at, 1, 10)`).orderBy('day').execute();
+    .where('project_id', '=', projectId)
+    .where('day', '>=', since.slice(0, 10));
+  if (branch !== null) query = query.where('branch', '=', branch);
+  return query.groupBy('day').having(sql<SqlBool>`sum(runs) > 0`).orderBy('day').execute();
 }
 
 /** The project's latest jobs, newest first; on `branch`, those with a run on it. */
