@@ -121,6 +121,10 @@ for (const dialect of DIALECTS) {
             );
             assert.equal(res.status, 201, JSON.stringify(res.body));
             uploads++;
+            // Enough uploads made: the clients slow down, so a loaded machine's GC (which reads every
+            // blob each time) still gets its collections in while they go on, instead of falling ever
+            // further behind a store that keeps growing.
+            if (uploads >= 120) await delay(50);
             acknowledged.set(String(res.body.id), sha256(bytes));
             if (i % 2 === 1 || i % 6 === 0) {
               // Delete every artifact of one of the pool's byte sequences, leaving its blob to GC
@@ -143,15 +147,20 @@ for (const dialect of DIALECTS) {
         // Until GC has raced the uploads long enough (about what 4 s gave on an idle machine): several
         // collections while 8 clients kept uploading. A client that fails ends the wait at once.
         const raced = () => gcRuns >= 6 && uploads >= 120;
-        await Promise.race([
-          waitFor(raced, {
-            timeoutMs: 60_000,
-            intervalMs: 50,
-            message: () => `GC runs ${gcRuns} (want 6) during uploads ${uploads} (want 120)`,
-          }),
-          clients,
-        ]);
-        stop = true;
+        try {
+          await Promise.race([
+            waitFor(raced, {
+              timeoutMs: 60_000,
+              intervalMs: 50,
+              message: () => `GC runs ${gcRuns} (want 6) during uploads ${uploads} (want 120)`,
+            }),
+            clients,
+          ]);
+        } finally {
+          // Also when the wait fails: uploads and collections left running would race the next tests.
+          stop = true;
+          await Promise.allSettled([clients, gc]);
+        }
         await clients;
         await gc;
         t.diagnostic(`GC ran ${gcRuns} times and deleted ${deletedByGc} blobs during ${uploads} uploads`);
