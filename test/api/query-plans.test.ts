@@ -13,6 +13,7 @@ import { listTestsByHealth } from '../../src/server/db/repositories/health.ts';
 import { listImports } from '../../src/server/db/repositories/imports.ts';
 import { listJobs } from '../../src/server/db/repositories/jobs.ts';
 import { listProjects } from '../../src/server/db/repositories/projects.ts';
+import { expiredRuns } from '../../src/server/db/repositories/retention.ts';
 import { latestRunsOfTest, listRuns, type RunFilter } from '../../src/server/db/repositories/runs.ts';
 import { listDistinctLinks } from '../../src/server/db/repositories/test-links.ts';
 import { listTests } from '../../src/server/db/repositories/tests.ts';
@@ -208,6 +209,9 @@ for (const dialect of DIALECTS) {
       await pages((page) => listDistinctLinks(db, projectId, {}, page));
       // The dashboard's daily outcomes: the rollup's rows of the window, in its key's order.
       for (const branch of [null, 'main']) await dailyOutcomes(db, projectId, '2020-01-01T00:00:00.000Z', branch);
+      // Retention by age, a page of the sweep at a time (RET-2): one range of the retention index, in its order.
+      const expired = await expiredRuns(db, projectId, { cutoff: now, failedCutoff: now }, 1);
+      await expiredRuns(db, projectId, { cutoff: now }, 1, expired[0]?.finishedAt);
 
       assert.ok(captured.length >= 60, `${captured.length} queries captured`);
       const failures: string[] = [];
