@@ -14,6 +14,22 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 const DAY = 86_400_000;
 const ago = (days: number) => new Date(Date.now() - days * DAY).toISOString();
 
+/** A day's row with its counts as numbers (PostgreSQL answers bigint sums as text) and its summed length rounded. */
+function dayRow(r: Record<string, unknown>) {
+  return {
+    project_id: String(r.project_id),
+    day: String(r.day),
+    branch: String(r.branch),
+    runs: Number(r.runs),
+    passed: Number(r.passed),
+    failed: Number(r.failed),
+    skipped: Number(r.skipped),
+    // SQLite sums lengths from julianday(): equal to the millisecond, not to the last bit.
+    duration_sum: Math.round(Number(r.duration_sum)),
+    durations: Number(r.durations),
+  };
+}
+
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] the dashboard's daily rollup (TRIAGE-8)`, () => {
     let server: TestServer;
@@ -38,15 +54,7 @@ for (const dialect of DIALECTS) {
         .orderBy('day')
         .orderBy('branch')
         .execute();
-      return rows.map((r) => ({
-        ...r,
-        runs: Number(r.runs),
-        passed: Number(r.passed),
-        failed: Number(r.failed),
-        skipped: Number(r.skipped),
-        duration_sum: Math.round(Number(r.duration_sum)),
-        durations: Number(r.durations),
-      }));
+      return rows.map(dayRow);
     };
 
     /** The same figures aggregated from the runs, superseded attempts found by looking for later ones. */
@@ -63,17 +71,7 @@ for (const dialect of DIALECTS) {
         from test_runs r where r.status = 'completed' and r.finished_at is not null
         group by r.project_id, substr(r.finished_at, 1, 10), coalesce(r.branch, '')
         order by r.project_id, day, branch`.execute(server.app.attest.db);
-      return rows.rows.map((r) => ({
-        project_id: r.project_id,
-        day: r.day,
-        branch: r.branch,
-        runs: Number(r.runs),
-        passed: Number(r.passed),
-        failed: Number(r.failed),
-        skipped: Number(r.skipped),
-        duration_sum: Math.round(Number(r.duration_sum)),
-        durations: Number(r.durations),
-      }));
+      return rows.rows.map(dayRow);
     };
 
     const agrees = async (what: string) => assert.deepEqual(await rollup(), await fromRuns(), what);
