@@ -122,6 +122,8 @@ export interface Config {
   retentionIntervalMinutes: number;
   /** SQLite `synchronous` level; FULL survives power loss, NORMAL only process crashes. */
   sqliteSynchronous: 'FULL' | 'NORMAL';
+  /** SQLite's page cache in MiB (`ATTEST_SQLITE_CACHE_MB`): how much of the database's B-trees stays in memory. */
+  sqliteCacheMb: number;
   /** Start even when the data folder is on a network filesystem (unsafe for SQLite WAL). */
   allowNetworkFs: boolean;
   /** Start even when PostgreSQL runs with fsync/synchronous_commit/full_page_writes off. */
@@ -343,6 +345,7 @@ export function loadConfig(env: Env = process.env): Config {
     retentionLastRuns: r.int('ATTEST_RETENTION_LAST_RUNS', 0, 0, 100_000),
     retentionIntervalMinutes: r.int('ATTEST_RETENTION_INTERVAL_MINUTES', 60, 0, 7 * 24 * 60),
     sqliteSynchronous: r.oneOf('ATTEST_SQLITE_SYNCHRONOUS', 'FULL', ['FULL', 'NORMAL'] as const),
+    sqliteCacheMb: r.int('ATTEST_SQLITE_CACHE_MB', 64, 1, 65_536),
     allowNetworkFs: r.bool('ATTEST_ALLOW_NETWORK_FS', false),
     allowUnsafePostgres: r.bool('ATTEST_ALLOW_UNSAFE_POSTGRES', false),
     requestTimeoutMs: r.int('ATTEST_REQUEST_TIMEOUT_MS', 300_000, 100, 86_400_000),

@@ -25,6 +25,22 @@ describe('[sqlite] createDatabase', () => {
     await handle.close();
   });
 
+  test('gives SQLite the page cache ATTEST_SQLITE_CACHE_MB asks for (64 MiB by default)', async () => {
+    for (const [env, kib] of [
+      [{}, 64 * 1024],
+      [{ ATTEST_SQLITE_CACHE_MB: '8' }, 8 * 1024],
+    ] as const) {
+      const handle = await createDatabase(loadConfig({ ATTEST_DATA_DIR: tempDir(), ...env }));
+      try {
+        const { rows } = await sql<{ cache_size: number }>`PRAGMA cache_size`.execute(handle.db);
+        // A negative cache_size is in KiB.
+        assert.equal(rows[0]?.cache_size, -kib);
+      } finally {
+        await handle.close();
+      }
+    }
+  });
+
   test('lets only one process open a data folder at a time', async () => {
     const dir = tempDir();
     const first = await createDatabase(loadConfig({ ATTEST_DATA_DIR: dir }));

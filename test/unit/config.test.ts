@@ -10,6 +10,12 @@ describe('loadConfig', () => {
     assert.equal(config.databaseUrl, undefined);
     assert.ok(config.dataDir.endsWith('/data'));
     assert.equal(config.sqliteSynchronous, 'FULL');
+    assert.equal(config.sqliteCacheMb, 64);
+  });
+
+  test('reads the SQLite page cache in MiB, and refuses a size out of range', () => {
+    assert.equal(loadConfig({ ATTEST_SQLITE_CACHE_MB: '256' }).sqliteCacheMb, 256);
+    for (const bad of ['0', '65537', 'lots']) assert.throws(() => loadConfig({ ATTEST_SQLITE_CACHE_MB: bad }), ConfigError, bad);
   });
 
   test('reports every problem at once', () => {

@@ -180,6 +180,7 @@ function openSqlite(config: Config, log: SpaceLog): { sqlite: SQLite.Database; l
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
+    sqlite.pragma(`cache_size = -${config.sqliteCacheMb * 1024}`);
     // Checkpoints run beside the server (checkpointer.ts); this connection's own only as a backstop.
     sqlite.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
     const expected = { journal_mode: 'wal', synchronous: 1, foreign_keys: 1 };
