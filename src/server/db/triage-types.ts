@@ -86,3 +86,20 @@ export interface TestQuarantinesTable {
   /** When quarantine.expired was announced for this expiry (migration 0018, HOOK-7); a renewal clears it. */
   expiry_announced_at?: string | null;
 }
+
+/**
+ * A project's completed runs of one UTC day (of their finish) and branch (`''`: none), kept by
+ * triggers (migration 0023) for the dashboard (TRIAGE-8). `failed` leaves out failed attempts a later
+ * attempt superseded (TRIAGE-5); `duration_sum` / `durations` is the mean length of those with one.
+ */
+export interface RunDaysTable {
+  project_id: string;
+  day: string;
+  branch: string;
+  runs: number | string;
+  passed: number | string;
+  failed: number | string;
+  skipped: number | string;
+  duration_sum: number;
+  durations: number | string;
+}

@@ -7,9 +7,11 @@ import type {
   FailureGroupsTable,
   FailureGroupTestsTable,
   FailureOccurrencesTable,
+  RunDaysTable,
   TestHealthTable,
   TestQuarantinesTable,
 } from './triage-types.ts';
+import type { ProjectBlobsTable, ProjectUsageTable, UsageCounters } from './usage-types.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhooksTable } from './webhook-types.ts';
 
 export type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
@@ -20,9 +22,11 @@ export type {
   FailureGroupsTable,
   FailureGroupTestsTable,
   FailureOccurrencesTable,
+  RunDaysTable,
   TestHealthTable,
   TestQuarantinesTable,
 } from './triage-types.ts';
+export type { ProjectBlobsTable, ProjectUsageTable, UsageCounters } from './usage-types.ts';
 export type { DeliveryStatus, WebhookAttemptsTable, WebhookDeliveriesTable, WebhookKind, WebhooksTable } from './webhook-types.ts';
 
 // Row shapes as both dialects store them (see the initial migration): timestamps are ISO-8601 UTC
@@ -71,44 +75,6 @@ export interface ProjectsTable {
   failure_rules: string | null;
   /** JSON: the project's triage thresholds (TRIAGE-4, TRIAGE-6); null: the defaults. */
   triage_settings: string | null;
-}
-
-/** A project's storage counters (RET-4), kept by triggers (migration 0006) in the writing transaction. */
-export interface ProjectUsageTable {
-  project_id: string;
-  runs: number;
-  artifacts: number;
-  /** Sum of the project's artifact sizes, each upload counted. */
-  logical_bytes: number;
-  /** Sum of the sizes of the distinct blobs the project's artifacts reference. */
-  stored_bytes: number;
-}
-
-/** How many references a project holds to one blob; a row exists while there is at least one. */
-export interface ProjectBlobsTable {
-  project_id: string;
-  sha256: string;
-  size: number;
-  refs: number;
-}
-
-export type UsageCounters = Omit<ProjectUsageTable, 'project_id'>;
-
-/**
- * A project's completed runs of one UTC day (of their finish) and branch (`''`: none), kept by
- * triggers (migration 0023) for the dashboard (TRIAGE-8). `failed` leaves out failed attempts a later
- * attempt superseded (TRIAGE-5); `duration_sum` / `durations` is the mean length of those with one.
- */
-export interface RunDaysTable {
-  project_id: string;
-  day: string;
-  branch: string;
-  runs: number | string;
-  passed: number | string;
-  failed: number | string;
-  skipped: number | string;
-  duration_sum: number;
-  durations: number | string;
 }
 
 /** A project as answers show it: its row and its counters. */
