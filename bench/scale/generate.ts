@@ -104,9 +104,11 @@ export interface ScaleMeta {
   counts: Record<string, number>;
 }
 
-/** mulberry32: a fast PRNG, fixed by its seed. */
-/** Adds a completed run's share to its day's row of the dashboard rollup (migration 0023's triggers, in JS). */
-function addToRunDays(runDays: Map<string, RunDaysTable>, row: TestRunsTable): void {
+/** A day's row of the dashboard's rollup, counted in JS (migration 0023's triggers do it in SQL). */
+type RunDay = { [K in keyof RunDaysTable]: K extends 'project_id' | 'day' | 'branch' ? string : number };
+
+/** Adds a completed run's share to its day's row of the rollup. */
+function addToRunDays(runDays: Map<string, RunDay>, row: TestRunsTable): void {
   const day = (row.finished_at as string).slice(0, 10);
   const branch = row.branch ?? '';
   const key = `${row.project_id}\u0000${day}\u0000${branch}`;
@@ -115,17 +117,17 @@ function addToRunDays(runDays: Map<string, RunDaysTable>, row: TestRunsTable): v
     d = { project_id: row.project_id, day, branch, runs: 0, passed: 0, failed: 0, skipped: 0, duration_sum: 0, durations: 0 };
     runDays.set(key, d);
   }
-  const count = (value: number | string, by: number) => Number(value) + by;
-  d.runs = count(d.runs, 1);
-  d.passed = count(d.passed, row.verdict === 'passed' ? 1 : 0);
-  d.failed = count(d.failed, row.verdict === 'failed' || row.verdict === 'broken' ? 1 : 0);
-  d.skipped = count(d.skipped, row.verdict === 'skipped' ? 1 : 0);
+  d.runs++;
+  if (row.verdict === 'passed') d.passed++;
+  if (row.verdict === 'failed' || row.verdict === 'broken') d.failed++;
+  if (row.verdict === 'skipped') d.skipped++;
   if (row.started_at !== null) {
     d.duration_sum += Date.parse(row.finished_at as string) - Date.parse(row.started_at);
-    d.durations = count(d.durations, 1);
+    d.durations++;
   }
 }
 
+/** mulberry32: a fast PRNG, fixed by its seed. */
 function prng(seed: number) {
   let a = seed >>> 0;
   const next = () => {
@@ -466,7 +468,7 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
   // Usage as migration 0006's triggers keep it, artifact counts as 0007's.
   const usage = projects.map(() => ({ runs: 0, artifacts: 0, logical: 0, blobRefs: new Map<number, number>() }));
   // The dashboard's rollup as migration 0023's triggers keep it (no retries here: nothing is superseded).
-  const runDays = new Map<string, RunDaysTable>();
+  const runDays = new Map<string, RunDay>();
   const groups = new Map<string, GroupState>();
   const health = new Map<string, { project: number; ring: HealthRun[]; lastFinished: string }>();
   const failureRows = new Map<string, ReturnType<typeof normaliseFailure>>();
@@ -835,7 +837,7 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
         'WHERE EXISTS (SELECT 1 FROM test_health h WHERE h.test_id = tests.id AND h.flaky_score <> 0)',
     );
   if (bypass) {
-    for (const day of runDays.values()) await add('run_days', day as unknown as Row);
+    for (const day of runDays.values()) await add('run_days', day);
     for (const [p, project] of projects.entries()) {
       const u = usage[p] as (typeof usage)[number];
       let stored = 0;
