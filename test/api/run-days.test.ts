@@ -6,6 +6,7 @@ import { sweepRetention } from '../../src/server/services/retention.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // The dashboard's rollup (TRIAGE-8, migration 0023): every path that writes runs keeps `run_days`
 // equal to what aggregating the runs themselves gives, with TRIAGE-5's rule (a failed attempt that a
@@ -150,6 +151,42 @@ for (const dialect of DIALECTS) {
         rows.some((row) => row.branch === '' && row.skipped === 1),
         'a run without a branch is on the rollup',
       );
+    });
+
+    test("an import writes a test's attempts in one statement, then its job goes in one: the rollup follows", async () => {
+      // Repeated test cases are attempts 0, 1, … of their test in the import's job (docs/imports.md),
+      // written in one statement per batch: each statement's rows must supersede one another.
+      const cases = [
+        '<testcase classname="c" name="rerun" time="1"><failure message="no"/></testcase>',
+        '<testcase classname="c" name="rerun" time="1"><failure message="again"/></testcase>',
+        '<testcase classname="c" name="rerun" time="1"/>',
+        '<testcase classname="c" name="broken" time="1"><error message="x"/></testcase>',
+        '<testcase classname="c" name="broken" time="1"><failure message="y"/></testcase>',
+        '<testcase classname="c" name="once" time="1"><skipped/></testcase>',
+      ];
+      const report = `<testsuite name="${unique('suite-')}" tests="6">${cases.join('')}</testsuite>`;
+      const started = await manager.client.importReport(
+        projectId,
+        { name: 'rerun.xml', bytes: new TextEncoder().encode(report) },
+        { branch: 'imported' },
+      );
+      const done = await waitFor(
+        async () => {
+          const record = await manager.client.call(v1.imports.getImport, { params: { projectId, importId: String(started.id) } });
+          return ['queued', 'processing'].includes(record.status) ? undefined : record;
+        },
+        { timeoutMs: 30_000, message: 'the import finishes' },
+      );
+      assert.equal(done.status, 'completed');
+      await agrees('an import with reruns');
+      const imported = (await rollup()).filter((row) => row.branch === 'imported');
+      assert.deepEqual(
+        imported.map((row) => [row.runs, row.passed, row.failed, row.skipped]),
+        [[6, 1, 1, 1]],
+        'six runs: the rerun passed at last, the broken test failed once (its last attempt), one skipped',
+      );
+      await manager.client.call(v1.jobs.deleteJob, { params: { jobId: String(done.jobId) } });
+      await agrees('the import job deleted');
     });
 
     test('a sweep of retention takes expired runs off the rollup; a deleted project takes its rollup with it', async () => {

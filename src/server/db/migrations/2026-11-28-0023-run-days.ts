@@ -15,9 +15,11 @@ import { type Kysely, PostgresAdapter, sql } from 'kysely';
 //
 // Triggers keep both, so every path that writes runs (posts, imports, the live reporter, leases
 // ending, retention, deletions, a project's cascade) keeps the rollup right in its transaction.
-// PostgreSQL: a trigger first locks the project's `project_usage` row, as the usage triggers do
-// (migration 0006), so writers of one project queue there and never deadlock on two day rows taken
-// in opposite orders; a project's cascade keeps no books (the rollup goes with the project).
+// SQLite keeps them per row. PostgreSQL keeps them per statement (see postgresTriggers), and there
+// a trigger first locks the `project_usage` rows of the projects it touches, in project order, as
+// the usage triggers do (migration 0006), so writers of one project queue there and never deadlock
+// on two day rows taken in opposite orders; a project's cascade keeps no books (the rollup goes with
+// the project). On PostgreSQL this migration also moves 0006's run counters into those triggers.
 
 /** A run's share of its day's row, as SQL over `row` (OLD or NEW). */
 function share(row: string, postgres: boolean) {
@@ -136,45 +138,101 @@ async function sqliteTriggers(db: Kysely<any>): Promise<void> {
   for (const statement of statements) await sql.raw(statement).execute(db);
 }
 
+/**
+ * A statement's shares, summed per project, day and branch: the rows of `rows` (a transition table)
+ * with `sign` 1 or -1, as SQL selecting the rollup's columns. Only projects still there count (a
+ * project's cascade keeps no books).
+ */
+function shares(rows: string, sign: string): string {
+  const s = share('r', true);
+  return `SELECT r.project_id, ${s.day} AS day, ${s.branch} AS branch, ${sign} AS runs, ${sign} * ${s.passed} AS passed,
+      ${sign} * ${s.failed} AS failed, ${sign} * ${s.skipped} AS skipped, ${sign} * ${s.durationSum} AS duration_sum,
+      ${sign} * ${s.durations} AS durations
+    FROM ${rows} r WHERE ${s.counted} AND EXISTS (SELECT 1 FROM project_usage u WHERE u.project_id = r.project_id)`;
+}
+
+/** Adds the summed `delta` (rows of the rollup's columns) to the rollup, making the rows it needs. */
+const addDelta = (delta: string) =>
+  `INSERT INTO run_days AS d (project_id, day, branch, runs, passed, failed, skipped, duration_sum, durations)
+    SELECT project_id, day, branch, sum(runs), sum(passed), sum(failed), sum(skipped), sum(duration_sum), sum(durations)
+    FROM (${delta}) delta GROUP BY project_id, day, branch
+    HAVING sum(runs) <> 0 OR sum(passed) <> 0 OR sum(failed) <> 0 OR sum(skipped) <> 0 OR sum(durations) <> 0
+      OR sum(duration_sum) <> 0
+    ORDER BY project_id, day, branch
+    ON CONFLICT (project_id, day, branch) DO UPDATE SET runs = d.runs + excluded.runs, passed = d.passed + excluded.passed,
+      failed = d.failed + excluded.failed, skipped = d.skipped + excluded.skipped,
+      duration_sum = d.duration_sum + excluded.duration_sum, durations = d.durations + excluded.durations`;
+
+/** Locks the usage rows of the projects `rows` (a transition table) touches, in one order (see the header). */
+const lockProjects = (rows: string) =>
+  `PERFORM 1 FROM project_usage WHERE project_id IN (SELECT project_id FROM ${rows}) ORDER BY project_id FOR NO KEY UPDATE`;
+
+/** Adds `sign` times the count of `rows` (a transition table) per project to the projects' run counters (RET-4). */
+const countRuns = (rows: string, sign: string) => `UPDATE project_usage u SET runs = u.runs ${sign} n.runs
+    FROM (SELECT project_id, count(*) AS runs FROM ${rows} x GROUP BY project_id) n WHERE u.project_id = n.project_id`;
+
+/** The attempts in `rows` (a transition table) per test in a job, with the highest attempt of each. */
+const attemptsIn = (rows: string) => `(SELECT job_id, test_id, max(attempt) AS attempt FROM ${rows} x
+    WHERE job_id IS NOT NULL AND test_id IS NOT NULL GROUP BY job_id, test_id)`;
+
+/** The old and new rows of an update (transition tables old_rows, new_rows) whose share changed. */
+const CHANGED = `SELECT o.id FROM old_rows o JOIN new_rows n ON n.id = o.id
+    WHERE (${SHARE_COLUMNS.map((c) => `o.${c}`).join(', ')}) IS DISTINCT FROM (${SHARE_COLUMNS.map((c) => `n.${c}`).join(', ')})`;
+
+/** Rows of `rows` (a transition table) in a project that is still there. */
+const live = (rows: string) => `(SELECT * FROM ${rows} r WHERE EXISTS (SELECT 1 FROM project_usage u WHERE u.project_id = r.project_id))`;
+
 // biome-ignore lint/suspicious/noExplicitAny: see up()
 async function postgresTriggers(db: Kysely<any>): Promise<void> {
   const statements = [
-    // Row triggers AFTER a statement run once it has written all its rows, with NEW as inserted: a
-    // run inserted after a later attempt of its test (in the same statement, an import) is marked
-    // superseded before it is written, where later rows of the statement are already visible.
-    `CREATE FUNCTION attest_test_runs_superseded() RETURNS trigger LANGUAGE plpgsql AS $$
+    // The books are kept once per statement, from its transition tables: a row trigger updated the
+    // same counters and day rows once per run, and PostgreSQL walks every version a transaction made
+    // of a row to reach its latest, so a statement of n runs cost n² (a job's fan-out to 10,000 runs
+    // took 20 s). The run counters of migration 0006 move here for the same reason. The updates of
+    // test_runs itself are planned on each call (EXECUTE): PL/pgSQL keeps a plan without parameters
+    // for good, and one made on a small table (a hash join over all its runs) would stay as the
+    // table grows, while a plan that guesses for a table never analyzed took a job's branch index to
+    // find a test's attempts (each insert then read the whole job).
+    'DROP TRIGGER test_runs_usage ON test_runs',
+    'DROP FUNCTION attest_test_runs_usage()',
+    `CREATE FUNCTION attest_test_runs_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
      BEGIN
-       IF NEW.job_id IS NOT NULL AND NEW.test_id IS NOT NULL AND ${laterAttempt('NEW', 'NEW.attempt')} THEN
-         NEW.superseded := 1;
-       END IF;
-       RETURN NEW;
-     END $$`,
-    `CREATE TRIGGER test_runs_superseded BEFORE INSERT ON test_runs FOR EACH ROW EXECUTE FUNCTION attest_test_runs_superseded()`,
-    `CREATE FUNCTION attest_test_runs_days() RETURNS trigger LANGUAGE plpgsql AS $$
-     BEGIN
-       IF TG_OP = 'INSERT' THEN
-         PERFORM 1 FROM project_usage WHERE project_id = NEW.project_id FOR NO KEY UPDATE;
-         ${addShare('NEW', true)};
-         IF NEW.job_id IS NOT NULL AND NEW.test_id IS NOT NULL THEN
-           ${SUPERSEDE};
-         END IF;
-         RETURN NULL;
-       END IF;
-       PERFORM 1 FROM project_usage WHERE project_id = OLD.project_id FOR NO KEY UPDATE;
-       IF NOT FOUND THEN
-         RETURN NULL;
-       END IF;
-       ${removeShare('OLD', true)};
-       IF TG_OP = 'UPDATE' THEN
-         ${addShare('NEW', true)};
-       ELSIF OLD.job_id IS NOT NULL AND OLD.test_id IS NOT NULL THEN
-         ${UNSUPERSEDE};
-       END IF;
+       ${lockProjects('inserted')};
+       ${countRuns('inserted', '+')};
+       ${addDelta(shares('inserted', '1'))};
+       EXECUTE $q$UPDATE test_runs t SET superseded = 1 FROM ${attemptsIn('inserted')} n
+         WHERE t.job_id = n.job_id AND t.test_id = n.test_id AND t.superseded = 0 AND ${laterAttempt('t', 't.attempt')}$q$;
        RETURN NULL;
      END $$`,
-    `CREATE TRIGGER test_runs_days AFTER INSERT OR DELETE ON test_runs FOR EACH ROW EXECUTE FUNCTION attest_test_runs_days()`,
-    `CREATE TRIGGER test_runs_days_update AFTER UPDATE ON test_runs FOR EACH ROW WHEN (${changed})
-       EXECUTE FUNCTION attest_test_runs_days()`,
+    `CREATE TRIGGER test_runs_inserted AFTER INSERT ON test_runs REFERENCING NEW TABLE AS inserted
+       FOR EACH STATEMENT EXECUTE FUNCTION attest_test_runs_inserted()`,
+    // An update that changes no run's share (an artifact counted, a lease renewed) takes no lock.
+    `CREATE FUNCTION attest_test_runs_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+     BEGIN
+       IF NOT EXISTS (${CHANGED}) THEN
+         RETURN NULL;
+       END IF;
+       PERFORM 1 FROM project_usage WHERE project_id IN (SELECT project_id FROM old_rows UNION SELECT project_id FROM new_rows)
+         ORDER BY project_id FOR NO KEY UPDATE;
+       ${addDelta(`${shares(`(SELECT * FROM new_rows WHERE id IN (${CHANGED}))`, '1')}
+         UNION ALL ${shares(`(SELECT * FROM old_rows WHERE id IN (${CHANGED}))`, '-1')}`)};
+       RETURN NULL;
+     END $$`,
+    `CREATE TRIGGER test_runs_updated AFTER UPDATE ON test_runs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+       FOR EACH STATEMENT EXECUTE FUNCTION attest_test_runs_updated()`,
+    // The earlier attempts that no attempt supersedes any more count as they are again.
+    `CREATE FUNCTION attest_test_runs_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+     BEGIN
+       ${lockProjects('deleted')};
+       ${countRuns(live('deleted'), '-')};
+       ${addDelta(shares('deleted', '-1'))};
+       EXECUTE $q$UPDATE test_runs t SET superseded = 0 FROM ${attemptsIn(live('deleted'))} o
+         WHERE t.job_id = o.job_id AND t.test_id = o.test_id AND t.attempt < o.attempt AND t.superseded = 1
+           AND NOT ${laterAttempt('t', 't.attempt')}$q$;
+       RETURN NULL;
+     END $$`,
+    `CREATE TRIGGER test_runs_deleted AFTER DELETE ON test_runs REFERENCING OLD TABLE AS deleted
+       FOR EACH STATEMENT EXECUTE FUNCTION attest_test_runs_deleted()`,
   ];
   for (const statement of statements) await sql.raw(statement).execute(db);
 }
@@ -182,11 +240,25 @@ async function postgresTriggers(db: Kysely<any>): Promise<void> {
 // biome-ignore lint/suspicious/noExplicitAny: see up()
 export async function down(db: Kysely<any>): Promise<void> {
   if (db.getExecutor().adapter instanceof PostgresAdapter) {
-    await sql.raw('DROP TRIGGER test_runs_days_update ON test_runs').execute(db);
-    await sql.raw('DROP TRIGGER test_runs_days ON test_runs').execute(db);
-    await sql.raw('DROP FUNCTION attest_test_runs_days()').execute(db);
-    await sql.raw('DROP TRIGGER test_runs_superseded ON test_runs').execute(db);
-    await sql.raw('DROP FUNCTION attest_test_runs_superseded()').execute(db);
+    for (const event of ['inserted', 'updated', 'deleted']) {
+      await sql.raw(`DROP TRIGGER test_runs_${event} ON test_runs`).execute(db);
+      await sql.raw(`DROP FUNCTION attest_test_runs_${event}()`).execute(db);
+    }
+    // Migration 0006's run counters, as it made them.
+    await sql
+      .raw(`CREATE FUNCTION attest_test_runs_usage() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF TG_OP = 'INSERT' THEN
+           UPDATE project_usage SET runs = runs + 1 WHERE project_id = NEW.project_id;
+         ELSIF EXISTS (SELECT 1 FROM projects p WHERE p.id = OLD.project_id) THEN
+           UPDATE project_usage SET runs = runs - 1 WHERE project_id = OLD.project_id;
+         END IF;
+         RETURN NULL;
+       END $$`)
+      .execute(db);
+    await sql
+      .raw('CREATE TRIGGER test_runs_usage AFTER INSERT OR DELETE ON test_runs FOR EACH ROW EXECUTE FUNCTION attest_test_runs_usage()')
+      .execute(db);
   } else {
     for (const trigger of ['test_runs_days_insert', 'test_runs_days_update', 'test_runs_days_delete']) {
       await sql.raw(`DROP TRIGGER ${trigger}`).execute(db);
