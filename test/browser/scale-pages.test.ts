@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { v1 } from '../../src/client/index.ts';
 import {
@@ -52,15 +53,22 @@ describe('the web pages at scale (issue 33)', { skip: !browserAvailable() }, () 
     const found = await seriousAxeViolations(page);
     if (found.length > 0) axeFound.set(view, found);
   };
-  /** Scrolls the page to its bottom until `done`, as a person would, a screen at a time. */
-  const scrollUntil = async (done: () => Promise<boolean>, message: string) => {
-    await waitFor(
-      async () => {
-        await page.mouse.wheel(0, 4000);
-        return done();
-      },
-      { timeoutMs: 30_000, intervalMs: 50, message },
-    );
+  /**
+   * Scrolls the page to its bottom until `done`, as a person would, a screen at a time. It fails
+   * once 30 s pass without `done` and without the page changing what `progress` reads (the rows
+   * loaded so far): loading 10,000 runs a page at a time takes longer than that on a loaded machine,
+   * and only a stall is a failure.
+   */
+  const scrollUntil = async (done: () => Promise<boolean>, message: string, progress: () => Promise<unknown> = async () => 0) => {
+    let seen = await progress();
+    let movedAt = Date.now();
+    while (!(await done())) {
+      await page.mouse.wheel(0, 4000);
+      await delay(50);
+      const now = await progress();
+      if (now !== seen) [seen, movedAt] = [now, Date.now()];
+      assert.ok(Date.now() - movedAt < 30_000, `not so after 30 s without progress (at ${String(seen)}): ${message}`);
+    }
   };
 
   test('the project page lists its newest runs and pages on through the cursor', async () => {
@@ -134,7 +142,11 @@ describe('the web pages at scale (issue 33)', { skip: !browserAvailable() }, () 
     await waitFor(async () => Number(await table.getAttribute('aria-rowcount')) >= 401, { message: 'more pages of 200' });
     const total = HISTORY_RUNS + 1; // the imported run, and the history written in bulk
     const last = table.locator(`tr[aria-rowindex="${total + 1}"]`);
-    await scrollUntil(async () => (await last.count()) === 1, 'scrolling loads every run and reaches the oldest');
+    await scrollUntil(
+      async () => (await last.count()) === 1,
+      'scrolling loads every run and reaches the oldest',
+      () => table.getAttribute('aria-rowcount'),
+    );
     assert.equal(await table.getAttribute('aria-rowcount'), String(total + 1));
     assert.ok((await rows.count()) < 200, `only the rows near the viewport are drawn (${await rows.count()})`);
     assert.equal(await page.getByRole('button', { name: /^Load older runs/ }).count(), 0, 'nothing more to load');
