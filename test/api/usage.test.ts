@@ -6,6 +6,7 @@ import { type ApiError, v1 } from '../../src/client/index.ts';
 import * as usageMigration from '../../src/server/db/migrations/2026-11-25-0006-usage.ts';
 import * as runCountMigration from '../../src/server/db/migrations/2026-11-26-0007-run-artifact-count.ts';
 import * as runDaysMigration from '../../src/server/db/migrations/2026-11-28-0023-run-days.ts';
+import * as blobRefsMigration from '../../src/server/db/migrations/2026-11-28-0024-blob-refs-by-key.ts';
 import { recountRunArtifacts, recountUsage } from '../../src/server/db/repositories/usage.ts';
 import { verifyStorage } from '../../src/server/services/maintenance.ts';
 import { sweepRetention } from '../../src/server/services/retention.ts';
@@ -330,11 +331,14 @@ for (const dialect of DIALECTS) {
       await shot(run.id, await randomPng(12, 12));
       const counted = await usage();
       const db = server.app.attest.db;
-      // Migration 0023 keeps the run counters on PostgreSQL since: it goes first and comes back last.
+      // On PostgreSQL, migration 0023 keeps the run counters since and 0024 replaced a trigger
+      // function: they go first and come back last.
+      await blobRefsMigration.down(db);
       await runDaysMigration.down(db);
       await usageMigration.down(db);
       await usageMigration.up(db);
       await runDaysMigration.up(db);
+      await blobRefsMigration.up(db);
       assert.deepEqual(await usage(), { ...counted, quotaBytes: null });
       await assertCountersTrue();
       // And the triggers are back.
