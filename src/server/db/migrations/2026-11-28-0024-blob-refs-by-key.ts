@@ -12,7 +12,7 @@ import { type Kysely, PostgresAdapter, sql } from 'kysely';
 
 const LINKED_SHAS = `SELECT i.sha256 FROM artifact_images ai JOIN images i ON i.id = ai.image_id WHERE ai.artifact_id = OLD.id`;
 
-/** The function as it stands after `up` (its body) and as migration 0006 made it (for `down`). */
+/** The function's blob statements: joined by key (`up`), and as migration 0006 wrote them (`down`). */
 const BY_KEY = `
        UPDATE project_blobs b SET refs = b.refs - x.refs
          FROM (SELECT r.sha256, count(*) AS refs FROM (SELECT OLD.sha256 AS sha256 UNION ALL ${LINKED_SHAS}) r GROUP BY r.sha256) x
