@@ -7,6 +7,11 @@ export interface WaitOptions {
   intervalMs?: number;
   /** What is awaited, for the failure message (a function to report the state at the time-out). */
   message?: string | (() => string);
+  /**
+   * What the awaited thing has done so far (rows loaded, bytes read): each time its answer changes,
+   * the time-out starts again, so only a stall fails, however long the whole takes.
+   */
+  progress?: () => unknown | Promise<unknown>;
 }
 
 /**
@@ -15,8 +20,9 @@ export interface WaitOptions {
  * would otherwise sleep a fixed time and hope the thing has happened by then.
  */
 export async function waitFor<T>(condition: () => T | Promise<T>, options: WaitOptions = {}): Promise<NonNullable<T>> {
-  const { timeoutMs = 5000, intervalMs = 10, message } = options;
-  const deadline = Date.now() + timeoutMs;
+  const { timeoutMs = 5000, intervalMs = 10, message, progress } = options;
+  let deadline = Date.now() + timeoutMs;
+  let seen = await progress?.();
   let lastError: unknown;
   for (;;) {
     try {
@@ -26,11 +32,15 @@ export async function waitFor<T>(condition: () => T | Promise<T>, options: WaitO
     } catch (error) {
       lastError = error;
     }
+    if (progress) {
+      const now = await progress();
+      if (now !== seen) [seen, deadline] = [now, Date.now() + timeoutMs];
+    }
     if (Date.now() >= deadline) {
       const what = typeof message === 'function' ? message() : (message ?? condition.toString());
       const cause =
         lastError === undefined ? '' : ` (last try threw: ${lastError instanceof Error ? lastError.message : String(lastError)})`;
-      throw new Error(`waitFor: not so after ${timeoutMs} ms: ${what}${cause}`);
+      throw new Error(`waitFor: not so after ${timeoutMs} ms${progress ? ` without progress (at ${String(seen)})` : ''}: ${what}${cause}`);
     }
     await sleep(intervalMs);
   }

@@ -167,7 +167,10 @@ const addDelta = (delta: string) =>
 const lockProjects = (rows: string) =>
   `PERFORM 1 FROM project_usage WHERE project_id IN (SELECT project_id FROM ${rows}) ORDER BY project_id FOR NO KEY UPDATE`;
 
-/** Adds `sign` times the count of `rows` (a transition table) per project to the projects' run counters (RET-4). */
+/**
+ * Adds `sign` times the count of `rows` (a transition table) per project to the run counters of
+ * the projects still there (RET-4).
+ */
 const countRuns = (rows: string, sign: string) => `UPDATE project_usage u SET runs = u.runs ${sign} n.runs
     FROM (SELECT project_id, count(*) AS runs FROM ${rows} x GROUP BY project_id) n WHERE u.project_id = n.project_id`;
 
@@ -224,7 +227,7 @@ async function postgresTriggers(db: Kysely<any>): Promise<void> {
     `CREATE FUNCTION attest_test_runs_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
      BEGIN
        ${lockProjects('deleted')};
-       ${countRuns(live('deleted'), '-')};
+       ${countRuns('deleted', '-')};
        ${addDelta(shares('deleted', '-1'))};
        EXECUTE $q$UPDATE test_runs t SET superseded = 0 FROM ${attemptsIn(live('deleted'))} o
          WHERE t.job_id = o.job_id AND t.test_id = o.test_id AND t.attempt < o.attempt AND t.superseded = 1
