@@ -49,7 +49,7 @@ async function readsOf(api: Api, copy: ScaleCopy): Promise<Read[]> {
   }
   const ends = Date.parse(endsAt);
   const from = new Date(ends - 30 * DAY).toISOString();
-  const to = new Date(ends - 29 * DAY).toISOString();
+  const to = new Date(ends - 23 * DAY).toISOString();
   // The dashboard's window reaches back from today: far enough to hold the set's last 14 days.
   const days = Math.min(90, 14 + Math.max(0, Math.floor((Date.now() - ends) / DAY)));
   return [
@@ -71,7 +71,7 @@ async function readsOf(api: Api, copy: ScaleCopy): Promise<Read[]> {
     { id: 'S6', title: 'run list, environment qa', path: `/testmgmt/testruns?projectId=${p}&environment=qa`, page: true },
     {
       id: 'S7',
-      title: 'run list, one day 30 days back',
+      title: 'run list, the week from 30 days back',
       path: `/testmgmt/testruns?projectId=${p}&from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`,
       page: true,
     },

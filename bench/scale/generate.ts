@@ -26,9 +26,13 @@ import { failureOf } from '../suite.ts';
 // The scale data set of issue 33: one project family filled to N runs, reproducibly from a seed,
 // straight into the schema the server's own migrations make (bench/README.md, "The scale data set").
 //
-// 5 projects × 400 tests (2,000), 20 branches (`main` takes 40% of the runs), 60 days; every day
-// each project runs its suite as jobs of at most 400 runs (one run per test per job), so a job's
-// runs are distinct tests, as a CI job's are. Each run has 10 steps and 2 text cells (its stdout,
+// 5 projects × 400 tests (2,000), 20 branches (`main` takes 40% of the runs), 60 days. In the full
+// set (SHAPE.fullRuns, a million) every day each project runs its suite as jobs of at most 400 runs
+// (one run per test per job, so a job's runs are distinct tests, as a CI job's are): on `main` four
+// jobs of about 333 runs, on each other branch one of about 105. A smaller set runs the same jobs,
+// of the same sizes, on fewer days (`jobsOn`), so its jobs and its busy days look like the full
+// set's and a figure compares like with like; its run count is near the one asked for (10,000
+// asks give 9,877), not exactly it. Each run has 10 steps and 2 text cells (its stdout,
 // and the failing step's stack or the first step's log); about 7% fail (broken, flaky, regressed,
 // fixed and noisy tests, as bench/suite.ts's) with bench/suite.ts's 60 causes, whose messages vary
 // by port, id, UUID, duration, time and line. Failed runs and one in ten passed runs carry a
@@ -43,10 +47,10 @@ import { failureOf } from '../suite.ts';
 // Speed: rows go in through `insertRows` (SQLite: one prepared INSERT run per row) or, on
 // PostgreSQL, one `INSERT … SELECT FROM unnest(…)` of thousands of rows, a day per transaction.
 // With `triggers: 'bypass'` (the default) the triggers of migrations 0006 (usage counters), 0007
-// (artifact_count) and 0021 (flaky_milli) do not fire during the load (SQLite: dropped and made
-// again from their own text; PostgreSQL: session_replication_role = replica, which also skips the
-// foreign-key checks); the generator writes what they would have, and the test proves it equal to
-// what `triggers: 'fire'` leaves.
+// (artifact_count), 0021 (flaky_milli), 0023 (run_days) and 0025 (group_days) do not fire during
+// the load (SQLite: dropped and made again from their own text; PostgreSQL: session_replication_role
+// = replica, which also skips the foreign-key checks); the generator writes what they would have,
+// and the test proves it equal to what `triggers: 'fire'` leaves.
 
 export const SHAPE = {
   projects: 5,
@@ -58,6 +62,8 @@ export const SHAPE = {
   blobs: 3000,
   jobMaxRuns: 400,
   devices: 10,
+  /** The set whose jobs run every day; a smaller set runs the same jobs on fewer days. */
+  fullRuns: 1_000_000,
 } as const;
 
 const PROJECT_KEYS = ['SHOP', 'CART', 'AUTH', 'SRCH', 'PROF'];
@@ -147,6 +153,18 @@ function prng(seed: number) {
     return `${a1}-${b1.slice(0, 4)}-4${b1.slice(5, 8)}-${'89ab'[Math.floor(next() * 4)]}${c1.slice(1, 4)}-${c1.slice(4, 8)}${d1}`;
   };
   return { next, uuid, int: (n: number) => Math.floor(next() * n) };
+}
+
+/**
+ * How many jobs of `stream` (a project's branch's job slot) run on `day`, at `rate` times the full
+ * set's runs: at rate 1 one a day, at 0.01 one every hundred days (so one in 0.6 streams runs at all
+ * in 60 days), counted back from the last day. A stream's phase (golden-ratio spaced, 0 for stream
+ * 0) spreads the smaller sets' jobs over the days; stream 0, the sample job's, runs on the last day.
+ */
+export function jobsOn(stream: number, day: number, rate: number): number {
+  const phase = (stream * 0.618_033_988_749_895) % 1;
+  const back = SHAPE.days - 1 - day;
+  return Math.ceil(rate * (back + 1) - phase) - Math.ceil(rate * back - phase);
 }
 
 /** `total` split into `parts` near-equal whole parts; part `k`. */
@@ -260,7 +278,7 @@ async function sqliteSink(dataDir: string, bypass: boolean): Promise<Sink> {
   const triggers = bypass
     ? (sqlite
         .prepare(
-          "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name IN ('test_runs', 'artifacts', 'artifact_images', 'test_health')",
+          "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name IN ('test_runs', 'artifacts', 'artifact_images', 'test_health', 'failure_occurrences')",
         )
         .all() as { name: string; sql: string }[])
     : [];
@@ -486,112 +504,118 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
     const runs: Run[] = [];
     const jobs: Row[] = [];
     for (let p = 0; p < SHAPE.projects; p++) {
-      const ofDay = share(options.runs, SHAPE.days * SHAPE.projects, day * SHAPE.projects + p);
+      // The day's runs at full size, as a branch's jobs: each job keeps that size at every set size.
+      const ofDay = share(SHAPE.fullRuns, SHAPE.days * SHAPE.projects, day * SHAPE.projects + p);
       const main = Math.round(ofDay * 0.4);
       for (let b = 0; b < SHAPE.branches; b++) {
+        let nth = 0;
         const n = b === 0 ? main : share(ofDay - main, SHAPE.branches - 1, b - 1);
         const parts = Math.ceil(n / SHAPE.jobMaxRuns);
-        for (let j = 0; j < parts; j++) {
-          const size = share(n, parts, j);
-          const jobId = random.uuid();
-          const branch = BRANCHES[b] as string;
-          const jobStart = dayStart + Math.floor(random.next() * 20 * 3_600_000);
-          const commit = createHash('sha1').update(`${p}:${b}:${day}`).digest('hex');
-          const environment = ENVIRONMENTS[(b + j) % ENVIRONMENTS.length] as string;
-          const build = `${day + 1}.${j + 1}`;
-          const offset = random.int(SHAPE.testsPerProject);
-          let last = jobStart;
-          for (let k = 0; k < size; k++) {
-            const t = (offset + k * 7) % SHAPE.testsPerProject;
-            const test = tests[p]?.[t] as { id: string; name: string };
-            const created = jobStart + k * 2500 + random.int(1000);
-            const finished = created + 200 + random.int(1200);
-            last = Math.max(last, finished);
-            const i = p * SHAPE.testsPerProject + t;
-            const cause = Math.floor(i / 25) % 60;
-            const slot = i % 25;
-            const turn = Math.floor(i / 25) % SHAPE.days;
-            const fails =
-              slot === 0 ||
-              (slot === 7 && random.next() < 0.5) ||
-              (slot === 13 && day >= turn) ||
-              (slot === 19 && day < turn) ||
-              random.next() < 0.01;
-            const skipped = !fails && slot === 22 && random.next() < 0.3;
-            const verdict = fails ? (Math.floor(cause / 5) === 4 ? 'broken' : 'failed') : skipped ? 'skipped' : 'passed';
-            const run: Run = {
-              test: t,
-              project: p,
-              row: {
-                id: random.uuid(),
-                project_id: projects[p]?.id as string,
-                test_id: test.id,
-                job_id: jobId,
-                device_id: null,
-                name: test.name,
-                status: 'completed',
-                verdict,
+        for (let slot = 0; slot < parts; slot++) {
+          const stream = (p * SHAPE.branches + b) * Math.ceil(SHAPE.fullRuns / SHAPE.jobMaxRuns) + slot;
+          for (let j = 0; j < jobsOn(stream, day, options.runs / SHAPE.fullRuns); j++) {
+            const size = share(n, parts, slot);
+            nth++;
+            const jobId = random.uuid();
+            const branch = BRANCHES[b] as string;
+            const jobStart = dayStart + Math.floor(random.next() * 20 * 3_600_000);
+            const commit = createHash('sha1').update(`${p}:${b}:${day}`).digest('hex');
+            const environment = ENVIRONMENTS[(b + nth - 1) % ENVIRONMENTS.length] as string;
+            const build = `${day + 1}.${nth}`;
+            const offset = random.int(SHAPE.testsPerProject);
+            let last = jobStart;
+            for (let k = 0; k < size; k++) {
+              const t = (offset + k * 7) % SHAPE.testsPerProject;
+              const test = tests[p]?.[t] as { id: string; name: string };
+              const created = jobStart + k * 2500 + random.int(1000);
+              const finished = created + 200 + random.int(1200);
+              last = Math.max(last, finished);
+              const i = p * SHAPE.testsPerProject + t;
+              const cause = Math.floor(i / 25) % 60;
+              const slot = i % 25;
+              const turn = Math.floor(i / 25) % SHAPE.days;
+              const fails =
+                slot === 0 ||
+                (slot === 7 && random.next() < 0.5) ||
+                (slot === 13 && day >= turn) ||
+                (slot === 19 && day < turn) ||
+                random.next() < 0.01;
+              const skipped = !fails && slot === 22 && random.next() < 0.3;
+              const verdict = fails ? (Math.floor(cause / 5) === 4 ? 'broken' : 'failed') : skipped ? 'skipped' : 'passed';
+              const run: Run = {
+                test: t,
+                project: p,
+                row: {
+                  id: random.uuid(),
+                  project_id: projects[p]?.id as string,
+                  test_id: test.id,
+                  job_id: jobId,
+                  device_id: null,
+                  name: test.name,
+                  status: 'completed',
+                  verdict,
+                  environment,
+                  branch,
+                  build,
+                  commit_sha: commit,
+                  created_at: iso(created),
+                  started_at: iso(created + 5),
+                  finished_at: iso(finished),
+                  created_by: null,
+                  lease_owner: null,
+                  lease_expires_at: null,
+                  idempotency_key: null,
+                  idempotency_fingerprint: null,
+                  keep: 0,
+                  superseded: 0, // kept by the run_days triggers (migration 0023)
+                  artifact_count: 0,
+                  ci_url: null,
+                  failure_group_id: null,
+                  attempt: 0,
+                  test_version: 1,
+                },
+              };
+              if (fails) {
+                run.cause = cause;
+                run.failure = failureOf(cause, sequence++, i);
+                run.failedStep = 3 + (cause % 6);
+              }
+              runs.push(run);
+            }
+            jobProject.set(jobId, projects[p]?.id as string);
+            jobs.push({
+              id: jobId,
+              project_id: projects[p]?.id,
+              name: `${branch} ${environment} ${build}`,
+              request: JSON.stringify({
+                testIds: [],
+                deviceIds: [],
+                deviceLabels: [],
                 environment,
                 branch,
                 build,
-                commit_sha: commit,
-                created_at: iso(created),
-                started_at: iso(created + 5),
-                finished_at: iso(finished),
-                created_by: null,
-                lease_owner: null,
-                lease_expires_at: null,
-                idempotency_key: null,
-                idempotency_fingerprint: null,
-                keep: 0,
-                superseded: 0, // kept by the run_days triggers (migration 0023)
-                artifact_count: 0,
-                ci_url: null,
-                failure_group_id: null,
-                attempt: 0,
-                test_version: 1,
-              },
-            };
-            if (fails) {
-              run.cause = cause;
-              run.failure = failureOf(cause, sequence++, i);
-              run.failedStep = 3 + (cause % 6);
-            }
-            runs.push(run);
+                commit,
+                repository: null,
+              }),
+              cancelled_at: null,
+              created_at: iso(jobStart),
+              created_by: null,
+              idempotency_key: null,
+              idempotency_fingerprint: null,
+              closed_at: iso(last + 1000),
+              ci_url: `https://ci.example.com/${projects[p]?.key}/${day + 1}/${b}/${nth}`,
+              incident_group_id: null,
+              incident_failed_runs: null,
+            });
+            if (p === 0 && b === 0 && day === SHAPE.days - 1 && nth === 1)
+              sample = {
+                projectId: projects[0]?.id as string,
+                jobId,
+                testId: tests[0]?.[0]?.id as string,
+                runId: '',
+                deviceId: deviceIds[0] as string,
+              };
           }
-          jobProject.set(jobId, projects[p]?.id as string);
-          jobs.push({
-            id: jobId,
-            project_id: projects[p]?.id,
-            name: `${branch} ${environment} ${build}`,
-            request: JSON.stringify({
-              testIds: [],
-              deviceIds: [],
-              deviceLabels: [],
-              environment,
-              branch,
-              build,
-              commit,
-              repository: null,
-            }),
-            cancelled_at: null,
-            created_at: iso(jobStart),
-            created_by: null,
-            idempotency_key: null,
-            idempotency_fingerprint: null,
-            closed_at: iso(last + 1000),
-            ci_url: `https://ci.example.com/${projects[p]?.key}/${day + 1}/${b}/${j + 1}`,
-            incident_group_id: null,
-            incident_failed_runs: null,
-          });
-          if (p === 0 && b === 0 && day === SHAPE.days - 1 && j === 0)
-            sample = {
-              projectId: projects[0]?.id as string,
-              jobId,
-              testId: tests[0]?.[0]?.id as string,
-              runId: '',
-              deviceId: deviceIds[0] as string,
-            };
         }
       }
     }
@@ -838,6 +862,16 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
     );
   if (bypass) {
     for (const day of runDays.values()) await add('run_days', day);
+    // The top groups' rollup, as migration 0025's triggers keep it.
+    const groupDays = new Map<string, { project_id: string; day: string; group_id: string; occurrences: number }>();
+    for (const entry of occurrences) {
+      const day = entry.at.slice(0, 10);
+      const key = `${entry.group_id}\u0000${day}`;
+      const row = groupDays.get(key) ?? { project_id: entry.project_id, day, group_id: entry.group_id, occurrences: 0 };
+      row.occurrences++;
+      groupDays.set(key, row);
+    }
+    for (const row of groupDays.values()) await add('group_days', row);
     for (const [p, project] of projects.entries()) {
       const u = usage[p] as (typeof usage)[number];
       let stored = 0;

@@ -8,9 +8,10 @@ import { createProject, createUser, type TestUser, unique } from '../helpers/fac
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-// The dashboard's rollup (TRIAGE-8, migration 0023): every path that writes runs keeps `run_days`
+// The dashboard's rollups (TRIAGE-8): every path that writes runs keeps `run_days` (migration 0023)
 // equal to what aggregating the runs themselves gives, with TRIAGE-5's rule (a failed attempt that a
-// later attempt of its test in its job superseded is not a failure) read from the runs directly.
+// later attempt of its test in its job superseded is not a failure) read from the runs directly, and
+// `group_days` (migration 0025) equal to the failure occurrences counted per group and day.
 
 const DAY = 86_400_000;
 const ago = (days: number) => new Date(Date.now() - days * DAY).toISOString();
@@ -75,7 +76,31 @@ for (const dialect of DIALECTS) {
       return rows.rows.map(dayRow);
     };
 
-    const agrees = async (what: string) => assert.deepEqual(await rollup(), await fromRuns(), what);
+    /** The top groups' rollup (migration 0025): its rows with occurrences, counts as numbers. */
+    const groupRollup = async () =>
+      (
+        await server.app.attest.db
+          .selectFrom('group_days')
+          .select(['project_id', 'day', 'group_id', 'occurrences'])
+          .where('occurrences', '>', 0)
+          .orderBy('project_id')
+          .orderBy('day')
+          .orderBy('group_id')
+          .execute()
+      ).map((row) => ({ ...row, occurrences: Number(row.occurrences) }));
+
+    /** The same counted from the occurrences. */
+    const fromOccurrences = async () =>
+      (
+        await sql<{ project_id: string; day: string; group_id: string; occurrences: number | string }>`
+          select project_id, substr(at, 1, 10) as day, group_id, count(*) as occurrences from failure_occurrences
+          group by project_id, substr(at, 1, 10), group_id order by project_id, day, group_id`.execute(server.app.attest.db)
+      ).rows.map((row) => ({ ...row, occurrences: Number(row.occurrences) }));
+
+    const agrees = async (what: string) => {
+      assert.deepEqual(await rollup(), await fromRuns(), what);
+      assert.deepEqual(await groupRollup(), await fromOccurrences(), `${what}: the top groups' rollup`);
+    };
 
     const job = async (branch: string) =>
       (await manager.client.call(v1.jobs.createJob, { body: { projectId, testIds: [], branch, name: unique('build-') } })).id;
@@ -243,6 +268,24 @@ for (const dialect of DIALECTS) {
           );
         }
         assert.ok(answer.daily.some((point) => point.runs > 0));
+      }
+      // The top groups over all branches come from group_days, on a branch from the occurrences: both
+      // count the window's occurrences of each group, trend and total.
+      const since = dashboard.since;
+      for (const [answer, branch] of [
+        [dashboard, null],
+        [onMain, 'main'],
+      ] as const) {
+        const occurrences = (await server.app.attest.db.selectFrom('failure_occurrences').selectAll().execute()).filter(
+          (o) => o.project_id === projectId && o.at >= since && (branch === null || o.branch === branch),
+        );
+        assert.ok(answer.topGroups.length > 0, `${branch ?? 'every branch'}: some group failed runs`);
+        for (const group of answer.topGroups) {
+          const mine = occurrences.filter((o) => o.group_id === group.id);
+          assert.equal(group.occurrences, mine.length, group.title);
+          for (const point of group.trend)
+            assert.equal(point.occurrences, mine.filter((o) => o.at.startsWith(point.day)).length, point.day);
+        }
       }
     });
   });

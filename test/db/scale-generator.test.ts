@@ -53,7 +53,7 @@ async function open(where: { dataDir: string; databaseUrl?: string }, clock: () 
   return createContext(config, { clock });
 }
 
-/** What the triggers keep: usage, blob references, artifact counts, flaky_milli, the dashboard's rollup. */
+/** What the triggers keep: usage, blob references, artifact counts, flaky_milli, the dashboard's rollups. */
 async function counters(db: DB) {
   return {
     usage: await db
@@ -87,6 +87,16 @@ async function counters(db: DB) {
         .orderBy('branch')
         .execute()
     ).map((row) => ({ ...row, runs: Number(row.runs), duration_sum: Math.round(Number(row.duration_sum)) })),
+    // The top groups' rollup (migration 0025), its groups named by fingerprint.
+    groupDays: (
+      await db
+        .selectFrom('group_days')
+        .innerJoin('failure_groups', 'failure_groups.id', 'group_days.group_id')
+        .select(['group_days.project_id', 'day', 'fingerprint', 'group_days.occurrences'])
+        .execute()
+    )
+      .map((row) => ({ ...row, occurrences: Number(row.occurrences) }))
+      .sort((a, b) => `${a.project_id}${a.day}${a.fingerprint}`.localeCompare(`${b.project_id}${b.day}${b.fingerprint}`)),
   };
 }
 
@@ -146,7 +156,8 @@ for (const dialect of DIALECTS) {
         blobs: BLOBS,
         triggers: 'fire',
       });
-      assert.equal(meta.runs, RUNS);
+      // The full set's jobs on fewer days (generate.ts, jobsOn): about RUNS runs, every one counted.
+      assert.ok(Math.abs(meta.runs - RUNS) < RUNS / 2, `${meta.runs} runs`);
       assert.ok((meta.counts.failure_occurrences ?? 0) > 100, 'some runs failed');
       assert.ok((meta.counts.artifacts ?? 0) > 100, 'some runs have screenshots');
 
@@ -158,7 +169,7 @@ for (const dialect of DIALECTS) {
           .selectFrom('project_usage')
           .select(({ fn }) => fn.sum<number>('runs').as('runs'))
           .executeTakeFirstOrThrow();
-        assert.equal(Number(usage.runs), RUNS);
+        assert.equal(Number(usage.runs), meta.runs);
       } finally {
         await close(b);
       }

@@ -30,6 +30,7 @@ import * as flakinessOrder from './migrations/2026-11-27-0021-flakiness-order.ts
 import * as runDurations from './migrations/2026-11-27-0022-run-durations.ts';
 import * as runDays from './migrations/2026-11-28-0023-run-days.ts';
 import * as blobRefsByKey from './migrations/2026-11-28-0024-blob-refs-by-key.ts';
+import * as groupDays from './migrations/2026-11-28-0025-group-days.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
 import type { Database, DB, Dialect } from './types.ts';
@@ -60,6 +61,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-0022-run-durations': runDurations,
   '2026-11-28-0023-run-days': runDays,
   '2026-11-28-0024-blob-refs-by-key': blobRefsByKey,
+  '2026-11-28-0025-group-days': groupDays,
   '2026-11-27-0018-webhooks': webhooks,
 };
 

@@ -103,3 +103,14 @@ export interface RunDaysTable {
   duration_sum: number;
   durations: number | string;
 }
+
+/**
+ * Failed runs of an error group per project and UTC day of their finish, kept by the
+ * `failure_occurrences` triggers (migration 0025) for the dashboard's top groups (TRIAGE-8).
+ */
+export interface GroupDaysTable {
+  project_id: string;
+  day: string;
+  group_id: string;
+  occurrences: number | string;
+}

@@ -7,6 +7,7 @@ import type {
   FailureGroupsTable,
   FailureGroupTestsTable,
   FailureOccurrencesTable,
+  GroupDaysTable,
   RunDaysTable,
   TestHealthTable,
   TestQuarantinesTable,
@@ -22,6 +23,7 @@ export type {
   FailureGroupsTable,
   FailureGroupTestsTable,
   FailureOccurrencesTable,
+  GroupDaysTable,
   RunDaysTable,
   TestHealthTable,
   TestQuarantinesTable,
@@ -338,6 +340,7 @@ export interface Database {
   project_usage: ProjectUsageTable;
   project_blobs: ProjectBlobsTable;
   run_days: RunDaysTable;
+  group_days: GroupDaysTable;
   devices: DevicesTable;
   device_labels: DeviceLabelsTable;
   tests: TestsTable;

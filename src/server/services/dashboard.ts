@@ -124,7 +124,7 @@ export async function projectDashboard(
 
   const groupIds = topRows.map((row) => row.group_id);
   const groups = await findFailureGroups(db, projectId, groupIds);
-  const trends = await groupTrends(db, groupIds, since, branch);
+  const trends = await groupTrends(db, projectId, groupIds, since, branch);
   const windowDays = daysBetween(since, now);
   const topGroups = topRows.flatMap((row): TopGroup[] => {
     const group = groups.find((g) => g.id === row.group_id);

@@ -60,7 +60,11 @@ export interface TopGroupRow {
   occurrences: number | string;
 }
 
-/** The groups that failed most runs since `since` (index failure_occurrences_project_at). */
+/**
+ * The groups that failed most runs since `since` (a day's start): over every branch from the rollup
+ * the triggers of migration 0025 keep (`group_days`, one row per group and day: its key's range), on
+ * one branch from the occurrences (index failure_occurrences_project_at).
+ */
 export async function topGroupsSince(
   executor: Executor,
   projectId: string,
@@ -68,31 +72,76 @@ export async function topGroupsSince(
   branch: string | null,
   limit: number,
 ): Promise<TopGroupRow[]> {
-  let query = executor
+  if (branch === null) {
+    const total = sql<number | string>`sum(occurrences)`;
+    return executor
+      .selectFrom('group_days')
+      .select(['group_id', total.as('occurrences')])
+      .where('project_id', '=', projectId)
+      .where('day', '>=', since.slice(0, 10))
+      .groupBy('group_id')
+      .having(total, '>', 0)
+      .orderBy(total, 'desc')
+      .orderBy('group_id')
+      .limit(limit)
+      .execute();
+  }
+  return executor
     .selectFrom('failure_occurrences')
     .select(['group_id', (eb) => eb.fn.countAll<number | string>().as('occurrences')])
     .where('project_id', '=', projectId)
-    .where('at', '>=', since);
-  if (branch !== null) query = query.where('branch', '=', branch);
-  return query.groupBy('group_id').orderBy(sql`count(*)`, 'desc').orderBy('group_id').limit(limit).execute();
+    .where('at', '>=', since)
+    .where('branch', '=', branch)
+    .groupBy('group_id')
+    .orderBy(sql`count(*)`, 'desc')
+    .orderBy('group_id')
+    .limit(limit)
+    .execute();
 }
 
-/** Occurrences per group and UTC day since `since` (index failure_occurrences_group_at). */
+export interface TrendRow {
+  group_id: string;
+  day: string;
+  occurrences: number | string;
+}
+
+/**
+ * Occurrences per group and UTC day since `since` (a day's start): over every branch from
+ * `group_days`, on one branch from the occurrences (index failure_occurrences_group_at).
+ */
 export async function groupTrends(
   executor: Executor,
+  projectId: string,
   groupIds: readonly string[],
   since: string,
   branch: string | null,
-): Promise<{ group_id: string; day: string; occurrences: number | string }[]> {
-  const rows: { group_id: string; day: string; occurrences: number | string }[] = [];
+): Promise<TrendRow[]> {
+  const rows: TrendRow[] = [];
   for (const ids of chunk(groupIds, IN_LIST_SIZE)) {
-    let query = executor
-      .selectFrom('failure_occurrences')
-      .select(['group_id', sql<string>`substr(at, 1, 10)`.as('day'), (eb) => eb.fn.countAll<number | string>().as('occurrences')])
-      .where('group_id', 'in', ids)
-      .where('at', '>=', since);
-    if (branch !== null) query = query.where('branch', '=', branch);
-    rows.push(...(await query.groupBy(['group_id', sql`substr(at, 1, 10)`]).execute()));
+    if (branch === null) {
+      rows.push(
+        ...(await executor
+          .selectFrom('group_days')
+          .select(['group_id', 'day', 'occurrences'])
+          .where('project_id', '=', projectId)
+          .where('day', '>=', since.slice(0, 10))
+          .where('group_id', 'in', ids)
+          .where('occurrences', '>', 0)
+          .execute()),
+      );
+      continue;
+    }
+    const day = sql<string>`substr(at, 1, 10)`;
+    rows.push(
+      ...(await executor
+        .selectFrom('failure_occurrences')
+        .select(['group_id', day.as('day'), (eb) => eb.fn.countAll<number | string>().as('occurrences')])
+        .where('group_id', 'in', ids)
+        .where('at', '>=', since)
+        .where('branch', '=', branch)
+        .groupBy(['group_id', day])
+        .execute()),
+    );
   }
   return rows;
 }
