@@ -29,6 +29,21 @@ export async function png(kb: number): Promise<Buffer> {
 
 /** Starts a bare node:http server sending exactly `body` with `headers`. */
 export async function bareServer(body: Uint8Array, headers: Record<string, string>): Promise<Started & { url: string }> {
+  return servingTheSame('bench/bare-server.mjs', ['body'], body, headers);
+}
+
+/** A minimal Fastify app (bench/fastify-server.mjs) serving `body` and `headers`, a 304 to its ETag. */
+export async function fastifyServer(body: Uint8Array, headers: Record<string, string>): Promise<Started & { url: string }> {
+  return servingTheSame('bench/fastify-server.mjs', [], body, headers);
+}
+
+/** Starts `script` on a free port, pinned, with `mode` and the files of `body` and `headers` as its arguments. */
+async function servingTheSame(
+  script: string,
+  mode: string[],
+  body: Uint8Array,
+  headers: Record<string, string>,
+): Promise<Started & { url: string }> {
   const dir = tempDir('attest-bench-bare-');
   fs.writeFileSync(path.join(dir, 'body'), body);
   const kept = Object.fromEntries(
@@ -39,7 +54,7 @@ export async function bareServer(body: Uint8Array, headers: Record<string, strin
   const url = `http://127.0.0.1:${port}/`;
   const started = await startPinned(
     process.execPath,
-    ['bench/bare-server.mjs', String(port), 'body', path.join(dir, 'body'), path.join(dir, 'headers.json')],
+    [script, String(port), ...mode, path.join(dir, 'body'), path.join(dir, 'headers.json')],
     {},
     answers(url),
   );
@@ -143,9 +158,8 @@ export async function readFigures(attest: Attest, set: ReadSet, dialect: 'sqlite
   const deviceUrl = `${attest.url}/api/v1/device/devices/${set.deviceId}`;
   const f1Threshold = dialect === 'sqlite' ? 0.5 : 0.3;
 
-  // F1's baseline is also the 304's (F3), so it serves until the end.
   const device = await answerOf(deviceUrl, std);
-  const bareDevice = settings.wants('F1') || settings.wants('F3') ? await bareServer(device.body, device.headers) : undefined;
+  const bareDevice = settings.wants('F1') ? await bareServer(device.body, device.headers) : undefined;
   if (bareDevice && settings.wants('F1')) {
     settings.step(`F1 device read (${dialect})`);
     const f1 = await interleaved(settings, { url: deviceUrl, headers: std, pid: attest.pid }, { url: bareDevice.url, pid: bareDevice.pid });
@@ -159,8 +173,7 @@ export async function readFigures(attest: Attest, set: ReadSet, dialect: 'sqlite
   }
   try {
     if (settings.wants('F2')) figures.push(...(await resultsFigures(attest, set, dialect, settings)));
-    if (dialect === 'sqlite' && settings.wants('F3') && bareDevice)
-      figures.push(...(await imageFigures(attest, set, settings, bareDevice)));
+    if (dialect === 'sqlite' && settings.wants('F3')) figures.push(...(await imageFigures(attest, set, settings)));
   } finally {
     await bareDevice?.stop();
   }
@@ -216,8 +229,8 @@ async function resultsFigures(attest: Attest, set: ReadSet, dialect: 'sqlite' | 
   return figures;
 }
 
-/** F3: a hot image against nginx and a streaming node:http; its 304 against F1's bare server, interleaved. */
-async function imageFigures(attest: Attest, set: ReadSet, settings: Settings, bareDevice: Started & { url: string }): Promise<Figure[]> {
+/** F3: a hot image against nginx and a streaming node:http; its 304 against a minimal Fastify app, interleaved. */
+async function imageFigures(attest: Attest, set: ReadSet, settings: Settings): Promise<Figure[]> {
   const figures: Figure[] = [];
   const std = { 'service.api-token': attest.key };
   const dialect = 'sqlite';
@@ -259,13 +272,17 @@ async function imageFigures(attest: Attest, set: ReadSet, settings: Settings, ba
   await stream.stop();
   const etag = image.headers.etag;
   if (etag) {
+    // Against a minimal Fastify app giving the same answer (issue 33 rebased this bar from F1's bare
+    // node:http: what is left of that gap is the framework's and the requirements', docs/performance.md).
     const conditional = { ...std, 'if-none-match': etag };
+    const fastify = await fastifyServer(image.body, image.headers);
     const f3304 = await interleaved(
       settings,
       { url: imageUrl, headers: conditional, pid: attest.pid },
-      { url: bareDevice.url, pid: bareDevice.pid },
+      { url: fastify.url, headers: { 'if-none-match': etag }, pid: fastify.pid },
     );
-    figures.push(readFigure('F3', 'image 304 (If-None-Match)', dialect, 0.6, "F1's bare node:http", f3304));
+    figures.push(readFigure('F3', 'image 304 (If-None-Match)', dialect, 0.6, 'minimal Fastify app, same answer', f3304));
+    await fastify.stop();
   }
   return figures;
 }
@@ -342,7 +359,8 @@ export async function writeFigures(attest: Attest, settings: Settings): Promise<
       attest: median(posts),
       baseline: median(single),
       baselineName: 'single-row FULL transactions',
-      minRatio: 0.5,
+      // Rebased from 0.5 by issue 33: durability kept (DUR-14), not chased further.
+      minRatio: 0.4,
       samples: { attest: posts, baseline: single },
       notes: `server CPU ${median(cpu).toFixed(0)} µs/post`,
     }),
