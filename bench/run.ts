@@ -24,7 +24,7 @@ const quick = process.argv.includes('--quick');
 const onlyAt = process.argv.findIndex((arg) => arg === '--only' || arg.startsWith('--only='));
 const onlyList = onlyAt < 0 ? undefined : (process.argv[onlyAt]?.split('=')[1] ?? process.argv[onlyAt + 1] ?? '');
 const only = onlyList === undefined ? undefined : new Set(onlyList.toUpperCase().split(','));
-const wants = (id: string) => only === undefined || only.has(id);
+const wants = (id: string) => only === undefined || only.has(id.toUpperCase());
 const updateDocs = !process.argv.includes('--no-docs') && only === undefined;
 if (!hasCommand('wrk')) {
   console.error('npm run bench needs wrk (and nginx for the image baseline): apt-get install -y wrk nginx-light');

@@ -30,6 +30,8 @@ interface Read {
   path: string;
   /** One page of a list: at most 100 ms p99 at 1M. */
   page?: boolean;
+  /** false: the two sets' answers differ in size, so the ratio is shown, not held to 0.5. */
+  judged?: false;
 }
 
 /** The reads, as paths on a server holding the set (`meta`), found through its API where a cursor is needed. */
@@ -76,7 +78,21 @@ async function readsOf(api: Api, copy: ScaleCopy): Promise<Read[]> {
       page: true,
     },
     { id: 'S8', title: "a job's runs", path: `/testmgmt/testruns?jobId=${sample.jobId}`, page: true },
-    { id: 'S9', title: "a test's history", path: `/testmgmt/tests/${sample.testId}/history`, page: true },
+    // The 10k set's test has 5 runs (2,000 tests share 9,877 runs), the 1M set's 500: the same 5 newest
+    // runs on both is the like-for-like figure, the default page (5 runs against 200) a page's cost.
+    {
+      id: 'S9',
+      title: "a test's history, its newest 5 runs",
+      path: `/testmgmt/tests/${sample.testId}/history?limit=5`,
+      page: true,
+    },
+    {
+      id: 'S9b',
+      title: "a test's history, the default page (5 runs at 10k)",
+      path: `/testmgmt/tests/${sample.testId}/history`,
+      page: true,
+      judged: false,
+    },
     { id: 'S10', title: "a run's artifacts", path: `/projects/${p}/artifact?testRunId=${sample.runId}`, page: true },
     { id: 'S11', title: 'usage answer', path: `/projects/${p}/usage` },
     { id: 'S12', title: 'failures list', path: `/projects/${p}/failures`, page: true },
@@ -196,7 +212,7 @@ export async function scaleFigures(
             baseline: median(p99Small),
             baselineName: 'p99 at 10k runs',
             lowerIsBetter: true,
-            minRatio: 0.5,
+            ...(read.judged === false ? {} : { minRatio: 0.5 }),
             ...(read.page ? { maxValue: 100 } : {}),
             samples: { attest: p99, baseline: p99Small },
             notes:

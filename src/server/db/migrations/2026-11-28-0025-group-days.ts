@@ -4,8 +4,8 @@ import { type Kysely, PostgresAdapter, sql } from 'kysely';
 // The dashboard's top error groups and their trends (TRIAGE-8) as a rollup kept on write: the
 // failed runs of each group per project and UTC day (of the run's finish, the occurrence's `at`).
 // Counting the window's occurrences on every read cost what the window held: a project's 14 days at
-// a million runs hold about 3,300 occurrences (the top five groups 1,800), against about 30 at
-// 10,000 runs (docs/performance.md, S13). The rollup reads one row per group and day, whatever the
+// a million runs hold about 3,300 occurrences (the top five groups 1,800), against 67 in the
+// 10,000-run set (docs/performance.md, S13). The rollup reads one row per group and day, whatever the
 // data. A dashboard on one branch still counts the branch's occurrences (docs/triage.md).
 //
 // Triggers on `failure_occurrences` keep it, so every path that records or removes an occurrence
