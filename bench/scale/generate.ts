@@ -522,10 +522,10 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
         let nth = 0;
         const n = b === 0 ? main : share(ofDay - main, SHAPE.branches - 1, b - 1);
         const parts = Math.ceil(n / SHAPE.jobMaxRuns);
-        for (let slot = 0; slot < parts; slot++) {
-          const stream = (p * SHAPE.branches + b) * Math.ceil(SHAPE.fullRuns / SHAPE.jobMaxRuns) + slot;
+        for (let part = 0; part < parts; part++) {
+          const stream = (p * SHAPE.branches + b) * Math.ceil(SHAPE.fullRuns / SHAPE.jobMaxRuns) + part;
           for (let j = 0; j < jobsOn(stream, day, options.runs / SHAPE.fullRuns); j++) {
-            const size = share(n, parts, slot);
+            const size = share(n, parts, part);
             nth++;
             const jobId = random.uuid();
             const branch = BRANCHES[b] as string;
