@@ -158,9 +158,9 @@ export async function readFigures(attest: Attest, set: ReadSet, dialect: 'sqlite
   const deviceUrl = `${attest.url}/api/v1/device/devices/${set.deviceId}`;
   const f1Threshold = dialect === 'sqlite' ? 0.5 : 0.3;
 
-  const device = await answerOf(deviceUrl, std);
-  const bareDevice = settings.wants('F1') ? await bareServer(device.body, device.headers) : undefined;
-  if (bareDevice && settings.wants('F1')) {
+  if (settings.wants('F1')) {
+    const device = await answerOf(deviceUrl, std);
+    const bareDevice = await bareServer(device.body, device.headers);
     settings.step(`F1 device read (${dialect})`);
     const f1 = await interleaved(settings, { url: deviceUrl, headers: std, pid: attest.pid }, { url: bareDevice.url, pid: bareDevice.pid });
     figures.push(readFigure('F1', 'device read, standard key', dialect, f1Threshold, 'bare node:http', f1));
@@ -170,13 +170,10 @@ export async function readFigures(attest: Attest, set: ReadSet, dialect: 'sqlite
       { url: bareDevice.url, pid: bareDevice.pid },
     );
     figures.push(readFigure('F1', 'device read, old-format key', dialect, f1Threshold, 'bare node:http', f1legacy));
+    await bareDevice.stop();
   }
-  try {
-    if (settings.wants('F2')) figures.push(...(await resultsFigures(attest, set, dialect, settings)));
-    if (dialect === 'sqlite' && settings.wants('F3')) figures.push(...(await imageFigures(attest, set, settings)));
-  } finally {
-    await bareDevice?.stop();
-  }
+  if (settings.wants('F2')) figures.push(...(await resultsFigures(attest, set, dialect, settings)));
+  if (dialect === 'sqlite' && settings.wants('F3')) figures.push(...(await imageFigures(attest, set, settings)));
   return figures;
 }
 

@@ -116,33 +116,25 @@ export async function groupTrends(
   since: string,
   branch: string | null,
 ): Promise<TrendRow[]> {
-  const rows: TrendRow[] = [];
-  for (const ids of chunk(groupIds, IN_LIST_SIZE)) {
-    if (branch === null) {
-      rows.push(
-        ...(await executor
+  const day = sql<string>`substr(at, 1, 10)`;
+  const ofChunk = (ids: string[]) =>
+    branch === null
+      ? executor
           .selectFrom('group_days')
           .select(['group_id', 'day', 'occurrences'])
           .where('project_id', '=', projectId)
           .where('day', '>=', since.slice(0, 10))
           .where('group_id', 'in', ids)
           .where('occurrences', '>', 0)
-          .execute()),
-      );
-      continue;
-    }
-    const day = sql<string>`substr(at, 1, 10)`;
-    rows.push(
-      ...(await executor
-        .selectFrom('failure_occurrences')
-        .select(['group_id', day.as('day'), (eb) => eb.fn.countAll<number | string>().as('occurrences')])
-        .where('group_id', 'in', ids)
-        .where('at', '>=', since)
-        .where('branch', '=', branch)
-        .groupBy(['group_id', day])
-        .execute()),
-    );
-  }
+      : executor
+          .selectFrom('failure_occurrences')
+          .select(['group_id', day.as('day'), (eb) => eb.fn.countAll<number | string>().as('occurrences')])
+          .where('group_id', 'in', ids)
+          .where('at', '>=', since)
+          .where('branch', '=', branch)
+          .groupBy(['group_id', day]);
+  const rows: TrendRow[] = [];
+  for (const ids of chunk(groupIds, IN_LIST_SIZE)) rows.push(...(await ofChunk(ids).execute()));
   return rows;
 }
 
