@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { generateScale } from '../../bench/scale/generate.ts';
 import { loadConfig } from '../../src/server/config.ts';
 import { createContext } from '../../src/server/context.ts';
@@ -100,6 +101,19 @@ async function counters(db: DB) {
   };
 }
 
+/** The indexes and triggers, by name and definition: the load drops some and must make them again. */
+async function schema(db: DB, dialect: string) {
+  const query =
+    dialect === 'sqlite'
+      ? sql<{ name: string; definition: string }>`SELECT name, sql AS definition FROM sqlite_master WHERE type IN ('index', 'trigger') ORDER BY name`
+      : sql<{ name: string; definition: string }>`
+          SELECT indexname AS name, indexdef AS definition FROM pg_indexes WHERE schemaname = 'public'
+          UNION ALL
+          SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal
+          ORDER BY name`;
+  return (await query.execute(db)).rows;
+}
+
 /** What completing the runs recorded, with group ids replaced by their fingerprints (ids are random). */
 async function derived(db: DB) {
   const groups = await db.selectFrom('failure_groups').selectAll().execute();
@@ -165,6 +179,9 @@ for (const dialect of DIALECTS) {
       const b = await open(fired);
       try {
         assert.deepEqual(await counters(a.db), await counters(b.db));
+        const indexes = await schema(a.db, dialect);
+        assert.ok(indexes.length > 100, `${indexes.length} indexes and triggers`);
+        assert.deepEqual(indexes, await schema(b.db, dialect));
         const usage = await a.db
           .selectFrom('project_usage')
           .select(({ fn }) => fn.sum<number>('runs').as('runs'))
