@@ -103,10 +103,11 @@ async function counters(db: DB) {
 
 /** The indexes and triggers, by name and definition: the load drops some and must make them again. */
 async function schema(db: DB, dialect: string) {
+  type Definition = { name: string; definition: string };
   const query =
     dialect === 'sqlite'
-      ? sql<{ name: string; definition: string }>`SELECT name, sql AS definition FROM sqlite_master WHERE type IN ('index', 'trigger') ORDER BY name`
-      : sql<{ name: string; definition: string }>`
+      ? sql<Definition>`SELECT name, sql AS definition FROM sqlite_master WHERE type IN ('index', 'trigger') ORDER BY name`
+      : sql<Definition>`
           SELECT indexname AS name, indexdef AS definition FROM pg_indexes WHERE schemaname = 'public'
           UNION ALL
           SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal
