@@ -9,7 +9,6 @@ import type { NotificationBus } from './cluster/notification-bus.ts';
 import type { Config } from './config.ts';
 import { type CrashPoint, crashTrigger } from './crash-points.ts';
 import { createDatabase, type DatabaseHandle } from './db/database.ts';
-import { openLeaseConnections } from './db/lease-connections.ts';
 import { legacyKeyDigests } from './db/repositories/api-keys.ts';
 import { DatabaseBlobFence } from './db/repositories/blob-fence.ts';
 import { taskStore } from './db/repositories/tasks.ts';
@@ -138,7 +137,12 @@ export async function createContext(config: Config, parts: ContextParts = {}): P
     thumbnails: new ThumbnailRenderer(config),
     background: new TaskRunner({
       // On PostgreSQL the runner claims and renews on connections of its own (lease-connections.ts).
-      store: taskStore(database.db, config.databaseUrl ? openLeaseConnections(config.databaseUrl, lostConnection) : undefined),
+      store: taskStore(
+        database.db,
+        config.databaseUrl
+          ? (await import('./db/lease-connections.ts')).openLeaseConnections(config.databaseUrl, lostConnection)
+          : undefined,
+      ),
       log,
       leaseMs: config.taskLeaseSeconds * 1000,
       pollMs: config.taskPollMs,

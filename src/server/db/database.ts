@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Config } from '../config.ts';
 import { StartupError } from '../errors.ts';
 import { BACKSTOP_CHECKPOINT_PAGES, WalCheckpointer } from './checkpointer.ts';
@@ -210,12 +210,14 @@ const silentLog: SpaceLog = { info() {}, warn() {} };
 const DEFAULT_CHECKPOINT_PAGES = 1000;
 
 /** Parses int8 (counts, sizes) as numbers: they stay far below 2^53 here. */
-const pgTypes = {
-  getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === 20) return (value: string) => Number(value);
-    return pg.types.getTypeParser(oid, format as 'text');
-  },
-};
+function pgTypes(types: typeof pg.types) {
+  return {
+    getTypeParser(oid: number, format?: 'text' | 'binary') {
+      if (oid === 20) return (value: string) => Number(value);
+      return types.getTypeParser(oid, format as 'text');
+    },
+  };
+}
 
 async function checkPostgresDurability(db: DB, config: Config): Promise<void> {
   if (config.allowUnsafePostgres) return;
@@ -253,7 +255,9 @@ export async function createDatabase(
     // With blobs in a bucket nothing of the instance is on its disk: any number of instances may
     // share the database and the bucket (SCALE-3).
     const lock = config.blobUrl ? undefined : lockDataDir(config.dataDir);
-    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10, types: pgTypes });
+    // Loaded only here: an instance on SQLite does not carry PostgreSQL's client.
+    const { default: pg } = await import('pg');
+    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10, types: pgTypes(pg.types) });
     // Without a listener an idle connection's error is an uncaught exception that ends the process.
     pool.on('error', options.onConnectionLost ?? (() => {}));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log });

@@ -1,5 +1,5 @@
 import { createSign } from 'node:crypto';
-import { Octokit } from '@octokit/rest';
+import type { Octokit } from '@octokit/rest';
 import type { ForgeSettingsTable } from '../db/types.ts';
 import { callJson, IntegrationError } from './integration-http.ts';
 
@@ -76,6 +76,8 @@ export async function gitHubOctokit(
   fetcher: typeof fetch,
   now: () => Date,
 ): Promise<Octokit> {
+  // Loaded when a project first reports to GitHub: an instance without the integration does not carry it.
+  const { Octokit } = await import('@octokit/rest');
   const options = { baseUrl: settings.api_url, request: { fetch: fetcher, retries: 0 }, log: silentOctokitLog, userAgent: 'attest' };
   if (settings.auth === 'token') {
     if (!settings.token) throw new IntegrationError('no token is configured');
