@@ -90,8 +90,11 @@ describe('attest maintenance commands refuse what they cannot do, and say what t
       (JSON.parse(again.stdout) as { projects: { key: string; expired: number }[] }).projects.find((p) => p.key === project.key)?.expired,
       2,
     );
-    const real = await attest(['retention'], { ATTEST_DATA_DIR: dataDir });
+    const real = await attestCommand(['retention'], { ATTEST_DATA_DIR: dataDir });
     assert.match(real.stdout, /deleted 2 runs in all/);
+    // Not a terminal: its progress as plain lines on stderr, from the runs counted first.
+    assert.match(real.stderr, /^deleting: 0\/2 runs$/m);
+    assert.match(real.stderr, /^deleting: 2\/2 runs$/m);
     const after = await attest(['retention', '--dry-run'], { ATTEST_DATA_DIR: dataDir });
     assert.match(after.stdout, new RegExp(`${project.key}: 0 runs would be deleted`));
   });

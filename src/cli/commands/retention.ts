@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { report } from '../output.ts';
+import { progressOf } from '../progress.ts';
 
 /** `attest retention [--dry-run]`: applies (or shows) every project's retention, on the server's host. */
 export function retentionCommand(program: Command): void {
@@ -13,7 +14,19 @@ export function retentionCommand(program: Command): void {
       const { openInstance, withCommandContext } = await import('../instance.ts');
       const instance = await openInstance('apply retention, then start it again');
       try {
-        const result = await withCommandContext(instance, (ctx) => sweepRetention(ctx, { dryRun: options.dryRun }));
+        const mode = options.json || options.dryRun ? 'none' : process.stderr.isTTY ? 'bar' : 'lines';
+        const result = await withCommandContext(instance, async (ctx) => {
+          if (mode === 'none') return sweepRetention(ctx, { dryRun: options.dryRun });
+          // A sweep of a long-kept instance runs for minutes: counted first, it shows how far it is.
+          const expired = (await sweepRetention(ctx, { dryRun: true })).projects.reduce((n, p) => n + p.expired, 0);
+          const bar = progressOf('deleting', mode, ' runs');
+          bar.update(0, expired);
+          try {
+            return await sweepRetention(ctx, { progress: (deleted) => bar.update(deleted, Math.max(expired, deleted)) });
+          } finally {
+            bar.stop();
+          }
+        });
         await instance.database.durable();
         const lines = result.projects.map((p) => {
           const rules =

@@ -48,8 +48,12 @@ function policyOf(rules: RetentionRules, now: number): Policy {
  * them). On PostgreSQL each batch takes the sweep's advisory lock, so of several instances only one
  * sweeps at a time; another that finds it taken stops and leaves the work to it. Run as a periodic
  * task, it stops before the next batch once `lease` is no longer held (lost, or this instance stopping).
+ * `progress` hears the runs deleted so far after each batch (the command line's progress).
  */
-export async function sweepRetention(ctx: ServiceContext, options: { dryRun?: boolean; lease?: Lease } = {}): Promise<RetentionReport> {
+export async function sweepRetention(
+  ctx: ServiceContext,
+  options: { dryRun?: boolean; lease?: Lease; progress?: (deleted: number) => void } = {},
+): Promise<RetentionReport> {
   const report: RetentionReport = { dryRun: options.dryRun === true, deleted: 0, projects: [] };
   const now = ctx.clock().getTime();
   const fallback = defaultRules(ctx.config);
@@ -91,6 +95,7 @@ export async function sweepRetention(ctx: ServiceContext, options: { dryRun?: bo
         if (batch > 0) forgetKeptContent(ctx);
         entry.expired += batch;
         report.deleted += batch;
+        options.progress?.(report.deleted);
       }
       if (page.length < SWEEP_SELECT) break;
       from = page[page.length - 1]?.finishedAt;
