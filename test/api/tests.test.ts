@@ -34,6 +34,15 @@ Feature: Checkout
       | blocked | Card blocked |
 `;
 
+/** A feature of one Scenario Outline: `steps` Given steps filled from `rows` Examples rows of two columns. */
+function outlineFeature(steps: number, rows: number): string {
+  const lines = ['Feature: Big outline', '  Scenario Outline: Case <a>'];
+  for (let i = 0; i < steps; i++) lines.push(`    Given step ${i} with <a> and <b>`);
+  lines.push('    Examples:', '      | a | b |');
+  for (let i = 0; i < rows; i++) lines.push(`      | v${i} | w${i} |`);
+  return lines.join('\n');
+}
+
 /** Sends a Gherkin feature as the whole body, the way a feature file is uploaded. */
 async function postGherkin(client: AttestClient, text: string, query: string): Promise<Response> {
   return client.fetchRaw('POST', `/testmgmt/tests${query}`, { headers: { 'content-type': 'text/x-gherkin; charset=utf-8' }, body: text });
@@ -173,6 +182,51 @@ for (const dialect of DIALECTS) {
           assert.equal(problem.status, 400);
           assert.match(firstError(problem)?.message ?? '', message);
         }
+      });
+
+      test('answers 400 for an outline that expands past a bound, before expanding it, and creates nothing (SEC-4g)', async () => {
+        const project = (await createProject(server, 'Outlines')).id;
+        await server.admin.client.call(v1.projects.addMember, { params: { projectId: project, email: tester.email } });
+        // 500 steps × 15,000 Examples rows (about 385 KB): 7.5 million steps once expanded.
+        const huge = outlineFeature(500, 15_000);
+        const rssBefore = process.memoryUsage().rss;
+        const problem = await problemOf(await postGherkin(tester.client, huge, `?projectId=${project}`));
+        assert.equal(problem.status, 400);
+        assert.match(firstError(problem)?.message ?? '', /expands to 15000 scenarios.*at most 1000/);
+        assert.ok(process.memoryUsage().rss - rssBefore < 50 * 1024 * 1024, 'the outline was never expanded in memory');
+        // One step repeating a placeholder 20,000 times, filled with 1,000 characters: 20 MB of one step.
+        const amplified = [
+          'Feature: Amplified',
+          '  Scenario Outline: x',
+          `    Given ${'<a>'.repeat(20_000)}`,
+          '    Examples:',
+          '      | a |',
+          `      | ${'y'.repeat(1000)} |`,
+        ];
+        const long = await problemOf(await postGherkin(tester.client, amplified.join('\n'), `?projectId=${project}`));
+        assert.equal(long.status, 400);
+        assert.match(firstError(long)?.message ?? '', /longer than 65536 characters once the Examples row on line 6 fills it/);
+        // 40,000 columns, each one a scan of a 200 KB step: work without any growth.
+        const columns = Array.from({ length: 40_000 }, (_, i) => `c${i}`);
+        const wide = [
+          'Feature: Wide',
+          '  Scenario Outline: x',
+          `    Given ${'z'.repeat(200_000)}`,
+          '    Examples:',
+          `      | ${columns.join(' | ')} |`,
+          `      | ${columns.map(() => 'v').join(' | ')} |`,
+        ];
+        const scan = await problemOf(await postGherkin(tester.client, wide.join('\n'), `?projectId=${project}`));
+        assert.equal(scan.status, 400);
+        assert.match(firstError(scan)?.message ?? '', /placeholders would scan \d+ characters; at most 67108864/);
+        // Within every bound, the same shape is a test (9 steps × 99 rows: 99 scenarios of 10 steps each).
+        const fits = await postGherkin(tester.client, outlineFeature(9, 99), `?projectId=${project}`);
+        assert.equal(fits.status, 201);
+        const listed = await tester.client.call(v1.tests.listTests, { query: { projectId: project, limit: 10 } });
+        assert.deepEqual(
+          listed.items.map((t) => t.name),
+          ['Big outline'],
+        );
       });
 
       test('answers 400 naming the field unless exactly one of steps and gherkin is given', async () => {

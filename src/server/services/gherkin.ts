@@ -3,6 +3,7 @@ import { type GherkinDocument, IdGenerator, type PickleStep, type Step } from '@
 import { LABEL_MAX, LABELS_MAX, NAME_MAX, TEXT_MAX } from '../../api/common.ts';
 import { TEST_STEPS_MAX } from '../../api/v1/tests.ts';
 import { AppError, type FieldError, invalid } from '../errors.ts';
+import { checkFeatureExpansion } from './gherkin-bounds.ts';
 
 export interface TestStepDefinition {
   action: string;
@@ -88,7 +89,8 @@ function parse(text: string, pointer: string): GherkinDocument {
  * And/But after it) becomes an action written as it is in the file; a Then step (and an And/But
  * after it) becomes the expected result of the action before it, one line per outcome. When the
  * feature has several scenarios each one opens with a `Scenario: <name>` step, so their outcomes
- * never attach to another scenario's action. Problems answer 400 at `pointer`.
+ * never attach to another scenario's action. What the outlines expand to is bounded before they are
+ * expanded (SEC-4g). Problems answer 400 at `pointer`.
  */
 export function featureToTest(text: string, pointer: string): FeatureDefinition {
   const document = parse(text, pointer);
@@ -104,6 +106,7 @@ export function featureToTest(text: string, pointer: string): FeatureDefinition 
   if (badTag !== undefined) throw invalid(pointer, `the tag "@${badTag.slice(0, LABEL_MAX)}" is empty, too long or holds a comma`);
   if (tags.length > LABELS_MAX) throw invalid(pointer, `the Feature has more than ${LABELS_MAX} tags`);
 
+  checkFeatureExpansion(document, pointer);
   const pickles = compile(document, 'feature', IdGenerator.uuid());
   if (pickles.length === 0) throw invalid(pointer, 'the Feature has no scenarios');
   const keywords = keywordsById(document);
