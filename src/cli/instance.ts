@@ -25,7 +25,8 @@ export function requireDatabase(config: Config): void {
  * instead when a server holds the data folder (for example the online command that does the same).
  */
 export async function openInstance(whileRunning: string) {
-  const config = loadConfig();
+  // A maintenance command's statements (a sweep of years of runs, a full verify) may outlast a request's limit.
+  const config = { ...loadConfig(), databaseStatementTimeoutMs: 0 };
   requireDatabase(config);
   const database = await createDatabase(config).catch((error: unknown) => {
     if (error instanceof DataFolderBusyError) {

@@ -33,6 +33,14 @@ export interface Config {
   s3TimeoutMs: number;
   s3MaxAttempts: number;
   /**
+   * PostgreSQL's request pool (DUR-15): the longest wait for a connection (`ATTEST_DB_CONNECT_TIMEOUT_MS`)
+   * and for one statement (`ATTEST_DB_STATEMENT_TIMEOUT_MS`, 0: none; the maintenance commands take none).
+   */
+  databaseConnectTimeoutMs: number;
+  databaseStatementTimeoutMs: number;
+  /** Longest wait for each store's answer in `GET /health/ready` (`ATTEST_READINESS_TIMEOUT_MS`). */
+  readinessTimeoutMs: number;
+  /**
    * `redis://…` (`ATTEST_REDIS_URL`): with PostgreSQL, the rate-limit, failed-authentication and
    * login-throttle counts are kept there, shared by every instance (keys prefixed with the
    * database's name); undefined: in PostgreSQL. On SQLite, one process serves and counts in memory,
@@ -300,6 +308,9 @@ export function loadConfig(env: Env = process.env): Config {
     s3ForcePathStyle: r.bool('ATTEST_S3_FORCE_PATH_STYLE', r.string('ATTEST_S3_ENDPOINT') !== undefined),
     s3TimeoutMs: r.int('ATTEST_S3_TIMEOUT_MS', 15_000, 100, 600_000),
     s3MaxAttempts: r.int('ATTEST_S3_MAX_ATTEMPTS', 3, 1, 10),
+    databaseConnectTimeoutMs: r.int('ATTEST_DB_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
+    databaseStatementTimeoutMs: r.int('ATTEST_DB_STATEMENT_TIMEOUT_MS', 30_000, 0, 86_400_000),
+    readinessTimeoutMs: r.int('ATTEST_READINESS_TIMEOUT_MS', 1500, 100, 60_000),
     redisUrl: r.url('ATTEST_REDIS_URL', ['redis:', 'rediss:']),
     cacheTtlSeconds: r.int('ATTEST_CACHE_TTL_SECONDS', 10, 1, 3600),
     taskLeaseSeconds: r.int('ATTEST_TASK_LEASE_SECONDS', 30, 3, 3600),

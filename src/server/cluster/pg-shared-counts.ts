@@ -1,5 +1,6 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { hearConnectionErrors } from '../db/pg-pool-errors.ts';
 import type { Database, DB } from '../db/types.ts';
 import type { SharedCounts, StoredCount } from '../security/shared-counts.ts';
 
@@ -41,8 +42,8 @@ export class PgSharedCounts implements SharedCounts {
     private readonly onError: (error: unknown) => void,
   ) {
     const pool = new pg.Pool({ connectionString: databaseUrl, max: CONNECTIONS, ...TIMEOUTS });
-    // Without a listener an idle connection's error is an uncaught exception that ends the process.
-    pool.on('error', onError);
+    // Without a listener a connection's error is an uncaught exception that ends the process.
+    hearConnectionErrors(pool, onError);
     this.#db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   }
 

@@ -31,6 +31,7 @@ import * as runDurations from './migrations/2026-11-27-0022-run-durations.ts';
 import * as runDays from './migrations/2026-11-28-0023-run-days.ts';
 import * as blobRefsByKey from './migrations/2026-11-28-0024-blob-refs-by-key.ts';
 import * as groupDays from './migrations/2026-11-28-0025-group-days.ts';
+import { hearConnectionErrors } from './pg-pool-errors.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
 import type { Database, DB, Dialect } from './types.ts';
@@ -236,6 +237,24 @@ async function checkPostgresDurability(db: DB, config: Config): Promise<void> {
 }
 
 /**
+ * The request pool's bounds on a database that stops answering (DUR-15): a connection that cannot be
+ * had (opened, or free in the pool) within `ATTEST_DB_CONNECT_TIMEOUT_MS`, a statement PostgreSQL runs
+ * past `ATTEST_DB_STATEMENT_TIMEOUT_MS` (it cancels it) or that gets no answer a second after that
+ * (a database cut off the network, which cannot even cancel) fails, and becomes a 503 with
+ * Retry-After (`isDatabaseUnavailable`). TCP keepalive finds an idle connection whose peer is gone.
+ * A statement timeout of 0 (the maintenance commands) leaves statements unbounded.
+ */
+function poolLimits(config: Pick<Config, 'databaseConnectTimeoutMs' | 'databaseStatementTimeoutMs'>) {
+  const statement = config.databaseStatementTimeoutMs;
+  return {
+    connectionTimeoutMillis: config.databaseConnectTimeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    ...(statement > 0 ? { statement_timeout: statement, query_timeout: statement + 1000 } : {}),
+  };
+}
+
+/**
  * Opens the configured database (SQLite in the data folder, or PostgreSQL) and migrates it.
  * `onConnectionLost` hears of PostgreSQL connections that broke while idle in the pool (a server
  * restart, an administrator terminating them): the pool drops them and opens new ones on demand.
@@ -257,17 +276,23 @@ export async function createDatabase(
     const lock = config.blobUrl ? undefined : lockDataDir(config.dataDir);
     // Loaded only here: an instance on SQLite does not carry PostgreSQL's client.
     const { default: pg } = await import('pg');
-    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10, types: pgTypes(pg.types) });
-    // Without a listener an idle connection's error is an uncaught exception that ends the process.
-    pool.on('error', options.onConnectionLost ?? (() => {}));
+    // Migrations (a backfill may run for minutes) get a pool of their own without the time limits.
+    const migrations = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: config.databaseUrl, max: 1, types: pgTypes(pg.types) }) }),
+    });
+    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10, types: pgTypes(pg.types), ...poolLimits(config) });
+    // Without a listener a connection's error is an uncaught exception that ends the process.
+    hearConnectionErrors(pool, options.onConnectionLost ?? (() => {}));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log });
     try {
       await checkPostgresDurability(db, config);
-      await migrateToLatest(db);
+      await migrateToLatest(migrations);
     } catch (error) {
       await db.destroy();
       lock?.close();
       throw error;
+    } finally {
+      await migrations.destroy();
     }
     return {
       db,

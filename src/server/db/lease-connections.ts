@@ -1,5 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { hearConnectionErrors } from './pg-pool-errors.ts';
 import type { Database, DB } from './types.ts';
 
 /**
@@ -22,7 +23,7 @@ export function openLeaseConnections(databaseUrl: string, onConnectionLost: (err
     statement_timeout: 5000,
     query_timeout: 6000,
   });
-  // Without a listener an idle connection's error is an uncaught exception that ends the process.
-  pool.on('error', onConnectionLost);
+  // Without a listener a connection's error is an uncaught exception that ends the process.
+  hearConnectionErrors(pool, onConnectionLost);
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }

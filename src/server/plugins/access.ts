@@ -174,7 +174,9 @@ export function accessHooks(ctx: AppContext) {
           done();
         },
         (error: unknown) => {
-          if (token === undefined) done(error as Error);
+          // Only a refused key counts against its client (SEC-2b): a lookup that failed because the
+          // database did not answer is a 503, and a valid key must not end up throttled by it (DUR-15).
+          if (token === undefined || !(error instanceof AppError && error.code === 'UNAUTHENTICATED')) done(error as Error);
           else refusedKey(error, token, user, request.ip).then((answer) => done(answer as Error), done);
         },
       );

@@ -4,6 +4,7 @@ import type { ErrorObject } from 'ajv';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { BlobStorageError } from '../blob/blob-store.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
 import { AppError, ERRORS, type ErrorCode, type FieldError } from '../errors.ts';
 import {
   answeredClientError,
@@ -71,6 +72,11 @@ export function classifyError(error: FastifyError | AppError | Error, request: F
   if (error instanceof BlobStorageError) {
     request.log.error({ err: error }, 'the blob store failed');
     return new AppError('UNAVAILABLE', 'The storage is not reachable right now; retry later.', { headers: { 'retry-after': '5' } });
+  }
+  // The database is down, cut off or out of connections: retry later, as for the blob store (DUR-15).
+  if (isDatabaseUnavailable(error)) {
+    request.log.error({ err: error }, 'the database did not answer');
+    return new AppError('UNAVAILABLE', 'The database is not reachable right now; retry later.', { headers: { 'retry-after': '5' } });
   }
   const e = error as FastifyError;
   if (e.validation) {

@@ -10,6 +10,19 @@ import { memberProjectIds } from '../../services/users.ts';
 import { APP_VERSION } from '../../version.ts';
 import { route } from '../route.ts';
 
+/** `probe`, or a rejection once `ms` have passed without its answer (the probe itself is left to finish). */
+async function answeredWithin(probe: Promise<void>, ms: number, what: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  try {
+    await Promise.race([probe, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export function metaRoutes(ctx: AppContext) {
   return [
     route(api.getHealth, { handler: async () => ({ status: 'ok' as const, version: APP_VERSION }) }),
@@ -23,8 +36,14 @@ export function metaRoutes(ctx: AppContext) {
           });
         }
         // Start-up recovery ran the full quick_check once (DUR-9); a probe only asks for an answer.
-        // Both stores are asked at once; the answer names each one that failed (SCALE-7).
-        const [database, blobs] = await Promise.allSettled([ctx.database.ping(), ctx.blobs.ping()]);
+        // Both stores are asked at once; the answer names each one that failed (SCALE-7), or that
+        // has not answered within ATTEST_READINESS_TIMEOUT_MS: a database cut off the network never
+        // answers at all, and a probe must say so while the balancer still asks (DUR-15).
+        const limit = ctx.config.readinessTimeoutMs;
+        const [database, blobs] = await Promise.allSettled([
+          answeredWithin(ctx.database.ping(), limit, 'the database'),
+          answeredWithin(ctx.blobs.ping(), limit, 'the blob store'),
+        ]);
         const unreachable = [
           ...(database.status === 'rejected' ? [{ what: 'database' as const, error: database.reason }] : []),
           ...(blobs.status === 'rejected' ? [{ what: 'blob store' as const, error: blobs.reason }] : []),
