@@ -218,6 +218,49 @@ for (const dialect of DIALECTS) {
         assert.ok(report.badBlobs.includes(damaged));
         assert.ok(report.missingBlobs.includes(missing));
       });
+
+      // SQLite's statements run synchronously in this process, so no write can land between a
+      // verify's reads there; PostgreSQL's reads wait on the network while other requests commit.
+      const concurrent = dialect === 'postgres' ? false : 'no write can interleave with a synchronous SQLite read';
+      test('reads the counters and the rows they count on one snapshot: sound under live writes', { skip: concurrent }, async () => {
+        const ctx = server.app.attest;
+        const project = await createProject(server, 'Live writes');
+        let stop = false;
+        let written = 0;
+        // Runs and artifacts committed all the while: each moves a project's and a run's counters.
+        const writer = async () => {
+          while (!stop) {
+            const run = await startRun(server.admin.client, project.id);
+            const res = await upload(
+              server.url,
+              server.admin.key,
+              project.id,
+              { testRunId: run.id, kind: 'file', name: 'log.txt' },
+              { file: { bytes: Buffer.from(`line ${written}\n`), type: 'text/plain' } },
+            );
+            assert.equal(res.status, 201, JSON.stringify(res.body));
+            written++;
+          }
+        };
+        const writers = [writer(), writer()];
+        try {
+          await waitFor(() => written >= 3);
+          let overlapped = 0;
+          for (let i = 0; i < 40; i++) {
+            const before = written;
+            const report = await verifyStorage(ctx, { hashContents: false });
+            assert.deepEqual(report.usageMismatches, [], `verify ${i + 1}: usage counters`);
+            assert.deepEqual(report.runCountMismatches, [], `verify ${i + 1}: run artifact counts`);
+            assert.deepEqual(report.missingBlobs, [], `verify ${i + 1}: blobs`);
+            if (written > before) overlapped++;
+          }
+          // Not vacuous: writes were committed while verifies read.
+          assert.ok(overlapped >= 5, `${overlapped} of 40 verifies overlapped a write`);
+        } finally {
+          stop = true;
+          await Promise.all(writers);
+        }
+      });
     });
   });
 }

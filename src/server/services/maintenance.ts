@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Lease } from '../background.ts';
 import type { BlobStore } from '../blob/blob-store.ts';
 import { deleteImageIfUnused, expectedBlobs, isBlobReferenced, referencedBlobs, unusedImageIds } from '../db/repositories/maintenance.ts';
+import { inSnapshot } from '../db/repositories/transaction.ts';
 import { type RunCountMismatch, recountRunArtifacts, recountUsage, type UsageMismatch } from '../db/repositories/usage.ts';
 import type { DB } from '../db/types.ts';
 
@@ -153,26 +154,34 @@ export async function verifyStorage(
   deps: { db: DB; blobs: BlobStore; database: { integrityProblems(): Promise<string[]> } },
   options: { hashContents?: boolean; onProgress?: (done: number, total: number) => void } = {},
 ): Promise<VerifyReport> {
+  const integrity = await deps.database.integrityProblems();
+  // The counters and the rows they count are read on one snapshot: read one after the other under
+  // live writes, a run written between two reads shows up as a counter that differs from its rows.
+  const { usageMismatches, runCountMismatches, expected } = await inSnapshot(deps.db, async (trx) => ({
+    usageMismatches: await recountUsage(trx),
+    runCountMismatches: await recountRunArtifacts(trx),
+    expected: await expectedBlobs(trx),
+  }));
   const report: VerifyReport = {
-    integrity: await deps.database.integrityProblems(),
+    integrity,
     artifactsChecked: 0,
     missingBlobs: [],
     badBlobs: [],
     orphanBlobs: 0,
-    usageMismatches: await recountUsage(deps.db),
-    runCountMismatches: await recountRunArtifacts(deps.db),
+    usageMismatches,
+    runCountMismatches,
   };
-  const { artifacts, blobs: expected } = await expectedBlobs(deps.db);
+  const { artifacts, blobs: expectedKeys } = expected;
   report.artifactsChecked = artifacts;
   let done = 0;
-  for (const [key, size] of expected) {
+  for (const [key, size] of expectedKeys) {
     const head = await deps.blobs.head(key);
     if (!head) report.missingBlobs.push(key);
     else if ((size >= 0 && head.size !== size) || (options.hashContents !== false && (await sha256Of(deps.blobs, key)) !== key)) {
       report.badBlobs.push(key);
     }
-    options.onProgress?.(++done, expected.size);
+    options.onProgress?.(++done, expectedKeys.size);
   }
-  for await (const blob of deps.blobs.list()) if (!expected.has(blob.sha256)) report.orphanBlobs++;
+  for await (const blob of deps.blobs.list()) if (!expectedKeys.has(blob.sha256)) report.orphanBlobs++;
   return report;
 }
