@@ -80,7 +80,7 @@ for (const dialect of DIALECTS) {
       }
     });
 
-    test('killed while a delivery is on the wire: it is sent again after the claim runs out, with the same webhook-id', async () => {
+    test('killed while a delivery is on the wire: it is sent again after the claim runs out, with the same webhook-id, and the log keeps the cut-off attempt', async () => {
       const { storage, receiver } = await setUp();
       const first = await spawnServer(storage, ENV);
       const project = await first.admin.call(v1.projects.createProject, { body: { key: 'WIRE', name: 'Wire' } });
@@ -100,6 +100,23 @@ for (const dialect of DIALECTS) {
         const copies = copiesOf(receiver, run.id);
         assert.equal(new Set(copies.map((r) => r.headers['webhook-id'])).size, 1, 'one id for every copy');
         assert.equal(new Set(copies.map((r) => r.body)).size, 1, 'one body for every copy');
+        // HOOK-10: the attempt the kill cut off is in the delivery log, before the one that delivered.
+        await waitFor(
+          async () => {
+            const log = await second.admin.call(v1.webhooks.listWebhookDeliveries, {
+              params: { projectId: project.id, webhookId: hook.id },
+            });
+            return log.items[0]?.status === 'delivered';
+          },
+          { timeoutMs: 15_000, message: 'the second copy recorded as delivered' },
+        );
+        const log = await second.admin.call(v1.webhooks.listWebhookDeliveries, { params: { projectId: project.id, webhookId: hook.id } });
+        const attempts = log.items[0]?.attempts ?? [];
+        assert.equal(attempts.length, copies.length, 'one attempt recorded per copy sent');
+        const [cut, delivered] = [...attempts].sort((a, b) => a.attempt - b.attempt);
+        assert.equal(cut?.status, null);
+        assert.match(cut?.error ?? '', /^cut off: /);
+        assert.equal(delivered?.status, 204, "the receiver's answer to the copy sent again");
       } finally {
         await second.stop();
       }

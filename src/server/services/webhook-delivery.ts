@@ -3,8 +3,11 @@ import { type Lease, TaskInterrupted } from '../background.ts';
 import type { ServiceContext } from '../context.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import {
+  ATTEMPT_CUT_OFF,
+  ATTEMPT_UNDER_WAY,
   attemptsSoFar,
   claimDelivery,
+  cutOffAttempts,
   dueDeliveries,
   failPendingDeliveries,
   findDelivery,
@@ -13,6 +16,7 @@ import {
   nextDeliveryDue,
   nextUnannouncedExpiry,
   setDeliveryPayload,
+  updateAttempt,
   updateDelivery,
   updateWebhook,
 } from '../db/repositories/webhooks.ts';
@@ -116,6 +120,7 @@ async function attemptDelivery(ctx: ServiceContext, due: WebhookDeliveriesTable)
   // A claimed delivery whose attempt was never recorded (its sender died) is due again after twice the timeout.
   const until = new Date(now.getTime() + 2 * ctx.config.webhookTimeoutMs + 5000).toISOString();
   if (due.next_attempt_at === null || !(await claimDelivery(ctx.db, due.id, due.next_attempt_at, until))) return;
+  const attemptId = await beginAttempt(ctx, due);
   let payload = due.payload;
   if (payload === null) {
     try {
@@ -127,11 +132,35 @@ async function attemptDelivery(ctx: ServiceContext, due: WebhookDeliveriesTable)
     }
     if (payload === null) {
       const result = { status: null, error: 'payload: what the event is about is gone', latencyMs: 0, response: null, retryable: false };
-      await recordAttempt(ctx, webhook, due, { ...result, retryAfterMs: undefined });
+      await recordAttempt(ctx, webhook, due, attemptId, { ...result, retryAfterMs: undefined });
       return;
     }
   }
-  await recordAttempt(ctx, webhook, due, await send(ctx, webhook, due.message_id, payload));
+  await recordAttempt(ctx, webhook, due, attemptId, await send(ctx, webhook, due.message_id, payload));
+}
+
+/**
+ * Records a claimed delivery's attempt as under way before anything is sent, so an attempt cut off
+ * by a crash stays in the delivery log (HOOK-10); attempts an earlier claim left under way are marked
+ * cut off first (their claim ran out, so their senders are gone). Answers the new attempt's id.
+ */
+async function beginAttempt(ctx: ServiceContext, delivery: WebhookDeliveriesTable): Promise<string> {
+  const id = randomUUID();
+  await inTransaction(ctx.db, async (trx) => {
+    await cutOffAttempts(trx, delivery.id, ATTEMPT_UNDER_WAY, ATTEMPT_CUT_OFF);
+    const earlier = await attemptsSoFar(trx, delivery.id);
+    await insertAttempt(trx, {
+      id,
+      delivery_id: delivery.id,
+      attempt: earlier.count + 1,
+      at: ctx.clock().toISOString(),
+      status_code: null,
+      error: ATTEMPT_UNDER_WAY,
+      latency_ms: 0,
+      response: null,
+    });
+  });
+  return id;
 }
 
 /** One attempt: the body for the webhook's kind, signed, sent, and what came back. */
@@ -185,24 +214,27 @@ async function send(ctx: ServiceContext, webhook: WebhooksTable, messageId: stri
  * failing streak (a success ends it); a streak of a day, or a delivery that failed every attempt
  * within it, disables the webhook, fails its pending deliveries and writes an audit entry.
  */
-async function recordAttempt(ctx: ServiceContext, webhook: WebhooksTable, delivery: WebhookDeliveriesTable, result: AttemptResult) {
+async function recordAttempt(
+  ctx: ServiceContext,
+  webhook: WebhooksTable,
+  delivery: WebhookDeliveriesTable,
+  attemptId: string,
+  result: AttemptResult,
+) {
   const now = ctx.clock();
   const at = now.toISOString();
   let disabled = false;
   await inTransaction(ctx.db, async (trx) => {
-    const earlier = await attemptsSoFar(trx, delivery.id);
-    await insertAttempt(trx, {
-      id: randomUUID(),
-      delivery_id: delivery.id,
-      attempt: earlier.count + 1,
-      at,
+    await updateAttempt(trx, attemptId, {
       status_code: result.status,
       error: result.error,
       latency_ms: result.latencyMs,
       response: result.response,
     });
+    // Every attempt recorded counts, this one and any cut off by a crash before it.
+    const earlier = await attemptsSoFar(trx, delivery.id);
     const current = (await findWebhook(trx, webhook.id)) ?? webhook;
-    const attempts = delivery.attempts + 1;
+    const attempts = Math.max(delivery.attempts + 1, earlier.count);
     if (result.status !== null && result.status >= 200 && result.status < 300) {
       await updateDelivery(trx, delivery.id, { status: 'delivered', attempts, next_attempt_at: null, updated_at: at });
       if (current.failing_since !== null) await updateWebhook(trx, webhook.id, { failing_since: null });

@@ -96,16 +96,46 @@ export async function insertAttempt(executor: Executor, row: WebhookAttemptsTabl
   await executor.insertInto('webhook_attempts').values(row).execute();
 }
 
+/**
+ * What an attempt records before its request is sent (HOOK-10), and what it becomes when its sender
+ * never recorded an answer (the instance died or was killed mid-request): the delivery log shows
+ * every attempt made, cut off ones included, and they count towards the delivery's retries. One
+ * still under way is left out of the log until it has an answer.
+ */
+export const ATTEMPT_UNDER_WAY = 'under way: sent, no answer recorded yet';
+export const ATTEMPT_CUT_OFF = 'cut off: the instance sending it stopped before an answer was recorded';
+
+/** Writes what an attempt recorded as under way came to. */
+export async function updateAttempt(
+  executor: Executor,
+  id: string,
+  fields: Pick<WebhookAttemptsTable, 'status_code' | 'error' | 'latency_ms' | 'response'>,
+): Promise<void> {
+  await executor.updateTable('webhook_attempts').set(fields).where('id', '=', id).execute();
+}
+
+/** Marks a delivery's attempts still recorded with `underWay` as `cutOff`; answers how many there were. */
+export async function cutOffAttempts(executor: Executor, deliveryId: string, underWay: string, cutOff: string): Promise<number> {
+  const result = await executor
+    .updateTable('webhook_attempts')
+    .set({ error: cutOff })
+    .where('delivery_id', '=', deliveryId)
+    .where('status_code', 'is', null)
+    .where('error', '=', underWay)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** A webhook's deliveries, newest first. */
 export function listDeliveries(executor: Executor, webhookId: string, page: PageRequest): Promise<Page<WebhookDeliveriesTable>> {
   const query = executor.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhookId);
   return keysetPage(query, { columns: ['created_at', 'id'], direction: 'desc' }, page);
 }
 
-/** The attempts of these deliveries, in order. */
-export function attemptsOf(executor: Executor, deliveryIds: readonly string[]): Promise<WebhookAttemptsTable[]> {
-  if (deliveryIds.length === 0) return Promise.resolve([]);
-  return executor
+/** The answered (or cut-off) attempts of these deliveries, in order: none still under way. */
+export async function attemptsOf(executor: Executor, deliveryIds: readonly string[]): Promise<WebhookAttemptsTable[]> {
+  if (deliveryIds.length === 0) return [];
+  const rows = await executor
     .selectFrom('webhook_attempts')
     .selectAll()
     .where('delivery_id', 'in', deliveryIds)
@@ -113,6 +143,7 @@ export function attemptsOf(executor: Executor, deliveryIds: readonly string[]): 
     .orderBy('attempt')
     .orderBy('at')
     .execute();
+  return rows.filter((row) => !(row.status_code === null && row.error === ATTEMPT_UNDER_WAY));
 }
 
 /** Whether any attempt of this webhook succeeded at or after `since`. */
