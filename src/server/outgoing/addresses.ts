@@ -1,75 +1,106 @@
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+// The one judge of where an outgoing request may go (HOOK-5, FORGE-7): webhooks and integrations
+// ask it when a URL is saved (its host written as an address) and again at each call (every
+// address the host resolves to). The special-purpose ranges come from `ipaddr.js`, which follows
+// IANA's IPv4 and IPv6 special-purpose registries; what is decided here is only which of them an
+// outgoing request avoids (all of them) and which IPv6 forms carry an IPv4 address to judge instead.
+
+/** How an outgoing request sees one address. */
+export interface AddressClass {
+  /** Whether outgoing requests avoid it unless an admin allows private targets. */
+  special: boolean;
+  /**
+   * The range it was found in: `unicast` for a public address, else an IANA special-purpose range
+   * as `ipaddr.js` names it (`loopback`, `private`, `carrierGradeNat`, `linkLocal`, `unspecified`,
+   * `uniqueLocal`, `reserved`, …), or `ipv4Compatible`, `nat64Local`, `unallocated`, `invalid`.
+   */
+  range: string;
+  /** The IPv4 address an IPv6 form carries and was judged by: mapped, translated, NAT64, 6to4, Teredo. */
+  embedded?: string;
+}
+
+const v4 = (value: number) => ipaddr.IPv4.parse([value >>> 24, (value >>> 16) & 0xff, (value >>> 8) & 0xff, value & 0xff].join('.'));
+const fromGroups = (hi: number, lo: number) => v4(((hi << 16) | lo) >>> 0);
+
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
+const NAT64_LOCAL = ipaddr.parseCIDR('64:ff9b:1::/48');
+const GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3');
+
+function classifyIpv4(address: ipaddr.IPv4): AddressClass {
+  const range = address.range();
+  return { special: range !== 'unicast', range };
+}
+
+function classifyIpv6(address: ipaddr.IPv6): AddressClass {
+  const g = address.parts as [number, number, number, number, number, number, number, number];
+  const range = address.range();
+  const judgedBy = (embedded: ipaddr.IPv4, as = range): AddressClass => {
+    const inner = classifyIpv4(embedded);
+    return { special: inner.special, range: inner.special ? inner.range : as, embedded: embedded.toString() };
+  };
+  switch (range) {
+    // ::ffff:a.b.c.d and ::ffff:0:a.b.c.d reach the IPv4 address itself.
+    case 'ipv4Mapped':
+    case 'rfc6145':
+      return judgedBy(fromGroups(g[6], g[7]));
+    case 'rfc6052':
+      // 64:ff9b:1::/48 is for a network's own translators (RFC 8215): never a public target.
+      if (address.match(NAT64_LOCAL)) return { special: true, range: 'nat64Local' };
+      return judgedBy(fromGroups(g[6], g[7]));
+    case '6to4':
+      return judgedBy(fromGroups(g[1], g[2]));
+    case 'teredo': {
+      // The server's address in clear, the client's inverted; either one special makes it special.
+      const server = judgedBy(fromGroups(g[2], g[3]));
+      return server.special ? server : judgedBy(fromGroups(~g[6] & 0xffff, ~g[7] & 0xffff));
+    }
+    case 'unicast':
+      break;
+    default:
+      return { special: true, range };
+  }
+  // ::a.b.c.d (deprecated by RFC 4291), refused whatever it carries: nothing public answers there.
+  if (address.match(IPV4_COMPATIBLE)) return { special: true, range: 'ipv4Compatible', embedded: fromGroups(g[6], g[7]).toString() };
+  // Outside 2000::/3 nothing is allocated for global unicast: IETF-reserved space.
+  if (!address.match(GLOBAL_UNICAST)) return { special: true, range: 'unallocated' };
+  return { special: false, range };
+}
 
 /**
- * The addresses an outgoing request never reaches unless an admin allows private targets
- * (`ATTEST_WEBHOOK_ALLOW_PRIVATE=true`): loopback, link-local (cloud metadata lives at
- * 169.254.169.254), private and shared ranges, multicast, reserved and unspecified ones, in both
- * families. IPv4-mapped and NAT64 IPv6 forms are judged by the IPv4 address they carry, so
- * `[::ffff:127.0.0.1]` is loopback too.
+ * How an outgoing request sees `address`: an IP literal as DNS answers it or a URL's host holds it
+ * (IPv6 with or without brackets, a zone index ignored). Anything that is not an IP literal is
+ * special (`invalid`): a caller that cannot say what it connects to connects nowhere.
  */
-const PRIVATE = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  PRIVATE.addSubnet(net, prefix, 'ipv4');
-}
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const) {
-  PRIVATE.addSubnet(net, prefix, 'ipv6');
-}
-
-/** The eight 16-bit groups of an IPv6 address (already known to be one). */
-function groups(address: string): number[] {
-  let text = address.replace(/^\[|\]$/g, '').split('%')[0] as string;
-  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.includes('::') ? (text.split('::') as [string, string]) : [text, undefined];
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const middle = tail === undefined ? [] : Array(8 - left.length - right.length).fill('0');
-  return [...left, ...middle, ...right].map((group) => Number.parseInt(group, 16));
-}
-
-/** The IPv4 address an IPv6 one carries (mapped ::ffff:a.b.c.d, or NAT64 64:ff9b::a.b.c.d), if any. */
-function embeddedIpv4(address: string): string | undefined {
-  const g = groups(address);
-  const mapped = g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff;
-  const nat64 = g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0);
-  if (!mapped && !nat64) return undefined;
-  const [hi, lo] = [g[6] as number, g[7] as number];
-  return `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
+export function classifyAddress(address: string): AddressClass {
+  const bare = (address.replace(/^\[|\]$/g, '').split('%')[0] as string).toLowerCase();
+  // node:net's isIP takes only the canonical forms; ipaddr.js alone would also read `0127.1` (octal).
+  const family = isIP(bare);
+  if (family === 4) return classifyIpv4(ipaddr.IPv4.parse(bare));
+  // Written out as WHATWG URLs serialise it first (`::127.0.0.1` is `::7f00:1`): ipaddr.js would
+  // read the deprecated IPv4-compatible form as IPv4-mapped, a different address.
+  if (family === 6) return classifyIpv6(ipaddr.IPv6.parse(new URL(`http://[${bare}]/`).hostname.slice(1, -1)));
+  return { special: true, range: 'invalid' };
 }
 
 /** Whether `address` (an IP literal, IPv6 with or without brackets) is one outgoing requests avoid. */
-export function isPrivateAddress(address: string): boolean {
-  const bare = address.replace(/^\[|\]$/g, '');
-  const family = isIP(bare);
-  if (family === 4) return PRIVATE.check(bare, 'ipv4');
-  if (family !== 6) return true;
-  const v4 = embeddedIpv4(bare);
-  return v4 !== undefined ? PRIVATE.check(v4, 'ipv4') : PRIVATE.check(bare.split('%')[0] as string, 'ipv6');
+export const isPrivateAddress = (address: string): boolean => classifyAddress(address).special;
+
+/** The address and why it is avoided, for a message: `127.0.0.1 (loopback)`, `[::ffff:7f00:1] (loopback, via 127.0.0.1)`. */
+export function describeAddress(address: string): string {
+  const verdict = classifyAddress(address);
+  return `${address} (${verdict.range}${verdict.embedded ? `, via ${verdict.embedded}` : ''})`;
+}
+
+/**
+ * Whether a URL's host is refused as written, before any lookup: an IP literal in a special range,
+ * or a name of this machine (`localhost`, `*.localhost`, RFC 6761). Other names are judged at
+ * each call, once resolved. `hostname` is as `URL` gives it (IPv4 normalised, IPv6 in brackets).
+ */
+export function isSpecialHost(hostname: string): boolean {
+  const host = hostname.toLowerCase().replace(/\.+$/, '');
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  const bare = host.replace(/^\[|\]$/g, '');
+  return isIP(bare.split('%')[0] as string) !== 0 && isPrivateAddress(bare);
 }

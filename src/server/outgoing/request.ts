@@ -3,7 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { APP_VERSION } from '../version.ts';
-import { isPrivateAddress } from './addresses.ts';
+import { describeAddress, isPrivateAddress, isSpecialHost } from './addresses.ts';
 
 /** One request to a server outside Attest (a webhook receiver, a code host's API). */
 export interface OutgoingRequest {
@@ -63,6 +63,24 @@ export function parseOutgoingUrl(text: string): URL {
 }
 
 /**
+ * A URL as a webhook or an integration is saved with it: what `parseOutgoingUrl` accepts, its host
+ * not written as a special address (`isSpecialHost`: loopback, private, mapped forms…, `localhost`)
+ * unless private targets are allowed. A name is not resolved here: it is judged at each call, once
+ * resolved, since its answer may change. Throws OutgoingError (`invalid_url`, `private_address`).
+ */
+export function checkSavedUrl(text: string, allowPrivate: boolean): URL {
+  const url = parseOutgoingUrl(text);
+  if (!allowPrivate && isSpecialHost(url.hostname)) {
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    throw new OutgoingError(
+      'private_address',
+      `is ${isIP(host) ? describeAddress(url.hostname) : url.hostname}, a loopback, link-local or private address, or another special-purpose one; an admin may allow these with ATTEST_WEBHOOK_ALLOW_PRIVATE=true`,
+    );
+  }
+  return url;
+}
+
+/**
  * The address a request to `url` connects to: an IP literal as written, a name resolved through
  * DNS. Every address the name resolves to is checked, not only the one used, so a name that
  * answers with a public and a private address is refused as a whole (unless private targets are
@@ -90,7 +108,7 @@ export async function resolveOutgoingAddress(url: URL, allowPrivate: boolean): P
     if (refused) {
       throw new OutgoingError(
         'private_address',
-        `The host ${host} is (or resolves to) ${refused.address}, a loopback, link-local or private address; an admin may allow these with ATTEST_WEBHOOK_ALLOW_PRIVATE=true.`,
+        `The host ${host} is (or resolves to) ${describeAddress(refused.address)}, a loopback, link-local or private address, or another special-purpose one; an admin may allow these with ATTEST_WEBHOOK_ALLOW_PRIVATE=true.`,
       );
     }
   }

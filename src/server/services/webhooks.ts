@@ -18,8 +18,7 @@ import {
 } from '../db/repositories/webhooks.ts';
 import type { Executor, WebhookAttemptsTable, WebhookDeliveriesTable, WebhooksTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
-import { isPrivateAddress } from '../outgoing/addresses.ts';
-import { OutgoingError, parseOutgoingUrl } from '../outgoing/request.ts';
+import { checkSavedUrl, OutgoingError } from '../outgoing/request.ts';
 import { audit } from './audit.ts';
 import { projectData } from './webhook-events.ts';
 import { deliverSoon, queueWebhookEvents, WEBHOOK_DISPATCH_TASK } from './webhook-outbox.ts';
@@ -35,28 +34,18 @@ interface Actor {
 }
 
 /**
- * A URL a webhook may be saved with: http(s), and not written as a loopback, link-local or private
- * address unless the instance allows those. A name is checked again at every delivery, once
+ * A URL a webhook may be saved with: http(s), and not written as a loopback, link-local, private or
+ * other special-purpose address unless the instance allows those (`checkSavedUrl`, the same judge
+ * as integrations' URLs and every delivery). A name is checked again at every delivery, once
  * resolved (the answer may change): here only what the URL says is judged, without a DNS lookup.
  */
 function checkedUrl(ctx: ServiceContext, text: string): string {
-  let url: URL;
   try {
-    url = parseOutgoingUrl(text);
+    return checkSavedUrl(text, ctx.config.webhookAllowPrivate).href;
   } catch (error) {
     if (error instanceof OutgoingError) throw invalid('/body/url', error.message);
     throw error;
   }
-  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  const literal = /^[\d.]+$/.test(host) || host.includes(':');
-  const named = host === 'localhost' || host.endsWith('.localhost');
-  if (!ctx.config.webhookAllowPrivate && (named || (literal && isPrivateAddress(host)))) {
-    throw invalid(
-      '/body/url',
-      'is a loopback, link-local or private address; an admin may allow these with ATTEST_WEBHOOK_ALLOW_PRIVATE=true',
-    );
-  }
-  return url.href;
 }
 
 const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
