@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { createContext } from './context.ts';
+import { clientAddress } from './http/client-address.ts';
 import { redactUrl, requestLogger } from './http/request-logger.ts';
 import { clusterPlugin } from './plugins/cluster.ts';
 import { compressionPlugin } from './plugins/compression.ts';
@@ -51,7 +52,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         req: (req: { method: string; url: string; ip?: string; params?: unknown }) => ({
           method: req.method,
           url: redactUrl(req.url, req.params, legacyKeys?.isKey),
-          remoteAddress: req.ip,
+          remoteAddress: clientAddress(req as Parameters<typeof clientAddress>[0]),
         }),
       },
       ...(options.logStream ? { stream: options.logStream } : {}),
@@ -70,7 +71,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     requestIdHeader: false,
     trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
     bodyLimit: config.bodyLimit,
-    return503OnClosing: true,
+    // Stopping, requests still arriving on open connections are served (see the onSend hook).
+    return503OnClosing: false,
     routerOptions: { maxParamLength: 500, ignoreTrailingSlash: true },
     schemaController: { compilersFactory: { buildValidator: createValidatorCompiler as never, buildSerializer: lazySerializers } },
     frameworkErrors: answerFrameworkError,
@@ -86,6 +88,14 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   app.decorate('attest', ctx);
   app.addHook('preClose', async () => {
     state = 'stopping';
+  });
+  // Stopping, the instance no longer accepts connections but still serves what arrives on those it
+  // has (the database closes only once they are done), each answer with `Connection: close`: a
+  // proxy then takes its next requests to another instance. Fastify's alternative, a 503 without
+  // Retry-After to each of them, reached clients through a balancer that, rightly, does not retry
+  // on a 503 (docs/deployment.md, SCALE-10).
+  app.addHook('onSend', async (_request, reply) => {
+    if (state === 'stopping') reply.header('connection', 'close');
   });
 
   await app.register(parsersPlugin);

@@ -656,6 +656,36 @@ for (const dialect of DIALECTS) {
     });
   });
 
+  describe(`[${dialect}] X-Forwarded-For from a trusted proxy (SEC-8c)`, () => {
+    let server: TestServer;
+    before(async () => {
+      // Loopback is trusted, so a client on 127.0.0.x is itself taken for a proxy.
+      server = await startTestServer(dialect, { ATTEST_TRUST_PROXY: 'loopback', ATTEST_AUTH_FAILURES_PER_MINUTE: '4' });
+    });
+    after(() => server.close());
+
+    test('a forwarded hop that is not an address is never logged or counted under its own text', async () => {
+      const claims = ['<script>alert(1)</script>', 'evil.example.test', '203.0.113.9:8080', `x${'y'.repeat(2000)}`];
+      for (const claim of claims) {
+        const raw = await meFrom(server, '127.0.0.21', { 'service.api-token': generateKey('standard'), 'x-forwarded-for': claim });
+        assert.equal(raw.status, 401, claim.slice(0, 40));
+      }
+      // Each claim stood for the hop that passed it on (127.0.0.21): four failures there, a fifth over the budget of four.
+      const next = await meFrom(server, '127.0.0.21', { 'service.api-token': generateKey('standard'), 'x-forwarded-for': '<b>' });
+      assert.equal(next.status, 429, 'the failures counted under the real address');
+      const logged = server.logs.join('');
+      for (const claim of claims) assert.ok(!logged.includes(claim.slice(0, 30)), `${claim.slice(0, 30)} is not in the log`);
+      assert.match(logged, /"remoteAddress":"127\.0\.0\.21"/);
+      // A forwarded address that is one is still the client's, as before.
+      const forwarded = await meFrom(server, '127.0.0.22', {
+        'service.api-token': generateKey('standard'),
+        'x-forwarded-for': '198.51.100.40',
+      });
+      assert.equal(forwarded.status, 401);
+      assert.match(server.logs.join(''), /"remoteAddress":"198\.51\.100\.40"/);
+    });
+  });
+
   describe(`[${dialect}] failed-authentication throttling (SEC-2b)`, () => {
     let server: TestServer;
     before(async () => {

@@ -3,6 +3,7 @@ import type { TSchema } from 'typebox';
 import type { Endpoint, Role } from '../../api/endpoint.ts';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../errors.ts';
+import { clientAddress } from '../http/client-address.ts';
 import type { RouteImpl } from '../routes/route.ts';
 import { emailDigest, LEGACY_KEY_PATTERN } from '../security/api-key.ts';
 import type { Principal } from '../security/principal.ts';
@@ -177,7 +178,7 @@ export function accessHooks(ctx: AppContext) {
           // Only a refused key counts against its client (SEC-2b): a lookup that failed because the
           // database did not answer is a 503, and a valid key must not end up throttled by it (DUR-15).
           if (token === undefined || !(error instanceof AppError && error.code === 'UNAUTHENTICATED')) done(error as Error);
-          else refusedKey(error, token, user, request.ip).then((answer) => done(answer as Error), done);
+          else refusedKey(error, token, user, clientAddress(request)).then((answer) => done(answer as Error), done);
         },
       );
     };

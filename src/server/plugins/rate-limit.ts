@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../errors.ts';
+import { clientAddress } from '../http/client-address.ts';
 import { type Budget, RequestBudget } from '../security/request-budget.ts';
 import { SharedRequestBudget } from '../security/shared-limits.ts';
 
@@ -45,7 +46,7 @@ export const rateLimitPlugin = fp(
       }
       const nowMs = Date.now();
       const budget = principal ? keys : addresses;
-      const window = budget.spend(principal ? principal.key.id : request.ip, nowMs);
+      const window = budget.spend(principal ? principal.key.id : clientAddress(request), nowMs);
       const reset = String(budget.resetSeconds(window, nowMs));
       reply.header('x-ratelimit-limit', limit);
       reply.header('x-ratelimit-remaining', String(budget.remaining(window)));

@@ -2,6 +2,7 @@ import { v1Endpoints } from '../../../api/v1/index.ts';
 import * as api from '../../../api/v1/meta.ts';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
+import { clientAddress } from '../../http/client-address.ts';
 import { publishedDocument } from '../../openapi/document.ts';
 import { presentMe } from '../../presenters/identity.ts';
 import { logIn } from '../../services/authenticate.ts';
@@ -74,7 +75,7 @@ export function metaRoutes(ctx: AppContext) {
 
     route(api.login, {
       handler: async (request) => {
-        const { row, secret } = await logIn(ctx, request.body, { ip: request.ip, requestId: request.id });
+        const { row, secret } = await logIn(ctx, request.body, { ip: clientAddress(request), requestId: request.id });
         return { key: secret, keyId: row.id, expiresAt: row.expires_at as string };
       },
     }),
@@ -82,12 +83,12 @@ export function metaRoutes(ctx: AppContext) {
     route(api.getAuthMethods, { handler: async () => authMethods(ctx) }),
 
     route(api.startSsoLogin, {
-      handler: async (request) => startSsoLogin(ctx, { origin: `${request.protocol}://${request.host}`, ip: request.ip }),
+      handler: async (request) => startSsoLogin(ctx, { origin: `${request.protocol}://${request.host}`, ip: clientAddress(request) }),
     }),
 
     route(api.finishSsoLogin, {
       handler: async (request) => {
-        const { row, secret, email } = await finishSsoLogin(ctx, request.body, { requestId: request.id, ip: request.ip });
+        const { row, secret, email } = await finishSsoLogin(ctx, request.body, { requestId: request.id, ip: clientAddress(request) });
         return { key: secret, keyId: row.id, expiresAt: row.expires_at as string, email };
       },
     }),

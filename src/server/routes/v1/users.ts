@@ -1,5 +1,6 @@
 import * as api from '../../../api/v1/users.ts';
 import type { AppContext } from '../../context.ts';
+import { clientAddress } from '../../http/client-address.ts';
 import { presentApiKey, presentAuditEntry, presentUser } from '../../presenters/identity.ts';
 import type { Principal } from '../../security/principal.ts';
 import { listAuditLog } from '../../services/audit.ts';
@@ -21,7 +22,11 @@ import { pageOf, route } from '../route.ts';
 type AuthenticatedRequest = { principal: Principal; id: string; ip: string };
 
 /** The caller of a request, for services that check who addresses whom and record it. */
-const callerOf = (request: AuthenticatedRequest): Caller => ({ principal: request.principal, requestId: request.id, ip: request.ip });
+const callerOf = (request: AuthenticatedRequest): Caller => ({
+  principal: request.principal,
+  requestId: request.id,
+  ip: clientAddress(request),
+});
 /** Who the audit log names for a change the request makes. */
 const actorOf = (request: AuthenticatedRequest): Actor => ({ userId: request.principal.user.id, requestId: request.id });
 
