@@ -94,10 +94,13 @@ export const putForgeSettings = endpoint({
     'test (at the file and line its trace names, else under the test name); on GitLab a commit status. With ' +
     '`pullRequestComment`, one comment on the pull (merge) request of the commit is kept up to date, found again by a hidden ' +
     'marker. Calls are made by background tasks, retried on failure, never inside a request.\n\n' +
-    'Secrets (`token`, `privateKey`) are write-only: left out, the stored ones are kept; they are never answered. `auth: token` ' +
+    'Secrets (`token`, `privateKey`) are write-only: left out, the stored ones are kept; they are never answered. A `PUT` that ' +
+    'changes `kind` or `apiUrl` must give the secret in use again (400 `INVALID_INPUT` naming it otherwise, and nothing ' +
+    'changes): a stored secret is never sent to a place it was not given for (FORGE-8). `auth: token` ' +
     'needs a token (given now or stored); `auth: app` (GitHub only) needs `appId`, `installationId` and a private key. ' +
     '`apiUrl` defaults to `https://api.github.com` or `https://gitlab.com/api/v4`; loopback and private addresses are refused ' +
-    'unless the instance allows them (`ATTEST_INTEGRATIONS_ALLOW_PRIVATE`). Audited (`forge.set`), secrets left out.',
+    'unless the instance allows them (`ATTEST_INTEGRATIONS_ALLOW_PRIVATE`). Audited (`forge.set`, with the previous place when ' +
+    'it moved), secrets left out.',
   tag: 'Integrations',
   access: { scope: 'project', role: 'manager' },
   params: ProjectParams,
@@ -188,7 +191,11 @@ export const putIssueTracker = endpoint({
     'Jira needs `baseUrl`, `projectKey` and a token: with `email`, an Atlassian API token (basic authentication, Jira Cloud); ' +
     'without, a personal access token (bearer, Server and Data Center). `apiVersion` 3 (default) writes the description in ' +
     "Atlassian's document format, 2 as text. GitHub Issues needs `repository` and a token; `baseUrl` defaults to " +
-    '`https://api.github.com`. The token is write-only: left out, the stored one is kept. Audited (`issue-tracker.set`).',
+    '`https://api.github.com`. The token is write-only: left out, the stored one is kept, unless the `PUT` changes `kind` or ' +
+    '`baseUrl`: then the token must be given again (400 `INVALID_INPUT` naming `/body/token` otherwise, and nothing changes), ' +
+    'so a stored token is never sent to a host it was not given for (FORGE-8). Loopback, private and other special-purpose ' +
+    'addresses are refused unless the instance allows them (`ATTEST_INTEGRATIONS_ALLOW_PRIVATE`). Audited ' +
+    '(`issue-tracker.set`, with the previous place when it moved).',
   tag: 'Integrations',
   access: { scope: 'project', role: 'manager' },
   params: ProjectParams,
@@ -228,7 +235,12 @@ export const IssueLink = Type.Object(
     testRunId: Nullable(Uuid),
     tracker: TrackerKind,
     key: Type.String({ maxLength: 100, description: 'The Jira key (`SHOP-12`) or the GitHub issue number (`#12`).' }),
-    url: Type.String({ maxLength: 2048, description: 'The issue on the tracker, for people.' }),
+    url: Type.String({
+      minLength: 10,
+      maxLength: 2048,
+      pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[!-~]+$',
+      description: 'The issue on the tracker, for people: an http(s) URL. A tracker answering anything else is refused (FORGE-10).',
+    }),
     title: Type.String({ maxLength: NAME_MAX }),
     status: Nullable(Type.String({ maxLength: 100, description: 'As the tracker names it (`To Do`, `open`, `closed`), as last read.' })),
     refreshedAt: Nullable({ ...Timestamp, description: 'When the title and status were last read from the tracker.' }),
@@ -249,7 +261,8 @@ const CREATE_DESCRIPTION =
   "Files an issue on the project's tracker with the failure (its message, category, first frames), the steps of the failed " +
   'run and links back to Attest, stores the link (its key, URL, title and status), and answers it. The tracker is called in ' +
   'the request, since the person waits for the key; a tracker that refuses or cannot be reached answers 502 ' +
-  '`UPSTREAM_FAILED` and nothing is stored. No tracker configured: 409 `STATE_CONFLICT`. Titles and statuses are then ' +
+  '`UPSTREAM_FAILED` and nothing is stored (its `detail` says why, credentials masked), as does one answering an issue ' +
+  'address that is not an http(s) URL (FORGE-10). No tracker configured: 409 `STATE_CONFLICT`. Titles and statuses are then ' +
   'refreshed in the background (FORGE-6).';
 
 export const createFailureGroupIssue = endpoint({

@@ -1,5 +1,6 @@
 import type { Static } from 'typebox';
 import type { Comparison as ComparisonSchema } from '../../api/v1/comparison.ts';
+import { webLinkOrNull } from '../outgoing/web-link.ts';
 import type { Comparison } from '../services/comparison.ts';
 import { presentJob } from './jobs.ts';
 
@@ -28,7 +29,7 @@ export function presentComparison(comparison: Comparison): Static<typeof Compari
       category: group.category,
       status: group.status,
       defectType: group.defect_type,
-      issueUrl: group.issue_url,
+      issueUrl: webLinkOrNull(group.issue_url),
       tests,
       flakyOnly,
     })),

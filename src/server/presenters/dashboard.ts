@@ -1,5 +1,6 @@
 import type { Static } from 'typebox';
 import type { Dashboard as DashboardSchema, HealthEntry, QuarantineEntry } from '../../api/v1/dashboard.ts';
+import { webLinkOrNull } from '../outgoing/web-link.ts';
 import type { Dashboard, HealthRow, QuarantineRow } from '../services/dashboard.ts';
 import { presentJob } from './jobs.ts';
 
@@ -41,7 +42,7 @@ export function presentDashboard(dashboard: Dashboard): Static<typeof DashboardS
       rule: group.rule,
       status: group.status,
       defectType: group.defect_type,
-      issueUrl: group.issue_url,
+      issueUrl: webLinkOrNull(group.issue_url),
       assignee: group.assignee,
       occurrences,
       totalOccurrences: group.occurrences,

@@ -1,6 +1,7 @@
 import type { Static } from 'typebox';
 import type { FailureGroup, FailureGroupDetails } from '../../api/v1/failures.ts';
 import type { FailureGroupsTable } from '../db/types.ts';
+import { webLinkOrNull } from '../outgoing/web-link.ts';
 import type { GroupDetails } from '../services/failures.ts';
 
 export function presentFailureGroup(row: FailureGroupsTable): Static<typeof FailureGroup> {
@@ -18,7 +19,8 @@ export function presentFailureGroup(row: FailureGroupsTable): Static<typeof Fail
     status: row.status,
     defectType: row.defect_type,
     comment: row.comment,
-    issueUrl: row.issue_url,
+    // A value an older version stored from a tracker's answer may be no link at all (FORGE-10): dropped, not answered.
+    issueUrl: webLinkOrNull(row.issue_url),
     assignee: row.assignee,
     firstSeenAt: row.first_seen_at,
     firstSeenRunId: row.first_seen_run_id,

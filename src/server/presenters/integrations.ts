@@ -1,6 +1,7 @@
 import type { Static } from 'typebox';
 import type { ForgeSettings, IssueLink, IssueTracker } from '../../api/v1/integrations.ts';
 import type { ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from '../db/types.ts';
+import { webLinkProblem } from '../outgoing/web-link.ts';
 
 // Integrations as the API shows them (docs/integrations.md): secrets never, only whether one is set.
 
@@ -33,6 +34,13 @@ export function presentIssueTracker(row: IssueTrackersTable): Static<typeof Issu
     updatedAt: row.updated_at,
   };
 }
+
+/**
+ * The links to show: one an older version stored from a tracker's answer with an address that is
+ * no http(s) link is left out (FORGE-10); it has nothing to open, and its address must not become one.
+ */
+export const presentIssueLinks = (rows: readonly IssueLinksTable[]): Static<typeof IssueLink>[] =>
+  rows.filter((row) => webLinkProblem(row.url) === undefined).map(presentIssueLink);
 
 export function presentIssueLink(row: IssueLinksTable): Static<typeof IssueLink> {
   return {

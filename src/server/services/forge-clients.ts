@@ -1,7 +1,7 @@
 import { createSign } from 'node:crypto';
 import type { Octokit } from '@octokit/rest';
 import type { ForgeSettingsTable } from '../db/types.ts';
-import { callJson, IntegrationError } from './integration-http.ts';
+import { callJson, IntegrationError, masked } from './integration-http.ts';
 
 // The two code hosts a job reports to (FORGE-2 to FORGE-4, docs/integrations.md): GitHub's check
 // runs and pull-request comments through Octokit, GitLab's commit statuses and merge-request notes
@@ -106,8 +106,10 @@ async function github<T>(call: () => Promise<T>, what: string): Promise<T> {
     const status = (error as { status?: number }).status;
     const cause = (error as { cause?: unknown }).cause;
     if (cause instanceof IntegrationError) throw cause;
-    const message = ((error as { response?: { data?: { message?: string } } }).response?.data?.message ?? (error as Error).message).slice(
-      0,
+    // Credentials by their shape masked before the cut (FORGE-9); those this call sent, the fetch masked already.
+    const message = masked(
+      String((error as { response?: { data?: { message?: string } } }).response?.data?.message ?? (error as Error).message),
+      [],
       300,
     );
     throw new IntegrationError(`GitHub refused ${what}${status ? ` (${status})` : ''}: ${message}`, status);

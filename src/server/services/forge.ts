@@ -16,6 +16,7 @@ import { inTransaction } from '../db/repositories/transaction.ts';
 import type { ForgeSettingsTable } from '../db/types.ts';
 import { invalid } from '../errors.ts';
 import { isLibraryFrame, parseFrame, relativeFile } from '../failures/frames.ts';
+import { checkSavedUrl, OutgoingError } from '../outgoing/request.ts';
 import { audit } from './audit.ts';
 import { ANNOTATIONS_MAX, commentMarker, type ForgeAnnotation, type ForgeReport, forgeClient } from './forge-clients.ts';
 import { FORGE_SYNC_TASK, queueForgeSyncs, wakeForgeSyncs } from './forge-hooks.ts';
@@ -36,24 +37,54 @@ export const FORGE_SWEEP_TASK = 'forge-sweep';
 
 export const getForgeSettings = (ctx: ServiceContext, projectId: string) => findForgeSettings(ctx.db, projectId);
 
-/** A literal loopback or private host is refused at once, with the field; a name is resolved (and refused) at each call. */
-export function assertReachableUrl(ctx: ServiceContext, url: string, pointer: string): void {
-  let parsed: URL;
+/**
+ * An integration's API URL as stored: http(s), without a user name or password (the secret has a
+ * field of its own, and the URL is shown), and not written as a loopback, private or other
+ * special-purpose address unless the instance allows those: the same judge as webhooks' URLs
+ * (`checkSavedUrl`). A name is resolved, and refused, at each call. Trailing slashes dropped.
+ */
+export function checkedApiUrl(ctx: ServiceContext, text: string, pointer: string): string {
+  let url: URL;
   try {
-    parsed = new URL(url);
-  } catch {
-    throw invalid(pointer, 'is not a URL');
+    url = checkSavedUrl(text, ctx.config.integrationsAllowPrivate);
+  } catch (error) {
+    if (!(error instanceof OutgoingError)) throw error;
+    const message = error.message.replace('ATTEST_WEBHOOK_ALLOW_PRIVATE', 'ATTEST_INTEGRATIONS_ALLOW_PRIVATE');
+    throw invalid(pointer, error.code === 'invalid_url' ? message.replace(/^The URL /, '').replace(/\.$/, '') : message);
   }
-  if (ctx.config.integrationsAllowPrivate) return;
-  const host = parsed.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (
-    host === 'localhost' ||
-    host.endsWith('.localhost') ||
-    /^(?:127\.|10\.|192\.168\.|169\.254\.|0\.)/.test(host) ||
-    /^\[?(?:::1|f[cd]|fe80)/.test(host)
-  ) {
-    throw invalid(pointer, 'is a loopback or private address; an admin may allow those with ATTEST_INTEGRATIONS_ALLOW_PRIVATE=true');
-  }
+  if (url.username !== '' || url.password !== '') throw invalid(pointer, 'must not hold a user name or password: give the token instead');
+  return text.replace(/\/+$/, '');
+}
+
+/** Whether two API URLs name the same place: compared as `URL` reads them (host case, default port, trailing slash aside). */
+export function sameApiUrl(a: string, b: string): boolean {
+  const normal = (text: string) => {
+    try {
+      return new URL(text).href.replace(/\/+$/, '');
+    } catch {
+      return text;
+    }
+  };
+  return normal(a) === normal(b);
+}
+
+/**
+ * A stored secret never follows its integration to another place (FORGE-8): when a `PUT` changes
+ * where the secret would be sent (the kind, which decides the default URL and how the secret is
+ * presented, or the URL itself) and would keep the stored secret, it is refused. Whoever moves the
+ * integration gives the secret again, so one set for a tracker is never sent to a host chosen later
+ * by someone who never held it. Admins too: the rule has no exception, so no account can take a
+ * secret it was never given by pointing its integration at a host of its own.
+ */
+export function assertSecretStays(
+  moved: { from: string; to: string } | undefined,
+  keeps: { pointer: string; what: string } | undefined,
+): void {
+  if (!moved || !keeps) return;
+  throw invalid(
+    keeps.pointer,
+    `is required when the integration moves (${moved.from} → ${moved.to}): the stored ${keeps.what} was given for ${moved.from} and is never sent anywhere else`,
+  );
 }
 
 /**
@@ -68,8 +99,7 @@ export async function putForgeSettings(
 ): Promise<ForgeSettingsTable> {
   const auth = input.auth ?? 'token';
   if (input.kind === 'gitlab' && auth === 'app') throw invalid('/body/auth', 'app is for GitHub; GitLab takes a token');
-  const apiUrl = (input.apiUrl ?? DEFAULT_API_URLS[input.kind]).replace(/\/+$/, '');
-  assertReachableUrl(ctx, apiUrl, '/body/apiUrl');
+  const apiUrl = checkedApiUrl(ctx, input.apiUrl ?? DEFAULT_API_URLS[input.kind], '/body/apiUrl');
   return inTransaction(ctx.db, async (trx) => {
     const stored = await findForgeSettings(trx, projectId);
     const row: ForgeSettingsTable = {
@@ -87,6 +117,19 @@ export async function putForgeSettings(
       updated_at: ctx.clock().toISOString(),
       updated_by: actor.userId,
     };
+    const moved =
+      stored && (stored.kind !== row.kind || !sameApiUrl(stored.api_url, row.api_url))
+        ? { from: stored.api_url, to: row.api_url }
+        : undefined;
+    // A GitHub App's key never leaves Attest, but the JWTs it signs buy installation tokens: it is a secret sent all the same.
+    assertSecretStays(
+      moved,
+      row.token !== null && input.token === undefined
+        ? { pointer: '/body/token', what: 'token' }
+        : row.private_key !== null && input.privateKey === undefined
+          ? { pointer: '/body/privateKey', what: "GitHub App's private key" }
+          : undefined,
+    );
     if (auth === 'token' && row.token === null) throw invalid('/body/token', 'is required: no token is stored yet');
     if (auth === 'app') {
       if (row.app_id === null) throw invalid('/body/appId', 'is required for a GitHub App');
@@ -106,6 +149,8 @@ export async function putForgeSettings(
         auth: row.auth,
         tokenChanged: input.token !== undefined,
         privateKeyChanged: input.privateKey !== undefined,
+        // Where the secrets went before, when this moved them (FORGE-8).
+        ...(moved ? { movedFrom: { kind: stored?.kind, apiUrl: moved.from } } : {}),
       },
       requestId: actor.requestId,
     });
@@ -158,7 +203,9 @@ export async function syncForgeCheck(ctx: ServiceContext, jobId: string): Promis
   const signature = [report.status, report.conclusion, progress.total, progress.running, progress.completed, progress.aborted].join('|');
   if (signature === check.synced) return;
 
-  const client = forgeClient(settings, integrationFetch({ allowPrivate: ctx.config.integrationsAllowPrivate }), ctx.clock);
+  const secrets = [settings.token, settings.private_key];
+  const fetcher = integrationFetch({ allowPrivate: ctx.config.integrationsAllowPrivate, boundTo: settings.api_url, secrets });
+  const client = forgeClient(settings, fetcher, ctx.clock);
   const target = { repository: check.repository, commitSha: check.commit_sha, checkRunId: check.check_run_id };
   try {
     const checkRunId = await client.report(target, report);
@@ -174,7 +221,7 @@ export async function syncForgeCheck(ctx: ServiceContext, jobId: string): Promis
       updated_at: now(),
     });
   } catch (error) {
-    const message = masked((error as Error).message, [settings.token, settings.private_key]).slice(0, 1000);
+    const message = masked((error as Error).message, secrets);
     await updateForgeCheck(ctx.db, jobId, { last_error: message, updated_at: now() });
     throw new Error(`the code host refused job ${jobId}'s check: ${message}`);
   }

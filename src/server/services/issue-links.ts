@@ -22,7 +22,7 @@ import { inTransaction } from '../db/repositories/transaction.ts';
 import type { FailureGroupsTable, IssueLinksTable, IssueTrackersTable, TestRunsTable } from '../db/types.ts';
 import { AppError, found, invalid } from '../errors.ts';
 import { audit } from './audit.ts';
-import { assertReachableUrl, DEFAULT_API_URLS } from './forge.ts';
+import { assertSecretStays, checkedApiUrl, DEFAULT_API_URLS, sameApiUrl } from './forge.ts';
 import { IntegrationError, integrationFetch, masked } from './integration-http.ts';
 import { type IssueTrackerClient, issueTrackerClient, type NewIssue, type TrackedIssue } from './issue-trackers.ts';
 
@@ -43,7 +43,10 @@ const STEPS_SHOWN = 50;
 
 export const getIssueTracker = (ctx: ServiceContext, projectId: string) => findIssueTracker(ctx.db, projectId);
 
-/** Sets the project's tracker; a token left out keeps the stored one (write-only). */
+/**
+ * Sets the project's tracker; a token left out keeps the stored one (write-only), unless the
+ * tracker moves to another kind or URL: then the token is given again (FORGE-8).
+ */
 export async function putIssueTracker(
   ctx: ServiceContext,
   projectId: string,
@@ -57,8 +60,7 @@ export async function putIssueTracker(
   if (input.kind === 'github' && input.repository !== undefined && input.repository.split('/').length !== 2) {
     throw invalid('/body/repository', 'must be owner/name');
   }
-  const baseUrl = (input.baseUrl ?? DEFAULT_API_URLS.github).replace(/\/+$/, '');
-  assertReachableUrl(ctx, baseUrl, '/body/baseUrl');
+  const baseUrl = checkedApiUrl(ctx, input.baseUrl ?? DEFAULT_API_URLS.github, '/body/baseUrl');
   return inTransaction(ctx.db, async (trx) => {
     const stored = await findIssueTracker(trx, projectId);
     const jira = input.kind === 'jira';
@@ -75,6 +77,11 @@ export async function putIssueTracker(
       updated_at: ctx.clock().toISOString(),
       updated_by: actor.userId,
     };
+    const moved =
+      stored && (stored.kind !== row.kind || !sameApiUrl(stored.base_url, row.base_url))
+        ? { from: stored.base_url, to: row.base_url }
+        : undefined;
+    assertSecretStays(moved, row.token !== null && input.token === undefined ? { pointer: '/body/token', what: 'token' } : undefined);
     if (row.token === null) throw invalid('/body/token', 'is required: no token is stored yet');
     await saveIssueTracker(trx, row);
     await audit(ctx, trx, {
@@ -82,7 +89,13 @@ export async function putIssueTracker(
       action: 'issue-tracker.set',
       targetType: 'project',
       targetId: projectId,
-      details: { kind: row.kind, baseUrl: row.base_url, tokenChanged: input.token !== undefined },
+      details: {
+        kind: row.kind,
+        baseUrl: row.base_url,
+        tokenChanged: input.token !== undefined,
+        // Where the token went before, when this moved it (FORGE-8).
+        ...(moved ? { movedFrom: { kind: stored?.kind, baseUrl: moved.from } } : {}),
+      },
       requestId: actor.requestId,
     });
     return row;
@@ -105,8 +118,19 @@ export async function deleteIssueTracker(ctx: ServiceContext, projectId: string,
 export const listIssueLinks = (ctx: ServiceContext, projectId: string, filter: { failureGroupId?: string; runId?: string }) =>
   listLinkRows(ctx.db, projectId, filter, 100);
 
+/** The tracker's secrets in the forms it sends them: the token, and Jira Cloud's `email:token` pair (sent base64-encoded). */
+const secretsOf = (tracker: IssueTrackersTable) => [
+  tracker.token,
+  tracker.email && tracker.token ? `${tracker.email}:${tracker.token}` : null,
+];
+
 function clientOf(ctx: ServiceContext, tracker: IssueTrackersTable): IssueTrackerClient {
-  return issueTrackerClient(tracker, integrationFetch({ allowPrivate: ctx.config.integrationsAllowPrivate }), ctx.clock);
+  const fetcher = integrationFetch({
+    allowPrivate: ctx.config.integrationsAllowPrivate,
+    boundTo: tracker.base_url,
+    secrets: secretsOf(tracker),
+  });
+  return issueTrackerClient(tracker, fetcher, ctx.clock);
 }
 
 async function trackerOf(ctx: ServiceContext, projectId: string): Promise<IssueTrackersTable> {
@@ -121,7 +145,7 @@ async function filed<T>(tracker: IssueTrackersTable, call: () => Promise<T>): Pr
     return await call();
   } catch (error) {
     if (!(error instanceof IntegrationError)) throw error;
-    throw new AppError('UPSTREAM_FAILED', masked(`The issue tracker: ${error.message}`, [tracker.token]).slice(0, 1000));
+    throw new AppError('UPSTREAM_FAILED', masked(`The issue tracker: ${error.message}`, secretsOf(tracker)));
   }
 }
 
@@ -186,7 +210,7 @@ async function storeLink(
     run_id: subject.runId,
     tracker: tracker.kind,
     key: issue.key.slice(0, 100),
-    url: issue.url.slice(0, 2048),
+    url: issue.url,
     title: issue.title.slice(0, 256),
     status: issue.status?.slice(0, 100) ?? null,
     refreshed_at: issue.status === null ? null : now,
@@ -267,7 +291,7 @@ export async function refreshIssueLink(ctx: ServiceContext, linkId: string): Pro
   try {
     issue = await clientOf(ctx, tracker).read(link.key);
   } catch (error) {
-    throw new Error(masked(`reading issue ${link.key} failed: ${(error as Error).message}`, [tracker.token]));
+    throw new Error(masked(`reading issue ${link.key} failed: ${(error as Error).message}`, secretsOf(tracker)));
   }
   await updateIssueLink(ctx.db, link.id, {
     title: issue.title.slice(0, 256) || link.title,

@@ -1,6 +1,7 @@
 import type { IssueTrackersTable } from '../db/types.ts';
+import { webLinkProblem } from '../outgoing/web-link.ts';
 import { gitHubOctokit } from './forge-clients.ts';
-import { callJson, IntegrationError } from './integration-http.ts';
+import { callJson, IntegrationError, masked } from './integration-http.ts';
 
 // The two issue trackers "Create issue" files to (FORGE-5, FORGE-6, docs/integrations.md): Jira
 // through its REST API v2 or v3 (v3 writes the description in Atlassian's document format) and
@@ -25,6 +26,22 @@ export interface NewIssue {
 export interface IssueTrackerClient {
   create(issue: NewIssue): Promise<TrackedIssue>;
   read(key: string): Promise<TrackedIssue>;
+}
+
+/**
+ * A new issue as the tracker answered it, its address checked before anything stores it (FORGE-10):
+ * the tracker's answer is not trusted, and a `javascript:` or `data:` "address" would become a
+ * link on every page that shows the group. Refused, it is an IntegrationError saying why (the
+ * issue was filed all the same: its key is named, so it can be found).
+ */
+function checkedIssue(tracker: string, issue: TrackedIssue): TrackedIssue {
+  const problem = webLinkProblem(issue.url);
+  if (problem) {
+    throw new IntegrationError(
+      `${tracker} filed ${issue.key} but answered an address for it that is not an http(s) link (${problem}); Attest stored no link to it`,
+    );
+  }
+  return issue;
 }
 
 export function issueTrackerClient(tracker: IssueTrackersTable, fetcher: typeof fetch, now: () => Date): IssueTrackerClient {
@@ -58,7 +75,7 @@ function jiraClient(tracker: IssueTrackersTable, fetcher: typeof fetch): IssueTr
         },
       })) as { key?: unknown } | null;
       if (typeof created?.key !== 'string') throw new IntegrationError('Jira answered the new issue without its key');
-      return { key: created.key, url: browse(created.key), title: issue.title, status: null };
+      return checkedIssue('Jira', { key: created.key, url: browse(created.key), title: issue.title, status: null });
     },
     async read(key) {
       const read = (await callJson(fetcher, `${base}/rest/api/${version}/issue/${encodeURIComponent(key)}?fields=summary,status`, {
@@ -111,7 +128,7 @@ function gitHubIssuesClient(tracker: IssueTrackersTable, fetcher: typeof fetch, 
     if (error instanceof IntegrationError) throw error;
     const status = (error as { status?: number }).status;
     const message = (error as { response?: { data?: { message?: string } } }).response?.data?.message ?? (error as Error).message;
-    throw new IntegrationError(`GitHub refused ${what}${status ? ` (${status})` : ''}: ${String(message).slice(0, 300)}`, status);
+    throw new IntegrationError(`GitHub refused ${what}${status ? ` (${status})` : ''}: ${masked(String(message), [], 300)}`, status);
   };
   return {
     async create(issue) {
@@ -121,7 +138,7 @@ function gitHubIssuesClient(tracker: IssueTrackersTable, fetcher: typeof fetch, 
       ].join('\n\n');
       try {
         const { data } = await (await octokit()).rest.issues.create({ owner, repo, title: issue.title, body });
-        return { key: `#${data.number}`, url: data.html_url, title: data.title, status: data.state };
+        return checkedIssue('GitHub', { key: `#${Number(data.number)}`, url: data.html_url, title: data.title, status: data.state });
       } catch (error) {
         return refused(error, 'the issue');
       }

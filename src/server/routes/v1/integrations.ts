@@ -1,6 +1,6 @@
 import * as api from '../../../api/v1/integrations.ts';
 import type { AppContext } from '../../context.ts';
-import { presentForgeSettings, presentIssueLink, presentIssueTracker } from '../../presenters/integrations.ts';
+import { presentForgeSettings, presentIssueLink, presentIssueLinks, presentIssueTracker } from '../../presenters/integrations.ts';
 import { deleteForgeSettings, getForgeSettings, putForgeSettings } from '../../services/forge.ts';
 import {
   createFailureGroupIssue,
@@ -92,7 +92,7 @@ export function integrationRoutes(ctx: AppContext) {
           failureGroupId: request.query.failureGroupId,
           runId: request.query.testRunId,
         });
-        return { items: rows.map(presentIssueLink) };
+        return { items: presentIssueLinks(rows) };
       },
     }),
   ];
