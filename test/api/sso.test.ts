@@ -203,6 +203,24 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(await counts(), before);
     });
 
+    test('a user without a password sets one through a session only within 10 minutes of signing in (SEC-2g)', async () => {
+      const sub = unique('sam-');
+      const email = `${sub}@acme.example`;
+      idp.accounts.set(sub, { email, name: 'Sam', groups: ['attest-testers'] });
+      const stale = await signInAs(sub);
+      server.clock.advance(11 * 60_000);
+      await assert.rejects(
+        server.client(stale.key).call(v1.users.setUserPassword, { params: { email }, body: { password: 'a password set too late' } }),
+        (e: { status?: number; code?: string; message?: string }) =>
+          e.status === 403 && e.code === 'REAUTHENTICATION_REQUIRED' && /sign in again/.test(String(e.message)),
+      );
+      const fresh = await signInAs(sub);
+      server.clock.advance(60_000);
+      await server.client(fresh.key).call(v1.users.setUserPassword, { params: { email }, body: { password: 'a password set in time' } });
+      const entries = await server.admin.client.call(v1.users.listAuditLog, { query: { action: 'user.password' } });
+      assert.ok(entries.items.some((entry) => entry.details.confirmedBy === 'fresh sign-in'));
+    });
+
     test('an existing password account is linked only when the provider says the e-mail is verified', async () => {
       const email = `${unique('kim-')}@acme.example`;
       await server.admin.client.call(v1.users.createUser, { body: { email, name: 'Kim', roles: ['viewer'] } });

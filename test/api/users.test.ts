@@ -587,7 +587,10 @@ for (const dialect of DIALECTS) {
       for (const session of [changer, other, third]) assert.equal((await session.client.call(v1.meta.getMe)).email, user.email);
 
       const newPassword = `pw-${unique()}-changed`;
-      await changer.client.call(v1.users.setUserPassword, { params: { email: user.email }, body: { password: newPassword } });
+      await changer.client.call(v1.users.setUserPassword, {
+        params: { email: user.email },
+        body: { password: newPassword, currentPassword: user.password },
+      });
       for (const session of [other, third]) await assert.rejects(session.client.call(v1.meta.getMe), rejectsWith(401, 'UNAUTHENTICATED'));
       assert.equal((await changer.client.call(v1.meta.getMe)).email, user.email, 'the session that made the change stays');
       assert.equal((await user.client.call(v1.meta.getMe)).email, user.email, 'API keys are not sessions: they stay');
@@ -622,6 +625,59 @@ for (const dialect of DIALECTS) {
       })();
       await user.client.call(v1.users.setUserPassword, { params: { email: user.email }, body: { password: `pw-${unique()}-new` } });
       await assert.rejects(again.client.call(v1.meta.getMe), rejectsWith(401), 'a change through an API key keeps no session');
+    });
+
+    test('a session alone cannot take over its account: a password change through it needs the current password (SEC-2g)', async () => {
+      const user = await userWithPassword();
+      const stolen = await signIn(user.email, user.password);
+      const setOwn = (body: { password: string; currentPassword?: string }) =>
+        stolen.client.call(v1.users.setUserPassword, { params: { email: user.email }, body });
+      // The attack: set a password of one's own, then pass the key's re-authentication with it.
+      const attackers = 'the attacker chose this one';
+      await assert.rejects(setOwn({ password: attackers }), rejectsWith(403, 'REAUTHENTICATION_REQUIRED'));
+      await assert.rejects(
+        setOwn({ password: attackers, currentPassword: 'a guess at the password' }),
+        rejectsWith(403, 'REAUTHENTICATION_REQUIRED'),
+      );
+      await assert.rejects(
+        stolen.client.call(v1.users.createApiKey, { params: { email: user.email }, body: { name: 'loot', password: attackers } }),
+        rejectsWith(403, 'REAUTHENTICATION_REQUIRED'),
+      );
+      assert.deepEqual(
+        (await keysOf(user.email)).filter((key) => key.name === 'loot'),
+        [],
+        'the attack sequence ends with no key',
+      );
+      await signIn(user.email, user.password); // the owner's password still works
+      await assert.rejects(signIn(user.email, attackers), rejectsWith(401));
+
+      // The owner, with the current password: 204, and every other session of the user ends.
+      const other = await signIn(user.email, user.password);
+      await other.client.call(v1.meta.getMe);
+      const newPassword = `pw-${unique()}-confirmed`;
+      await setOwn({ password: newPassword, currentPassword: user.password });
+      await assert.rejects(other.client.call(v1.meta.getMe), rejectsWith(401, 'UNAUTHENTICATED'));
+      await signIn(user.email, newPassword);
+      const entries = await server.admin.client.call(v1.users.listAuditLog, {
+        query: { action: 'user.password', targetId: (await user.client.call(v1.meta.getMe)).id },
+      });
+      assert.ok(entries.items.some((entry) => entry.details.confirmedBy === 'password'));
+      // An admin's session resetting another user's password confirms with the admin's own password too.
+      const adminPassword = `pw-${unique()}-admin`;
+      const admin = await createUser(server, ['admin']);
+      await server.admin.client.call(v1.users.setUserPassword, { params: { email: admin.email }, body: { password: adminPassword } });
+      const adminSession = await signIn(admin.email, adminPassword);
+      await assert.rejects(
+        adminSession.client.call(v1.users.setUserPassword, {
+          params: { email: user.email },
+          body: { password: 'reset by a stolen session' },
+        }),
+        rejectsWith(403, 'REAUTHENTICATION_REQUIRED'),
+      );
+      await adminSession.client.call(v1.users.setUserPassword, {
+        params: { email: user.email },
+        body: { password: `pw-${unique()}-reset`, currentPassword: adminPassword },
+      });
     });
 
     test('a web session creates a key only with its own password (sudo mode); an API key needs none', async () => {

@@ -306,6 +306,10 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
     const fresh = 'a much longer passphrase 2026';
     await page.getByLabel('New password', { exact: true }).fill(fresh);
     await page.getByLabel('Repeat the new password').fill(fresh);
+    // A session changes its password only with the current one (SEC-2g).
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByText(/needs your current password/).waitFor();
+    await page.getByLabel('Current password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Change password' }).click();
     await page.getByText(/Password changed/).waitFor();
     const login = await fetch(`${server.url}/api/v1/auth/login`, {

@@ -80,10 +80,29 @@ export const setUserPassword = endpoint({
   method: 'PUT',
   path: '/users/{email}/password',
   summary: "Set a user's web-interface password (admin, or the user themself).",
+  description:
+    'Ends every web session of the user but the one that made the change (SEC-2e). Called with a web session (a key from ' +
+    "`POST /auth/login`), the body must also carry the caller's own current password in `currentPassword`, or, for a user " +
+    'who has no password (single sign-on only), the session must come from a sign-in at most 10 minutes old ' +
+    '(403 `REAUTHENTICATION_REQUIRED` otherwise, SEC-2g). Called with an API key, nothing more is asked.',
   tag: 'Users',
   access: { scope: 'global', role: 'viewer' },
   params: EmailParams,
-  body: Type.Object({ password: Password }, { additionalProperties: false }),
+  body: Type.Object(
+    {
+      password: Password,
+      currentPassword: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 1024,
+          description:
+            "The caller's own current password, required when the caller is a web session and ignored otherwise: a stolen " +
+            'session must not take over its account (REAUTHENTICATION_REQUIRED when missing or wrong).',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
   responses: { 204: NoContent },
 });
 

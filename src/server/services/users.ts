@@ -194,6 +194,7 @@ export async function setPassword(
   password: string,
   actor: Actor,
   keepSessionId?: string,
+  confirmedBy?: 'api key' | 'password' | 'fresh sign-in',
 ): Promise<void> {
   const hash = await hashPassword(password);
   await changingAccess(ctx.changes, (concerns) =>
@@ -207,19 +208,67 @@ export async function setPassword(
         action: 'user.password',
         targetType: 'user',
         targetId: user.id,
-        details: { endedSessions },
+        details: { endedSessions, ...(confirmedBy ? { confirmedBy } : {}) },
         requestId: actor.requestId,
       });
     }),
   );
 }
 
-/** Sets the password of the user the caller addresses (themselves, or anyone for an admin). */
-export async function setUserPassword(ctx: ServiceContext, email: string, password: string, caller: Caller): Promise<void> {
+/** How long after a sign-in a session of a user without a password may still set one (SEC-2g). */
+export const FRESH_SIGN_IN_MS = 10 * 60_000;
+
+/**
+ * Sets the password of the user the caller addresses (themselves, or anyone for an admin). A web
+ * session confirms first (SEC-2g): with the caller's own current password, or, when the caller has
+ * none (single sign-on only), by a sign-in at most `FRESH_SIGN_IN_MS` old. Changing the password is
+ * the strongest act a session can do: without the check, whoever holds a stolen session sets a new
+ * password, then passes every other re-authentication with it, and the owner is locked out.
+ */
+export async function setUserPassword(
+  ctx: ServiceContext,
+  email: string,
+  input: { password: string; currentPassword?: string },
+  caller: Caller,
+): Promise<void> {
   const user = await addressableUser(ctx, caller.principal, email);
   const { key } = caller.principal;
+  let confirmedBy: 'api key' | 'password' | 'fresh sign-in' = 'api key';
+  if (key.format === 'session') confirmedBy = await confirmSession(ctx, input.currentPassword, caller);
   const ownSession = key.format === 'session' && caller.principal.user.id === user.id ? key.id : undefined;
-  await setPassword(ctx, user, password, actorOf(caller), ownSession);
+  await setPassword(ctx, user, input.password, actorOf(caller), ownSession, confirmedBy);
+}
+
+/** A web session's confirmation of a password change: its user's password, or a fresh sign-in for a user without one. */
+async function confirmSession(
+  ctx: ServiceContext,
+  currentPassword: string | undefined,
+  caller: Caller,
+): Promise<'password' | 'fresh sign-in'> {
+  const self = await requireActiveUser(ctx.db, caller.principal.user.email);
+  if (self.password_hash !== null) {
+    if (currentPassword === undefined) {
+      throw new AppError(
+        'REAUTHENTICATION_REQUIRED',
+        'Changing a password through a web session needs your current password: send it in `currentPassword`.',
+      );
+    }
+    const confirmed = await checkPassword(ctx, self.email, currentPassword, caller.ip);
+    if (confirmed?.id !== self.id) {
+      throw new AppError('REAUTHENTICATION_REQUIRED', 'The current password is not right: send your own password in `currentPassword`.');
+    }
+    return 'password';
+  }
+  // No password to confirm with: the session itself must be a fresh sign-in (its expiry is its start plus the session lifetime).
+  const expiresAt = caller.principal.key.expiresAt;
+  const signedInAt = expiresAt === null ? 0 : Date.parse(expiresAt) - ctx.config.sessionMinutes * 60_000;
+  if (ctx.clock().getTime() - signedInAt > FRESH_SIGN_IN_MS) {
+    throw new AppError(
+      'REAUTHENTICATION_REQUIRED',
+      `Your account has no password yet: sign in again through single sign-on, then set one within ${FRESH_SIGN_IN_MS / 60_000} minutes.`,
+    );
+  }
+  return 'fresh sign-in';
 }
 
 export interface KeyRequest {

@@ -39,6 +39,7 @@ export function AccountPage() {
 
 function PasswordForm({ email }: { email: string }) {
   const action = useAction();
+  const [current, setCurrent] = useState('');
   const [password, setPassword] = useState('');
   const [repeat, setRepeat] = useState('');
   const [checked, setChecked] = useState(false);
@@ -47,6 +48,7 @@ function PasswordForm({ email }: { email: string }) {
   if (password.length > 0 && password.length < PASSWORD_MIN) local.password = `must be at least ${PASSWORD_MIN} characters`;
   if (repeat !== password) local.repeat = 'does not match the new password';
   const shown = {
+    current: problemAt(action.error, '/currentPassword'),
     password: (checked ? local.password : undefined) ?? problemAt(action.error, '/password'),
     repeat: checked ? local.repeat : undefined,
   };
@@ -55,27 +57,33 @@ function PasswordForm({ email }: { email: string }) {
     setChecked(true);
     if (Object.keys(local).length > 0 || password === '') return;
     const done = await action.run(
-      (client) => client.call(v1.users.setUserPassword, { params: { email }, body: { password } }),
+      // A session confirms with the current password (SEC-2g); an account without one (single sign-on) sends none.
+      (client) =>
+        client.call(v1.users.setUserPassword, {
+          params: { email },
+          body: current === '' ? { password } : { password, currentPassword: current },
+        }),
       () => 'Password changed. Your other sessions have ended; this one stays signed in.',
     );
     if (done !== undefined) {
+      setCurrent('');
       setPassword('');
       setRepeat('');
       setChecked(false);
     }
   };
   // The problem sits beside its field, not in its label: the field keeps its name, and the problem is its description.
-  const field = (name: 'password' | 'repeat', label: string, value: string, set: (v: string) => void) => (
+  const field = (name: 'current' | 'password' | 'repeat', label: string, value: string, set: (v: string) => void) => (
     <Field label={label} problem={shown[name]}>
       {({ id, describedBy, invalid }) => (
         <input
           id={id}
           type="password"
           name={name}
-          autoComplete="new-password"
+          autoComplete={name === 'current' ? 'current-password' : 'new-password'}
           value={value}
-          required
-          minLength={PASSWORD_MIN}
+          required={name !== 'current'}
+          minLength={name === 'current' ? undefined : PASSWORD_MIN}
           aria-invalid={invalid || undefined}
           aria-describedby={describedBy}
           onInput={(event) => set((event.target as HTMLInputElement).value)}
@@ -89,12 +97,17 @@ function PasswordForm({ email }: { email: string }) {
       <p class="muted">
         At least {PASSWORD_MIN} characters. Changing it ends your other sessions (other tabs and browsers); API keys keep working.
       </p>
+      {field('current', 'Current password', current, setCurrent)}
+      <p class="muted">
+        Leave it empty if your account has no password yet (you sign in through single sign-on): then set one within 10 minutes of signing
+        in.
+      </p>
       {field('password', 'New password', password, setPassword)}
       {field('repeat', 'Repeat the new password', repeat, setRepeat)}
       <button type="submit" disabled={action.busy}>
         Change password
       </button>
-      <FormProblem error={action.error} fields={['/password']} />
+      <FormProblem error={action.error} fields={['/password', '/currentPassword']} />
       {action.done ? <ActionStatus state={action} /> : null}
     </form>
   );

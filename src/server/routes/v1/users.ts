@@ -58,7 +58,7 @@ export function userRoutes(ctx: AppContext) {
 
     route(api.setUserPassword, {
       handler: async (request, reply) => {
-        await setUserPassword(ctx, request.params.email, request.body.password, callerOf(request));
+        await setUserPassword(ctx, request.params.email, request.body, callerOf(request));
         return reply.code(204).send();
       },
     }),
