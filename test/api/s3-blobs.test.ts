@@ -188,5 +188,63 @@ for (const dialect of DIALECTS) {
       assert.equal(after.status, 201, 'uploads succeed once the store is back');
       assert.equal((await get(`/artifact/artifacts/${logArtifact.body.id}/content`)).status, 200);
     });
+
+    test('the store stopped: exports of a run and of a job in every format, and an import, answer 503 with Retry-After before their answer starts; all answer once it is back', async () => {
+      const admin = server.admin.client;
+      const job = await admin.call(v1.jobs.createJob, { body: { projectId, name: 'outage export', testIds: [] } });
+      const run = await admin.call(v1.runs.createRun, { body: { projectId, name: 'exported', jobId: job.id } });
+      const step = (await addSteps(admin, run.id, ['shown'])).shown as string;
+      // Fresh bytes, never read yet: no instance keeps them in memory (PERF-3).
+      const shot = await upload(
+        server.url,
+        server.admin.key,
+        projectId,
+        { testRunId: run.id, stepId: step, kind: 'screenshot', name: 'exported.png' },
+        { file: { bytes: await randomPng(20, 20), type: 'image/png' } },
+      );
+      const file = await upload(
+        server.url,
+        server.admin.key,
+        projectId,
+        { testRunId: run.id, kind: 'log', name: 'exported.log' },
+        { file: { bytes: randomBytes(300), type: 'text/plain' } },
+      );
+      assert.deepEqual([shot.status, file.status], [201, 201]);
+      await admin.call(v1.runs.updateRun, { params: { testRunId: run.id }, body: { status: 'completed', verdict: 'passed' } });
+      await admin.call(v1.jobs.completeJob, { params: { jobId: job.id } });
+      const exports = ['zip', 'junit', 'junit-zip', 'xray', 'allure', 'html'].flatMap((format) => [
+        `/testmgmt/testruns/${run.id}/export?format=${format}`,
+        `/testmgmt/jobs/${job.id}/export?format=${format}`,
+      ]);
+      const report = '<testsuite name="outage"><testcase classname="outage" name="imported"/></testsuite>';
+      const importReport = () =>
+        fetch(`${server.url}/api/v1/projects/${projectId}/imports`, {
+          method: 'POST',
+          headers: { accept: 'application/json', 'service.api-token': server.admin.key, 'content-type': 'application/xml' },
+          body: report,
+        });
+
+      await s3.stop();
+      try {
+        for (const path of exports) {
+          const answer = await get(path);
+          const body = await answer.text();
+          assert.equal(answer.status, 503, `${path}: ${body.slice(0, 200)}`);
+          assert.ok(Number(answer.headers.get('retry-after')) > 0, `${path} says when to retry`);
+          assert.equal((JSON.parse(body) as { code: string }).code, 'UNAVAILABLE');
+        }
+        const imported = await importReport();
+        assert.equal(imported.status, 503, await imported.text());
+        assert.ok(Number(imported.headers.get('retry-after')) > 0);
+      } finally {
+        await s3.start();
+      }
+      for (const path of exports) {
+        const answer = await get(path);
+        assert.equal(answer.status, 200, path);
+        assert.ok((await answer.arrayBuffer()).byteLength > 0, `${path} is read whole`);
+      }
+      assert.equal((await importReport()).status, 202);
+    });
   });
 }

@@ -17,6 +17,7 @@ export async function sendJobExport(
 ) {
   const client = callerClient(request);
   const { job, parts } = await asCaller(readJobAnswers(client, jobId));
-  const download = downloadOf(format, { job: { job, parts, ...callerSources(client, options.xrayProject) } }, junitWanted(request));
-  return sendDownload(request, reply, download, `attest-job-${jobId.slice(0, 8)}-${format}`, { jobId, format });
+  const { sources, evidenceRead } = callerSources(client, options.xrayProject);
+  const download = downloadOf(format, { job: { job, parts, ...sources } }, junitWanted(request));
+  return sendDownload(request, reply, download, `attest-job-${jobId.slice(0, 8)}-${format}`, { jobId, format }, evidenceRead);
 }

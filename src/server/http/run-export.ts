@@ -71,18 +71,30 @@ export async function asCaller<T>(work: Promise<T>): Promise<T> {
   });
 }
 
-/** Where the writers read bytes: the image route for images, the content route for other files. */
-export function callerSources(client: AttestClient, xrayProject: string | undefined): ExportSources {
+/**
+ * Where the writers read bytes: the image route for images, the content route for other files;
+ * and whether any of those bytes have come yet (see sendDownload).
+ */
+export function callerSources(
+  client: AttestClient,
+  xrayProject: string | undefined,
+): { sources: ExportSources; evidenceRead: () => boolean } {
+  let evidenceRead = false;
   const read = async (path: string) => {
     const response = await client.fetchRaw('GET', path);
     if (!response.ok) await AttestClient.read(response);
-    return new Uint8Array(await response.arrayBuffer());
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    evidenceRead = true;
+    return bytes;
   };
   return {
-    exporter: `attest-server ${APP_VERSION}`,
-    ...(xrayProject ? { xrayProject } : {}),
-    bytes: (image) => read(client.pathOf(v1.images.getImage, { params: { imageId: image.imageId } })),
-    attachmentBytes: (file) => read(client.pathOf(v1.artifacts.getArtifactContent, { params: { artifactId: file.artifactId } })),
+    sources: {
+      exporter: `attest-server ${APP_VERSION}`,
+      ...(xrayProject ? { xrayProject } : {}),
+      bytes: (image) => read(client.pathOf(v1.images.getImage, { params: { imageId: image.imageId } })),
+      attachmentBytes: (file) => read(client.pathOf(v1.artifacts.getArtifactContent, { params: { artifactId: file.artifactId } })),
+    },
+    evidenceRead: () => evidenceRead,
   };
 }
 
@@ -99,13 +111,25 @@ export function junitWanted(request: FastifyRequest): { zip?: boolean; xml?: boo
   return {};
 }
 
-/** Streams a download: a ZIP for folder formats, else the one file, as an attachment with a sandboxing CSP. */
-export function sendDownload(
+/** How much of an export is read ahead at most before its answer starts (see sendDownload). */
+const READ_AHEAD_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Streams a download: a ZIP for folder formats, else the one file, as an attachment with a
+ * sandboxing CSP. Before the answer starts, the download is read ahead until its first image or
+ * file has come (`evidenceRead`), it ends, or READ_AHEAD_BYTES are read: a blob store that is down
+ * then makes the request a 503 with Retry-After (SCALE-1), as a download's would, instead of a 200
+ * cut off at its first screenshot. The bound keeps memory small for an export with much text before
+ * its first image (a job whose first runs have none); such an export, like any download under way,
+ * is cut off when the store fails after its answer started.
+ */
+export async function sendDownload(
   request: FastifyRequest,
   reply: FastifyReply,
   download: { files: ExportFile[]; archive: boolean },
   base: string,
   context: Record<string, unknown>,
+  evidenceRead: () => boolean,
 ) {
   const { files, archive } = download;
   const single = files[0];
@@ -113,7 +137,21 @@ export function sendDownload(
     archive || !single
       ? ['application/zip', `${base}.zip`, zipOf(files)]
       : [single.type, `${base}.${single.path.split('.').pop()}`, single.chunks()];
-  const body = Readable.from(chunks, { objectMode: false });
+  const rest = (chunks as AsyncIterable<Uint8Array | string>)[Symbol.asyncIterator]();
+  const ahead: (Uint8Array | string)[] = [];
+  for (let size = 0; !evidenceRead() && size < READ_AHEAD_BYTES; ) {
+    const next = await asCaller(rest.next());
+    if (next.done) break;
+    ahead.push(next.value);
+    size += next.value.length;
+  }
+  const body = Readable.from(
+    (async function* () {
+      yield* ahead.splice(0);
+      for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
+    })(),
+    { objectMode: false },
+  );
   body.on('error', (error) => request.log.error({ err: error, ...context }, 'the export stopped midway'));
   return reply
     .type(type)
@@ -137,13 +175,8 @@ export async function sendRunExport(
 ) {
   const client = callerClient(request);
   const answers = await asCaller(readRunAnswers(client, testRunId, { partial: options.partial }));
-  const input: ExportInput = {
-    answers,
-    images: planImages(answers),
-    attachments: planAttachments(answers),
-    folder: '',
-    ...callerSources(client, options.xrayProject),
-  };
+  const { sources, evidenceRead } = callerSources(client, options.xrayProject);
+  const input: ExportInput = { answers, images: planImages(answers), attachments: planAttachments(answers), folder: '', ...sources };
   const download = downloadOf(format, { run: input }, junitWanted(request));
-  return sendDownload(request, reply, download, `attest-run-${testRunId.slice(0, 8)}-${format}`, { testRunId, format });
+  return sendDownload(request, reply, download, `attest-run-${testRunId.slice(0, 8)}-${format}`, { testRunId, format }, evidenceRead);
 }
