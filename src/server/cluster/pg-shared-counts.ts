@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { hearConnectionErrors } from '../db/pg-pool-errors.ts';
+import { hearConnectionErrors } from '../db/pg-pool.ts';
 import type { Database, DB } from '../db/types.ts';
 import type { SharedCounts, StoredCount } from '../security/shared-counts.ts';
 

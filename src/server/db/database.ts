@@ -31,7 +31,7 @@ import * as runDurations from './migrations/2026-11-27-0022-run-durations.ts';
 import * as runDays from './migrations/2026-11-28-0023-run-days.ts';
 import * as blobRefsByKey from './migrations/2026-11-28-0024-blob-refs-by-key.ts';
 import * as groupDays from './migrations/2026-11-28-0025-group-days.ts';
-import { hearConnectionErrors } from './pg-pool-errors.ts';
+import { hearConnectionErrors, poolLimits } from './pg-pool.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
 import type { Database, DB, Dialect } from './types.ts';
@@ -234,24 +234,6 @@ async function checkPostgresDurability(db: DB, config: Config): Promise<void> {
         'Fix the server settings or set ATTEST_ALLOW_UNSAFE_POSTGRES=true.',
     );
   }
-}
-
-/**
- * The request pool's bounds on a database that stops answering (DUR-15): a connection that cannot be
- * had (opened, or free in the pool) within `ATTEST_DB_CONNECT_TIMEOUT_MS`, a statement PostgreSQL runs
- * past `ATTEST_DB_STATEMENT_TIMEOUT_MS` (it cancels it) or that gets no answer a second after that
- * (a database cut off the network, which cannot even cancel) fails, and becomes a 503 with
- * Retry-After (`isDatabaseUnavailable`). TCP keepalive finds an idle connection whose peer is gone.
- * A statement timeout of 0 (the maintenance commands) leaves statements unbounded.
- */
-function poolLimits(config: Pick<Config, 'databaseConnectTimeoutMs' | 'databaseStatementTimeoutMs'>) {
-  const statement = config.databaseStatementTimeoutMs;
-  return {
-    connectionTimeoutMillis: config.databaseConnectTimeoutMs,
-    keepAlive: true,
-    keepAliveInitialDelayMillis: 10_000,
-    ...(statement > 0 ? { statement_timeout: statement, query_timeout: statement + 1000 } : {}),
-  };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { hearConnectionErrors } from './pg-pool-errors.ts';
+import { hearConnectionErrors } from './pg-pool.ts';
 import type { Database, DB } from './types.ts';
 
 /**

@@ -13,7 +13,6 @@ import {
   listKeysOfUser,
   revokeKey,
   revokeKeysOfUser,
-  revokeSessionsOfUser,
 } from '../db/repositories/api-keys.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import {
@@ -32,7 +31,7 @@ import { classifyToken, displayHint, emailDigest, generateKey, keyDigest, normal
 import { hashPassword } from '../security/password.ts';
 import type { Principal } from '../security/principal.ts';
 import { audit } from './audit.ts';
-import { checkPassword } from './password-check.ts';
+import { confirmPassword, confirmSession, setPassword } from './passwords.ts';
 
 /** Who does a change, as the audit log records it: no user for start-up work such as the first admin. */
 export interface Actor {
@@ -183,42 +182,6 @@ export async function deleteUser(ctx: ServiceContext, email: string, actor: Acto
 }
 
 /**
- * Sets a user's password and ends their web sessions (SEC-2e): whoever signed in with the old
- * password is out on their next request. `keepSessionId`, the session that made the change when
- * the user changed their own password in the web interface, stays; their API keys stay too (keys
- * are separate credentials, revoked one by one).
- */
-export async function setPassword(
-  ctx: ServiceContext,
-  user: UsersTable,
-  password: string,
-  actor: Actor,
-  keepSessionId?: string,
-  confirmedBy?: 'api key' | 'password' | 'fresh sign-in',
-): Promise<void> {
-  const hash = await hashPassword(password);
-  await changingAccess(ctx.changes, (concerns) =>
-    inTransaction(ctx.db, async (trx) => {
-      concerns({ userIds: [user.id] });
-      const now = ctx.clock().toISOString();
-      await updateUser(trx, user.id, { password_hash: hash, updated_at: now });
-      const endedSessions = await revokeSessionsOfUser(trx, user.id, now, keepSessionId);
-      await audit(ctx, trx, {
-        actorUserId: actor.userId,
-        action: 'user.password',
-        targetType: 'user',
-        targetId: user.id,
-        details: { endedSessions, ...(confirmedBy ? { confirmedBy } : {}) },
-        requestId: actor.requestId,
-      });
-    }),
-  );
-}
-
-/** How long after a sign-in a session of a user without a password may still set one (SEC-2g). */
-export const FRESH_SIGN_IN_MS = 10 * 60_000;
-
-/**
  * Sets the password of the user the caller addresses (themselves, or anyone for an admin). A web
  * session confirms first (SEC-2g): with the caller's own current password, or, when the caller has
  * none (single sign-on only), by a sign-in at most `FRESH_SIGN_IN_MS` old. Changing the password is
@@ -237,38 +200,6 @@ export async function setUserPassword(
   if (key.format === 'session') confirmedBy = await confirmSession(ctx, input.currentPassword, caller);
   const ownSession = key.format === 'session' && caller.principal.user.id === user.id ? key.id : undefined;
   await setPassword(ctx, user, input.password, actorOf(caller), ownSession, confirmedBy);
-}
-
-/** A web session's confirmation of a password change: its user's password, or a fresh sign-in for a user without one. */
-async function confirmSession(
-  ctx: ServiceContext,
-  currentPassword: string | undefined,
-  caller: Caller,
-): Promise<'password' | 'fresh sign-in'> {
-  const self = await requireActiveUser(ctx.db, caller.principal.user.email);
-  if (self.password_hash !== null) {
-    if (currentPassword === undefined) {
-      throw new AppError(
-        'REAUTHENTICATION_REQUIRED',
-        'Changing a password through a web session needs your current password: send it in `currentPassword`.',
-      );
-    }
-    const confirmed = await checkPassword(ctx, self.email, currentPassword, caller.ip);
-    if (confirmed?.id !== self.id) {
-      throw new AppError('REAUTHENTICATION_REQUIRED', 'The current password is not right: send your own password in `currentPassword`.');
-    }
-    return 'password';
-  }
-  // No password to confirm with: the session itself must be a fresh sign-in (its expiry is its start plus the session lifetime).
-  const expiresAt = caller.principal.key.expiresAt;
-  const signedInAt = expiresAt === null ? 0 : Date.parse(expiresAt) - ctx.config.sessionMinutes * 60_000;
-  if (ctx.clock().getTime() - signedInAt > FRESH_SIGN_IN_MS) {
-    throw new AppError(
-      'REAUTHENTICATION_REQUIRED',
-      `Your account has no password yet: sign in again through single sign-on, then set one within ${FRESH_SIGN_IN_MS / 60_000} minutes.`,
-    );
-  }
-  return 'fresh sign-in';
 }
 
 export interface KeyRequest {
@@ -392,17 +323,6 @@ export async function issueApiKey(
   }
   if (caller.principal.key.format === 'session') await confirmPassword(ctx, input.password, caller);
   return createApiKey(ctx, user, { name, format, value, scope, expiresAt }, actorOf(caller));
-}
-
-/** Checks the password a web session confirms with, as a login would be (SEC-2d), else 403 (or 429 when throttled). */
-async function confirmPassword(ctx: ServiceContext, password: string | undefined, caller: Caller): Promise<void> {
-  if (password === undefined) {
-    throw new AppError('REAUTHENTICATION_REQUIRED', 'A key created through a web session needs your password: send it in `password`.');
-  }
-  const confirmed = await checkPassword(ctx, caller.principal.user.email, password, caller.ip);
-  if (confirmed?.id !== caller.principal.user.id) {
-    throw new AppError('REAUTHENTICATION_REQUIRED', 'The password is not right: send your own password in `password`.');
-  }
 }
 
 /** The keys of the user the caller addresses; `unusedForDays` keeps those not used for that long. */
