@@ -9,7 +9,7 @@ import { clusterPlugin } from './plugins/cluster.ts';
 import { compressionPlugin } from './plugins/compression.ts';
 import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
 import { durableAnswersPlugin } from './plugins/durable-answers.ts';
-import { answerFrameworkError, clientErrorAnswerer, errorsPlugin } from './plugins/errors.ts';
+import { answerFrameworkError, clientErrorAnswerer, errorsPlugin, hasUnreadBody } from './plugins/errors.ts';
 import { importsPlugin } from './plugins/imports.ts';
 import { integrationsPlugin } from './plugins/integrations.ts';
 import { methodNotAllowedPlugin } from './plugins/method-not-allowed.ts';
@@ -93,9 +93,10 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   // has (the database closes only once they are done), each answer with `Connection: close`: a
   // proxy then takes its next requests to another instance. Fastify's alternative, a 503 without
   // Retry-After to each of them, reached clients through a balancer that, rightly, does not retry
-  // on a 503 (docs/deployment.md, SCALE-10).
-  app.addHook('onSend', async (_request, reply) => {
-    if (state === 'stopping') reply.header('connection', 'close');
+  // on a 503 (docs/deployment.md, SCALE-10). Not on an answer whose body is still drained behind
+  // it: closing on the unread bytes would reset the connection and lose the answer (LOAD-4b).
+  app.addHook('onSend', async (request, reply) => {
+    if (state === 'stopping' && !hasUnreadBody(request)) reply.header('connection', 'close');
   });
 
   await app.register(parsersPlugin);

@@ -317,19 +317,32 @@ for (const dialect of DIALECTS) {
         }
       });
 
-      test('readiness names the blob store when it does not answer (SCALE-7)', async () => {
-        const blobs = server.app.attest.blobs;
-        const { ping } = blobs;
+      test('a blob store that does not answer is named in a 200: the instance stays ready; with the database down too, the 503 names both (SCALE-7)', async () => {
+        const { blobs, database } = server.app.attest;
+        const pings = { blobs: blobs.ping, database: database.ping };
         try {
           blobs.ping = async () => {
             throw new Error('the bucket does not answer');
           };
+          const degraded = await exchange(server, 'GET', '/api/v1/health/ready', {});
+          assert.equal(degraded.status, 200);
+          assert.deepEqual(degraded.json, {
+            status: 'ready',
+            database: dialect,
+            blobs: server.config.blobUrl ? 's3' : 'files',
+            unreachable: ['blob store'],
+          });
+          database.ping = async () => {
+            throw new Error('connection lost');
+          };
           const down = await exchange(server, 'GET', '/api/v1/health/ready', {});
           assert.equal(down.status, 503);
-          assert.match(String(down.json.detail), /blob store/);
-          assert.deepEqual(down.json.unreachable, ['blob store']);
+          assert.equal(down.headers['retry-after'], '5');
+          assert.match(String(down.json.detail), /database and the blob store/);
+          assert.deepEqual(down.json.unreachable, ['database', 'blob store']);
         } finally {
-          Object.assign(blobs, { ping });
+          Object.assign(blobs, { ping: pings.blobs });
+          Object.assign(database, { ping: pings.database });
         }
       });
     });

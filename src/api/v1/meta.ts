@@ -11,6 +11,15 @@ export const Readiness = Type.Object(
     blobs: Type.Union([Type.Literal('files'), Type.Literal('s3')], {
       description: 'Where blobs live: the data folder, or an S3-compatible bucket.',
     }),
+    unreachable: Type.Optional(
+      Type.Array(Type.Literal('blob store'), {
+        maxItems: 1,
+        description:
+          'Present when the blob store does not answer. The instance stays ready: every instance shares the store, so a ' +
+          'balancer taking them out would refuse the requests that need no blob too; those that need it answer 503 ' +
+          '`UNAVAILABLE` with `Retry-After` meanwhile.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -65,7 +74,8 @@ export const getReadiness = endpoint({
   method: 'GET',
   path: '/health/ready',
   summary:
-    'Readiness: start-up recovery is done and both the database and the blob store answer; 503 otherwise, naming which does not (`unreachable`).',
+    'Readiness: start-up recovery is done, the instance is not stopping and the database answers; 503 otherwise, naming what does not ' +
+    '(`unreachable`). A blob store that does not answer is named in the 200 (`unreachable`), and named with the database in a 503.',
   tag: 'Meta',
   access: { scope: 'public' },
   responses: { 200: Readiness },

@@ -164,7 +164,7 @@ export function clientErrorAnswerer(log: () => FastifyBaseLogger, limits: Linger
 }
 
 /** Whether the request has a body that was not read to its end. */
-function hasUnreadBody(request: FastifyRequest): boolean {
+export function hasUnreadBody(request: FastifyRequest): boolean {
   const { headers, raw } = request;
   const declared = headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
   return declared && !raw.readableEnded;

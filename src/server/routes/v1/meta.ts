@@ -49,8 +49,8 @@ export function metaRoutes(ctx: AppContext) {
           ...(database.status === 'rejected' ? [{ what: 'database' as const, error: database.reason }] : []),
           ...(blobs.status === 'rejected' ? [{ what: 'blob store' as const, error: blobs.reason }] : []),
         ];
-        if (unreachable.length > 0) {
-          for (const { what, error } of unreachable) ctx.log.error({ err: error }, `readiness: the ${what} does not answer`);
+        for (const { what, error } of unreachable) ctx.log.error({ err: error }, `readiness: the ${what} does not answer`);
+        if (database.status === 'rejected') {
           throw new AppError(
             'UNAVAILABLE',
             `Not ready: the ${unreachable.map((u) => u.what).join(' and the ')} ${unreachable.length > 1 ? 'do' : 'does'} not answer.`,
@@ -60,8 +60,17 @@ export function metaRoutes(ctx: AppContext) {
             },
           );
         }
+        // Every instance shares the blob store: were its failure to make them not ready, a balancer
+        // would take them all out at once and refuse even the requests that need no blob. It is
+        // named, the instance stays ready, and the requests that need it answer 503 with
+        // Retry-After themselves (SCALE-7, SCALE-10).
         reply.code(200);
-        return { status, database: ctx.dialect, blobs: ctx.blobs.kind };
+        return {
+          status,
+          database: ctx.dialect,
+          blobs: ctx.blobs.kind,
+          ...(blobs.status === 'rejected' ? { unreachable: ['blob store' as const] } : {}),
+        };
       },
     }),
 
