@@ -57,6 +57,38 @@ for (const dialect of DIALECTS) {
       assert.equal((await login(server, addressOf(10, 302), user.email, 'wrong again, sorry')).status, 401);
     });
 
+    test('three bursts of 200 concurrent wrong passwords, 62 s apart: only what the budget allows is checked, the rest 429', async () => {
+      const user = await userWithPassword(server);
+      // Signed in once from its own address beforehand: that client keeps its way in (SEC-2d).
+      const home = addressOf(41, 0);
+      assert.equal((await login(server, home, user.email, user.password)).status, 200);
+      const checked: number[] = [];
+      for (let burst = 0; burst < 3; burst++) {
+        const answers = await Promise.all(
+          Array.from({ length: 200 }, (_, i) => login(server, addressOf(11, burst * 200 + i), user.email, `wrong-${burst}-${i}-guess`)),
+        );
+        assert.ok(
+          answers.every((a) => a.status === 401 || a.status === 429),
+          JSON.stringify(answers.map((a) => a.status)),
+        );
+        checked.push(answers.filter((a) => a.status === 401).length);
+        server.clock.advance(62_000);
+      }
+      // Counted before checked: the free failures in the first burst, then one per burst once its wait is over.
+      assert.deepEqual(checked, [LoginThrottle.FREE_FAILURES, 1, 1]);
+      assert.equal((await login(server, home, user.email, user.password)).status, 200, 'the owner still signs in from home');
+    });
+
+    test("200 concurrent wrong logins for as many e-mails from one address: the address's budget of 30 is checked, no more (SEC-2b)", async () => {
+      const address = addressOf(40, 0);
+      const answers = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => login(server, address, `sprayed-${i}-${unique()}@example.test`, 'a wrong password here')),
+      );
+      assert.equal(answers.filter((a) => a.status === 401).length, 30);
+      assert.equal(answers.filter((a) => a.status === 429).length, 170);
+      server.clock.advance(61_000);
+    });
+
     test('the wait doubles with each failure after the free ones and stops at a minute', async () => {
       const user = await userWithPassword(server);
       for (let i = 0; i < LoginThrottle.FREE_FAILURES; i++) {

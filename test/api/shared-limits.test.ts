@@ -164,6 +164,42 @@ for (const { store, env } of stores) {
       assert.equal((await login(second, home, user.email, password)).status, 200, 'the owner is not locked out');
     });
   });
+
+  describe(`[postgres] password guesses at once over two instances, counted in ${store} (SEC-2d)`, () => {
+    let first: TestServer;
+    let second: TestServer;
+    const block = store === 'postgres' ? 22 : 23;
+    before(async () => {
+      first = await startTestServer('postgres', env);
+      second = await startPeerServer(first, env);
+      second.clock.now = new Date(first.clock.now.getTime());
+    });
+    after(async () => {
+      await second?.close();
+      await first?.close();
+      if (store === 'redis') await forgetRedisKeys(`attest:${new URL(first.config.databaseUrl as string).pathname.slice(1)}:`);
+    });
+
+    test('200 concurrent wrong passwords for one account over both instances: the free ones are checked, the rest 429 (SEC-2d)', async () => {
+      const user = await createUser(first, ['viewer']);
+      const password = `pw-${unique()}-long-enough`;
+      await first.admin.client.call(v1.users.setUserPassword, { params: { email: user.email }, body: { password } });
+      const home = `127.${block}.4.1`;
+      assert.equal((await login(second, home, user.email, password)).status, 200);
+      const answers = await Promise.all(
+        Array.from({ length: 200 }, (_, i) =>
+          login(i % 2 === 0 ? first : second, `127.${block}.${5 + Math.floor(i / 250)}.${(i % 250) + 1}`, user.email, `wrong ${i}`),
+        ),
+      );
+      assert.equal(answers.filter((a) => a.status === 401).length, LoginThrottle.FREE_FAILURES, 'counted before checked, in one store');
+      assert.equal(answers.filter((a) => a.status === 429).length, 200 - LoginThrottle.FREE_FAILURES);
+      // The known address's own budget is claimed atomically too: of 20 at once, KNOWN_FAILURES are checked.
+      const fromHome = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => login(i % 2 === 0 ? first : second, home, user.email, `home guess ${i}`)),
+      );
+      assert.equal(fromHome.filter((a) => a.status === 401).length, LoginThrottle.KNOWN_FAILURES);
+    });
+  });
 }
 
 for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {

@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { hearConnectionErrors } from '../db/pg-pool.ts';
 import type { Database, DB } from '../db/types.ts';
-import type { SharedCounts, StoredCount } from '../security/shared-counts.ts';
+import type { Backoff, SharedCounts, StoredCount } from '../security/shared-counts.ts';
 
 /** How often lapsed counts are deleted (by each instance; a delete finds what the others left). */
 const SWEEP_MS = 60_000;
@@ -78,6 +78,35 @@ export class PgSharedCounts implements SharedCounts {
       RETURNING subject, hits, at_ms`.execute(this.#db);
     const row = rows[0] as Row;
     return { count: row.hits, atMs: Number(row.at_ms) };
+  }
+
+  async addToRunAfterWait(subject: string, nowMs: number, keepMs: number, backoff: Backoff): Promise<boolean> {
+    // The row is locked by the upsert, so the wait is judged on the count no other attempt can change meanwhile.
+    const { rows } = await sql<Row>`
+      INSERT INTO shared_limits AS l (subject, hits, at_ms, expires_ms)
+      VALUES (${subject}, 1, ${nowMs}::bigint, ${nowMs + keepMs}::bigint)
+      ON CONFLICT (subject) DO UPDATE SET
+        hits = CASE WHEN l.expires_ms <= ${nowMs}::bigint THEN 1 ELSE l.hits + 1 END,
+        at_ms = excluded.at_ms,
+        expires_ms = excluded.expires_ms
+      WHERE l.expires_ms <= ${nowMs}::bigint
+        OR l.hits < ${backoff.free}
+        OR l.at_ms + LEAST(${backoff.baseMs}::bigint * power(2, LEAST(l.hits - ${backoff.free}, 16))::bigint, ${backoff.maxMs}::bigint) <= ${nowMs}::bigint
+      RETURNING subject, hits, at_ms`.execute(this.#db);
+    return rows.length > 0;
+  }
+
+  async addIfBelow(subject: string, limit: number, nowMs: number): Promise<boolean> {
+    const result = await sql`
+      UPDATE shared_limits SET hits = hits + 1
+      WHERE subject = ${subject} AND expires_ms > ${nowMs}::bigint AND hits < ${limit}`.execute(this.#db);
+    return Number(result.numAffectedRows ?? 0) > 0;
+  }
+
+  async subtractIfPresent(subject: string, nowMs: number): Promise<void> {
+    await sql`
+      UPDATE shared_limits SET hits = hits - 1
+      WHERE subject = ${subject} AND expires_ms > ${nowMs}::bigint AND hits > 0`.execute(this.#db);
   }
 
   async read(subject: string, nowMs: number): Promise<StoredCount | undefined> {

@@ -1,5 +1,5 @@
 import { Redis, type Result } from 'ioredis';
-import type { SharedCounts, StoredCount } from '../security/shared-counts.ts';
+import type { Backoff, SharedCounts, StoredCount } from '../security/shared-counts.ts';
 
 // A count is a hash: `c` the count, `a` its time, `e` when it lapses (the callers' clock, in ms).
 // Redis expires the key a little after that as well, so nothing is left behind; whether a count
@@ -24,6 +24,41 @@ redis.call('HSET', KEYS[1], 'c', count, 'a', ARGV[1], 'e', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return count`;
 
+/**
+ * ADD_TO_RUN, only when the run's wait is over: none below ARGV[4] events, then ARGV[5] ms doubling
+ * per event beyond, at most ARGV[6], after its latest event. Answers 1 when added, 0 while waiting.
+ */
+const ADD_TO_RUN_AFTER_WAIT = `
+local kept = redis.call('HMGET', KEYS[1], 'c', 'a', 'e')
+local now = tonumber(ARGV[1])
+local count = 1
+if kept[1] ~= false and tonumber(kept[3]) > now then
+  local hits = tonumber(kept[1])
+  local free = tonumber(ARGV[4])
+  if hits >= free then
+    local wait = math.min(tonumber(ARGV[5]) * 2 ^ math.min(hits - free, 16), tonumber(ARGV[6]))
+    if tonumber(kept[2]) + wait > now then return 0 end
+  end
+  count = hits + 1
+end
+redis.call('HSET', KEYS[1], 'c', count, 'a', ARGV[1], 'e', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1`;
+
+/** Adds one to the count at KEYS[1] when it has not lapsed by ARGV[1] and is below ARGV[2]; answers 1 when added. */
+const ADD_IF_BELOW = `
+local kept = redis.call('HMGET', KEYS[1], 'c', 'e')
+if kept[1] == false or tonumber(kept[2]) <= tonumber(ARGV[1]) or tonumber(kept[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('HINCRBY', KEYS[1], 'c', 1)
+return 1`;
+
+/** Takes one from the count at KEYS[1] when it is above zero and has not lapsed by ARGV[1]. */
+const SUBTRACT_IF_PRESENT = `
+local kept = redis.call('HMGET', KEYS[1], 'c', 'e')
+if kept[1] == false or tonumber(kept[2]) <= tonumber(ARGV[1]) or tonumber(kept[1]) <= 0 then return 0 end
+redis.call('HINCRBY', KEYS[1], 'c', -1)
+return 1`;
+
 const ADD_IF_PRESENT = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HINCRBY', KEYS[1], 'c', 1) end
 return 0`;
@@ -33,6 +68,17 @@ declare module 'ioredis' {
     attestAddToWindow(key: string, add: number, nowMs: number, lapsesMs: number, ttlMs: number): Result<[number, string], Context>;
     attestAddToRun(key: string, nowMs: number, lapsesMs: number, ttlMs: number): Result<number, Context>;
     attestAddIfPresent(key: string): Result<number, Context>;
+    attestAddToRunAfterWait(
+      key: string,
+      nowMs: number,
+      lapsesMs: number,
+      ttlMs: number,
+      free: number,
+      baseMs: number,
+      maxMs: number,
+    ): Result<number, Context>;
+    attestAddIfBelow(key: string, nowMs: number, limit: number): Result<number, Context>;
+    attestSubtractIfPresent(key: string, nowMs: number): Result<number, Context>;
   }
 }
 
@@ -66,6 +112,9 @@ export class RedisSharedCounts implements SharedCounts {
     this.#redis.defineCommand('attestAddToWindow', { numberOfKeys: 1, lua: ADD_TO_WINDOW });
     this.#redis.defineCommand('attestAddToRun', { numberOfKeys: 1, lua: ADD_TO_RUN });
     this.#redis.defineCommand('attestAddIfPresent', { numberOfKeys: 1, lua: ADD_IF_PRESENT });
+    this.#redis.defineCommand('attestAddToRunAfterWait', { numberOfKeys: 1, lua: ADD_TO_RUN_AFTER_WAIT });
+    this.#redis.defineCommand('attestAddIfBelow', { numberOfKeys: 1, lua: ADD_IF_BELOW });
+    this.#redis.defineCommand('attestSubtractIfPresent', { numberOfKeys: 1, lua: SUBTRACT_IF_PRESENT });
   }
 
   /** Connects (the server's start; a command never counts): an unreachable Redis fails the start. */
@@ -116,6 +165,28 @@ export class RedisSharedCounts implements SharedCounts {
   async addToRun(subject: string, nowMs: number, keepMs: number): Promise<StoredCount> {
     const count = await this.#redis.attestAddToRun(this.prefix + subject, nowMs, nowMs + keepMs, keepMs + EXPIRY_SLACK_MS);
     return { count, atMs: nowMs };
+  }
+
+  async addToRunAfterWait(subject: string, nowMs: number, keepMs: number, backoff: Backoff): Promise<boolean> {
+    const { free, baseMs, maxMs } = backoff;
+    const added = await this.#redis.attestAddToRunAfterWait(
+      this.prefix + subject,
+      nowMs,
+      nowMs + keepMs,
+      keepMs + EXPIRY_SLACK_MS,
+      free,
+      baseMs,
+      maxMs,
+    );
+    return added === 1;
+  }
+
+  async addIfBelow(subject: string, limit: number, nowMs: number): Promise<boolean> {
+    return (await this.#redis.attestAddIfBelow(this.prefix + subject, nowMs, limit)) === 1;
+  }
+
+  async subtractIfPresent(subject: string, nowMs: number): Promise<void> {
+    await this.#redis.attestSubtractIfPresent(this.prefix + subject, nowMs);
   }
 
   async read(subject: string, nowMs: number): Promise<StoredCount | undefined> {

@@ -9,8 +9,10 @@
 export interface FailureCounts {
   /** Seconds until `subject` may try again, or 0 when it is not throttled. */
   retryAfter(subject: string): Promise<number>;
-  /** Counts a failure, and answers what `retryAfter` said just before it. */
+  /** Counts a failure, and answers what `retryAfter` said just before it: atomic, so concurrent callers each see the ones before. */
   recordFailure(subject: string): Promise<number>;
+  /** Takes back one failure counted in the subject's open window (an attempt counted before its check, which then passed or was refused). */
+  forgive(subject: string): Promise<void>;
 }
 
 /** The seconds a subject waits, given its window: none below the limit, at least one above it. */
@@ -42,6 +44,11 @@ export class FailureLimiter implements FailureCounts {
       window.failures++;
     }
     return wait;
+  }
+
+  async forgive(subject: string): Promise<void> {
+    const window = this.windows.get(subject);
+    if (window && this.now() - window.start < this.windowMs && window.failures > 0) window.failures--;
   }
 
   private wait(subject: string, now: number): number {

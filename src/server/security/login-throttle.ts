@@ -1,3 +1,5 @@
+import type { Backoff } from './shared-counts.ts';
+
 /**
  * Password guesses per account (SEC-2d), across every client address: NIST SP 800-63B §5.2.2 and
  * OWASP ASVS 2.2.1 ask that guessing one account is throttled however many addresses it comes
@@ -20,11 +22,20 @@
  * over the instances behind a balancer add up to one account's count.
  */
 export interface LoginAttempts {
-  /** Seconds the account must wait before its next password check, or 0. */
-  retryAfter(account: string, now: number): Promise<number>;
-  /** Whether this address signed in to this account lately and has not failed too often since. */
-  isKnownClient(account: string, address: string, now: number): Promise<boolean>;
-  recordFailure(account: string, address: string, now: number): Promise<void>;
+  /**
+   * Counts an attempt at the account before its password is checked, in one atomic step with the
+   * check of its wait (SEC-2d): answers 0 once counted, or the seconds the account must still wait,
+   * counting nothing. So any number of concurrent attempts past the free ones are refused, not
+   * checked: each sees the count the ones before it left. `enforce` false (a known client) counts
+   * without asking about the wait. A success then clears the count (`recordSuccess`).
+   */
+  beginAttempt(account: string, now: number, enforce: boolean): Promise<number>;
+  /**
+   * Claims the known client's pass for one attempt: true when this address signed in to this
+   * account lately and has failed fewer than `KNOWN_FAILURES` times since, the attempt counted
+   * against that budget in the same atomic step (a success gives it back).
+   */
+  claimKnownPass(account: string, address: string, now: number): Promise<boolean>;
   recordSuccess(account: string, address: string, now: number): Promise<void>;
 }
 
@@ -42,38 +53,41 @@ export class LoginThrottle implements LoginAttempts {
 
   constructor(private readonly maxEntries = 100_000) {}
 
+  /** The waits of `waitAfterMs`, as the shared stores apply them in one statement (shared-counts.ts). */
+  static readonly BACKOFF: Backoff = { free: LoginThrottle.FREE_FAILURES, baseMs: 1000, maxMs: LoginThrottle.MAX_WAIT_MS };
+
   /** How long an account waits after its `failures`-th consecutive failure: nothing for the free ones. */
   static waitAfterMs(failures: number): number {
-    const beyond = failures - LoginThrottle.FREE_FAILURES;
-    return beyond < 0 ? 0 : Math.min(1000 * 2 ** Math.min(beyond, 16), LoginThrottle.MAX_WAIT_MS);
+    const { free, baseMs, maxMs } = LoginThrottle.BACKOFF;
+    const beyond = failures - free;
+    return beyond < 0 ? 0 : Math.min(baseMs * 2 ** Math.min(beyond, 16), maxMs);
   }
 
-  async retryAfter(account: string, now: number): Promise<number> {
-    const state = this.accounts.get(account);
-    if (!state) return 0;
-    if (now - state.lastFailure >= LoginThrottle.FORGET_AFTER_MS) {
-      this.accounts.delete(account);
-      return 0;
-    }
-    return state.waitUntil > now ? Math.ceil((state.waitUntil - now) / 1000) : 0;
-  }
-
-  async isKnownClient(account: string, address: string, now: number): Promise<boolean> {
-    const pair = this.pairs.get(pairKey(account, address));
-    return pair !== undefined && now - pair.lastSuccess < LoginThrottle.KNOWN_FOR_MS && pair.failures < LoginThrottle.KNOWN_FAILURES;
-  }
-
-  async recordFailure(account: string, address: string, now: number): Promise<void> {
+  // Each method's check and count run without an await between them: atomic within this process.
+  async beginAttempt(account: string, now: number, enforce: boolean): Promise<number> {
     let state = this.accounts.get(account);
-    if (!state || now - state.lastFailure >= LoginThrottle.FORGET_AFTER_MS) {
+    if (state && now - state.lastFailure >= LoginThrottle.FORGET_AFTER_MS) {
+      this.accounts.delete(account);
+      state = undefined;
+    }
+    if (enforce && state && state.waitUntil > now) return Math.ceil((state.waitUntil - now) / 1000);
+    if (!state) {
       state = { failures: 0, lastFailure: now, waitUntil: 0 };
       this.remember(this.accounts, account, state, (s) => now - s.lastFailure >= LoginThrottle.FORGET_AFTER_MS);
     }
     state.failures++;
     state.lastFailure = now;
     state.waitUntil = now + LoginThrottle.waitAfterMs(state.failures);
+    return 0;
+  }
+
+  async claimKnownPass(account: string, address: string, now: number): Promise<boolean> {
     const pair = this.pairs.get(pairKey(account, address));
-    if (pair) pair.failures++;
+    if (pair === undefined || now - pair.lastSuccess >= LoginThrottle.KNOWN_FOR_MS || pair.failures >= LoginThrottle.KNOWN_FAILURES) {
+      return false;
+    }
+    pair.failures++;
+    return true;
   }
 
   async recordSuccess(account: string, address: string, now: number): Promise<void> {

@@ -33,6 +33,15 @@ export class SharedFailureLimiter implements FailureCounts {
     }
   }
 
+  async forgive(subject: string): Promise<void> {
+    try {
+      await this.store.subtractIfPresent(`fail:${subject}`, this.now());
+    } catch (error) {
+      this.onError(error);
+      await this.#local.forgive(subject);
+    }
+  }
+
   /** One round trip: the count after this failure says what the subject's budget was before it. */
   async recordFailure(subject: string): Promise<number> {
     const now = this.now();
@@ -62,37 +71,31 @@ export class SharedLoginThrottle implements LoginAttempts {
     private readonly onError: (error: unknown) => void,
   ) {}
 
-  async retryAfter(account: string, now: number): Promise<number> {
+  /** One statement that counts the attempt only if the account's wait is over; while it waits, a read for how long. */
+  async beginAttempt(account: string, now: number, enforce: boolean): Promise<number> {
+    const subject = `login-account:${account}`;
     try {
-      const run = await this.store.read(`login-account:${account}`, now);
-      if (run === undefined) return 0;
-      const waitUntil = run.atMs + LoginThrottle.waitAfterMs(run.count);
-      return waitUntil > now ? Math.ceil((waitUntil - now) / 1000) : 0;
+      if (!enforce) {
+        await this.store.addToRun(subject, now, LoginThrottle.FORGET_AFTER_MS);
+        return 0;
+      }
+      if (await this.store.addToRunAfterWait(subject, now, LoginThrottle.FORGET_AFTER_MS, LoginThrottle.BACKOFF)) return 0;
+      const run = await this.store.read(subject, now);
+      const waitUntil = run === undefined ? now : run.atMs + LoginThrottle.waitAfterMs(run.count);
+      // Refused: at least a second, even if the wait ran out between the two statements.
+      return Math.max(1, Math.ceil((waitUntil - now) / 1000));
     } catch (error) {
       this.onError(error);
-      return this.#local.retryAfter(account, now);
+      return this.#local.beginAttempt(account, now, enforce);
     }
   }
 
-  async isKnownClient(account: string, address: string, now: number): Promise<boolean> {
+  async claimKnownPass(account: string, address: string, now: number): Promise<boolean> {
     try {
-      const pair = await this.store.read(`login-pair:${pairKey(account, address)}`, now);
-      return pair !== undefined && pair.count < LoginThrottle.KNOWN_FAILURES;
+      return await this.store.addIfBelow(`login-pair:${pairKey(account, address)}`, LoginThrottle.KNOWN_FAILURES, now);
     } catch (error) {
       this.onError(error);
-      return this.#local.isKnownClient(account, address, now);
-    }
-  }
-
-  async recordFailure(account: string, address: string, now: number): Promise<void> {
-    try {
-      await Promise.all([
-        this.store.addToRun(`login-account:${account}`, now, LoginThrottle.FORGET_AFTER_MS),
-        this.store.addIfPresent(`login-pair:${pairKey(account, address)}`),
-      ]);
-    } catch (error) {
-      this.onError(error);
-      await this.#local.recordFailure(account, address, now);
+      return this.#local.claimKnownPass(account, address, now);
     }
   }
 

@@ -13,6 +13,9 @@ import { verifyPassword } from '../security/password.ts';
  *
  * - The address's failure budget (SEC-2b) and the account's backoff (SEC-2d) refuse with 429
  *   before the password is checked, so a throttled answer says nothing about the password.
+ * - Every attempt is counted before its password is checked, each count one atomic step with the
+ *   check of its budget, and taken back when the password is right (or when the attempt is refused):
+ *   so however many attempts arrive at once, no more than the budget are ever checked.
  * - A client that signed in to this account from this address lately skips both (SEC-2d): another
  *   caller's failures at the same address, or on the same account from elsewhere, do not lock out
  *   the person who signs in there, while the pair's own failures end that pass.
@@ -21,21 +24,25 @@ export async function checkPassword(ctx: ServiceContext, email: string, password
   const account = emailDigest(email);
   const addressSubject = `login:${ip}`;
   const now = ctx.clock().getTime();
-  if (!(await ctx.logins.isKnownClient(account, ip, now))) {
-    const wait = Math.max(...(await Promise.all([ctx.authFailures.retryAfter(addressSubject), ctx.logins.retryAfter(account, now)])));
-    if (wait > 0) {
+  const known = await ctx.logins.claimKnownPass(account, ip, now);
+  if (!known) {
+    const addressWait = await ctx.authFailures.recordFailure(addressSubject);
+    const accountWait = addressWait > 0 ? 0 : await ctx.logins.beginAttempt(account, now, true);
+    if (addressWait > 0 || accountWait > 0) {
+      // Refused unchecked: the address's count is taken back, as the account's was never made.
+      await ctx.authFailures.forgive(addressSubject);
       throw new AppError('RATE_LIMITED', 'Too many failed logins; retry after the time in Retry-After.', {
-        headers: { 'retry-after': String(wait) },
+        headers: { 'retry-after': String(Math.max(addressWait, accountWait)) },
       });
     }
+  } else {
+    await ctx.logins.beginAttempt(account, now, false);
   }
   const user = await findActiveUserByEmail(ctx.db, normaliseEmail(email));
   // Verified even without a user, so the answer takes as long for unknown e-mails.
   const valid = await verifyPassword(password, user?.password_hash);
-  if (!user || !valid) {
-    await Promise.all([ctx.authFailures.recordFailure(addressSubject), ctx.logins.recordFailure(account, ip, now)]);
-    return undefined;
-  }
-  await ctx.logins.recordSuccess(account, ip, now);
+  // A failure stays counted where it was counted before the check.
+  if (!user || !valid) return undefined;
+  await Promise.all([ctx.logins.recordSuccess(account, ip, now), known ? undefined : ctx.authFailures.forgive(addressSubject)]);
   return user;
 }
