@@ -18,12 +18,9 @@
 import { buildCase, type CaseContext, readProperties, UNNAMED } from './junit-case.ts';
 import { cell, cleanOutput, normaliseTimestamp } from './junit-values.ts';
 import { readJUnitDocument, readJUnitXml, type XmlElement } from './junit-xml.ts';
-import { type ImportedCase, type ImportedCell, type ImportedReport, ImportInputError } from './model.ts';
+import { type ImportedCase, type ImportedCell, type ImportedReport, ImportInputError, SUITE_DEPTH_MAX } from './model.ts';
 
 export { looksLikeJUnit } from './junit-xml.ts';
-
-/** Suites nested deeper than this are not a test report. */
-export const MAX_SUITE_DEPTH = 32;
 
 interface SuiteScope {
   suites: string[];
@@ -101,8 +98,8 @@ function walkChildren(el: XmlElement, scope: SuiteScope, walk: Walk): void {
 }
 
 function walkSuite(el: XmlElement, parent: SuiteScope, walk: Walk): void {
-  if (parent.suites.length >= MAX_SUITE_DEPTH) {
-    throw new ImportInputError(walk.file, `nests <testsuite> elements more than ${MAX_SUITE_DEPTH} deep`);
+  if (parent.suites.length >= SUITE_DEPTH_MAX) {
+    throw new ImportInputError(walk.file, `nests <testsuite> elements more than ${SUITE_DEPTH_MAX} deep`);
   }
   const timestamp = normaliseTimestamp(el.attrs.get('timestamp'));
   if (timestamp && (!walk.earliest || timestamp < walk.earliest)) walk.earliest = timestamp;

@@ -6,6 +6,18 @@
 
 export type Verdict = 'passed' | 'failed' | 'broken' | 'skipped';
 
+/**
+ * How deep a report's steps may nest (a top-level step is at depth 1); a deeper one is refused
+ * (IMP-8). Real trees stay far above it: Playwright's `test.step`s and Allure's nested steps
+ * rarely pass ten levels, and steps past the results contract's ten are stored under the tenth.
+ * Every reader counts depth as it walks, so nothing recurses further than this, and the tree
+ * it hands over (a structured clone, out of the import worker) stays shallow enough to be read.
+ */
+export const IMPORT_STEP_DEPTH_MAX = 100;
+
+/** Suites (JUnit `<testsuite>`s, Playwright's file and describe suites) nested deeper than this are not a test report. */
+export const SUITE_DEPTH_MAX = 32;
+
 /** A step's status, as the results contract takes it (a finished step: never `running`). */
 export type StepStatus = 'passed' | 'failed' | 'broken' | 'skipped';
 

@@ -18,6 +18,7 @@ import {
 } from '@attest-hq/playwright-reporter/mapping';
 import sjson from 'secure-json-parse';
 import {
+  IMPORT_STEP_DEPTH_MAX,
   type ImportedAttachment,
   type ImportedCase,
   type ImportedCell,
@@ -25,6 +26,7 @@ import {
   type ImportedReport,
   type ImportedStep,
   ImportInputError,
+  SUITE_DEPTH_MAX,
 } from './model.ts';
 
 /**
@@ -41,6 +43,9 @@ import {
  *   `steps` (only `test.step`s, absent when none) and `attachments` (`path` absolute on the
  *   producing machine, or `body` base64);
  * - a step has only `title`, `duration`, `error` and `steps`: no start time, no attachments.
+ *
+ * Suites and steps are walked with their depth counted, and refused before the walk goes past the
+ * limit (IMP-8): a report is JSON, which nests as deep as its bytes allow.
  */
 
 type Json = Record<string, unknown>;
@@ -49,6 +54,12 @@ interface Context {
   file: string;
   severalProjects: boolean;
   warnings: string[];
+  maxStepDepth: number;
+}
+
+/** What a reading may be told: how deep steps may nest (IMPORT_STEP_DEPTH_MAX unless said). */
+export interface PlaywrightLimits {
+  maxStepDepth?: number;
 }
 
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -60,16 +71,17 @@ export function looksLikePlaywright(value: unknown): value is Json & { config: J
   );
 }
 
-export function parsePlaywright(file: string, bytes: Uint8Array): ImportedReport {
-  return playwrightReportOf(file, readJson(file, bytes));
+export function parsePlaywright(file: string, bytes: Uint8Array, limits: PlaywrightLimits = {}): ImportedReport {
+  return playwrightReportOf(file, readJson(file, bytes), limits);
 }
 
 /** A report already parsed from JSON (an archive's file, parsed once to tell whether it is a report). */
-export function playwrightReportOf(file: string, report: unknown): ImportedReport {
+export function playwrightReportOf(file: string, report: unknown, limits: PlaywrightLimits = {}): ImportedReport {
   if (!looksLikePlaywright(report)) throw new ImportInputError(file, 'not a Playwright JSON report (no `config` and `suites`)');
   const config = report.config;
   const projects = Array.isArray(config.projects) ? config.projects : [];
-  const context: Context = { file, severalProjects: projects.length > 1, warnings: [] };
+  const maxStepDepth = limits.maxStepDepth ?? IMPORT_STEP_DEPTH_MAX;
+  const context: Context = { file, severalProjects: projects.length > 1, warnings: [], maxStepDepth };
   const cases: ImportedCase[] = [];
   list(context, report, 'suites', 'report').forEach((suite, i) => {
     readSuite(context, object(context, suite, `suites[${i}]`), [], `suites[${i}]`, cases);
@@ -99,7 +111,12 @@ function readSuite(context: Context, suite: Json, titles: string[], where: strin
   list(context, suite, 'specs', where).forEach((spec, i) => {
     readSpec(context, object(context, spec, `${where}.specs[${i}]`), path, `${where}.specs[${i}]`, cases);
   });
-  list(context, suite, 'suites', where).forEach((child, i) => {
+  const children = list(context, suite, 'suites', where);
+  // `path` holds this suite's depth (1 for a file): a child would be one deeper.
+  if (children.length > 0 && path.length >= SUITE_DEPTH_MAX) {
+    throw new ImportInputError(context.file, `${where}: suites nest more than ${SUITE_DEPTH_MAX} levels deep`);
+  }
+  children.forEach((child, i) => {
     readSuite(context, object(context, child, `${where}.suites[${i}]`), path, `${where}.suites[${i}]`, cases);
   });
 }
@@ -134,7 +151,7 @@ function readResult(
   const status = string(context, result.status, `${where}.status`);
   const attempt = Number.isInteger(result.retry) && (result.retry as number) >= 0 ? (result.retry as number) : 0;
   const steps = list(context, result, 'steps', where).map((step, i) =>
-    readStep(context, object(context, step, `${where}.steps[${i}]`), status, `${where}.steps[${i}]`),
+    readStep(context, object(context, step, `${where}.steps[${i}]`), { status, result: where, depth: 1 }, `${where}.steps[${i}]`),
   );
   const imported: ImportedCase = {
     fullName: test.fullName,
@@ -182,21 +199,35 @@ const fileOf = (attachment: ImportedAttachment): ImportedFile => ({
   ...(attachment.contentType !== undefined ? { contentType: attachment.contentType } : {}),
 });
 
-function readStep(context: Context, step: Json, resultStatus: string, where: string): ImportedStep {
+/** Where a step is: its result's status and place in the report, and its own depth (1 at the top). */
+interface StepPlace {
+  status: string;
+  result: string;
+  depth: number;
+}
+
+function readStep(context: Context, step: Json, place: StepPlace, where: string): ImportedStep {
   const error = isObject(step.error) ? step.error : undefined;
   const message = stepErrorOf(error as Parameters<typeof stepErrorOf>[0]);
+  const children = list(context, step, 'steps', where);
+  // Refused before the children are read: the walk never goes deeper than the limit.
+  if (children.length > 0 && place.depth >= context.maxStepDepth) {
+    throw new ImportInputError(
+      context.file,
+      `${place.result}: steps nest more than ${context.maxStepDepth} levels deep; an import takes at most ${context.maxStepDepth}`,
+    );
+  }
+  const inner: StepPlace = { ...place, depth: place.depth + 1 };
   return {
     title: clip(string(context, step.title, `${where}.title`) || '(untitled step)', STEP_TITLE_MAX),
-    status: stepStatusOf(error !== undefined, resultStatus),
+    status: stepStatusOf(error !== undefined, place.status),
     // Playwright 1.65 writes no start time for a step; a later one may.
     ...(typeof step.startTime === 'string' ? { startedAt: step.startTime } : {}),
     ...(typeof step.duration === 'number' ? { durationMs: milliseconds(step.duration) } : {}),
     ...(message !== undefined ? { error: message } : {}),
     cells: [],
     attachments: [],
-    steps: list(context, step, 'steps', where).map((child, i) =>
-      readStep(context, object(context, child, `${where}.steps[${i}]`), resultStatus, `${where}.steps[${i}]`),
-    ),
+    steps: children.map((child, i) => readStep(context, object(context, child, `${where}.steps[${i}]`), inner, `${where}.steps[${i}]`)),
   };
 }
 

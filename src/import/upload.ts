@@ -47,6 +47,8 @@ export interface UploadLimits {
   maxXmlTags: number;
   /** A test's full name is cut to this many characters. */
   fullNameMax: number;
+  /** How deep a report's steps may nest (IMP-8); the server gives IMPORT_STEP_DEPTH_MAX. */
+  maxStepDepth: number;
 }
 
 export interface UploadInput {
@@ -124,7 +126,8 @@ function readJUnitReport(file: string, take: Take, limits: UploadLimits, collect
 
 function readPlaywrightReport(file: string, bytes: Uint8Array, limits: UploadLimits, value?: unknown): ImportedReport {
   checkSize(file, bytes, limits);
-  return parsed(file, () => (value === undefined ? parsePlaywright(file, bytes) : playwrightReportOf(file, value)));
+  const bounds = { maxStepDepth: limits.maxStepDepth };
+  return parsed(file, () => (value === undefined ? parsePlaywright(file, bytes, bounds) : playwrightReportOf(file, value, bounds)));
 }
 
 /** A JSON file of an archive, parsed once: the Playwright report it holds, or undefined for any other JSON (an attachment). */

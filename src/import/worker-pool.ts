@@ -6,7 +6,10 @@
  * A worker is kept for the next upload for a while ({@link IDLE_MS}), unless it just read a large
  * one: then it is ended, and its heap given back to the system at once. Each worker's heap is
  * capped ({@link HEAP_MB}): an upload that needs more to be read is refused (a 400), and the server
- * is untouched.
+ * is untouched. Every answer the host waits for has a deadline ({@link ANSWER_TIMEOUT_MS}), and a
+ * message it cannot read (`messageerror`) fails the exchange: a worker that spins, hangs or answers
+ * what cannot be read is ended, never waited for (IMP-8). A reading whose signal aborts (its
+ * background task ran out of time, lost its lease, or the instance stops) ends its worker too.
  */
 
 import { Worker } from 'node:worker_threads';
@@ -22,6 +25,12 @@ const IDLE_MS = 10_000;
 const LARGE_UPLOAD_BYTES = 8 * 1024 * 1024;
 /** A worker's old generation at most: a 64 MiB report of 600,000 tags needs about 300 MB of it. */
 export const HEAP_MB = 384;
+/**
+ * The longest a worker may take to answer: reading a 64 MiB report takes it a few seconds (about
+ * 6 s for the whole import of a 60 MB one, docs/imports.md), so a worker silent this long spins or
+ * hangs, and is ended with the upload refused.
+ */
+export const ANSWER_TIMEOUT_MS = 120_000;
 
 /**
  * The worker's module. Under tsx (tests, `npm run dev`) it is the TypeScript source beside this
@@ -113,13 +122,23 @@ function release(slot: Slot, keep: boolean): void {
   waiting.shift()?.();
 }
 
-/** One exchange with a worker: messages sent, and answers taken in order; a worker's death fails what is awaited. */
-function converse(worker: Worker, fileName: string) {
+/**
+ * One exchange with a worker: messages sent, and answers taken in order; a worker's death, an
+ * answer that cannot be read, an answer later than `answerMs` or `signal` aborting fails what is
+ * awaited (and the exchange, so the worker is not used again).
+ */
+function converse(worker: Worker, fileName: string, answerMs: number, signal: AbortSignal | undefined) {
   const inbox: WorkerMessage[] = [];
   let pending: { resolve: (message: WorkerMessage) => void; reject: (error: unknown) => void } | undefined;
   let failure: unknown;
+  let rejectEnded: (error: unknown) => void = () => {};
+  const ended = new Promise<never>((_, reject) => {
+    rejectEnded = reject;
+  });
+  ended.catch(() => {});
   const fail = (error: unknown) => {
     failure ??= error;
+    rejectEnded(failure);
     pending?.reject(failure);
     pending = undefined;
   };
@@ -135,13 +154,23 @@ function converse(worker: Worker, fileName: string) {
     } else fail(error);
   };
   const onExit = (code: number) => fail(new Error(`the import worker stopped (exit code ${code})`));
+  // A message V8 cannot deserialize here (a tree nested too deep for the host's stack) is no
+  // `message` at all: without this, the answer it was is awaited forever.
+  const onMessageError = (error: Error) =>
+    fail(new ImportInputError(fileName, `could not be handed over by the import worker (${error.message})`));
+  const onAbort = () => fail(signal?.reason ?? new Error('the reading was stopped'));
   worker.on('message', onMessage);
+  worker.on('messageerror', onMessageError);
   worker.on('error', onError);
   worker.on('exit', onExit);
+  signal?.addEventListener('abort', onAbort, { once: true });
+  if (signal?.aborted) onAbort();
   return {
     get broken() {
       return failure !== undefined;
     },
+    /** Rejects with the failure once the exchange fails. */
+    ended,
     send(message: HostMessage, transfer: ArrayBuffer[] = []) {
       if (failure === undefined) worker.postMessage(message, transfer);
     },
@@ -150,13 +179,28 @@ function converse(worker: Worker, fileName: string) {
       if (next) return Promise.resolve(next);
       if (failure !== undefined) return Promise.reject(failure);
       return new Promise((resolve, reject) => {
-        pending = { resolve, reject };
+        const timer = setTimeout(
+          () => fail(new ImportInputError(fileName, `took the import worker longer than ${answerMs / 1000} s to read; it was stopped`)),
+          answerMs,
+        );
+        pending = {
+          resolve: (message) => {
+            clearTimeout(timer);
+            resolve(message);
+          },
+          reject: (error) => {
+            clearTimeout(timer);
+            reject(error);
+          },
+        };
       });
     },
     close() {
       worker.off('message', onMessage);
+      worker.off('messageerror', onMessageError);
       worker.off('error', onError);
       worker.off('exit', onExit);
+      signal?.removeEventListener('abort', onAbort);
     },
   };
 }
@@ -179,6 +223,10 @@ export interface HostInput extends Omit<UploadInput, 'bytes'> {
   /** The bytes as they come; or `whole`, an array whose buffer is its own, moved to the worker at once (and then empty here). */
   chunks?: AsyncIterable<Uint8Array>;
   whole?: Uint8Array;
+  /** Stops the reading, and ends its worker: the task it is for ran out of time or lost its lease, or the instance stops. */
+  signal?: AbortSignal;
+  /** The longest wait for each of the worker's answers; ANSWER_TIMEOUT_MS unless said. */
+  answerTimeoutMs?: number;
 }
 
 /** Whether an array can be moved to a worker whole: it is all of its buffer (a view on a shared pool is not). */
@@ -189,8 +237,9 @@ async function inWorker<T>(
   mode: ReadRequest['mode'],
   take: (first: { runs: number; reports: ImportedReport[] }, next: () => Promise<WorkerMessage>) => Promise<T>,
 ): Promise<T> {
+  input.signal?.throwIfAborted();
   const slot = await acquire();
-  const talk = converse(slot.worker, input.fileName);
+  const talk = converse(slot.worker, input.fileName, input.answerTimeoutMs ?? ANSWER_TIMEOUT_MS, input.signal);
   let healthy = false;
   try {
     const { size } = input;
@@ -204,7 +253,7 @@ async function inWorker<T>(
       const took = await talk.receive();
       if (took.op !== 'took') throw new Error(`the import worker answered ${took.op} to the upload`);
     }
-    for await (const chunk of input.chunks ?? []) {
+    for await (const chunk of input.chunks ? untilFailed(input.chunks, talk.ended) : []) {
       if (sent + chunk.byteLength > size) throw new Error(`the upload holds more than the ${size} bytes it was said to`);
       // A copy of the chunk, moved: posting a view would copy the whole buffer under it.
       const copy = new Uint8Array(chunk);
@@ -233,6 +282,24 @@ async function inWorker<T>(
   } finally {
     talk.close();
     release(slot, healthy && !talk.broken && input.size < LARGE_UPLOAD_BYTES);
+  }
+}
+
+/**
+ * The upload's bytes as they come, until the exchange fails: a source that stops sending (a
+ * store that stalls) would otherwise hold the reading past its signal. The source is then ended.
+ */
+async function* untilFailed(chunks: AsyncIterable<Uint8Array>, ended: Promise<never>): AsyncGenerator<Uint8Array> {
+  const source = chunks[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await Promise.race([source.next(), ended]);
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    // A stream's iterator destroys it; a pending `next()` of it then settles on its own.
+    source.return?.()?.catch(() => {});
   }
 }
 

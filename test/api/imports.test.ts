@@ -1,15 +1,18 @@
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { strToU8, zipSync } from 'fflate';
 import sharp from 'sharp';
 import { type ApiError, v1 } from '../../src/client/index.ts';
+import { insertImport } from '../../src/server/db/repositories/imports.ts';
+import { enqueueTask, findTaskByKey } from '../../src/server/db/repositories/tasks.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { type TestUser, twoProjects, unique } from '../helpers/factories.ts';
 import { encodeForm, jsonHeaders, rawRequest } from '../helpers/http.ts';
+import { nestedPlaywrightReport } from '../helpers/nested-report.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
-// IMP-1, IMP-2, IMP-4, IMP-5: reports in through POST /projects/{projectId}/imports, over real HTTP.
+// IMP-1, IMP-2, IMP-4, IMP-5, IMP-8: reports in through POST /projects/{projectId}/imports, over real HTTP.
 
 const sha = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -256,6 +259,74 @@ for (const dialect of DIALECTS) {
       assert.equal((await post(same, 'application/xml', `?idempotencyKey=${key}&branch=a`)).status, 202);
       assert.equal((await post(same, 'application/xml', `?idempotencyKey=${key}&branch=a`)).status, 200);
       assert.equal((await post(same, 'application/xml', `?idempotencyKey=${key}&branch=b`)).status, 409);
+    });
+
+    test('a Playwright report whose steps nest 2,000 deep (84 KB) is a 400 naming the limit, and the imports after it complete (IMP-8)', async () => {
+      const deep = nestedPlaywrightReport(2000);
+      assert.ok(deep.length > 80_000 && deep.length < 90_000, `${deep.length} bytes`);
+      const limit = /steps nest more than 100 levels deep; an import takes at most 100/;
+      // Imports only: the tests before this one leave some being written, whose jobs and runs grow meanwhile.
+      const before = (await stored()).imports;
+      const raw = await post(deep, 'application/json');
+      assert.equal(raw.status, 400, raw.text);
+      assert.equal(raw.json.code, 'INVALID_INPUT');
+      assert.match(String(raw.json.detail), limit);
+      const zipped = await post(Buffer.from(zipSync({ 'results/report.json': deep })), 'application/zip');
+      assert.equal(zipped.status, 400, zipped.text);
+      assert.match(String(zipped.json.detail), /^results\/report\.json: .*steps nest more than 100 levels deep/);
+      const form = await postForm({ name: 'report.json', bytes: deep }, {});
+      assert.equal(form.status, 400, form.text);
+      assert.equal((await stored()).imports, before, 'no import, so no job, run or blob');
+
+      // The same instance goes on importing: the deepest tree taken (its steps past the tenth level
+      // under the tenth), and a JUnit report.
+      const deepest = await settled(String((await post(nestedPlaywrightReport(100), 'application/json')).json.id));
+      assert.equal(deepest.status, 'completed', deepest.error ?? '');
+      const [run] = await runsOf(deepest.jobId as string);
+      const results = await viewer.client.call(v1.results.getResults, { params: { testRunId: run?.id as string } });
+      assert.equal(results.steps.length, 100);
+      const other = await settled(String((await post(junit(unique('com.example.After')), 'application/xml')).json.id));
+      assert.equal(other.status, 'completed', other.error ?? '');
+    });
+
+    test('such a report accepted before the limit ends failed naming it when its task is claimed, never queued again (IMP-8)', async () => {
+      // An import a version without the limit accepted: its upload kept, its row and task stored, as
+      // startImport leaves them. This instance's runner claims it on waking, as after a restart.
+      const ctx = server.app.attest;
+      const deep = nestedPlaywrightReport(2000);
+      const blob = await ctx.blobs.put([deep]);
+      const id = randomUUID();
+      try {
+        await insertImport(ctx.db, {
+          id,
+          project_id: projectA,
+          job_id: null,
+          status: 'queued',
+          file_name: 'report.json',
+          source_type: 'json',
+          source_sha256: blob.sha256,
+          source_size: deep.length,
+          options: '{}',
+          summary: null,
+          error: null,
+          idempotency_key: null,
+          created_at: new Date().toISOString(),
+          started_at: null,
+          finished_at: null,
+          created_by: null,
+        });
+        const now = ctx.background.time();
+        await enqueueTask(ctx.db, { kind: 'import', key: `import:${id}`, payload: JSON.stringify({ importId: id }), runAt: now, now });
+      } finally {
+        blob.release();
+      }
+      ctx.background.wake();
+      const record = await settled(id);
+      assert.equal(record.status, 'failed');
+      assert.match(String(record.error), /steps nest more than 100 levels deep; an import takes at most 100/);
+      assert.equal(await findTaskByKey(ctx.db, `import:${id}`), undefined, 'its task is gone: no instance claims it again');
+      const next = await settled(String((await post(junit(unique('com.example.Next')), 'application/xml')).json.id));
+      assert.equal(next.status, 'completed', next.error ?? '');
     });
 
     test('XML and ZIP bodies are refused (415) on every route but an import', async () => {

@@ -3,9 +3,10 @@ import fs from 'node:fs';
 import { before, describe, test } from 'node:test';
 import { attachmentKind, formatError, innermostFailed, verdictOf } from '../../packages/playwright-reporter/src/mapping.ts';
 import type { ImportedCase, ImportedReport, ImportedStep } from '../../src/import/model.ts';
-import { ImportInputError } from '../../src/import/model.ts';
+import { IMPORT_STEP_DEPTH_MAX, ImportInputError, SUITE_DEPTH_MAX } from '../../src/import/model.ts';
 import { looksLikePlaywright, parsePlaywright } from '../../src/import/playwright.ts';
 import { browserAvailable } from '../helpers/browser.ts';
+import { nestedPlaywrightReport } from '../helpers/nested-report.ts';
 import { type PlaywrightRun, runPlaywrightFixture } from '../helpers/playwright-fixture.ts';
 
 // The Playwright JSON import, on the report of a real run of test/fixtures/playwright (one run for
@@ -218,6 +219,44 @@ describe('Playwright JSON import: hand-written reports', () => {
     refused(encode('{"config": {}, "suites": [], "__proto__": {"x": 1}}'), /not valid JSON/);
     refused(encode({ config: {}, suites: [{ title: 'a', specs: {} }] }), /suites\[0\]\.specs is not an array/);
     refused(encode({ config: {}, suites: [{ title: 7, specs: [] }] }), /suites\[0\]\.title is not a string/);
+  });
+
+  test('steps nested 100 levels deep are read; one level more, or 2,000 (84 KB), is refused naming the limit (IMP-8)', () => {
+    const depthOf = (steps: ImportedStep[]): number => {
+      let depth = 0;
+      for (let level = steps; level.length > 0; level = (level[0] as ImportedStep).steps) depth++;
+      return depth;
+    };
+    assert.equal(IMPORT_STEP_DEPTH_MAX, 100);
+    const [deepest] = parsePlaywright('r.json', nestedPlaywrightReport(100)).cases;
+    assert.equal(depthOf(deepest!.steps), 100);
+    const deep = nestedPlaywrightReport(2000);
+    assert.ok(deep.length > 80_000 && deep.length < 90_000, `${deep.length} bytes`);
+    for (const bytes of [nestedPlaywrightReport(101), deep]) {
+      assert.throws(
+        () => parsePlaywright('up/report.json', bytes),
+        (error: unknown) =>
+          error instanceof ImportInputError &&
+          error.message ===
+            'up/report.json: suites[0].specs[0].tests[0].results[0]: steps nest more than 100 levels deep; an import takes at most 100',
+      );
+    }
+    // A reading told of another bound keeps to it.
+    assert.throws(() => parsePlaywright('r.json', nestedPlaywrightReport(6), { maxStepDepth: 5 }), /more than 5 levels deep/);
+  });
+
+  test('describes nested deeper than 32 suites are refused before they are walked (IMP-8)', () => {
+    // Written as text: JSON.stringify itself recurses, and would not make the deepest one.
+    const nested = (depth: number) => {
+      const innermost = JSON.stringify({ title: 'inner', specs: [spec('works', [{ projectName: 'p', results: [result()] }])] });
+      const json = `{"config":{},"suites":[${'{"title":"d","suites":['.repeat(depth - 1)}${innermost}${']}'.repeat(depth - 1)}]}`;
+      return encode(json);
+    };
+    assert.equal(SUITE_DEPTH_MAX, 32);
+    assert.equal(parsePlaywright('r.json', nested(32)).cases[0]?.suite?.length, 32);
+    assert.throws(() => parsePlaywright('r.json', nested(33)), /suites nest more than 32 levels deep/);
+    // Far deeper than any stack: refused at the limit, never a stack overflow.
+    assert.throws(() => parsePlaywright('r.json', nested(100_000)), /suites nest more than 32 levels deep/);
   });
 
   test('the shared rules: verdicts, kinds, innermost failed step, error formatting', () => {

@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { TEST_FULL_NAME_MAX } from '../../api/v1/runs.ts';
-import { ImportInputError } from '../../import/model.ts';
+import { IMPORT_STEP_DEPTH_MAX, ImportInputError } from '../../import/model.ts';
 import type { ImportUpload, ReadUpload } from '../../import/upload.ts';
 import { checkAndKeepInWorker, type HostInput, movable, readInWorker } from '../../import/worker-pool.ts';
 import type { ServiceContext } from '../context.ts';
@@ -53,6 +53,7 @@ function inputOf(ctx: ServiceContext, upload: ImportUpload | StoredUpload): Host
       maxReportBytes: REPORT_MAX_BYTES,
       maxXmlTags: XML_TAGS_MAX,
       fullNameMax: TEST_FULL_NAME_MAX,
+      maxStepDepth: IMPORT_STEP_DEPTH_MAX,
     },
   };
 }
@@ -100,9 +101,12 @@ export async function checkAndStoreUpload<T>(
   );
 }
 
-/** Reads a whole upload into its reports (names made storable) and its archive's files; faults as `checkAndStoreUpload`. */
-export async function readUpload(ctx: ServiceContext, upload: ImportUpload | StoredUpload): Promise<ReadUpload> {
-  const read = await inputFaults(readInWorker(inputOf(ctx, upload)));
+/**
+ * Reads a whole upload into its reports (names made storable) and its archive's files; faults as
+ * `checkAndStoreUpload`. `signal` stops the reading and ends its worker (a background task's lease).
+ */
+export async function readUpload(ctx: ServiceContext, upload: ImportUpload | StoredUpload, signal?: AbortSignal): Promise<ReadUpload> {
+  const read = await inputFaults(readInWorker({ ...inputOf(ctx, upload), signal }));
   checkRuns(
     upload,
     read.reports.reduce((sum, report) => sum + report.cases.length, 0),
