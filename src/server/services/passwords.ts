@@ -7,9 +7,9 @@ import type { UsersTable } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 import { normaliseEmail } from '../security/api-key.ts';
 import { hashPassword } from '../security/password.ts';
+import type { Actor, Caller } from './actor.ts';
 import { audit } from './audit.ts';
 import { checkPassword } from './password-check.ts';
-import type { Actor, Caller } from './users.ts';
 
 // Setting a password (SEC-2e), and what a web session confirms a sensitive change with: its user's
 // password (SEC-2f, SEC-2g), or a fresh sign-in for a user who has none.
