@@ -239,6 +239,125 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(group.frames, ['tests/totals.spec.ts:checkTotal', 'tests/totals.spec.ts:Context.<anonymous>']);
       });
 
+      test('two locators timing out on one line of one spec are two groups, each with its target, imported from JUnit or Playwright JSON or sent live; one locator on other lines, ports and runs is one group', async () => {
+        const pay = "getByRole('button', { name: 'Pay now' })";
+        const checkout = "getByRole('link', { name: 'Checkout' })";
+        const first = 'Error: locator.click: Test timeout of 30000ms exceeded.';
+        // What Playwright prints for a locator timeout: the first line, the call log, the source and the stack.
+        const printed = (locator: string, line: number, port: number) =>
+          `${first}\nCall log:\n  - waiting for ${locator}\n    - navigated to "http://localhost:${port}/checkout"\n\n  ${line} |   await page.${locator}.click();\n\n    at /home/runner/work/shop/shop/tests/checkout.spec.ts:${line}:50`;
+        const junitCase = (name: string, locator: string, line: number, port: number): Case => ({
+          name,
+          failure: { message: first, type: 'TimeoutError', body: printed(locator, line, port) },
+        });
+        const targets = async (groupIds: Iterable<string>) =>
+          new Set(await Promise.all([...groupIds].map(async (id) => (await groupOf(id)).target)));
+
+        const suite = unique('checkout.spec.ts-');
+        const fromJunit = await groupsByRunName(
+          await importJunit(junit(suite, [junitCase('pays', pay, 12, 3000), junitCase('checks out', checkout, 12, 3000)])),
+        );
+        assert.notEqual(fromJunit.get('pays'), fromJunit.get('checks out'));
+        assert.deepEqual(await targets(fromJunit.values()), new Set([pay, checkout]));
+
+        const again = await groupsByRunName(
+          await importJunit(junit(suite, [junitCase('pays', pay, 19, 41234), junitCase('checks out', checkout, 27, 39011)])),
+        );
+        assert.equal(again.get('pays'), fromJunit.get('pays'), 'other lines and ports, one group');
+        assert.equal(again.get('checks out'), fromJunit.get('checks out'));
+
+        // Playwright's JSON report: `error` is the first error (message with its call log, stack), `errors` each formatted.
+        const spec = (title: string, locator: string, line: number) => {
+          const message = `${first}\nCall log:\n  - waiting for ${locator}\n`;
+          const stack = `${message}\n    at /home/runner/work/shop/shop/tests/checkout.spec.ts:${line}:50`;
+          const location = { file: '/home/runner/work/shop/shop/tests/checkout.spec.ts', line, column: 50 };
+          return {
+            title,
+            ok: false,
+            tags: [],
+            file: 'checkout.spec.ts',
+            line: line - 2,
+            column: 3,
+            tests: [
+              {
+                projectName: 'chromium',
+                status: 'unexpected',
+                expectedStatus: 'passed',
+                annotations: [],
+                results: [
+                  {
+                    workerIndex: 0,
+                    status: 'timedOut',
+                    retry: 0,
+                    duration: 30_012,
+                    startTime: '2026-03-02T09:00:00.000Z',
+                    error: { message, stack, location, snippet: `  ${line} |   await page.${locator}.click();` },
+                    errors: [{ message: `${stack}`, location }],
+                    stdout: [],
+                    stderr: [],
+                    steps: [],
+                    attachments: [],
+                  },
+                ],
+              },
+            ],
+          };
+        };
+        const report = Buffer.from(
+          JSON.stringify({
+            config: { projects: [{ name: 'chromium' }] },
+            suites: [
+              { title: 'checkout.spec.ts', file: 'checkout.spec.ts', specs: [spec('pays', pay, 12), spec('checks out', checkout, 12)] },
+            ],
+            errors: [],
+            stats: { startTime: '2026-03-02T09:00:00.000Z', duration: 30_500, expected: 0, unexpected: 2, flaky: 0, skipped: 0 },
+          }),
+        );
+        const response = await rawRequest(`${server.url}/api/v1/projects/${projectA}/imports`, {
+          method: 'POST',
+          headers: { ...jsonHeaders(tester.key), 'content-type': 'application/json', 'content-length': report.length },
+          body: report,
+        });
+        assert.equal(response.status, 202, response.text);
+        let jobId: string | undefined;
+        for (let i = 0; i < 800 && jobId === undefined; i++) {
+          const record = await viewer.client.call(v1.imports.getImport, {
+            params: { projectId: projectA, importId: response.json.id as string },
+          });
+          if (record.status === 'failed') throw new Error(`the import failed: ${record.error}`);
+          if (record.status === 'completed') jobId = record.jobId as string;
+          else await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+        const fromJson = [...(await runsOfJob(jobId as string))].map((run) => run.failureGroupId as string);
+        assert.equal(new Set(fromJson).size, 2);
+        assert.deepEqual(await targets(fromJson), new Set([pay, checkout]));
+
+        // Live: a step with the first line as its message and the printed error as its trace.
+        const live = async (locator: string, line: number) => {
+          const run = await tester.client.call(v1.runs.createRun, { body: { projectId: projectA, name: `live ${locator}` } });
+          await tester.client.call(v1.results.appendResults, {
+            params: { testRunId: run.id },
+            body: {
+              steps: [
+                {
+                  key: 'click',
+                  title: 'Click',
+                  status: 'failed',
+                  error: first,
+                  cells: [{ name: 'trace', mediaType: 'text/plain', text: printed(locator, line, 5173) }],
+                },
+              ],
+            },
+          });
+          return (
+            await tester.client.call(v1.runs.updateRun, { params: { testRunId: run.id }, body: { status: 'completed', verdict: 'failed' } })
+          ).failureGroupId as string;
+        };
+        const livePay = await live(pay, 44);
+        assert.equal(livePay, fromJunit.get('pays'), 'the live run falls into the imported group of its locator');
+        assert.notEqual(await live(checkout, 44), livePay);
+      });
+
       test('a failed run without any message falls into the no-message group', async () => {
         const run = await tester.client.call(v1.runs.createRun, { body: { projectId: projectA, name: 'silent', verdict: 'broken' } });
         assert.ok(run.failureGroupId);

@@ -134,6 +134,29 @@ export const TABLE: TableEntry[] = [
       'Error: locator.click: Timeout 30000ms exceeded.\n    at CartPage.pay (/home/runner/work/shop/shop/tests/pages/cart.ts:61:58)\n    at /home/runner/work/shop/shop/tests/cart.spec.ts:52:14',
     signature: { category: 'timeout', action: 'click', target: "getByRole('button', { name: 'Pay now' })" },
   },
+  // Playwright's JUnit report: the `message` attribute holds the first line, the body the call log
+  // and the stack. Two locators timing out on one line of one spec are two causes; one locator on
+  // other lines, runs and ports is one.
+  ...[
+    ["getByRole('button', { name: 'Pay now' })", 12, 3000, 'pw junit click pay now'],
+    ["getByRole('button', { name: 'Pay now' })", 19, 41234, 'pw junit click pay now'],
+    ["getByRole('link', { name: 'Checkout' })", 12, 3000, 'pw junit click checkout link'],
+    ["getByRole('link', { name: 'Checkout' })", 27, 39011, 'pw junit click checkout link'],
+  ].map(([locator, line, port, group]) => ({
+    framework: 'playwright' as const,
+    group: group as string,
+    message: 'Error: locator.click: Test timeout of 30000ms exceeded.',
+    trace: `Error: locator.click: Test timeout of 30000ms exceeded.\nCall log:\n  - waiting for ${locator}\n    - navigated to "http://localhost:${port}/checkout?run=${(port as number) * 31}"\n\n  ${line} |   await page.${locator}.click();\n\n    at /home/runner/work/shop/shop/tests/checkout.spec.ts:${line}:50`,
+    signature: { category: 'timeout' as const, action: 'click', target: locator as string },
+  })),
+  {
+    framework: 'playwright',
+    group: 'pw toBeEnabled save',
+    message: pwVisible("getByRole('button', { name: 'Save' })", 5000, 21)
+      .replace(/toBeVisible/g, 'toBeEnabled')
+      .replace('Expected: visible', 'Expected: enabled'),
+    signature: { category: 'assertion', action: 'toBeEnabled', target: "getByRole('button', { name: 'Save' })" },
+  },
   ...[
     [3000, 1234],
     [36089, 98],

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { parseFrame, projectFrames, relativeFile } from '../../src/server/failures/frames.ts';
 import { LIMITS, normaliseFailure } from '../../src/server/failures/normalise.ts';
@@ -59,6 +60,32 @@ describe('the table of real failure messages (TRIAGE-1)', () => {
       "Error: expect(locator).toHaveText(expected) failed\nLocator: getByRole('heading', { name: 'Greeting' })\nExpected string: \"Welcome, Alice\"",
     );
     assert.equal(normaliseFailure({ message: '' }).title, '(no message)');
+  });
+
+  test('the target is read from the trace when the message has none, and is part of the fingerprint; without one the fingerprint is that of the message and frames alone', () => {
+    const junit = (locator: string) => ({
+      message: 'Error: locator.click: Test timeout of 30000ms exceeded.',
+      trace: `Call log:\n  - waiting for ${locator}\n\n    at /home/runner/work/shop/shop/tests/checkout.spec.ts:12:50`,
+    });
+    const pay = normaliseFailure(junit("getByRole('button', { name: 'Pay now' })"));
+    const checkout = normaliseFailure(junit("getByRole('link', { name: 'Checkout' })"));
+    assert.equal(pay.signature.target, "getByRole('button', { name: 'Pay now' })");
+    assert.equal(checkout.signature.target, "getByRole('link', { name: 'Checkout' })");
+    assert.notEqual(pay.fingerprint, checkout.fingerprint);
+    assert.equal(pay.message, checkout.message);
+    const base = (result: ReturnType<typeof normaliseFailure>) =>
+      createHash('sha256')
+        .update(`${result.message}\n\n${result.frames.map((frame) => `${frame.file} ${frame.function}`).join('\n')}`)
+        .digest('hex');
+    assert.equal(
+      pay.fingerprint,
+      createHash('sha256')
+        .update(`${base(pay)}\ntarget ${pay.signature.target}`)
+        .digest('hex'),
+    );
+    const untargeted = normaliseFailure({ message: 'TypeError: cart is undefined', trace: '    at pay (/ci/shop/src/cart.ts:3:1)' });
+    assert.equal(untargeted.signature.target, null);
+    assert.equal(untargeted.fingerprint, base(untargeted));
   });
 
   test('is deterministic: the same input gives the same answer', () => {

@@ -24,7 +24,7 @@ export interface FailureInput {
 }
 
 export interface NormalisedFailure {
-  /** Hex SHA-256 of `message` and `frames`: the group a failure falls into. */
+  /** Hex SHA-256 of `message` and `frames`, chained with the signature's target when there is one: the group a failure falls into. */
   fingerprint: string;
   /** The first lines of `message`, bounded: what a list of groups shows. */
   title: string;
@@ -124,19 +124,29 @@ export function normaliseFailure(input: FailureInput): NormalisedFailure {
   let frames = projectFrames(frameLines, roots, LIMITS.frames);
   if (frames.length === 0) frames = projectFrames(messageLines, roots, LIMITS.frames);
   const message = lines.join('\n');
-  const fingerprint = createHash('sha256')
-    .update(`${message}\n\n${frames.map((frame) => `${frame.file} ${frame.function}`).join('\n')}`)
-    .digest('hex');
   const category = categoryOf(message);
+  const target = targetOf(raw, message, roots, frameLines.join('\n'));
   return {
-    fingerprint,
+    fingerprint: fingerprintOf(message, frames, target),
     title: titleOf(lines),
     message,
     frames,
     signature: {
       category,
       action: actionOf(category, message, frameLines.length > 0 ? frameLines : messageLines),
-      target: targetOf(raw, message, roots),
+      target,
     },
   };
+}
+
+/**
+ * SHA-256 of the message and frames; with a target, SHA-256 of that hash and the target (TRIAGE-1):
+ * two locators timing out on one line of one file are two causes, and a failure without a target
+ * keeps the fingerprint it had before targets counted.
+ */
+export function fingerprintOf(message: string, frames: readonly Frame[], target: string | null): string {
+  const base = createHash('sha256')
+    .update(`${message}\n\n${frames.map((frame) => `${frame.file} ${frame.function}`).join('\n')}`)
+    .digest('hex');
+  return target === null ? base : createHash('sha256').update(`${base}\ntarget ${target}`).digest('hex');
 }

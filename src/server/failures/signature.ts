@@ -127,19 +127,29 @@ const DOTNET_HOST = /\(([\w.-]+:(?:\d+|<port>))\)/;
 
 const bounded = (text: string) => (text.length > 200 ? `${text.slice(0, 199)}…` : text);
 
+/** The locator or selector a text names: Playwright's `Locator:` line or first `waiting for …`, Selenium's selector, Python's pool URL. */
+function locatorIn(text: string, roots: readonly string[]): string | null {
+  const locator = LOCATOR_LINE.exec(text)?.[1] ?? WAITING_FOR.exec(text)?.[1] ?? WAITING_FOR_SELECTOR.exec(text)?.[1];
+  if (locator !== undefined) return bounded(placeholders(locator, roots));
+  const selenium = SELENIUM_SELECTOR.exec(text);
+  if (selenium) return bounded(placeholders(`${selenium[1]} ${selenium[2]}`, roots));
+  const by = SELENIUM_BY.exec(text);
+  if (by) return bounded(placeholders(by[1] as string, roots));
+  const pool = PYTHON_POOL.exec(text);
+  if (pool) return bounded(`${templateHost(pool[1] as string)}:<port>${templatePath(pool[3] as string)}`);
+  return null;
+}
+
 /**
  * The locator (Playwright's `Locator:` line or the first `waiting for …` of its call log,
- * Selenium's selector) or else the first URL or network address, normalised like the message.
+ * Selenium's selector) of the message, else of the trace (a JUnit `message` attribute holds only
+ * the first line; the call log is in the body), or else the first URL or network address of the
+ * message's statement, normalised like the message. URLs are not read from a trace: its frames
+ * name the pages the code was served from, not what the test acted on.
  */
-export function targetOf(raw: string, head: string, roots: readonly string[]): string | null {
-  const locator = LOCATOR_LINE.exec(raw)?.[1] ?? WAITING_FOR.exec(raw)?.[1] ?? WAITING_FOR_SELECTOR.exec(raw)?.[1];
-  if (locator !== undefined) return bounded(placeholders(locator, roots));
-  const selenium = SELENIUM_SELECTOR.exec(raw);
-  if (selenium) return bounded(placeholders(`${selenium[1]} ${selenium[2]}`, roots));
-  const by = SELENIUM_BY.exec(raw);
-  if (by) return bounded(placeholders(by[1] as string, roots));
-  const pool = PYTHON_POOL.exec(raw);
-  if (pool) return bounded(`${templateHost(pool[1] as string)}:<port>${templatePath(pool[3] as string)}`);
+export function targetOf(raw: string, head: string, roots: readonly string[], trace = ''): string | null {
+  const locator = locatorIn(raw, roots) ?? (trace === '' ? null : locatorIn(trace, roots));
+  if (locator !== null) return locator;
   const firstAndExpected = head
     .split('\n')
     .filter((line, i) => i === 0 || /^Expected\b/.test(line))
