@@ -1,22 +1,17 @@
 import { randomUUID } from 'node:crypto';
+import { type Lease, runUnderLease, TaskInterrupted, type TaskTimedOut } from './background/lease.ts';
+import type { Task, TaskPeers, TaskStore } from './background/store.ts';
+
+export { type Lease, TaskInterrupted, TaskTimedOut } from './background/lease.ts';
+export type { ClaimedTask, Task, TaskPeers, TaskStore } from './background/store.ts';
 
 // Background work through the database (SCALE-5): tasks are rows, and any instance claims a due
 // one for a lease, renews it while it runs, and deletes (or reschedules) it when done. An instance
 // that dies keeps its lease only until it runs out; then another claims the task. The runner is
 // the same on both dialects; the store behind it (db/repositories/tasks.ts) claims with
-// `FOR UPDATE SKIP LOCKED` on PostgreSQL and with one `UPDATE … RETURNING` on SQLite.
-
-/** A claimed task, as its handler sees it. */
-export interface Task {
-  id: string;
-  kind: string;
-  key: string;
-  /** The JSON it was enqueued with, parsed. */
-  payload: unknown;
-  /** Times claimed since it last succeeded, this claim included. */
-  attempts: number;
-  lastError: string | null;
-}
+// `FOR UPDATE SKIP LOCKED` on PostgreSQL and with one `UPDATE … RETURNING` on SQLite. Each kind
+// of task has a lane of its own, one task at a time in it, and every task a time limit (SCALE-9):
+// a slow or stuck task delays only the tasks of its own kind, and only until its limit.
 
 /** A task to add: nothing is added when a task with its `key` is there already. */
 export interface NewTask {
@@ -27,75 +22,20 @@ export interface NewTask {
   runAt?: Date;
 }
 
-/** A claimed task's row, as the store reads it (payload still JSON text). */
-export type ClaimedTask = Omit<Task, 'payload'> & { payload: string };
-
-/**
- * The queue's storage: the port the runner uses, which `db/repositories/tasks.ts` implements.
- * Every call that changes a claimed task names its owner and changes nothing when another
- * instance holds the task by now (a lease that ran out): a late writer cannot undo its successor.
- */
-export interface TaskStore {
-  /** Whether other processes share the queue (PostgreSQL): then an idle runner polls. */
-  readonly shared: boolean;
-  /** Adds a task unless its key is taken; true when added. */
-  add(task: { kind: string; key: string; payload: string; runAt: Date; now: Date }): Promise<boolean>;
-  /** A periodic task's row: added due at `dueBy`, or brought forward to it when it is due later. */
-  schedule(kind: string, key: string, dueBy: Date, now: Date): Promise<void>;
-  /** Removes a task by key (a periodic task switched off). */
-  remove(key: string): Promise<void>;
-  /** The oldest due task of these kinds that no live lease holds, now leased to `owner`. */
-  claim(owner: string, kinds: readonly string[], now: Date, leaseUntil: Date): Promise<ClaimedTask | undefined>;
-  /** Extends the lease; false when `owner` no longer holds the task. */
-  renew(id: string, owner: string, leaseUntil: Date): Promise<boolean>;
-  /** Deletes a finished task. */
-  finish(id: string, owner: string): Promise<void>;
-  /** Gives the task back: due at `runAt`, with `attempts` and `lastError` as given. */
-  release(id: string, owner: string, next: { runAt: Date; attempts: number; lastError: string | null }): Promise<void>;
-  /** When the next task of these kinds becomes claimable (its due time, or its lease's end); undefined: none. */
-  nextClaimable(kinds: readonly string[]): Promise<Date | undefined>;
-  /** At the runner's start: on SQLite, where one process owns the folder, any lease is a dead process's. */
-  recover(): Promise<void>;
-  /** Closes what the store opened for itself (its own connections). */
-  close(): Promise<void>;
-}
-
-/**
- * How runners on the other instances hear of new tasks at once rather than at their next poll
- * (PostgreSQL: the notification bus, SCALE-3). At most once: a poll finds what a lost one announced.
- */
-export interface TaskPeers {
-  /** Tells the other instances that tasks were added (after they committed). */
-  announce(): void;
-  /** Runs `listener` when another instance announced tasks, or when announcements may have been missed. */
-  listen(listener: () => void): void;
-}
-
-/** What a handler holds while it runs: whether the task is still its own. */
-export interface Lease {
-  /**
-   * False once the lease is lost (another instance may have the task) or about to run out
-   * unrenewed, or this instance is stopping: stop at the next safe point and throw
-   * `TaskInterrupted`, leaving the rest to whoever claims the task next.
-   */
-  stillHeld(): boolean;
-  /** Aborted when `stillHeld()` turns false, for work that takes a signal. */
-  signal: AbortSignal;
-}
-
 export type TaskHandler = (task: Task, lease: Lease) => Promise<void>;
 
-/** A handler stopped at a safe point because its lease was lost or the instance is stopping: the task stays queued. */
-export class TaskInterrupted extends Error {
-  override name = 'TaskInterrupted';
-}
+/**
+ * Called once when a task is given up, before it is deleted: `cause` is what ended its last
+ * attempt (a TaskTimedOut when it ran past its time limit; undefined when its attempts were used
+ * by instances that died with it).
+ */
+export type GaveUp = (task: Task, cause?: unknown) => Promise<void>;
 
 interface Registration {
   handler: (task: Task, lease: Lease) => Promise<unknown>;
   /** A periodic task's period; undefined for tasks run once. */
   everyMs?: number;
-  /** Called once when a task of this kind is given up (attempts used), before it is deleted. */
-  gaveUp?: (task: Task) => Promise<void>;
+  gaveUp?: GaveUp;
 }
 
 /** The logger the runner writes to (pino's shape). */
@@ -113,8 +53,25 @@ export interface TaskRunnerOptions {
   maxAttempts?: number;
   /** The first retry's delay after a failure (30 s), doubled for each further attempt, up to an hour. */
   retryMs?: number;
+  /**
+   * The longest a task may run (15 minutes; `ATTEST_TASK_TIMEOUT_SECONDS`): then its lease's
+   * signal aborts with a TaskTimedOut, and it fails (a task run once is given up at once; a periodic
+   * one runs again a period later).
+   */
+  timeoutMs?: number;
+  /**
+   * How long a handler told to stop (its time limit, a lost lease, `stop()`) is waited for before
+   * the runner stops waiting, frees its lane and ends its lease itself (a third of the lease).
+   */
+  abandonMs?: number;
   /** Wall-clock time: leases are between processes, never on a test's moved clock. */
   now?: () => number;
+}
+
+/** A task running in its lane: its lease's controller, and its end (its outcome recorded). */
+interface Running {
+  abort: AbortController;
+  done: Promise<void>;
 }
 
 const MAX_RETRY_MS = 3_600_000;
@@ -122,10 +79,13 @@ const MAX_RETRY_MS = 3_600_000;
 const MAX_SLEEP_MS = 3_600_000;
 
 /**
- * Runs this instance's share of the background tasks, one at a time: an import takes the event
- * loop and the database's writer in turns with requests, and two at once on one instance would
- * only slow both (more instances are how more imports run at once). Handlers are registered by
- * kind before `start()`; a task of a kind this instance has no handler for is left to one that has.
+ * Runs this instance's share of the background tasks, one of each kind at a time (SCALE-9): each
+ * kind is a lane, so an import (which takes the event loop and the database's writer in turns with
+ * requests; two at once on one instance would only slow both, and more instances are how more
+ * imports run at once) never delays a webhook delivery, a retention sweep or a garbage collection.
+ * One loop claims for every lane that is free, so an idle instance still asks the database once a
+ * poll. Handlers are registered by kind before `start()`; a task of a kind this instance has no
+ * handler for is left to one that has.
  */
 export class TaskRunner {
   /** This process's owner id in the leases it takes. */
@@ -137,6 +97,8 @@ export class TaskRunner {
   private readonly pollMs: number;
   private readonly maxAttempts: number;
   private readonly retryMs: number;
+  private readonly timeoutMs: number;
+  private readonly abandonMs: number;
   private readonly now: () => number;
   private readonly kinds = new Map<string, Registration>();
   private readonly switchedOff = new Set<string>();
@@ -148,17 +110,18 @@ export class TaskRunner {
   /** True while the runner sleeps after finding nothing to claim; `idle()` waits for it. */
   private sleeping = false;
   private readonly idleWaiters: (() => void)[] = [];
-  /** The lease of the task running now, which `stop()` ends. */
-  private current: { abort: AbortController } | undefined;
+  /** The tasks running now, by kind (each kind's lane runs one at a time); `stop()` ends them. */
+  private readonly running = new Map<string, Running>();
 
   constructor(options: TaskRunnerOptions) {
     ({ store: this.store, log: this.log, peers: this.peers, leaseMs: this.leaseMs, pollMs: this.pollMs } = options);
     ({ maxAttempts: this.maxAttempts = 5, retryMs: this.retryMs = 30_000, now: this.now = Date.now } = options);
+    ({ timeoutMs: this.timeoutMs = 900_000, abandonMs: this.abandonMs = options.leaseMs / 3 } = options);
     this.peers?.listen(() => this.wake());
   }
 
-  /** Runs tasks of `kind` with `handler`; `gaveUp` hears of one given up after its last attempt. */
-  handle(kind: string, handler: TaskHandler, options: { gaveUp?: (task: Task) => Promise<void> } = {}): void {
+  /** Runs tasks of `kind` with `handler`; `gaveUp` hears of one given up (its attempts used, or past its time limit). */
+  handle(kind: string, handler: TaskHandler, options: { gaveUp?: GaveUp } = {}): void {
     this.kinds.set(kind, { handler, gaveUp: options.gaveUp });
   }
 
@@ -221,7 +184,7 @@ export class TaskRunner {
   async idle(): Promise<void> {
     for (;;) {
       if (!this.loop || this.stopped) return;
-      if (!this.sleeping || this.woken) {
+      if (!this.sleeping || this.woken || this.running.size > 0) {
         await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
         continue;
       }
@@ -231,19 +194,28 @@ export class TaskRunner {
     }
   }
 
-  /** Runs no more tasks; the running one is told to stop (its lease then ends) and waited for. */
+  /**
+   * Runs no more tasks; the running ones are told to stop (their leases then end) and waited for,
+   * each at most `abandonMs` once told.
+   */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    this.current?.abort.abort();
+    for (const { abort } of this.running.values()) abort.abort();
     this.wakeSleeper?.();
     await this.loop;
+    await Promise.all([...this.running.values()].map(({ done }) => done));
     for (const resolve of this.idleWaiters.splice(0)) resolve();
     await this.store.close();
   }
 
   private handledKinds(): string[] {
     return [...this.kinds.keys()];
+  }
+
+  /** The kinds whose lane has no task running: the ones a claim may take. */
+  private freeKinds(): string[] {
+    return this.handledKinds().filter((kind) => !this.running.has(kind));
   }
 
   private async run(): Promise<void> {
@@ -271,9 +243,9 @@ export class TaskRunner {
     }
   }
 
-  /** Claims one due task and runs it; false when there was none. */
+  /** Claims one due task of a free lane and starts it there (not waited for); false when there was none. */
   private async claimAndRun(): Promise<boolean> {
-    const kinds = this.handledKinds();
+    const kinds = this.freeKinds();
     if (kinds.length === 0) return false;
     const now = this.now();
     const claimed = await this.store.claim(this.instanceId, kinds, new Date(now), new Date(now + this.leaseMs));
@@ -292,52 +264,60 @@ export class TaskRunner {
       await this.giveUp(task, registration);
       return true;
     }
-    await this.execute(task, registration, now + this.leaseMs);
+    const abort = new AbortController();
+    const done = this.execute(task, registration, now + this.leaseMs, abort)
+      .catch((error: unknown) => this.log.error({ err: error, task: task.key }, `background task ${task.kind} could not be ended`))
+      .finally(() => {
+        this.running.delete(task.kind);
+        // Its lane is free: a task of its kind may be due.
+        this.wake();
+      });
+    this.running.set(task.kind, { abort, done });
+    // Claimed while `stop()` was telling the running tasks to stop: told too.
+    if (this.stopped) abort.abort();
     return true;
   }
 
-  private async execute(task: Task, registration: Registration, leaseUntil: number): Promise<void> {
-    const abort = new AbortController();
-    this.current = { abort };
-    let heldUntil = leaseUntil;
-    // Renewed every third of the lease; a lease with less than a third left (two renewals missed)
-    // counts as lost already, so the handler stops while the lease still covers its last step.
-    const margin = this.leaseMs / 3;
-    const lease: Lease = {
-      stillHeld: () => {
-        // Once aborted, never held again: a renewal that answers late does not undo the handler's stop.
-        if (!abort.signal.aborted && !this.stopped && heldUntil - this.now() >= margin) return true;
-        abort.abort();
-        return false;
+  private async execute(task: Task, registration: Registration, leaseUntil: number, abort: AbortController): Promise<void> {
+    const outcome = await runUnderLease(
+      {
+        kind: task.kind,
+        leaseMs: this.leaseMs,
+        leaseUntil,
+        timeoutMs: this.timeoutMs,
+        abandonMs: this.abandonMs,
+        now: this.now,
+        renew: (until) => this.store.renew(task.id, this.instanceId, until),
+        stopping: () => this.stopped,
+        abort,
+        renewalFailed: (error) => this.log.warn({ err: error, task: task.key }, 'a background task lease could not be renewed'),
       },
-      signal: abort.signal,
-    };
-    const renewal = setInterval(() => {
-      const until = this.now() + this.leaseMs;
-      this.store.renew(task.id, this.instanceId, new Date(until)).then(
-        (held) => {
-          // Renewals that overlap may answer out of order: the lease ends at the latest one's end.
-          if (held) heldUntil = Math.max(heldUntil, until);
-          else abort.abort();
-        },
-        (error: unknown) => this.log.warn({ err: error, task: task.key }, 'a background task lease could not be renewed'),
+      (lease) => registration.handler(task, lease),
+    );
+    const abandoned = 'abandoned' in outcome;
+    if (abandoned) {
+      this.log.warn(
+        { task: task.key, abandonMs: this.abandonMs },
+        `background task ${task.kind} did not stop when told; left to end on its own`,
       );
-    }, margin);
-    renewal.unref();
-    let outcome: { ok: true; againInMs?: number } | { ok: false; error: unknown };
-    try {
-      const again = await registration.handler(task, lease);
-      outcome = { ok: true, againInMs: typeof again === 'number' ? again : undefined };
-    } catch (error) {
-      outcome = { ok: false, error };
-    } finally {
-      clearInterval(renewal);
-      this.current = undefined;
     }
-    if (outcome.ok) await this.succeeded(task, registration, outcome.againInMs);
+    if (outcome.ok) await this.succeeded(task, registration, typeof outcome.value === 'number' ? outcome.value : undefined);
+    else if (outcome.timedOut) await this.timedOut(task, registration, outcome.timedOut);
+    else if (abandoned) {
+      // Told to stop (a lost lease, or the instance stopping) and did not: this claim counts.
+      const message = `it did not stop within ${this.abandonMs} ms of being told to`;
+      await this.release(task, 0, registration.everyMs === undefined ? task.attempts : 0, message);
+    }
     // Interrupted is not the task's fault: this claim does not count, and the task is due again at once.
-    else if (outcome.error instanceof TaskInterrupted) await this.release(task, 0, task.attempts - 1, task.lastError);
-    else await this.failed(task, registration, outcome.error);
+    else if ('error' in outcome && outcome.error instanceof TaskInterrupted) await this.release(task, 0, task.attempts - 1, task.lastError);
+    else await this.failed(task, registration, 'error' in outcome ? outcome.error : undefined);
+  }
+
+  /** Past its time limit: a periodic task runs again a period later; a task run once is given up at once (it would only take as long again). */
+  private async timedOut(task: Task, registration: Registration, error: TaskTimedOut): Promise<void> {
+    this.log.error({ err: error, task: task.key, attempts: task.attempts }, `background task ${task.kind} ran past its time limit`);
+    if (registration.everyMs !== undefined) await this.release(task, registration.everyMs, 0, error.message);
+    else await this.giveUp({ ...task, lastError: error.message }, registration, error);
   }
 
   /** Ends the lease: the task is due again in `afterMs`. */
@@ -354,26 +334,30 @@ export class TaskRunner {
     const message = error instanceof Error ? error.message : String(error);
     this.log.error({ err: error, task: task.key, attempts: task.attempts }, `background task ${task.kind} failed`);
     if (registration.everyMs !== undefined) await this.release(task, registration.everyMs, 0, message);
-    else if (task.attempts >= this.maxAttempts) await this.giveUp({ ...task, lastError: message }, registration);
+    else if (task.attempts >= this.maxAttempts) await this.giveUp({ ...task, lastError: message }, registration, error);
     else await this.release(task, Math.min(this.retryMs * 2 ** (task.attempts - 1), MAX_RETRY_MS), task.attempts, message);
   }
 
-  private async giveUp(task: Task, registration?: Registration): Promise<void> {
+  private async giveUp(task: Task, registration?: Registration, cause?: unknown): Promise<void> {
     this.log.error({ task: task.key, attempts: task.attempts, lastError: task.lastError }, `background task ${task.kind} given up`);
     try {
-      await registration?.gaveUp?.(task);
+      await registration?.gaveUp?.(task, cause);
     } finally {
       await this.store.finish(task.id, this.instanceId);
     }
   }
 
-  /** Sleeps until woken, stopped, or the next poll (a shared queue) or the next task's due time (a queue of its own). */
+  /**
+   * Sleeps until woken (an enqueue, a lane freed), stopped, or the next poll (a shared queue) or
+   * the next task's due time (a queue of its own). With every lane busy there is nothing to poll for.
+   */
   private async sleep(): Promise<void> {
-    let ms = this.pollMs;
-    if (!this.store.shared) {
+    const kinds = this.freeKinds();
+    let ms = kinds.length === 0 ? MAX_SLEEP_MS : this.pollMs;
+    if (!this.store.shared && kinds.length > 0) {
       // Nobody else adds tasks: sleep until the next one is due, or until woken by an enqueue.
       try {
-        const next = await this.store.nextClaimable(this.handledKinds());
+        const next = await this.store.nextClaimable(kinds);
         ms = next === undefined ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(0, next.getTime() - this.now()));
       } catch (error) {
         this.log.error({ err: error }, 'looking for background tasks failed');

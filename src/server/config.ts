@@ -62,6 +62,8 @@ export interface Config {
    */
   taskLeaseSeconds: number;
   taskPollMs: number;
+  /** The longest one background task may run before it is stopped and fails (`ATTEST_TASK_TIMEOUT_SECONDS`, 900; SCALE-9). */
+  taskTimeoutSeconds: number;
   /** Base URL absolute links are built from; undefined means "from the request". */
   publicUrl: string | undefined;
   /** First-start admin (only used when the database holds no user). */
@@ -234,6 +236,7 @@ export function loadConfig(env: Env = process.env): Config {
     cacheTtlSeconds: r.int('ATTEST_CACHE_TTL_SECONDS', 10, 1, 3600),
     taskLeaseSeconds: r.int('ATTEST_TASK_LEASE_SECONDS', 30, 3, 3600),
     taskPollMs: r.int('ATTEST_TASK_POLL_MS', 1000, 10, 60_000),
+    taskTimeoutSeconds: r.int('ATTEST_TASK_TIMEOUT_SECONDS', 900, 1, 86_400),
     publicUrl: publicUrl?.replace(/\/+$/, ''),
     adminEmail,
     adminApiKey,

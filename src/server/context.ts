@@ -146,6 +146,7 @@ export async function createContext(config: Config, parts: ContextParts = {}): P
       log,
       leaseMs: config.taskLeaseSeconds * 1000,
       pollMs: config.taskPollMs,
+      timeoutMs: config.taskTimeoutSeconds * 1000,
       peers: taskPeers(cluster.notifications, log),
     }),
     frozenResults: new FrozenAnswers(config.resultsCacheBytes),

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { type Lease, type Task, TaskInterrupted, TaskRunner, type TaskStore } from '../../src/server/background.ts';
+import { type Lease, type Task, TaskInterrupted, TaskRunner, type TaskStore, TaskTimedOut } from '../../src/server/background.ts';
 import { openLeaseConnections } from '../../src/server/db/lease-connections.ts';
 import * as tasksMigration from '../../src/server/db/migrations/2026-11-27-0013-tasks.ts';
 import { claimTask, enqueueTask, findTaskByKey, finishTask, releaseTask, taskStore } from '../../src/server/db/repositories/tasks.ts';
@@ -272,6 +272,115 @@ for (const dialect of DIALECTS) {
       assert.equal(ran, false);
       const gaveUp = errors.find((e) => e.message === `background task ${kind} given up`);
       assert.match(String(gaveUp?.object.lastError), /payload is not JSON/);
+    });
+
+    test('a task never waits behind a stuck task of another kind; one of the same kind waits its turn (SCALE-9)', {
+      timeout: 60_000,
+    }, async () => {
+      const [stuck, quick] = [kindOf('stuck'), kindOf('quick')];
+      const runner = runnerOf({ timeoutMs: 60_000 });
+      const ran: string[] = [];
+      let unstick: () => void = () => {};
+      const unstuck = new Promise<void>((resolve) => {
+        unstick = resolve;
+      });
+      runner.handle(stuck, async (task) => {
+        ran.push(task.key);
+        if (task.key.endsWith(':first')) await unstuck;
+      });
+      runner.handle(quick, async (task) => void ran.push(task.key));
+      runner.start();
+      await runner.enqueue({ kind: stuck, key: `${stuck}:first` });
+      await waitFor(() => ran.includes(`${stuck}:first`));
+      await runner.enqueue({ kind: stuck, key: `${stuck}:second` });
+      for (let i = 0; i < 3; i++) await runner.enqueue({ kind: quick, key: `${quick}:${i}` });
+      await waitFor(() => ran.filter((key) => key.startsWith(quick)).length === 3, { message: 'the other kind ran meanwhile' });
+      assert.equal(ran.includes(`${stuck}:second`), false, 'the same kind waits for its lane');
+      unstick();
+      await waitFor(() => ran.includes(`${stuck}:second`));
+      await runner.idle();
+    });
+
+    test('a task past its time limit is told to stop and given up with the reason, a handler that ignores it left behind (SCALE-9)', {
+      timeout: 60_000,
+    }, async () => {
+      const [polite, deaf] = [kindOf('polite'), kindOf('deaf')];
+      const runner = runnerOf({ timeoutMs: 300, abandonMs: 200 });
+      const gaveUp: { key: string; cause: unknown; at: number }[] = [];
+      const record = async (task: Task, cause?: unknown) => void gaveUp.push({ key: task.key, cause, at: Date.now() });
+      const runs: string[] = [];
+      let told: unknown;
+      runner.handle(
+        polite,
+        async (task, lease) => {
+          runs.push(task.key);
+          await waitFor(() => lease.signal.aborted, { timeoutMs: 30_000 });
+          told = lease.signal.reason;
+          throw new TaskInterrupted();
+        },
+        { gaveUp: record },
+      );
+      // Stuck on something that takes no signal: never settles.
+      runner.handle(
+        deaf,
+        async (task) => {
+          runs.push(task.key);
+          if (task.key.endsWith(':stuck')) await new Promise(() => {});
+        },
+        { gaveUp: record },
+      );
+      runner.start();
+      const started = Date.now();
+      await runner.enqueue({ kind: polite, key: `${polite}:x` });
+      await runner.enqueue({ kind: deaf, key: `${deaf}:stuck` });
+      await waitFor(() => gaveUp.length === 2, { timeoutMs: 10_000, message: 'both given up' });
+      assert.ok(told instanceof TaskTimedOut, 'the signal says why');
+      for (const { key, cause, at } of gaveUp) {
+        assert.ok(cause instanceof TaskTimedOut, key);
+        assert.match(cause.message, /ran past its time limit of 0\.3 s/);
+        assert.ok(at - started >= 300, `${key} given up after its limit`);
+        // Deleted once its gaveUp is done: never claimed again.
+        await waitFor(async () => (await findTaskByKey(db, key)) === undefined, { message: `${key} is deleted` });
+      }
+      // The abandoned handler's lane is free again.
+      await runner.enqueue({ kind: deaf, key: `${deaf}:next` });
+      await waitFor(() => runs.includes(`${deaf}:next`));
+      await runner.idle();
+    });
+
+    test('a handler that does not stop when its runner stops is left after abandonMs, its claim counted', { timeout: 60_000 }, async () => {
+      const kind = kindOf('deaf-stop');
+      const runner = runnerOf({ abandonMs: 200 });
+      let started = false;
+      runner.handle(kind, async () => {
+        started = true;
+        await new Promise(() => {});
+      });
+      runner.start();
+      await runner.enqueue({ kind, key: `${kind}:x` });
+      await waitFor(() => started);
+      const stopping = Date.now();
+      await runner.stop();
+      assert.ok(Date.now() - stopping < 5000, 'the stop did not wait for the handler');
+      const row = await findTaskByKey(db, `${kind}:x`);
+      assert.equal(row?.lease_owner, null, 'its lease ended');
+      assert.equal(row?.attempts, 1, 'the claim counts: a task that never stops is given up after its attempts');
+      assert.match(String(row?.last_error), /did not stop within 200 ms/);
+    });
+
+    test('a periodic task past its time limit runs again a period later', { timeout: 60_000 }, async () => {
+      const kind = kindOf('slow-tick');
+      const runner = runnerOf({ timeoutMs: 200, abandonMs: 100 });
+      const starts: number[] = [];
+      runner.every(kind, 300, async (lease) => {
+        starts.push(Date.now());
+        if (starts.length === 1) await waitFor(() => lease.signal.aborted, { timeoutMs: 30_000 });
+      });
+      runner.start();
+      await waitFor(() => starts.length >= 2, { timeoutMs: 20_000 });
+      const row = await findTaskByKey(db, `periodic:${kind}`);
+      assert.ok(row, 'its schedule stays');
+      assert.ok((starts[1] as number) - (starts[0] as number) >= 200 + 300, 'a period after the limit stopped it');
     });
 
     test('renewals answered out of order never move the end of the lease backwards', { timeout: 60_000 }, async () => {

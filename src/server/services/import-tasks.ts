@@ -1,4 +1,4 @@
-import { type Task, TaskInterrupted } from '../background.ts';
+import { type Task, TaskInterrupted, TaskTimedOut } from '../background.ts';
 import type { ServiceContext } from '../context.ts';
 import { findImport, updateOpenImport } from '../db/repositories/imports.ts';
 import { markJobClosed } from '../db/repositories/jobs.ts';
@@ -17,11 +17,18 @@ export function handleImportTasks(ctx: ServiceContext): void {
   const importIdOf = (task: Task) => (task.payload as { importId: string }).importId;
   const holdOf = (task: Task): TaskHold => ({ taskId: task.id, owner: ctx.background.instanceId });
   ctx.background.handle(IMPORT_TASK, (task, lease) => runImport(ctx, importIdOf(task), { ...lease, ...holdOf(task) }), {
-    // Claimed again and again without finishing: each attempt died with its instance, or its
-    // failure could not even be recorded. Marked failed, so it is not `processing` forever.
-    gaveUp: (task) =>
-      markImportFailed(ctx, importIdOf(task), 'The import did not finish after several attempts; upload it again.', holdOf(task)),
+    // Past its time limit (SCALE-9), or claimed again and again without finishing: each attempt
+    // died with its instance, or its failure could not even be recorded. Marked failed, with the
+    // reason, so it is not `queued` or `processing` forever.
+    gaveUp: (task, cause) => markImportFailed(ctx, importIdOf(task), gaveUpReason(cause), holdOf(task)),
   });
+}
+
+function gaveUpReason(cause: unknown): string {
+  if (cause instanceof TaskTimedOut) {
+    return `The import ran past the time limit of a background task (${cause.limitMs / 1000} s, ATTEST_TASK_TIMEOUT_SECONDS) and was stopped.`;
+  }
+  return 'The import did not finish after several attempts; upload it again.';
 }
 
 /**
@@ -35,7 +42,7 @@ export async function runImport(ctx: ServiceContext, importId: string, lease: Im
   try {
     // Read again from the kept upload rather than held in memory since acceptance: a queue of large
     // uploads would otherwise hold all of them expanded at once.
-    await writeImport(ctx, row, await readAgain(ctx, row), lease);
+    await writeImport(ctx, row, await readAgain(ctx, row, lease.signal), lease);
   } catch (error) {
     // A write that failed after the lease was lost may have met the successor's rows (the runs'
     // unique keys keep every case once): the import is the successor's to finish, not to fail.
@@ -62,20 +69,40 @@ async function markImportFailed(ctx: ServiceContext, importId: string, message: 
 
 /**
  * An import's upload, read again from the blob kept at acceptance: streamed from the store into
- * the worker, never whole in this thread.
+ * the worker, never whole in this thread. Once `signal` aborts (the task's lease: its time limit,
+ * a lost lease, a stop), it stops waiting for the store, and the worker reading it is ended.
  */
-export async function readAgain(ctx: ServiceContext, row: ImportsTable): Promise<ReadUpload> {
-  const source = await ctx.blobs.get(row.source_sha256);
+export async function readAgain(ctx: ServiceContext, row: ImportsTable, signal?: AbortSignal): Promise<ReadUpload> {
+  const source = await untilAborted(ctx.blobs.get(row.source_sha256), signal, (late) => late?.destroy());
   if (!source) throw new AppError('UNAVAILABLE', 'The uploaded report is no longer stored; upload it again.');
   try {
-    return await readUpload(ctx, {
+    const upload = {
       fileName: row.file_name,
       size: row.source_size,
       chunks: source,
       type: row.source_type,
       options: JSON.parse(row.options),
-    });
+    };
+    return await readUpload(ctx, upload, signal);
   } finally {
     source.destroy();
   }
+}
+
+/** `work`, unless `signal` aborts first (then its reason is thrown, and what `work` answers late goes to `dispose`). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined, dispose: (late: T) => void): Promise<T> {
+  if (!signal) return work;
+  signal.throwIfAborted();
+  let onAbort = () => {};
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  work.then(
+    (value) => {
+      if (signal.aborted) dispose(value);
+    },
+    () => {},
+  );
+  return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
 }
