@@ -142,7 +142,8 @@ export function normaliseFailure(input: FailureInput): NormalisedFailure {
 /**
  * SHA-256 of the message and frames; with a target, SHA-256 of that hash and the target (TRIAGE-1):
  * two locators timing out on one line of one file are two causes, and a failure without a target
- * keeps the fingerprint it had before targets counted.
+ * keeps the fingerprint it had before targets counted. Migration 0027 chains the stored groups'
+ * fingerprints with their failures' targets the same way: this must stay the chain it copied.
  */
 export function fingerprintOf(message: string, frames: readonly Frame[], target: string | null): string {
   const base = createHash('sha256')
