@@ -6,6 +6,7 @@ import { APP_VERSION } from '../version.ts';
 import { OPERATION_EXAMPLES, type OperationExamples, PROBLEM_EXAMPLES } from './examples/index.ts';
 import { DEFAULT_LIMITS, type DocumentedLimits, describeBytes, withLimits } from './limits.ts';
 import { isPage, schemaNames } from './schema-names.ts';
+import { TAG_DESCRIPTIONS } from './tags.ts';
 import { webhookEvents } from './webhooks.ts';
 
 type Json = Record<string, unknown>;
@@ -212,9 +213,12 @@ export function buildOpenApiDocument(
         'The Attest REST API. Every call sends its API key in `service.api-token`; old-format (UUID) keys also send ' +
         "their owner's e-mail in `service.user`. Errors are RFC 9457 problem details with a stable `code`. " +
         'Lists answer `{ items, nextCursor }`; pass `nextCursor` back as `cursor`.',
+      license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [{ url: `/api/${options.version}`, description: 'Relative to the instance base URL.' }],
-    tags: [...new Set(endpoints.map((e) => e.tag))].map((name) => ({ name })),
+    tags: [...new Set(endpoints.map((e) => e.tag))].map((name) =>
+      TAG_DESCRIPTIONS[name] ? { name, description: TAG_DESCRIPTIONS[name] } : { name },
+    ),
     paths,
     ...(endpoints.some((e) => e.tag === 'Webhooks') ? { webhooks: webhookEvents(schemas) } : {}),
     components: {

@@ -32,6 +32,10 @@ export function webhookEvents(schemas: { write(schema: TSchema): unknown }): Jso
             'Webhooks library and the `whsec_…` secret, and deduplicate by `webhook-id`: a retried or redelivered event ' +
             'carries the same id and body.',
           tags: ['Webhooks'],
+          // Attest calls the receiver, which checks the signature below, not an Attest key: no
+          // scheme of this document applies, and an operation that says nothing reads as one whose
+          // security was forgotten (Redocly's security-defined rule).
+          security: [],
           parameters: [
             header('webhook-id', 'The message id, the same on every attempt of this event (`msg_…`).', '^msg_'),
             header('webhook-timestamp', 'When this attempt was sent, in seconds since 1970 (reject ones far from now).', '^[0-9]+$'),
