@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 
-/** A refusal the command explains itself: main.ts prints the message alone (no stack) and exits 1. */
+/** A refusal the command explains itself: `runProgram` (program.ts) prints the message alone (no stack) and exits 1. */
 export class CliError extends Error {
   override name = 'CliError';
 }

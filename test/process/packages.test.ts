@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import semver from 'semver';
 import { CI_MARKERS } from '../../packages/playwright-reporter/src/ci.ts';
 import { AttestClient, v1 } from '../../src/client/index.ts';
 import { generateKey } from '../../src/server/security/api-key.ts';
@@ -14,21 +15,32 @@ import { browserAvailable } from '../helpers/browser.ts';
 import { tempDir } from '../helpers/data-folders.ts';
 import { NO_RETRY } from '../helpers/http.ts';
 import { writeBadgeBaseline } from '../helpers/playwright-fixture.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
 
-// Issue 27 item 3: both packages install from their `npm pack` tarballs into a project OUTSIDE the
-// checkout, on this Node, and work there: the installed server (`attest serve`) runs, a real
-// Playwright project reports to it through `@attest-hq/playwright-reporter` (compiled JavaScript: a
-// .ts in the tarball failed with ERR_UNKNOWN_FILE_EXTENSION on Node 20), and `npx attest --version`,
-// `import` and `export` work from there.
+// The three packages install from their `npm pack` tarballs into projects OUTSIDE the checkout, on
+// this Node, and work there.
 //
-// Cost: the scratch project lives in ATTEST_PACK_SCRATCH (default <tmp>/attest-pack-scratch) and is
-// kept between runs. Each run installs the fresh tarballs into it with `--prefer-offline` from the
-// npm cache, without install scripts: better-sqlite3's addon comes from the checkout's own build
-// (seedNativeBuild), so no run compiles it again. The time is printed.
+// - `@attest-hq/cli` with `@attest-hq/playwright-reporter` (PKG-1, PKG-2): a project of their own,
+//   made afresh each run, installs them with no warning (no EBADENGINE on Node 20, 22 or 24), no
+//   install script and nothing to compile, and `npx @attest-hq/cli` prints its version, imports
+//   reports and gates a job against a test server. The install time is printed.
+// - `@attest-hq/attest` (the server, with the reporter): the installed server (`attest serve`) runs,
+//   a real Playwright project reports to it through the reporter (compiled JavaScript: a .ts in the
+//   tarball failed with ERR_UNKNOWN_FILE_EXTENSION on Node 20), and `npx @attest-hq/attest
+//   --version`, `import` and `export` work from there. Its scratch project lives in
+//   ATTEST_PACK_SCRATCH (default <tmp>/attest-pack-scratch) and is kept between runs: each run
+//   installs the fresh tarballs into it with `--prefer-offline` from the npm cache, without install
+//   scripts; better-sqlite3's addon comes from the checkout's own build (seedNativeBuild), so no run
+//   compiles it again.
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const REPORTER_DIR = path.join(ROOT, 'packages/playwright-reporter');
+const CLI_DIR = path.join(ROOT, 'packages/cli');
 const SCRATCH = path.resolve(process.env.ATTEST_PACK_SCRATCH ?? path.join(os.tmpdir(), 'attest-pack-scratch'));
+const CLI_SCRATCH = path.join(os.tmpdir(), 'attest-cli-scratch');
+/** The first release of each Node line `engines` accepts that the packages must install on without EBADENGINE. */
+const NODE_LINES = ['20.19.0', '22.0.0', '24.0.0'];
+const manifestOf = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
 const run = promisify(execFile);
 
 /** This process's environment without npm's own variables (a test started by `npm test` has them) or CI markers. */
@@ -59,6 +71,78 @@ async function pack(dir: string, destination: string, args: string[] = []): Prom
   return (JSON.parse(result.stdout) as Packed[])[0]!;
 }
 
+/** npm's warnings (`npm warn EBADENGINE …`, deprecations, install scripts) in an install's output. */
+const npmWarnings = (output: string) => output.split('\n').filter((line) => /^npm warn/i.test(line.trim()));
+
+interface Installed {
+  name: string;
+  version: string;
+  dir: string;
+  manifest: { engines?: { node?: string }; scripts?: Record<string, string>; dependencies?: Record<string, string> };
+}
+
+/** Every package under `root`/node_modules, nested ones too. */
+function installedPackages(root: string): Installed[] {
+  const found: Installed[] = [];
+  const visit = (modules: string) => {
+    if (!fs.existsSync(modules)) return;
+    for (const name of fs.readdirSync(modules)) {
+      if (name.startsWith('.')) continue;
+      const dirs = name.startsWith('@')
+        ? fs.readdirSync(path.join(modules, name)).map((n) => path.join(modules, name, n))
+        : [path.join(modules, name)];
+      for (const dir of dirs) {
+        if (!fs.existsSync(path.join(dir, 'package.json'))) continue;
+        const manifest = manifestOf(dir);
+        found.push({ name: manifest.name, version: manifest.version, dir, manifest });
+        visit(path.join(dir, 'node_modules'));
+      }
+    }
+  };
+  visit(path.join(root, 'node_modules'));
+  return found;
+}
+
+/**
+ * What npm would warn about or build on some Node line: an `engines.node` range that refuses the
+ * first release of a line (npm's EBADENGINE test, `semver.satisfies` with prereleases), an install
+ * script, or a `binding.gyp` (which npm builds with node-gyp even without a script).
+ */
+function installProblems(packages: Installed[]): string[] {
+  const problems: string[] = [];
+  for (const { name, version, dir, manifest } of packages) {
+    const range = manifest.engines?.node;
+    for (const node of [...NODE_LINES, process.versions.node]) {
+      if (range && !semver.satisfies(node, range, { includePrerelease: true }))
+        problems.push(`${name}@${version} refuses Node ${node} (${range})`);
+    }
+    for (const script of ['preinstall', 'install', 'postinstall']) {
+      if (manifest.scripts?.[script]) problems.push(`${name}@${version} has an ${script} script`);
+    }
+    if (fs.existsSync(path.join(dir, 'binding.gyp'))) problems.push(`${name}@${version} has a binding.gyp`);
+  }
+  return problems;
+}
+
+/** A JUnit report of the suite `Cart` with the given verdicts. */
+const junit = (cases: Record<string, 'passed' | 'failed'>) =>
+  `<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="Cart" tests="${Object.keys(cases).length}">\n${Object.entries(cases)
+    .map(
+      ([name, verdict]) =>
+        `  <testcase classname="Cart" name="${name}" time="0.01">${verdict === 'failed' ? '<failure message="expected 3, got 2">AssertionError: expected 3, got 2</failure>' : ''}</testcase>`,
+    )
+    .join('\n')}\n</testsuite>\n`;
+
+/**
+ * What `npm publish --dry-run` would warn about or correct in a package's manifest (a bin path npm
+ * rewrites, a missing field), leaving out that nobody is logged in to the registry here.
+ */
+async function publishWarnings(dir: string): Promise<string[]> {
+  const result = await exec('npm', ['publish', '--dry-run', '--ignore-scripts'], dir, cleanEnv());
+  assert.equal(result.code, 0, result.stderr);
+  return npmWarnings(result.stdout + result.stderr).filter((line) => !/requires you to be logged in/.test(line));
+}
+
 /**
  * better-sqlite3 is the one production dependency with an install script: it compiles from source
  * here (no prebuilt binary is reachable), about 3-5 minutes on this machine. The scratch project is
@@ -81,35 +165,50 @@ async function seedNativeBuild(): Promise<void> {
   assert.equal(rebuild.code, 0, rebuild.stderr);
 }
 
-describe('the npm pack tarballs, installed outside the checkout', { skip: !browserAvailable() }, () => {
-  const packDir = tempDir('attest-pack-');
-  let reporterPack: Packed;
-  let serverPack: Packed;
-  let server: ChildProcess | undefined;
-  let url: string;
-  let admin: AttestClient;
-  let tester: { key: string; client: AttestClient };
-  let project: { id: string; key: string };
+const packDir = tempDir('attest-pack-');
+let reporterPack: Packed;
+let cliPack: Packed;
+
+before(async () => {
+  for (const scratch of [SCRATCH, CLI_SCRATCH])
+    assert.ok(path.relative(ROOT, scratch).startsWith('..'), `${scratch} is outside the checkout`);
+  // The reporter's prepack compiles it (tsc: JavaScript and declarations); the CLI's bundles it (scripts/build-cli.mjs).
+  reporterPack = await pack(REPORTER_DIR, packDir);
+  cliPack = await pack(CLI_DIR, packDir);
+});
+
+describe('@attest-hq/cli and @attest-hq/playwright-reporter, installed without the server (PKG-1, PKG-2)', () => {
+  let server: TestServer;
+  let key: string;
 
   before(async () => {
-    assert.ok(path.relative(ROOT, SCRATCH).startsWith('..'), `${SCRATCH} is outside the checkout`);
-    // The reporter's prepack compiles it (tsc: JavaScript and declarations).
-    reporterPack = await pack(REPORTER_DIR, packDir);
-    // The root package's `prepare` runs `npm run build` on `npm pack`; here the same build goes to a
-    // staged copy of the package (package.json, README, bin/), so the checkout's dist/, which other
-    // tests run, is never rebuilt under them.
-    const stage = tempDir('attest-pack-stage-');
-    for (const file of ['package.json', 'README.md']) fs.copyFileSync(path.join(ROOT, file), path.join(stage, file));
-    fs.cpSync(path.join(ROOT, 'bin'), path.join(stage, 'bin'), { recursive: true });
-    const build = await exec(process.execPath, ['scripts/build.mjs'], ROOT, cleanEnv({ ATTEST_BUILD_DIR: path.join(stage, 'dist') }));
-    assert.equal(build.code, 0, build.stderr);
-    serverPack = await pack(stage, packDir, ['--ignore-scripts']);
+    server = await startTestServer('sqlite');
+    const project = await server.admin.client.call(v1.projects.createProject, { body: { key: 'CART', name: 'Cart' } });
+    const email = 'ci@example.test';
+    await server.admin.client.call(v1.users.createUser, { body: { email, name: 'CI', roles: ['tester'] } });
+    key = (await server.admin.client.call(v1.users.createApiKey, { params: { email }, body: { name: 'ci' } })).key;
+    await server.admin.client.call(v1.projects.addMember, { params: { projectId: project.id, email } });
   });
-  after(async () => {
-    if (server && server.exitCode === null) {
-      server.kill('SIGTERM');
-      await new Promise((resolve) => server!.once('close', resolve));
-    }
+  after(() => server?.close());
+
+  test('the CLI ships one bundle with its notices and depends on nothing', () => {
+    const files = cliPack.files.map((f) => f.path).sort();
+    assert.deepEqual(files, ['README.md', 'bin/attest.js', 'dist/THIRD_PARTY_NOTICES.md', 'dist/attest.js', 'package.json']);
+    const manifest = manifestOf(CLI_DIR);
+    assert.equal(manifest.name, '@attest-hq/cli');
+    assert.equal(manifest.private, undefined);
+    assert.deepEqual(manifest.bin, { attest: 'bin/attest.js' });
+    for (const field of ['dependencies', 'peerDependencies', 'optionalDependencies', 'bundleDependencies'])
+      assert.equal(manifest[field], undefined, field);
+    // The same release as the server it talks to.
+    assert.equal(manifest.version, manifestOf(ROOT).version);
+    const notices = fs.readFileSync(path.join(CLI_DIR, 'dist/THIRD_PARTY_NOTICES.md'), 'utf8');
+    for (const bundled of ['commander', 'typebox', 'fflate']) assert.match(notices, new RegExp(`^## ${bundled} `, 'm'));
+  });
+
+  test('npm publish --dry-run of the CLI and the reporter has nothing to correct', async () => {
+    assert.deepEqual(await publishWarnings(CLI_DIR), []);
+    assert.deepEqual(await publishWarnings(REPORTER_DIR), []);
   });
 
   test('the reporter ships compiled JavaScript with type declarations, and no TypeScript source', () => {
@@ -135,7 +234,116 @@ describe('the npm pack tarballs, installed outside the checkout', { skip: !brows
     assert.deepEqual(manifest.exports['.'], { types: './dist/index.d.ts', default: './dist/index.js' });
   });
 
-  test('the server and CLI package ships bin/ and the built dist/, not the sources', () => {
+  test('a fresh project installs both tarballs with no warning and nothing to build, and the CLI imports and gates against a server', async (t) => {
+    fs.rmSync(CLI_SCRATCH, { recursive: true, force: true });
+    fs.mkdirSync(CLI_SCRATCH, { recursive: true });
+    for (const tarball of [cliPack.filename, reporterPack.filename])
+      fs.copyFileSync(path.join(packDir, tarball), path.join(CLI_SCRATCH, tarball));
+    const playwrightVersion = manifestOf(path.join(ROOT, 'node_modules/@playwright/test')).version;
+    fs.writeFileSync(
+      path.join(CLI_SCRATCH, 'package.json'),
+      `${JSON.stringify(
+        {
+          name: 'attest-cli-scratch',
+          private: true,
+          type: 'module',
+          devDependencies: {
+            '@attest-hq/cli': `file:./${cliPack.filename}`,
+            '@attest-hq/playwright-reporter': `file:./${reporterPack.filename}`,
+            '@playwright/test': playwrightVersion,
+          },
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    // As a CI job installs: install scripts allowed (there are none to run), dependencies from the npm cache.
+    const started = Date.now();
+    const install = await exec('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], CLI_SCRATCH, cleanEnv());
+    t.diagnostic(
+      `npm install of @attest-hq/cli, @attest-hq/playwright-reporter and @playwright/test: ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
+    assert.equal(install.code, 0, install.stderr);
+    assert.deepEqual(npmWarnings(install.stdout + install.stderr), []);
+    const packages = installedPackages(CLI_SCRATCH);
+    assert.deepEqual(installProblems(packages), []);
+    const names = packages.map((p) => p.name);
+    for (const server of ['@attest-hq/attest', 'better-sqlite3', 'sharp', 'fastify', 'pg', 'cookie'])
+      assert.ok(!names.includes(server), `${server} is installed`);
+
+    const remote = cleanEnv({ ATTEST_URL: server.url, ATTEST_API_KEY: key, ATTEST_CONFIG_DIR: tempDir('attest-cli-config-') });
+    const cli = (args: string[]) => exec('npx', ['--no', '--', '@attest-hq/cli', ...args], CLI_SCRATCH, remote);
+    const version = await cli(['--version']);
+    assert.equal(version.code, 0, version.stderr);
+    assert.equal(version.stdout.trim(), manifestOf(CLI_DIR).version);
+    const help = await cli(['--help']);
+    for (const maintenance of ['serve', 'verify', 'gc', 'backup', 'restore', 'retention', 'migrate', 'admin-key']) {
+      assert.doesNotMatch(help.stdout, new RegExp(`^  ${maintenance} `, 'm'), `${maintenance} is a server command`);
+    }
+
+    // Two imports on main: the second breaks a test the first passed.
+    const reports = tempDir('attest-cli-reports-');
+    fs.writeFileSync(path.join(reports, 'base.xml'), junit({ 'adds an item': 'passed', 'computes the total': 'passed' }));
+    fs.writeFileSync(path.join(reports, 'head.xml'), junit({ 'adds an item': 'passed', 'computes the total': 'failed' }));
+    const jobs: string[] = [];
+    for (const report of ['base.xml', 'head.xml']) {
+      const imported = await cli(['import', path.join(reports, report), '--project', 'CART', '--branch', 'main', '--json']);
+      assert.equal(imported.code, 0, imported.stderr);
+      const record = JSON.parse(imported.stdout) as { status: string; jobId: string; counts: { runs: number } };
+      assert.equal(record.status, 'completed');
+      assert.equal(record.counts.runs, 2);
+      jobs.push(record.jobId);
+    }
+    const [baseJob, headJob] = jobs as [string, string];
+    const failed = await cli(['gate', '--job', headJob, '--base', baseJob]);
+    assert.equal(failed.code, 1, failed.stdout + failed.stderr);
+    assert.match(failed.stdout, /new failures:\n\s+computes the total\s+\(passed → failed\)/);
+    assert.match(failed.stdout, /gate: failed: 1 new failure/);
+    const passed = await cli(['gate', '--job', baseJob, '--json']);
+    assert.equal(passed.code, 0, passed.stdout + passed.stderr);
+    assert.equal((JSON.parse(passed.stdout) as { pass: boolean }).pass, true);
+
+    // The reporter installed beside it loads as Playwright loads it.
+    const reporter = await exec(
+      process.execPath,
+      ['--input-type=module', '-e', "const m = await import('@attest-hq/playwright-reporter'); process.stdout.write(typeof m.default);"],
+      CLI_SCRATCH,
+      cleanEnv(),
+    );
+    assert.equal(reporter.code, 0, reporter.stderr);
+    assert.equal(reporter.stdout, 'function');
+  });
+});
+
+describe('@attest-hq/attest, the server, installed outside the checkout with the reporter', { skip: !browserAvailable() }, () => {
+  let serverPack: Packed;
+  let stageDir: string;
+  let server: ChildProcess | undefined;
+  let url: string;
+  let admin: AttestClient;
+  let tester: { key: string; client: AttestClient };
+  let project: { id: string; key: string };
+
+  before(async () => {
+    // The root package's `prepare` runs `npm run build` on `npm pack`; here the same build goes to a
+    // staged copy of the package (package.json, README, bin/), so the checkout's dist/, which other
+    // tests run, is never rebuilt under them.
+    const stage = tempDir('attest-pack-stage-');
+    for (const file of ['package.json', 'README.md']) fs.copyFileSync(path.join(ROOT, file), path.join(stage, file));
+    fs.cpSync(path.join(ROOT, 'bin'), path.join(stage, 'bin'), { recursive: true });
+    const build = await exec(process.execPath, ['scripts/build.mjs'], ROOT, cleanEnv({ ATTEST_BUILD_DIR: path.join(stage, 'dist') }));
+    assert.equal(build.code, 0, build.stderr);
+    serverPack = await pack(stage, packDir, ['--ignore-scripts']);
+    stageDir = stage;
+  });
+  after(async () => {
+    if (server && server.exitCode === null) {
+      server.kill('SIGTERM');
+      await new Promise((resolve) => server!.once('close', resolve));
+    }
+  });
+
+  test('the server package ships bin/ and the built dist/, not the sources', () => {
     const files = serverPack.files.map((f) => f.path);
     for (const needed of ['bin/attest.js', 'dist/cli/main.js', 'dist/server/main.js', 'dist/web/index.html', 'package.json']) {
       assert.ok(files.includes(needed), needed);
@@ -147,7 +355,11 @@ describe('the npm pack tarballs, installed outside the checkout', { skip: !brows
     const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
     assert.equal(manifest.name, '@attest-hq/attest');
     assert.equal(manifest.private, undefined);
-    assert.deepEqual(manifest.bin, { attest: './bin/attest.js' });
+    assert.deepEqual(manifest.bin, { attest: 'bin/attest.js' });
+  });
+
+  test('npm publish --dry-run of the server package has nothing to correct', async () => {
+    assert.deepEqual(await publishWarnings(stageDir), []);
   });
 
   test('installed together in a scratch project on this Node: the server, a real Playwright run with the reporter, and the CLI work', async (t) => {
@@ -183,6 +395,12 @@ describe('the npm pack tarballs, installed outside the checkout', { skip: !brows
     const started = Date.now();
     const install = await exec('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], SCRATCH, cleanEnv());
     assert.equal(install.code, 0, install.stderr);
+    // Outside this repository the root's overrides do not apply: the package's own dependencies must
+    // keep every transitive package on ranges that accept Node 20 (cookie 2, through a newer
+    // light-my-request, wanted Node 22), PKG-2.
+    assert.deepEqual(npmWarnings(install.stdout + install.stderr), []);
+    const engines = installProblems(installedPackages(SCRATCH)).filter((problem) => /refuses Node/.test(problem));
+    assert.deepEqual(engines, []);
     await seedNativeBuild();
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     t.diagnostic(`npm install of the two tarballs in ${SCRATCH}: ${seconds} s`);
@@ -225,9 +443,9 @@ describe('the npm pack tarballs, installed outside the checkout', { skip: !brows
     await admin.call(v1.projects.addMember, { params: { projectId: project.id, email } });
     tester = { key, client: new AttestClient({ baseUrl: url, apiKey: key, retry: NO_RETRY }) };
     const remote = cleanEnv({ ATTEST_URL: url, ATTEST_API_KEY: key, ATTEST_CONFIG_DIR: tempDir('attest-pack-config-') });
-    const npx = (args: string[]) => exec('npx', ['--no', '--', ...args], SCRATCH, remote);
+    const npx = (args: string[]) => exec('npx', ['--no', '--', '@attest-hq/attest', ...args], SCRATCH, remote);
 
-    const version = await npx(['attest', '--version']);
+    const version = await npx(['--version']);
     assert.equal(version.code, 0, version.stderr);
     assert.equal(version.stdout.trim(), JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version);
 
@@ -264,7 +482,7 @@ describe('the npm pack tarballs, installed outside the checkout', { skip: !brows
     assert.ok(artifacts.items.some((a) => a.kind === 'visual-diff' && a.stepId !== null));
 
     // `attest import` of the run's output folder, and `attest export` of the live job.
-    const imported = await npx(['attest', 'import', out, '--project', project.key, '--json']);
+    const imported = await npx(['import', out, '--project', project.key, '--json']);
     assert.equal(imported.code, 0, imported.stderr);
     const record = JSON.parse(imported.stdout);
     assert.equal(record.status, 'completed');
@@ -272,7 +490,7 @@ describe('the npm pack tarballs, installed outside the checkout', { skip: !brows
     assert.equal(record.counts.attachmentsMissing, 0, JSON.stringify(record.files));
 
     const exportDir = tempDir('attest-pack-export-');
-    const exported = await npx(['attest', 'export', '--job', jobId, '--out', exportDir, '--json']);
+    const exported = await npx(['export', '--job', jobId, '--out', exportDir, '--json']);
     assert.equal(exported.code, 0, exported.stderr);
     const summaryJson = JSON.parse(exported.stdout) as { runs: { dir: string }[] };
     assert.equal(summaryJson.runs.length, 3);

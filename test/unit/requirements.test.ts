@@ -22,8 +22,9 @@ export interface Citation {
   line: number;
 }
 
-/** Requirement ids of every family docs/requirements.md defines: `AUTH-9`, `SEC-2b`, `DUR-13b`, `SCALE-3`, `TRIAGE-1`, `TCM-1`, `FORGE-1`, `HOOK-1`. Upper case only, so `sha-256` or `utf-8` never match, and SHA/UTF/ISO/RFC are not prefixes. */
-const LETTER_ID = /(?<![\w-])((?:AUTH|SEC|ERR|FILE|DUR|LOAD|EXP|IMP|JOB|PERF|RET|SCALE|TCM|TRIAGE|UI|FORGE|HOOK)-\d{1,3}[a-z]?)(?![\w-])/g;
+/** Requirement ids of every family docs/requirements.md defines: `AUTH-9`, `SEC-2b`, `DUR-13b`, `SCALE-3`, `TRIAGE-1`, `TCM-1`, `FORGE-1`, `HOOK-1`, `PKG-1`. Upper case only, so `sha-256` or `utf-8` never match, and SHA/UTF/ISO/RFC are not prefixes. */
+const LETTER_ID =
+  /(?<![\w-])((?:AUTH|SEC|ERR|FILE|DUR|LOAD|EXP|IMP|JOB|PERF|RET|SCALE|TCM|TRIAGE|UI|FORGE|HOOK|PKG)-\d{1,3}[a-z]?)(?![\w-])/g;
 /** Test techniques of the bar: `T-FUZZ`, `T-MATRIX`. */
 const TECHNIQUE_ID = /(?<![\w-])(T-[A-Z]{4,})(?![\w-])/g;
 /** `SPEC 1.2`, `SPEC-1.2`, `SPEC §1.2`, `SPEC section 2.2`, and lists after it: `SPEC 1.2, 1.3`, `SPEC 1.2/1.3`, `SPEC 1.1 (…), 1.2`. */
