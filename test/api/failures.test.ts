@@ -358,6 +358,40 @@ for (const dialect of DIALECTS) {
         assert.notEqual(await live(checkout, 44), livePay);
       });
 
+      test("a step's error without frames and the run's error cell with them are one cause, filed under the group with frames; another statement or other frames stay apart", async () => {
+        const statement = `Error: expect(locator).toHaveScreenshot(expected) failed\n\nLocator: locator('#${unique('badge-')}')\n  800 pixels (ratio 1.00 of all image pixels) are different.`;
+        const stack = (line: number) => `    at /home/runner/work/shop/shop/tests/visual.spec.ts:${line}:44`;
+        // As the live reporter sends Playwright's failure: the step's message alone, the run's `error` cell with its stack.
+        const send = async (stepErrors: string[], cell: string) => {
+          const run = await tester.client.call(v1.runs.createRun, { body: { projectId: projectA, name: unique('visual ') } });
+          await tester.client.call(v1.results.appendResults, {
+            params: { testRunId: run.id },
+            body: {
+              steps: stepErrors.map((error, i) => ({ key: `s${i}`, title: `Step ${i}`, status: 'failed' as const, error })),
+              cells: [{ name: 'error', mediaType: 'text/plain', text: cell }],
+            },
+          });
+          const completed = await tester.client.call(v1.runs.updateRun, {
+            params: { testRunId: run.id },
+            body: { status: 'completed', verdict: 'failed' },
+          });
+          const results = await viewer.client.call(v1.results.getResults, { params: { testRunId: run.id } });
+          return { run: completed.failureGroupId as string, steps: results.steps.map((step) => step.failureGroupId as string) };
+        };
+        const one = await send([statement, statement], `${statement}\n\nCall log:\n  - waiting\n${stack(8)}`);
+        assert.deepEqual(one.steps, [one.run, one.run]);
+        const group = await groupOf(one.run);
+        assert.deepEqual(group.frames, ['tests/visual.spec.ts:']);
+        assert.equal(group.occurrences, 1, 'the run counts once');
+
+        const apart = await send([`${statement}\nSnapshot: other.png`], `${statement}\n${stack(8)}`);
+        assert.equal(apart.run, one.run);
+        assert.notEqual(apart.steps[0], apart.run, 'another statement is another cause');
+        // A step with frames of its own, elsewhere in the code, is not the run's failure either.
+        const elsewhere = await send([`${statement}\n${stack(30)}`.replace('visual.spec', 'other.spec')], `${statement}\n${stack(8)}`);
+        assert.notEqual(elsewhere.steps[0], elsewhere.run);
+      });
+
       test('a failed run without any message falls into the no-message group', async () => {
         const run = await tester.client.call(v1.runs.createRun, { body: { projectId: projectA, name: 'silent', verdict: 'broken' } });
         assert.ok(run.failureGroupId);

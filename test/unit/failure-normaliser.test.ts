@@ -88,6 +88,30 @@ describe('the table of real failure messages (TRIAGE-1)', () => {
     assert.equal(untargeted.fingerprint, base(untargeted));
   });
 
+  test("a JUnit message that is the first line of its body's error (without `Error: `) states what the whole error states", () => {
+    // Playwright's JUnit reporter: the `message` attribute, and the body of the <failure> as the import's trace.
+    const statement =
+      'Error: expect(locator).toHaveText(expected) failed\n\nLocator: locator(\'h1\')\nExpected string: "Welcome"\nReceived string: "Hello"\nTimeout: 5000ms\n\nCall log:\n  - waiting for locator(\'h1\')\n';
+    const stack = '    at /home/runner/work/shop/shop/tests/home.spec.ts:8:44';
+    const live = normaliseFailure({ message: `${statement}\n${stack}` });
+    const junit = normaliseFailure({
+      message: 'expect(locator).toHaveText(expected) failed',
+      trace: `  home.spec.ts:3:1 › greets › Check the heading \n\n    ${statement.replace(/\n/g, '\n    ')}\n${stack}`,
+    });
+    assert.equal(junit.message, live.message);
+    assert.deepEqual(junit.frames, live.frames);
+    assert.equal(junit.signature.target, "locator('h1')");
+    assert.equal(junit.fingerprint, live.fingerprint);
+    // A message the trace does not restate, or one of several lines, is the message as it was.
+    const other = normaliseFailure({ message: 'expect(locator).toHaveText(expected) failed', trace: stack });
+    assert.equal(other.message, 'expect(locator).toHaveText(expected) failed');
+    const java = normaliseFailure({
+      message: 'expected: <1> but was: <2>',
+      trace: 'expected: <1> but was: <2>\n\tat com.acme.CartTest.adds(CartTest.java:9)',
+    });
+    assert.equal(java.message, normaliseFailure({ message: 'expected: <1> but was: <2>' }).message);
+  });
+
   test('is deterministic: the same input gives the same answer', () => {
     for (const entry of TABLE.slice(0, 10)) assert.deepEqual(normaliseFailure(entry), normaliseFailure(entry));
   });

@@ -103,6 +103,28 @@ function statementLines(lines: readonly string[], roots: readonly string[]): str
   return kept;
 }
 
+/**
+ * The statement the trace holds when the message is its first line only: JUnit's `message`
+ * attribute keeps one line, and Playwright's JUnit reporter drops the `Error: ` of JavaScript's
+ * generic error besides, while the body (the trace) repeats the whole error. Read from the trace's
+ * line that restates the message, the failure states what the live reporter and a JSON report say
+ * of it (TRIAGE-1). Undefined when the message is longer, or when no line of the trace restates it.
+ */
+function restatement(lines: readonly string[], frameLines: readonly string[], roots: readonly string[]): string[] | undefined {
+  if (lines.length !== 1 || frameLines.length === 0) return undefined;
+  const head = lines[0] as string;
+  const at = frameLines.findIndex((raw) => {
+    if (parseFrame(raw)) return false;
+    const line = placeholders(withoutReceived(raw.slice(0, LIMITS.lineReadChars)), roots)
+      .replace(/\s+/g, ' ')
+      .trim();
+    return line === head || line === `Error: ${head}`;
+  });
+  if (at < 0) return undefined;
+  const restated = statementLines(frameLines.slice(at), roots);
+  return restated.length > 0 ? restated : undefined;
+}
+
 function titleOf(lines: readonly string[]): string {
   const title = lines.slice(0, LIMITS.titleLines).join('\n');
   if (title === '') return '(no message)';
@@ -121,6 +143,8 @@ export function normaliseFailure(input: FailureInput): NormalisedFailure {
     if (frameLines.length === 0) frameLines = python.traceback;
   }
   const lines = statementLines(messageLines, roots);
+  const restated = restatement(lines, frameLines, roots);
+  if (restated) lines.splice(0, lines.length, ...restated);
   let frames = projectFrames(frameLines, roots, LIMITS.frames);
   if (frames.length === 0) frames = projectFrames(messageLines, roots, LIMITS.frames);
   const message = lines.join('\n');

@@ -89,7 +89,7 @@ function failuresOfRun(
     stepFailures.set(step.id, failure);
     withFailures.push({ step, failure });
   }
-  if (runError !== undefined) return { steps: withFailures, run: normalise(runError, null) };
+  if (runError !== undefined) return withRicherEvidence(withFailures, normalise(runError, null));
   // The chain of first failed steps, from the first failed root down: its innermost failure with a message is the cause.
   const failedIds = new Set(steps.map((step) => step.id));
   const firstChild = new Map<string | null, FailedStep>();
@@ -101,7 +101,29 @@ function failuresOfRun(
   for (let step = firstChild.get(null); step !== undefined; step = firstChild.get(step.id)) {
     cause = stepFailures.get(step.id) ?? cause;
   }
-  return { steps: withFailures, run: cause ?? withFailures[0]?.failure ?? normalise(NO_MESSAGE, null) };
+  return withRicherEvidence(withFailures, cause ?? withFailures[0]?.failure ?? normalise(NO_MESSAGE, null));
+}
+
+/**
+ * One cause, one group (TRIAGE-2): a failure of the run without frames that states what another
+ * of its failures states, about the same target, with frames, is that failure. Playwright gives a
+ * step's error without its stack and the run's `error` cell with it, so the step that failed and
+ * the run it failed are one cause, filed under the group with the richer evidence. The run's own
+ * failure is preferred among those with frames; failures with different frames stay apart (they
+ * fail at different places).
+ */
+function withRicherEvidence(
+  steps: { step: FailedStep; failure: Failure }[],
+  run: Failure,
+): { steps: { step: FailedStep; failure: Failure }[]; run: Failure } {
+  const causeOf = (failure: Failure) => `${failure.normalised.message}\u0000${failure.normalised.signature.target ?? ''}`;
+  const framed = new Map<string, Failure>();
+  for (const failure of [run, ...steps.map((entry) => entry.failure)]) {
+    if (failure.normalised.frames.length > 0 && !framed.has(causeOf(failure))) framed.set(causeOf(failure), failure);
+  }
+  if (framed.size === 0) return { steps, run };
+  const richest = (failure: Failure) => (failure.normalised.frames.length > 0 ? failure : (framed.get(causeOf(failure)) ?? failure));
+  return { steps: steps.map(({ step, failure }) => ({ step, failure: richest(failure) })), run: richest(run) };
 }
 
 /** A group row for a failure first seen in `run`, named by the project's rules. */
