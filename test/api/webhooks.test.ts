@@ -301,6 +301,67 @@ for (const dialect of DIALECTS) {
         await manager.client.call(v1.webhooks.deleteWebhook, { params: { projectId, webhookId: hook.id } });
       });
 
+      test('one delivery shows what each attempt sent and got back: URL, headers with the signature masked, the body the receiver got, the answer (HOOK-11)', async () => {
+        const hook = await createHook(manager, projectId, { url: receiver.url.replace('http://', 'http://bot:hunter2@') });
+        receiver.secret = hook.secret;
+        receiver.answers.push({ status: 500, headers: { 'x-receiver-trace': 'trace-1' } });
+        const from = receiver.received.length;
+        await manager.client.call(v1.webhooks.testWebhook, { params: { projectId, webhookId: hook.id } });
+        const queued = await attemptsReach(manager, projectId, hook.id, 1);
+        server.clock.advance(6_000);
+        await dispatch(server);
+        await attemptsReach(manager, projectId, hook.id, 2);
+        const params = { projectId, webhookId: hook.id, deliveryId: queued.id };
+        const details = await manager.client.call(v1.webhooks.getWebhookDelivery, { params });
+        assert.equal(details.messageId, queued.messageId);
+        assert.equal(details.status, 'delivered');
+        assert.equal(details.attempts.length, 2);
+        const got = receiver.received.slice(from);
+        for (const [index, attempt] of details.attempts.entries()) {
+          const sent = got[index];
+          assert.ok(attempt.request && sent, `attempt ${attempt.attempt} kept its request`);
+          assert.equal(attempt.request.url, receiver.url.replace('http://', 'http://bot:***@'), 'the password masked');
+          assert.equal(attempt.request.body, sent.body, 'the body as the receiver got it');
+          assert.equal(attempt.request.headers['webhook-signature'], 'v1,<masked>');
+          assert.match(String(sent.headers['webhook-signature']), /^v1,[A-Za-z0-9+/=]{44}$/, 'the receiver got the real one');
+          for (const name of ['webhook-id', 'webhook-timestamp', 'content-type', 'content-length', 'user-agent'])
+            assert.equal(attempt.request.headers[name], sent.headers[name], name);
+        }
+        const [failed, delivered] = details.attempts;
+        assert.equal(failed?.status, 500);
+        assert.equal(failed?.response, 'receiver says no');
+        assert.equal(failed?.responseHeaders?.['x-receiver-trace'], 'trace-1');
+        assert.equal(delivered?.status, 204);
+        assert.ok(delivered?.responseHeaders && 'date' in delivered.responseHeaders);
+        // The log stays light: it has no requests.
+        const [listed] = (await log(manager, projectId, hook.id)).items;
+        assert.equal(listed?.id, queued.id);
+        assert.equal('request' in (listed?.attempts[0] ?? {}), false);
+        // Nobody stores the real signature.
+        const stored = await server.app.attest.db.selectFrom('webhook_attempts').select('request_headers').execute();
+        assert.ok(stored.every((row) => !row.request_headers?.includes(String(got[0]?.headers['webhook-signature']))));
+        await assert.rejects(tester.client.call(v1.webhooks.getWebhookDelivery, { params }), rejectsWith(403, 'FORBIDDEN'));
+        const other = await createHook(manager, projectId, { url: receiver.url, enabled: false });
+        await assert.rejects(
+          manager.client.call(v1.webhooks.getWebhookDelivery, { params: { ...params, webhookId: other.id } }),
+          rejectsWith(404, 'NOT_FOUND'),
+          "another webhook's path does not reach it",
+        );
+        // A Slack webhook's attempt keeps the message it sent, not the event.
+        const slack = await createHook(manager, projectId, { url: `${receiver.url}?slack`, kind: 'slack' });
+        const slackFrom = receiver.received.length;
+        await manager.client.call(v1.webhooks.testWebhook, { params: { projectId, webhookId: slack.id } });
+        const slackQueued = await attemptsReach(manager, projectId, slack.id, 1);
+        const slackDetails = await manager.client.call(v1.webhooks.getWebhookDelivery, {
+          params: { projectId, webhookId: slack.id, deliveryId: slackQueued.id },
+        });
+        const message = slackDetails.attempts[0]?.request?.body ?? '';
+        assert.equal(message, receiver.received[slackFrom]?.body);
+        assert.ok('blocks' in JSON.parse(message), message);
+        for (const id of [hook.id, other.id, slack.id])
+          await manager.client.call(v1.webhooks.deleteWebhook, { params: { projectId, webhookId: id } });
+      });
+
       test('Slack and Teams webhooks get a formatted message: verdict, counts, failures linked to their run pages', async () => {
         const slack = await createHook(manager, projectId, { url: `${receiver.url}?slack`, kind: 'slack', events: ['job.completed'] });
         const teams = await createHook(manager, projectId, { url: `${receiver.url}?teams`, kind: 'teams', events: ['job.completed'] });

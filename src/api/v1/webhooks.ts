@@ -103,6 +103,42 @@ export const WebhookDelivery = Type.Object(
   { additionalProperties: false },
 );
 
+const Headers = Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 8192 }), { maxProperties: 100 });
+
+export const WebhookAttemptDetails = Type.Object(
+  {
+    ...WebhookAttempt.properties,
+    request: Nullable(
+      Type.Object(
+        {
+          url: Type.String({ maxLength: 2048, description: 'Where it was sent, a password in the URL masked (`***`).' }),
+          headers: { ...Headers, description: 'The headers sent, `webhook-signature` masked (`v1,<masked>`).' },
+          body: Type.String({
+            description: "The body sent: the delivery's payload for a `standard` webhook, the formatted message for `slack` and `teams`.",
+          }),
+        },
+        {
+          additionalProperties: false,
+          description:
+            'What the attempt sent; null when nothing was (a refused address, an event that is gone), for an attempt cut ' +
+            'off before its answer was recorded, and for attempts made before Attest kept requests.',
+        },
+      ),
+    ),
+    responseHeaders: Nullable({
+      ...Headers,
+      description:
+        "The receiver's answer's headers, lower-cased (the first 50, each value at most 500 characters); null when no answer came.",
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const WebhookDeliveryDetails = Type.Object(
+  { ...WebhookDelivery.properties, attempts: Type.Array(WebhookAttemptDetails, { maxItems: 1000 }) },
+  { additionalProperties: false },
+);
+
 const WebhookParams = Type.Object({ projectId: ProjectRef, webhookId: Uuid }, { additionalProperties: false });
 const DeliveryParams = Type.Object({ projectId: ProjectRef, webhookId: Uuid, deliveryId: Uuid }, { additionalProperties: false });
 const ProjectOnly = Type.Object({ projectId: ProjectRef }, { additionalProperties: false });
@@ -190,6 +226,20 @@ export const listWebhookDeliveries = endpoint({
   params: WebhookParams,
   querystring: Type.Object({ ...PageQuery }, { additionalProperties: false }),
   responses: { 200: Page(WebhookDelivery) },
+});
+
+export const getWebhookDelivery = endpoint({
+  operationId: 'getWebhookDelivery',
+  method: 'GET',
+  path: '/projects/{projectId}/webhooks/{webhookId}/deliveries/{deliveryId}',
+  summary: 'One delivery with what each attempt sent (URL, headers, body) and got back (status, headers, body) (manager).',
+  description:
+    'The log (`GET …/deliveries`) stays light; this is the detail of one delivery, as a receiver debugging it needs: ' +
+    "`webhook-signature` is masked, the answer's body is its first 1000 characters.",
+  tag: 'Webhooks',
+  access: { scope: 'project', role: 'manager' },
+  params: DeliveryParams,
+  responses: { 200: WebhookDeliveryDetails },
 });
 
 export const redeliverWebhookDelivery = endpoint({

@@ -1,4 +1,4 @@
-// Row shapes of the webhook tables (migration 0018, docs/webhooks.md), beside types.ts, which
+// Row shapes of the webhook tables (migrations 0018 and 0028, docs/webhooks.md), beside types.ts, which
 // holds the Database that lists them.
 
 export type WebhookKind = 'standard' | 'slack' | 'teams';
@@ -57,4 +57,14 @@ export interface WebhookAttemptsTable {
   error: string | null;
   latency_ms: number;
   response: string | null;
+  // Migration 0028 (HOOK-11): what the attempt sent and the answer's headers; null on attempts made
+  // before it, and until (or, cut off, unless) the attempt's answer is recorded.
+  /** The URL the request went to, a password in it masked. */
+  request_url: string | null;
+  /** JSON object of the headers sent, `webhook-signature` masked. */
+  request_headers: string | null;
+  /** The body sent when it is not the delivery's payload (a Slack or Teams message); null: the payload, byte for byte. */
+  request_body: string | null;
+  /** JSON object of the answer's headers, lower-cased. */
+  response_headers: string | null;
 }

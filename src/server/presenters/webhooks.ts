@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { CreatedWebhook, Webhook, WebhookDelivery } from '../../api/v1/webhooks.ts';
+import type { CreatedWebhook, Webhook, WebhookDelivery, WebhookDeliveryDetails } from '../../api/v1/webhooks.ts';
 import type { WebhooksTable } from '../db/types.ts';
 import type { DeliveryView } from '../services/webhooks.ts';
 
@@ -42,6 +42,30 @@ export function presentDelivery({ delivery, attempts }: DeliveryView): Static<ty
       error: attempt.error,
       latencyMs: attempt.latency_ms,
       response: attempt.response,
+    })),
+  };
+}
+
+/**
+ * One delivery with what each attempt sent and got back (HOOK-11). A standard delivery's attempts
+ * keep no body of their own: they sent the delivery's payload as it is.
+ */
+export function presentDeliveryDetails(view: DeliveryView): Static<typeof WebhookDeliveryDetails> {
+  const { delivery, attempts } = view;
+  const summary = presentDelivery(view);
+  return {
+    ...summary,
+    attempts: attempts.map((attempt, index) => ({
+      ...(summary.attempts[index] as Static<typeof WebhookDelivery>['attempts'][number]),
+      request:
+        attempt.request_url === null || attempt.request_headers === null
+          ? null
+          : {
+              url: attempt.request_url,
+              headers: JSON.parse(attempt.request_headers) as Record<string, string>,
+              body: attempt.request_body ?? delivery.payload ?? '',
+            },
+      responseHeaders: attempt.response_headers === null ? null : (JSON.parse(attempt.response_headers) as Record<string, string>),
     })),
   };
 }

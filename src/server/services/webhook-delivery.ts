@@ -13,6 +13,7 @@ import {
   findDelivery,
   findWebhook,
   insertAttempt,
+  lockWebhook,
   nextDeliveryDue,
   nextUnannouncedExpiry,
   setDeliveryPayload,
@@ -22,6 +23,7 @@ import {
 } from '../db/repositories/webhooks.ts';
 import type { WebhookDeliveriesTable, WebhooksTable } from '../db/types.ts';
 import { OutgoingError, sendOutgoing } from '../outgoing/request.ts';
+import { APP_VERSION } from '../version.ts';
 import { audit } from './audit.ts';
 import { buildEventData, queueExpiredQuarantines } from './webhook-events.ts';
 import { slackMessage, teamsMessage } from './webhook-messages.ts';
@@ -85,11 +87,23 @@ export function signDelivery(secret: string, messageId: string, timestampSeconds
   return `v1,${createHmac('sha256', key).update(`${messageId}.${timestampSeconds}.${body}`).digest('base64')}`;
 }
 
+/** What an attempt sent (HOOK-11), as the delivery log shows it. */
+interface SentRequest {
+  url: string;
+  headers: Record<string, string>;
+  /** Null when it is the delivery's payload as it is: a standard delivery sends that on every attempt (HOOK-3), kept once, on the delivery. */
+  body: string | null;
+}
+
 interface AttemptResult {
   status: number | null;
   error: string | null;
   latencyMs: number;
   response: string | null;
+  /** What was sent; undefined when nothing was (no payload could be built). */
+  request?: SentRequest;
+  /** The answer's headers, as many as the log keeps. */
+  responseHeaders?: Record<string, string>;
   /** Whether another attempt may succeed: timeouts, connection errors, 429 and 5xx. */
   retryable: boolean;
   /** The receiver's `Retry-After`, in ms. */
@@ -158,9 +172,43 @@ async function beginAttempt(ctx: ServiceContext, delivery: WebhookDeliveriesTabl
       error: ATTEMPT_UNDER_WAY,
       latency_ms: 0,
       response: null,
+      ...NOTHING_SENT,
     });
   });
   return id;
+}
+
+/** The exchange columns of an attempt that sent nothing (yet). */
+const NOTHING_SENT = { request_url: null, request_headers: null, request_body: null, response_headers: null } as const;
+
+/**
+ * How `webhook-signature` is kept in the delivery log: its scheme without its value. A signature
+ * with its body and timestamp is a request anyone reading the log could replay to the receiver
+ * within its tolerance; the log shows that one was sent, not what it was.
+ */
+export const MASKED_SIGNATURE = 'v1,<masked>';
+/** The answer's headers the log keeps, and how long each value may be. */
+const RESPONSE_HEADERS_KEPT = 50;
+const HEADER_VALUE_KEPT = 500;
+
+/** A URL as the log keeps it: a password in it masked. */
+function loggedUrl(text: string): string {
+  try {
+    const url = new URL(text);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return text;
+  }
+}
+
+/** The first headers of an answer, each value cut to what the log keeps. */
+function keptHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(headers)
+      .slice(0, RESPONSE_HEADERS_KEPT)
+      .map(([name, value]) => [name, value.slice(0, HEADER_VALUE_KEPT)]),
+  );
 }
 
 /** One attempt: the body for the webhook's kind, signed, sent, and what came back. */
@@ -175,10 +223,18 @@ async function send(ctx: ServiceContext, webhook: WebhooksTable, messageId: stri
   // Wall-clock time: receivers compare it with their own clock (five minutes' tolerance).
   const timestamp = Math.floor(Date.now() / 1000);
   const headers = {
+    // Named here, as sendOutgoing would, so the log shows every header the receiver got.
+    'user-agent': `Attest/${APP_VERSION}`,
     'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(body)),
     'webhook-id': messageId,
     'webhook-timestamp': String(timestamp),
     'webhook-signature': signDelivery(webhook.secret, messageId, timestamp, body),
+  };
+  const request = {
+    url: loggedUrl(webhook.url),
+    headers: { ...headers, 'webhook-signature': MASKED_SIGNATURE },
+    body: body === payload ? null : body,
   };
   const started = performance.now();
   try {
@@ -192,6 +248,8 @@ async function send(ctx: ServiceContext, webhook: WebhooksTable, messageId: stri
       error: null,
       latencyMs: response.latencyMs,
       response: response.text.slice(0, RESPONSE_KEPT),
+      request,
+      responseHeaders: keptHeaders(response.headers),
       retryable: !ok && (response.status === 429 || response.status >= 500),
       retryAfterMs: retryAfterMs(response.headers['retry-after'], Date.now()),
     };
@@ -202,6 +260,8 @@ async function send(ctx: ServiceContext, webhook: WebhooksTable, messageId: stri
       error: `${error.code}: ${error.message}`.slice(0, 500),
       latencyMs: Math.round(performance.now() - started),
       response: null,
+      // A refused address or URL never left: nothing was sent.
+      request: error.code === 'timeout' || error.code === 'connection' ? request : undefined,
       retryable: error.code === 'timeout' || error.code === 'connection',
       retryAfterMs: undefined,
     };
@@ -225,15 +285,25 @@ async function recordAttempt(
   const at = now.toISOString();
   let disabled = false;
   await inTransaction(ctx.db, async (trx) => {
+    // The webhook first, as its deletion does (a delete cascading the other way would deadlock); deleted: nothing to record.
+    const current = await lockWebhook(trx, webhook.id);
+    if (!current) return;
     await updateAttempt(trx, attemptId, {
       status_code: result.status,
       error: result.error,
       latency_ms: result.latencyMs,
       response: result.response,
+      ...(result.request
+        ? {
+            request_url: result.request.url,
+            request_headers: JSON.stringify(result.request.headers),
+            request_body: result.request.body,
+            response_headers: result.responseHeaders ? JSON.stringify(result.responseHeaders) : null,
+          }
+        : NOTHING_SENT),
     });
     // Every attempt recorded counts, this one and any cut off by a crash before it.
     const earlier = await attemptsSoFar(trx, delivery.id);
-    const current = (await findWebhook(trx, webhook.id)) ?? webhook;
     const attempts = Math.max(delivery.attempts + 1, earlier.count);
     if (result.status !== null && result.status >= 200 && result.status < 300) {
       await updateDelivery(trx, delivery.id, { status: 'delivered', attempts, next_attempt_at: null, updated_at: at });

@@ -173,6 +173,21 @@ export async function listWebhookDeliveries(
   });
 }
 
+/** One delivery of a webhook with its attempts (HOOK-11): 404 for a delivery of another webhook. */
+export async function getWebhookDelivery(
+  ctx: ServiceContext,
+  projectId: string,
+  webhookId: string,
+  deliveryId: string,
+): Promise<DeliveryView> {
+  await getWebhook(ctx, projectId, webhookId);
+  return inSnapshot(ctx.db, async (trx) => {
+    const delivery = await findDelivery(trx, deliveryId);
+    const [view] = await withAttempts(trx, [found(delivery?.webhook_id === webhookId ? delivery : undefined, 'The delivery')]);
+    return view as DeliveryView;
+  });
+}
+
 function assertEnabled(webhook: WebhooksTable): void {
   if (webhook.enabled !== 1) throw new AppError('STATE_CONFLICT', 'The webhook is disabled; switch it on first.');
 }

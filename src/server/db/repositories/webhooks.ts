@@ -1,3 +1,4 @@
+import { dialectOf } from '../dialect.ts';
 import { keysetPage, type Page, type PageRequest } from '../pagination.ts';
 import type { Executor, TestQuarantinesTable, WebhookAttemptsTable, WebhookDeliveriesTable, WebhooksTable } from '../types.ts';
 
@@ -10,6 +11,16 @@ export async function insertWebhook(executor: Executor, row: WebhooksTable): Pro
 
 export function findWebhook(executor: Executor, id: string): Promise<WebhooksTable | undefined> {
   return executor.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * A webhook, its row locked until the transaction ends (FOR UPDATE on PostgreSQL; SQLite has one
+ * writer). What records an attempt takes it first: deleting a webhook locks it, then its deliveries
+ * and their attempts (the cascade), and a recorder taking them the other way round deadlocked.
+ */
+export function lockWebhook(executor: Executor, id: string): Promise<WebhooksTable | undefined> {
+  const query = executor.selectFrom('webhooks').selectAll().where('id', '=', id);
+  return (dialectOf(executor) === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
 }
 
 /** A project's webhooks, oldest first. */
@@ -105,11 +116,11 @@ export async function insertAttempt(executor: Executor, row: WebhookAttemptsTabl
 export const ATTEMPT_UNDER_WAY = 'under way: sent, no answer recorded yet';
 export const ATTEMPT_CUT_OFF = 'cut off: the instance sending it stopped before an answer was recorded';
 
-/** Writes what an attempt recorded as under way came to. */
+/** Writes what an attempt recorded as under way came to: its answer, and what it sent (HOOK-11). */
 export async function updateAttempt(
   executor: Executor,
   id: string,
-  fields: Pick<WebhookAttemptsTable, 'status_code' | 'error' | 'latency_ms' | 'response'>,
+  fields: Omit<WebhookAttemptsTable, 'id' | 'delivery_id' | 'attempt' | 'at'>,
 ): Promise<void> {
   await executor.updateTable('webhook_attempts').set(fields).where('id', '=', id).execute();
 }

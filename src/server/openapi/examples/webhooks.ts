@@ -4,6 +4,7 @@ import {
   createWebhook,
   deleteWebhook,
   getWebhook,
+  getWebhookDelivery,
   listWebhookDeliveries,
   listWebhooks,
   redeliverWebhookDelivery,
@@ -11,6 +12,7 @@ import {
   updateWebhook,
   type Webhook,
   type WebhookDelivery,
+  type WebhookDeliveryDetails,
   type WebhookEventType,
 } from '../../../api/v1/webhooks.ts';
 import { IDS, PROJECT, RUN_LABELS } from './samples.ts';
@@ -60,6 +62,37 @@ const DELIVERY: Static<typeof WebhookDelivery> = {
   ],
 };
 
+/** What the first and last attempts sent and got back; the timeout's request went, its answer never came. */
+const SENT_HEADERS = (timestamp: string) => ({
+  'user-agent': 'Attest/1.0.0',
+  'content-type': 'application/json',
+  'content-length': '1843',
+  'webhook-id': DELIVERY.messageId,
+  'webhook-timestamp': timestamp,
+  'webhook-signature': 'v1,<masked>',
+});
+const BODY = '{"type":"job.completed","timestamp":"2026-03-02T09:41:12.007Z","data":{"project":{"key":"SHOP"}}}';
+const DETAILS: Static<typeof WebhookDeliveryDetails> = {
+  ...DELIVERY,
+  attempts: [
+    {
+      ...(DELIVERY.attempts[0] as Static<typeof WebhookDelivery>['attempts'][number]),
+      request: { url: WEBHOOK.url, headers: SENT_HEADERS('1772444472'), body: BODY },
+      responseHeaders: { 'content-type': 'text/plain', 'retry-after': '5', date: 'Mon, 02 Mar 2026 09:41:12 GMT' },
+    },
+    {
+      ...(DELIVERY.attempts[1] as Static<typeof WebhookDelivery>['attempts'][number]),
+      request: { url: WEBHOOK.url, headers: SENT_HEADERS('1772444477'), body: BODY },
+      responseHeaders: null,
+    },
+    {
+      ...(DELIVERY.attempts[2] as Static<typeof WebhookDelivery>['attempts'][number]),
+      request: { url: WEBHOOK.url, headers: SENT_HEADERS('1772444517'), body: BODY },
+      responseHeaders: { date: 'Mon, 02 Mar 2026 09:41:57 GMT' },
+    },
+  ],
+};
+
 const PENDING: Static<typeof WebhookDelivery> = { ...DELIVERY, status: 'pending', nextAttemptAt: '2026-03-02T10:02:00.000Z' };
 const TEST: Static<typeof WebhookDelivery> = {
   ...PENDING,
@@ -82,6 +115,7 @@ export const webhookExamples: [string, OperationExamples][] = [
   }),
   examplesOf(deleteWebhook, { responses: {} }),
   examplesOf(listWebhookDeliveries, { responses: { 200: { items: [DELIVERY], nextCursor: null } } }),
+  examplesOf(getWebhookDelivery, { responses: { 200: DETAILS } }),
   examplesOf(redeliverWebhookDelivery, { responses: { 202: PENDING } }),
   examplesOf(testWebhook, { responses: { 202: TEST } }),
 ];

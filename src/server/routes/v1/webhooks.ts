@@ -1,10 +1,11 @@
 import * as api from '../../../api/v1/webhooks.ts';
 import type { AppContext } from '../../context.ts';
-import { presentCreatedWebhook, presentDelivery, presentWebhook } from '../../presenters/webhooks.ts';
+import { presentCreatedWebhook, presentDelivery, presentDeliveryDetails, presentWebhook } from '../../presenters/webhooks.ts';
 import {
   createWebhook,
   deleteWebhook,
   getWebhook,
+  getWebhookDelivery,
   listWebhookDeliveries,
   listWebhooks,
   redeliver,
@@ -60,6 +61,11 @@ export function webhookRoutes(ctx: AppContext) {
         const page = await listWebhookDeliveries(ctx, request.projectId, request.params.webhookId, pageOf(ctx.config, request.query));
         return { items: page.items.map(presentDelivery), nextCursor: page.nextCursor };
       },
+    }),
+    route(api.getWebhookDelivery, {
+      owner,
+      handler: async (request) =>
+        presentDeliveryDetails(await getWebhookDelivery(ctx, request.projectId, request.params.webhookId, request.params.deliveryId)),
     }),
     route(api.redeliverWebhookDelivery, {
       owner,
