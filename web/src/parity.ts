@@ -150,6 +150,7 @@ export const PARITY: Record<string, Reach> = {
   updateWebhook: { page: '/projects/:projectKey/webhooks/:webhookId', does: 'Save webhook; Enable and Disable on the list' },
   getWebhook: { page: '/projects/:projectKey/webhooks/:webhookId', does: 'A webhook' },
   listWebhookDeliveries: { page: '/projects/:projectKey/webhooks/:webhookId', does: 'Its deliveries with their attempts' },
+  getWebhookDelivery: { page: '/projects/:projectKey/webhooks/:webhookId', does: 'A delivery opened: what each attempt sent and got back' },
   redeliverWebhookDelivery: { page: '/projects/:projectKey/webhooks/:webhookId', does: 'Redeliver' },
   testWebhook: { page: '/projects/:projectKey/webhooks/:webhookId', does: 'Send test event' },
 };

@@ -7,16 +7,16 @@ import '../admin/admin.css';
 import { ConfirmAction } from '../admin/confirm.tsx';
 import { Badge, ErrorBox, Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
-import { formatTime } from '../format.ts';
 import { bodyField, Field, FormProblem, problemAt, TextField } from '../forms.tsx';
 import { ListTable } from '../list-table.tsx';
+import { DeliveryLog } from './webhook-deliveries.tsx';
 
 // Outgoing webhooks of a project (HOOK-1, HOOK-6, HOOK-9): the list with adding, switching on and
-// off and deleting; a webhook's page with its settings, the test button and the delivery log.
+// off and deleting; a webhook's page with its settings, the test button and the delivery log
+// (webhook-deliveries.tsx).
 
 type Webhook = Static<typeof v1.webhooks.Webhook>;
 type Created = Static<typeof v1.webhooks.CreatedWebhook>;
-type Delivery = Static<typeof v1.webhooks.WebhookDelivery>;
 type EventType = (typeof WEBHOOK_EVENTS)[number];
 // The URL fields take no constraints from the contract: its pattern (`^https?://`) checks a prefix,
 // and a browser's pattern attribute must match the whole value. The API's 400 names the field.
@@ -294,42 +294,6 @@ function EditForm({ projectId, webhook, onSaved }: { projectId: string; webhook:
   );
 }
 
-function Attempts({ delivery }: { delivery: Delivery }) {
-  if (delivery.attempts.length === 0) return <span class="muted">none yet</span>;
-  return (
-    <ol class="attempts">
-      {delivery.attempts.map((a) => (
-        <li key={a.attempt}>
-          {formatTime(a.at)}: {a.status ?? a.error} in {a.latencyMs} ms{a.response ? <code> {a.response.slice(0, 120)}</code> : null}
-        </li>
-      ))}
-    </ol>
-  );
-}
-
-/** Sends a delivery again (same webhook-id and body). */
-function Redeliver({ projectId, delivery, onDone }: { projectId: string; delivery: Delivery; onDone: () => void }) {
-  const action = useAction();
-  const run = async () => {
-    const params = { projectId, webhookId: delivery.webhookId, deliveryId: delivery.id };
-    if (
-      await action.run(
-        (client) => client.call(v1.webhooks.redeliverWebhookDelivery, { params }).then(() => true),
-        () => 'Queued.',
-      )
-    )
-      onDone();
-  };
-  return (
-    <>
-      <button type="button" class="secondary" disabled={action.busy} onClick={run} aria-label={`Redeliver ${delivery.messageId}`}>
-        Redeliver
-      </button>
-      {action.error ? <ErrorBox error={action.error} /> : null}
-    </>
-  );
-}
-
 /** One webhook: its settings, the test button and its delivery log. */
 export function WebhookPage({ projectKey, webhookId }: { projectKey: string; webhookId: string }) {
   const params = { projectId: projectKey, webhookId };
@@ -374,31 +338,18 @@ export function WebhookPage({ projectKey, webhookId }: { projectKey: string; web
         ) : null}
       </div>
       {test.error ? <ErrorBox error={test.error} /> : null}
+      {/* The log takes the page's width (a row per delivery, its attempts opened under it); the form keeps a form's. */}
+      <section class="panel deliveries" aria-labelledby="deliveries-heading">
+        <h2 id="deliveries-heading">Deliveries</h2>
+        <DeliveryLog
+          projectId={webhook.projectId}
+          deliveries={log.data?.items}
+          error={log.error}
+          canRedeliver={webhook.enabled}
+          onChanged={log.reload}
+        />
+      </section>
       <div class="settings">
-        <section class="panel" aria-labelledby="deliveries-heading">
-          <h2 id="deliveries-heading">Deliveries</h2>
-          <ListTable
-            label="Deliveries"
-            rows={log.data?.items}
-            error={log.error}
-            rowKey={(d) => d.id}
-            empty="Nothing sent yet."
-            columns={[
-              { header: 'Event', cell: (d) => d.event },
-              { header: 'webhook-id', cell: (d) => <code>{d.messageId}</code> },
-              {
-                header: 'Status',
-                cell: (d) => <Badge value={d.status} label={d.nextAttemptAt ? `next ${formatTime(d.nextAttemptAt)}` : undefined} />,
-              },
-              { header: 'Attempts', cell: (d) => <Attempts delivery={d} /> },
-              {
-                header: 'Actions',
-                hideHeader: true,
-                cell: (d) => (webhook.enabled ? <Redeliver projectId={webhook.projectId} delivery={d} onDone={log.reload} /> : null),
-              },
-            ]}
-          />
-        </section>
         <EditForm projectId={webhook.projectId} webhook={webhook} onSaved={hook.reload} />
       </div>
     </Page>
