@@ -229,8 +229,44 @@ for (const dialect of DIALECTS) {
         assert.equal(await page.$$eval('details.attempt', (nodes) => nodes.length), 3, 'three earlier attempts');
         const widths = await page.$$eval('img', (nodes) => nodes.map((img) => (img as unknown as { naturalWidth: number }).naturalWidth));
         assert.ok(widths.length > 0 && widths.every((width) => width > 0));
-        assert.equal(await page.$$eval('script', (nodes) => nodes.length), 0);
+        assert.equal(await page.$$eval('script', (nodes) => nodes.length), 1, 'the filter alone');
         assert.match((await page.textContent('body')) ?? '', /the order page has its own title/);
+        // Each error once in its attempt: not above the steps, not on the step around the failing one, not in the run's cells.
+        const sections = await page.$$eval('section.test', (nodes) =>
+          nodes.map((section) => {
+            const copy = section.cloneNode(true) as typeof section;
+            // Earlier attempts have their own errors; an error context file (folded) carries Playwright's copy of it.
+            for (const other of copy.querySelectorAll('details.attempt, details.file-text')) other.remove();
+            return { title: section.querySelector('h2')?.textContent ?? '', text: copy.textContent ?? '' };
+          }),
+        );
+        const finalAttemptText = (name: string) => sections.find((section) => section.title.includes(name))?.text ?? '';
+        const pay = finalAttemptText('pays by card');
+        assert.equal(pay.split('Received: "Card declined"').length - 1, 1, 'the step error once');
+        assert.match(pay, /Its error is shown under 4\. See the receipt/);
+        const order = finalAttemptText('opens the order page');
+        assert.equal(
+          order.split('the order page has its own title').length - 1,
+          2,
+          "once in the run's error: the message and its code frame",
+        );
+        // Playwright's ARIA snapshots (error-context.md) are folded until asked for.
+        assert.ok((await page.$$eval('details.file-text', (nodes) => nodes.length)) >= 2);
+        assert.equal(await page.$$eval('details.file-text[open]', (nodes) => nodes.length), 0);
+        const height = await page.$eval('html', (html) => html.scrollHeight);
+        assert.ok(height < 8 * 500, `8 tests in ${height} px`);
+        // The filter by status and the search by name narrow the table and the tests' sections.
+        const shownRows = () =>
+          page.$$eval('table.tests tbody tr', (rows) =>
+            rows.filter((row) => !row.hasAttribute('hidden')).map((row) => row.querySelector('a')?.textContent),
+          );
+        await page.getByLabel('Status').selectOption('failed');
+        assert.deepEqual((await shownRows()).sort(), ['opens the order page', 'pays by card']);
+        assert.equal(await page.$$eval('section.test:not([hidden])', (nodes) => nodes.length), 2);
+        assert.equal(await page.textContent('#filter-count'), '2 of 8 tests shown');
+        await page.getByLabel('Status').selectOption('');
+        await page.getByLabel('Name').fill('MUGS');
+        assert.deepEqual(await shownRows(), ['adds two mugs to the cart']);
         assert.deepEqual(problems, []);
       });
     });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,6 +10,7 @@ import { unzipSync } from 'fflate';
 import { parse as parseJunit, type TestSuites } from 'junit2json';
 import { XrayExecution } from '../../src/api/v1/results.ts';
 import { v1 } from '../../src/client/index.ts';
+import { FILTER_SCRIPT } from '../../src/export/formats/html.ts';
 import { createAjv } from '../../src/server/validation.ts';
 import { sha256 } from '../helpers/blob-files.ts';
 import { browserAvailable, openReport } from '../helpers/browser.ts';
@@ -181,7 +183,7 @@ for (const dialect of DIALECTS) {
         assert.ok(fs.existsSync(path.join(report, 'data', 'attachments', attachment.source)), attachment.source);
     });
 
-    test('html: one offline file Chromium renders with every image loaded, no console error and no script', async (t) => {
+    test('html: one offline file Chromium renders with every image loaded, no console error and no script but its own filter', async (t) => {
       if (!browserAvailable()) return t.skip('no Chromium');
       const response = await exportOf('html');
       assert.match(response.headers.get('content-type') ?? '', /^text\/html/);
@@ -196,12 +198,40 @@ for (const dialect of DIALECTS) {
           assert.equal(images.length, 15);
           for (const image of images) assert.ok(image.width > 0, `${image.alt} did not load`);
           assert.deepEqual(problems, []);
-          assert.equal(await page.$$eval('script', (nodes) => nodes.length), 0, 'Markdown cannot smuggle a script in');
+          // One script, the report's filter, allowed by its hash alone: Markdown cannot smuggle one in.
+          const scripts = await page.$$eval('script', (nodes) => nodes.map((node) => node.textContent ?? ''));
+          assert.deepEqual(scripts, [FILTER_SCRIPT]);
+          const policy = await page.getAttribute('meta[http-equiv="Content-Security-Policy"]', 'content');
+          const hash = createHash('sha256').update(FILTER_SCRIPT).digest('base64');
+          assert.ok(policy?.includes(`script-src 'sha256-${hash}'`), policy ?? '');
+          assert.doesNotMatch(policy ?? '', /script-src[^;]*'unsafe|default-src (?!'none')/);
           assert.equal(await page.$$eval('a[href^="javascript:"]', (nodes) => nodes.length), 0);
           assert.match((await page.textContent('body')) ?? '', /<script>alert\(1\)<\/script>/, 'raw HTML in Markdown is shown as text');
           assert.equal(await page.$$eval('.diff figure', (nodes) => nodes.length), 3, 'the visual diff is side by side');
           assert.equal(await page.$$eval('svg.timeline rect', (nodes) => nodes.length), 3, 'one bar per top-level step');
           assert.equal(await page.$$eval('li.step.failed pre.error', (nodes) => nodes.length), 1);
+          // The error once, and the text file folded until asked for.
+          const body = (await page.textContent('body')) ?? '';
+          assert.equal(body.split('but saw "Card declined"').length - 1, 1, 'the error is printed once');
+          assert.equal(await page.isVisible('text=GET /pay 402'), false, 'the log is folded');
+          await page.getByText('Show console.log (2 lines)').click();
+          assert.equal(await page.isVisible('text=GET /pay 402'), true);
+          // The filter: by status, then by name, over the top-level steps (a step holding a failure is failed).
+          const shownSteps = () =>
+            page.$$eval('ol.steps > li.step[data-status]', (nodes) =>
+              nodes.filter((node) => !node.hasAttribute('hidden')).map((node) => node.querySelector('summary')?.textContent ?? ''),
+            );
+          assert.equal((await shownSteps()).length, 3);
+          await page.getByLabel('Status').selectOption('failed');
+          assert.deepEqual(
+            (await shownSteps()).map((title) => title.replace(/\s+/g, ' ').trim()),
+            ['✘ 5. Pay by card & confirm <order> 3.10 s'],
+          );
+          assert.equal(await page.textContent('#filter-count'), '1 of 3 steps shown');
+          await page.getByLabel('Status').selectOption('');
+          await page.getByLabel('Name').fill('RED MUG');
+          assert.equal((await shownSteps()).length, 1, 'a step is found by a step inside it');
+          assert.match((await shownSteps())[0] ?? '', /Add two items to the cart/);
         },
         { requests: 'local only' },
       );

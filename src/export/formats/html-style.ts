@@ -39,4 +39,15 @@ table.tests{border-collapse:collapse;width:100%}table.tests th,table.tests td{te
 ul.files{list-style:none;margin:4px 0 4px 24px;padding:0}
 details.attempt{margin:8px 0;padding:4px 8px;border:1px dashed var(--line);border-radius:6px}
 section.test section{border:0;padding:0 0 0 8px;margin:6px 0}
+[hidden]{display:none!important}
+.filter{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;margin:4px 0 10px}
+.filter label{display:flex;gap:6px;align-items:center;color:var(--dim)}
+.filter select,.filter input{font:inherit;padding:2px 6px;border:1px solid var(--line);border-radius:4px}
+.filter output{color:var(--dim);font-size:12px}
+details.test-body>summary{cursor:pointer;list-style-position:outside}
+details.test-body>summary h2{display:inline;margin:0}
+details.test-body[open]>summary{margin-bottom:8px}
+section.test{padding:10px 16px}
+details.file-text>summary{cursor:pointer;color:var(--dim);font-size:12px}
+.error-below{margin:2px 0 4px 24px}
 `;

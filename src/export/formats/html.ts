@@ -1,18 +1,20 @@
+import { createHash } from 'node:crypto';
 import MarkdownIt from 'markdown-it';
 import type { AttachmentEntry, ImageEntry, Step } from '../bundle.ts';
 import { type Chunk, type ExportFile, elapsedMs, imagesByStep, type RunPart, type StepNode, stepTree } from '../files.ts';
-import { countsOf, failureOf, type Report, type ReportTest } from '../report.ts';
+import { countsOf, type Report, type ReportTest } from '../report.ts';
 import { REPORT_STYLE } from './html-style.ts';
 
 /**
  * One self-contained HTML file, readable offline. A run: its facts, a timeline of its steps (SVG),
- * the step tree with statuses and durations, text cells (Markdown rendered with raw HTML escaped),
- * every screenshot inline beside its step (full size on click, without script) and visual diffs
- * side by side, and its other files (text ones shown). A job: its facts and counts, a table of its
- * tests (retries folded, the final attempt deciding), then each test's final attempt as above, its
- * earlier attempts folded under it. The page allows no script and loads nothing: its
- * Content-Security-Policy permits only its own style and `data:` images. Written as a stream, one
- * image in memory at a time.
+ * the step tree with statuses and durations, each error once (errorsShownOnce), text cells (Markdown
+ * rendered with raw HTML escaped), every screenshot inline beside its step (full size on click,
+ * without script) and visual diffs side by side, and its other files (text ones folded). A job: its
+ * facts and counts, a table of its tests (retries folded, the final attempt deciding), then each
+ * test's final attempt as above (folded when it passed or was skipped), its earlier attempts folded
+ * under it. A filter by status and a search by name narrow the tests (a run's: its steps). The page
+ * loads nothing: its Content-Security-Policy permits its own style, `data:` images and the one
+ * script of the filter, by its hash. Written as a stream, one image in memory at a time.
  */
 export function htmlFiles(report: Report): ExportFile[] {
   return [{ path: 'report.html', type: 'text/html; charset=utf-8', chunks: () => htmlReport(report) }];
@@ -35,8 +37,9 @@ function duration(ms: number | null | undefined): string {
 }
 
 function cellHtml(cell: Step['cells'][number]): string {
+  const pre = ERROR_CELLS.has(cell.name) ? '<pre class="error">' : '<pre>';
   const body =
-    cell.mediaType === 'text/markdown' ? `<div class="md">${markdown.render(cell.text)}</div>` : `<pre>${escapeHtml(cell.text)}</pre>`;
+    cell.mediaType === 'text/markdown' ? `<div class="md">${markdown.render(cell.text)}</div>` : `${pre}${escapeHtml(cell.text)}</pre>`;
   return `<div class="cell"><div class="cell-name">${escapeHtml(cell.name)}</div>${body}</div>`;
 }
 
@@ -109,8 +112,10 @@ async function* fileList(report: Report, part: RunPart, files: readonly Attachme
   for (const file of files) {
     yield `<li><span class="cell-name">${escapeHtml(file.kind)}</span> ${escapeHtml(file.name)} <span class="dim">${escapeHtml(file.contentType)} · ${file.size} bytes · ${escapeHtml(part.folder + file.path)}</span>`;
     if (isText(file.contentType) && file.size <= INLINE_TEXT_BYTES) {
+      // Folded: an error context (Playwright's ARIA snapshot of the page) or a log runs to hundreds of lines.
       const text = new TextDecoder('utf-8', { fatal: false }).decode(await report.attachmentBytes(file, part.folder));
-      yield `<pre>${escapeHtml(text)}</pre>`;
+      const lines = text.split('\n').length;
+      yield `<details class="file-text"><summary>Show ${escapeHtml(file.name)} (${lines} line${lines === 1 ? '' : 's'})</summary><pre>${escapeHtml(text)}</pre></details>`;
     }
     yield '</li>';
   }
@@ -140,19 +145,94 @@ const factList = (facts: [string, string | null][]) =>
     .map(([name, value]) => `<div><dt>${name}</dt><dd>${escapeHtml(String(value))}</dd></div>`)
     .join('')}</dl>`;
 
+/** The run cells an import writes a run's failure into: Playwright's `error`, a JUnit `failure`. */
+const ERROR_CELLS = new Set(['error', 'failure']);
+
+/**
+ * Each error of a run once. A framework reports a failure on the step that failed and on every step
+ * around it (Playwright's `test.step`), and again, with its code frame and stack, as the run's
+ * `error` cell: the innermost step shows it, with the fuller text when the run's cell begins with
+ * it; the steps around it say where it is, and the run's cells leave it out. The web's run page does
+ * the same (web/src/run/steps.ts).
+ */
+export function errorsShownOnce(roots: readonly StepNode[], runCells: readonly Step['cells'][number][]) {
+  const shown = new Map<string, string>();
+  const shownBelow = new Map<string, StepNode>();
+  const sameBelow = (node: StepNode, error: string): StepNode | undefined => {
+    for (const child of node.children) {
+      const deeper = sameBelow(child, error);
+      if (deeper) return deeper;
+      if (child.step.error?.trim() === error) return child;
+    }
+    return undefined;
+  };
+  const visit = (node: StepNode) => {
+    const error = node.step.error?.trim();
+    if (error) {
+      const below = sameBelow(node, error);
+      if (below) shownBelow.set(node.step.id, below);
+      else shown.set(node.step.id, node.step.error as string);
+    }
+    node.children.forEach(visit);
+  };
+  roots.forEach(visit);
+  const cells = runCells.filter((cell) => {
+    if (!ERROR_CELLS.has(cell.name)) return true;
+    const text = cell.text.trim();
+    for (const [id, error] of shown) {
+      const own = error.trim();
+      if (text === own || own.includes(text)) return false;
+      if (text.startsWith(own)) {
+        shown.set(id, cell.text);
+        return false;
+      }
+    }
+    return true;
+  });
+  return { shown, shownBelow, runCells: cells };
+}
+
+/** A step's cells that say something its error, or a cell before them, has not (a manual step's failure is its error and its `actual` cell). */
+function cellsNotRepeating(step: Step): Step['cells'] {
+  const said = new Set(step.error ? [step.error.trim()] : []);
+  return step.cells.filter((cell) => {
+    const text = cell.text.trim();
+    if (said.has(text)) return false;
+    said.add(text);
+    return true;
+  });
+}
+
+/** The statuses in a step and under it, and its titles: what the report's filter matches a step by. */
+function filterKeys(node: StepNode): { statuses: Set<string>; names: string[] } {
+  const statuses = new Set<string>([node.step.status]);
+  const names = [node.step.title];
+  for (const child of node.children) {
+    const below = filterKeys(child);
+    for (const status of below.statuses) statuses.add(status);
+    names.push(...below.names);
+  }
+  return { statuses, names };
+}
+
+/** The attributes the filter reads: every status in it, and the text its search looks in (lower case). */
+const filterAttributes = (statuses: Iterable<string>, names: readonly string[]) =>
+  ` data-status="${escapeHtml([...statuses].join(' '))}" data-name="${escapeHtml(names.join('\n').toLowerCase())}"`;
+
 /** One run: its timeline, its own cells, images and files, then the step tree. */
-async function* runBody(report: Report, part: RunPart, counter: { next: number }): AsyncIterable<Chunk> {
+async function* runBody(report: Report, part: RunPart, counter: { next: number }, filterable = false): AsyncIterable<Chunk> {
   const { run } = part.answers;
   const results = part.answers.results.value;
   const roots = stepTree(results.steps);
+  const errors = errorsShownOnce(roots, results.cells);
   const byStep = imagesByStep(part.images);
   const filesByStep = new Map<string | null, AttachmentEntry[]>();
   for (const file of part.attachments) filesByStep.set(file.stepId, [...(filesByStep.get(file.stepId) ?? []), file]);
   // The timeline starts at the earliest moment known: a reporter's step times may precede the run's own start.
   const starts = [run.startedAt, ...results.steps.map((step) => step.startedAt)].filter((t): t is string => t !== null).map(Date.parse);
   yield timeline(roots, starts.length ? Math.min(...starts) : undefined);
-  if (results.cells.length || byStep.get(null)?.length || filesByStep.get(null)?.length) {
-    yield `<section><h2>Run</h2>${results.cells.map(cellHtml).join('')}`;
+  if (errors.runCells.length || byStep.get(null)?.length || filesByStep.get(null)?.length) {
+    yield `<section><h2>Run</h2>${errors.runCells.map(cellHtml).join('')}`;
     yield* gallery(report, part, byStep.get(null) ?? [], counter);
     yield* fileList(report, part, filesByStep.get(null) ?? []);
     yield '</section>';
@@ -161,10 +241,14 @@ async function* runBody(report: Report, part: RunPart, counter: { next: number }
   const visit = async function* (node: StepNode): AsyncIterable<Chunk> {
     const { step } = node;
     const open = step.status !== 'passed' || node.depth === 0 ? ' open' : '';
-    yield `<li class="step ${step.status}"><details${open}><summary><span class="mark ${step.status}" title="${step.status}">${STATUS_MARK[step.status] ?? '?'}</span>`;
+    const keys = node.depth === 0 && filterable ? filterKeys(node) : undefined;
+    yield `<li class="step ${step.status}"${keys ? filterAttributes(keys.statuses, keys.names) : ''}><details${open}><summary><span class="mark ${step.status}" title="${step.status}">${STATUS_MARK[step.status] ?? '?'}</span>`;
     yield ` <span class="num">${node.number}.</span> ${escapeHtml(step.title)} <span class="dim">${duration(step.durationMs)}</span></summary>`;
-    if (step.error) yield `<pre class="error">${escapeHtml(step.error)}</pre>`;
-    yield step.cells.map(cellHtml).join('');
+    const error = errors.shown.get(step.id);
+    const below = errors.shownBelow.get(step.id);
+    if (error) yield `<pre class="error">${escapeHtml(error)}</pre>`;
+    else if (below) yield `<p class="dim error-below">Its error is shown under ${below.number}. ${escapeHtml(below.step.title)}.</p>`;
+    yield cellsNotRepeating(step).map(cellHtml).join('');
     yield* gallery(report, part, byStep.get(step.id) ?? [], counter);
     yield* fileList(report, part, filesByStep.get(step.id) ?? []);
     if (node.children.length) {
@@ -178,11 +262,55 @@ async function* runBody(report: Report, part: RunPart, counter: { next: number }
   yield '</ol></section>';
 }
 
+/**
+ * The filter's script: shows the items (`data-status`, `data-name`) that hold the status chosen and
+ * whose names hold the text searched, and says how many. Inline, allowed by its hash alone: the page
+ * stays one file that loads nothing, and no other script (one in a Markdown cell is text anyway)
+ * could run.
+ */
+export const FILTER_SCRIPT = `(() => {
+  const form = document.getElementById('filter');
+  if (!form) return;
+  const items = [...document.querySelectorAll('[data-status]')];
+  const count = document.getElementById('filter-count');
+  const apply = () => {
+    const status = form.elements.status.value;
+    const words = form.elements.q.value.trim().toLowerCase();
+    let shown = 0;
+    for (const item of items) {
+      const match = (!status || item.dataset.status.split(' ').includes(status)) && (!words || item.dataset.name.includes(words));
+      item.hidden = !match;
+      if (match && item.tagName !== 'SECTION') shown++;
+    }
+    if (count) count.textContent = form.dataset.what.replace('{n}', String(shown));
+  };
+  form.addEventListener('input', apply);
+  form.addEventListener('submit', (event) => event.preventDefault());
+  form.hidden = false;
+  apply();
+})();`;
+const FILTER_HASH = createHash('sha256').update(FILTER_SCRIPT).digest('base64');
+
 const head = (title: string) =>
   '<!doctype html><html lang="en"><head><meta charset="utf-8">' +
-  `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">` +
+  `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-${FILTER_HASH}'">` +
   '<meta name="viewport" content="width=device-width, initial-scale=1">' +
   `<title>${escapeHtml(title)} · Attest</title><style>${REPORT_STYLE}</style></head><body>`;
+
+const STATUSES = ['passed', 'failed', 'broken', 'skipped'];
+
+/** The filter by status and the search by name, above what they narrow; hidden until its script runs. */
+function filterForm(what: string, statuses: ReadonlySet<string>, total: number): string {
+  const options = STATUSES.filter((status) => statuses.has(status))
+    .map((status) => `<option value="${status}">${status}</option>`)
+    .join('');
+  return (
+    `<form id="filter" class="filter" role="search" aria-label="Filter the ${what}s" data-what="{n} of ${total} ${what}s shown" hidden>` +
+    `<label>Status <select name="status"><option value="">any</option>${options}</select></label> ` +
+    `<label>Name <input type="search" name="q" placeholder="part of a name" autocomplete="off"></label> ` +
+    '<output id="filter-count" aria-live="polite"></output></form>'
+  );
+}
 
 export async function* htmlReport(report: Report): AsyncIterable<Chunk> {
   yield head(report.name);
@@ -198,12 +326,14 @@ export async function* htmlReport(report: Report): AsyncIterable<Chunk> {
     yield `<p class="counts">${results.steps.length} steps: ${[...counts]
       .map(([status, count]) => `<span class="pill ${status}">${count} ${status}</span>`)
       .join(' ')} · ${part.images.length} images</p></header><main>`;
-    yield* runBody(report, part, counter);
+    yield filterForm('step', new Set(counts.keys()), stepTree(results.steps).length);
+    yield* runBody(report, part, counter, true);
   } else {
     yield* jobHeader(report);
     for (const [index, test] of report.tests.entries()) yield* testSection(report, test, index, counter);
   }
-  yield `</main><footer>Exported by ${escapeHtml(report.exporter)} on ${new Date().toISOString()}</footer></body></html>\n`;
+  yield `</main><footer>Exported by ${escapeHtml(report.exporter)} on ${new Date().toISOString()}</footer>`;
+  yield `<script>${FILTER_SCRIPT}</script></body></html>\n`;
 }
 
 const verdictOf = (test: ReportTest) => test.final.answers.run.verdict ?? test.final.answers.run.status;
@@ -234,21 +364,29 @@ async function* jobHeader(report: Report): AsyncIterable<Chunk> {
     .map(([status, count]) => `<span class="pill ${status}">${count} ${status}</span>`);
   if (counts.flaky) pills.push(`<span class="pill running">${counts.flaky} flaky</span>`);
   yield `<p class="counts">${counts.tests} tests: ${pills.join(' ')} · ${report.parts.length} runs</p></header><main>`;
-  yield '<section><h2>Tests</h2><table class="tests"><thead><tr><th>Test</th><th>Suite</th><th>Verdict</th><th>Attempts</th></tr></thead><tbody>';
+  yield `<section><h2>Tests</h2>${filterForm('test', new Set(report.tests.map(verdictOf)), report.tests.length)}`;
+  yield '<table class="tests"><thead><tr><th>Test</th><th>Suite</th><th>Verdict</th><th>Attempts</th></tr></thead><tbody>';
   for (const [index, test] of report.tests.entries()) {
     const verdict = verdictOf(test);
-    yield `<tr class="${verdict}"><td><a href="#test-${index + 1}">${escapeHtml(test.name)}</a></td><td>${escapeHtml(test.classname)}</td>`;
+    yield `<tr class="${verdict}"${testKeys(test)}><td><a href="#test-${index + 1}">${escapeHtml(test.name)}</a></td><td>${escapeHtml(test.classname)}</td>`;
     yield `<td><span class="pill ${verdict}">${escapeHtml(verdict)}</span></td><td>${test.attempts.length}</td></tr>`;
   }
   yield '</tbody></table></section>';
 }
 
+/** What the filter matches a test by: its verdict, and its name and suite. */
+const testKeys = (test: ReportTest) => filterAttributes([verdictOf(test)], [test.name, test.classname]);
+
+/**
+ * A test of a job: its final attempt, open when it failed or broke (a passed or skipped one folded,
+ * so failures are what the page is made of), its earlier attempts folded under it. Its error shows
+ * once, where it happened (runBody), not again above its steps.
+ */
 async function* testSection(report: Report, test: ReportTest, index: number, counter: { next: number }): AsyncIterable<Chunk> {
   const verdict = verdictOf(test);
-  const failure = failureOf(test.final);
-  yield `<section class="test" id="test-${index + 1}"><h2><span class="badge ${verdict}">${escapeHtml(verdict)}</span> ${escapeHtml(test.name)} <span class="dim">${escapeHtml(test.classname)}</span></h2>`;
+  const open = verdict === 'failed' || verdict === 'broken' ? ' open' : '';
+  yield `<section class="test" id="test-${index + 1}"${testKeys(test)}><details class="test-body"${open}><summary><h2><span class="badge ${verdict}">${escapeHtml(verdict)}</span> ${escapeHtml(test.name)} <span class="dim">${escapeHtml(test.classname)}</span></h2></summary>`;
   yield factList(runFacts(test.final));
-  if (failure) yield `<pre class="error">${escapeHtml(failure.detail)}</pre>`;
   yield* runBody(report, test.final, counter);
   for (const [n, part] of test.attempts.slice(0, -1).entries()) {
     const earlier = part.answers.run.verdict ?? part.answers.run.status;
@@ -257,5 +395,5 @@ async function* testSection(report: Report, test: ReportTest, index: number, cou
     yield* runBody(report, part, counter);
     yield '</details>';
   }
-  yield '</section>';
+  yield '</details></section>';
 }

@@ -13,7 +13,7 @@ import { LightboxHost } from '../run/lightbox.tsx';
 import { RunActions } from '../run/run-actions.tsx';
 import { RunSteps } from '../run/run-steps.tsx';
 import { RunSummary } from '../run/run-summary.tsx';
-import { type ArtifactDetails, buildStepTree, type RunResults, type TestRun } from '../run/steps.ts';
+import { type ArtifactDetails, buildStepTree, errorsShownOnce, type RunResults, type TestRun } from '../run/steps.ts';
 import '../run/run.css';
 import { IssueLinks } from '../triage/issue-links.tsx';
 
@@ -81,6 +81,7 @@ function RunView({
   const restore = (id: string) => setRemoved((ids) => new Set([...ids].filter((other) => other !== id)));
   // The tree is rebuilt when the results change (or, while running, with every refresh).
   const tree = useMemo(() => buildStepTree(run, results.steps), [run, results]);
+  const errors = useMemo(() => errorsShownOnce(tree, results.cells), [tree, results.cells]);
   const { byStep, runLevel, screenshots } = useMemo(() => groupEvidence(artifacts, tree), [artifacts, tree]);
   return (
     <LightboxHost screenshots={screenshots}>
@@ -97,7 +98,7 @@ function RunView({
         <RunSummary run={run} live={unfinished(run)} refreshError={refreshError} />
         <FailurePanel run={run} steps={results.steps} />
         {run.verdict === 'failed' || run.verdict === 'broken' ? <IssueLinks projectId={run.projectId} testRunId={run.id} /> : null}
-        <RunSteps run={run} tree={tree} cells={results.cells} artifactsByStep={byStep} />
+        <RunSteps run={run} tree={tree} errors={errors} artifactsByStep={byStep} />
         <RunEvidence runLevel={runLevel} total={artifacts.length} />
         {atLeast(me.data?.role, 'manager') && (artifacts.length > 0 || removed.size > 0) ? (
           <ArtifactList artifacts={artifacts} onRemove={remove} onRestore={restore} />

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { formatDuration } from '../format.ts';
 import { Cells } from './cells.tsx';
 import { StepList } from './step-tree.tsx';
-import type { ArtifactDetails, StepNode, StepTree, TestRun, TextCell } from './steps.ts';
+import type { ArtifactDetails, ErrorPlaces, StepNode, StepTree, TestRun } from './steps.ts';
 import { Timeline } from './timeline.tsx';
 
 /** The timeline's section: the bars, and the choice to fit them to the steps when the run went on long after. */
@@ -49,12 +49,13 @@ function TimelineSection({
 export function RunSteps({
   run,
   tree,
-  cells,
+  errors,
   artifactsByStep,
 }: {
   run: TestRun;
   tree: StepTree;
-  cells: TextCell[];
+  /** Where each error shows, once; its `runCells` are the run's notes. */
+  errors: ErrorPlaces;
   artifactsByStep: Map<string, ArtifactDetails[]>;
 }) {
   // A run that went on long after its last step: the steps can fill the width instead.
@@ -73,15 +74,15 @@ export function RunSteps({
         running={run.status === 'running'}
         onSelect={select}
       />
-      {cells.length > 0 ? (
+      {errors.runCells.length > 0 ? (
         <section class="panel" aria-labelledby="cells-heading">
           <h2 id="cells-heading">Notes</h2>
-          <Cells cells={cells} />
+          <Cells cells={errors.runCells} />
         </section>
       ) : null}
       <section class="panel" aria-labelledby="steps-heading">
         <h2 id="steps-heading">Steps</h2>
-        <StepList tree={tree} span={span} artifactsByStep={artifactsByStep} selected={selected} />
+        <StepList tree={tree} span={span} artifactsByStep={artifactsByStep} errors={errors} selected={selected} />
       </section>
     </>
   );

@@ -4,7 +4,7 @@ import { formatDuration } from '../format.ts';
 import { DRAW_WHOLE_UP_TO, useWindowList } from '../virtual.ts';
 import { ArtifactGroup } from './artifacts.tsx';
 import { Cells } from './cells.tsx';
-import { type ArtifactDetails, type StepNode, type StepTree, visibleSteps } from './steps.ts';
+import { type ArtifactDetails, cellsNotRepeating, type ErrorPlaces, type StepNode, type StepTree, visibleSteps } from './steps.ts';
 import { stepTooltip } from './timeline.tsx';
 
 /** A row's height before it is measured: its line, and its error, notes and screenshots. */
@@ -25,11 +25,14 @@ export function StepList({
   tree,
   span,
   artifactsByStep,
+  errors,
   selected,
 }: {
   tree: StepTree;
   span: number;
   artifactsByStep: Map<string, ArtifactDetails[]>;
+  /** Where each error shows, once (errorsShownOnce). */
+  errors: ErrorPlaces;
   selected: { id: string; seq: number } | undefined;
 }) {
   const [mode, setMode] = useState<Mode>('default');
@@ -163,6 +166,8 @@ export function StepList({
             expanded={isExpanded(node)}
             onToggle={toggle}
             artifacts={artifactsByStep.get(node.step.id)}
+            error={errors.shown.get(node.step.id)}
+            errorBelow={errors.shownBelow.get(node.step.id)}
             highlighted={selected?.id === node.step.id}
           />,
         ])}
@@ -181,6 +186,8 @@ function StepRow({
   expanded,
   onToggle,
   artifacts,
+  error,
+  errorBelow,
   highlighted,
 }: {
   node: StepNode;
@@ -192,13 +199,18 @@ function StepRow({
   expanded: boolean;
   onToggle: (node: StepNode) => void;
   artifacts: ArtifactDetails[] | undefined;
+  /** The error this step shows (its own, or the run's fuller text of it). */
+  error: string | undefined;
+  /** The step below that shows this step's error, the same one. */
+  errorBelow: StepNode | undefined;
   highlighted: boolean;
 }) {
   const { step } = node;
   const left = (node.startMs / span) * 100;
   const width = Math.max(0.4, ((node.endMs - node.startMs) / span) * 100);
   const indent = { paddingLeft: `${node.depth * 1.4}rem` };
-  const hasDetails = step.error || step.cells.length > 0 || (artifacts && artifacts.length > 0);
+  const cells = cellsNotRepeating(step);
+  const hasDetails = error || errorBelow || cells.length > 0 || (artifacts && artifacts.length > 0);
   return (
     <li
       id={`step-${step.id}`}
@@ -244,17 +256,19 @@ function StepRow({
       </div>
       {hasDetails ? (
         <div class="step-details" style={{ marginLeft: `${node.depth * 1.4 + 1.9}rem` }}>
-          {step.error ? (
+          {error ? (
             <Preformatted class="step-error" label={`Error of ${step.title}`}>
-              {step.error}
+              {error}
             </Preformatted>
+          ) : errorBelow ? (
+            <p class="muted step-error-below">Its error is shown under “{errorBelow.step.title}”.</p>
           ) : null}
           {step.failureGroupId ? (
             <a class="step-group-link" href={`#failure-group-${step.failureGroupId}`}>
               Its error group and triage
             </a>
           ) : null}
-          <Cells cells={step.cells} />
+          <Cells cells={cells} />
           {artifacts ? <ArtifactGroup artifacts={artifacts} /> : null}
         </div>
       ) : null}

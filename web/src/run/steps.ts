@@ -8,6 +8,75 @@ export type TextCell = Static<typeof v1.results.TextCell>;
 export type ArtifactDetails = Static<typeof v1.artifacts.ArtifactDetails>;
 export type ArtifactImage = Static<typeof v1.artifacts.ArtifactImage>;
 
+/**
+ * A step's cells that say something its error, or a cell before them, has not said already. A step
+ * failed by hand keeps its actual result as its error and as its `actual` cell (docs/test-management.md),
+ * a blocked one as its `blocked` and `actual` cells: each text is shown once, under its first name.
+ */
+export function cellsNotRepeating(step: Pick<ResultStep, 'error' | 'cells'>): TextCell[] {
+  const said = new Set(step.error ? [step.error.trim()] : []);
+  return step.cells.filter((cell) => {
+    const text = cell.text.trim();
+    if (said.has(text)) return false;
+    said.add(text);
+    return true;
+  });
+}
+
+/** The run cells an import writes a run's failure into: Playwright's `error`, a JUnit `failure`. */
+const ERROR_CELLS = new Set(['error', 'failure']);
+
+/** Where each of a run's errors is shown, once (errorsShownOnce). */
+export interface ErrorPlaces {
+  /** The error each step shows; a step missing here shows none of its own. */
+  shown: Map<string, string>;
+  /** A step whose error is the same as a step's below it: the step below shows it. */
+  shownBelow: Map<string, StepNode>;
+  /** The run's own cells, less an `error` or `failure` cell that repeats a step's error (that step shows the fuller text). */
+  runCells: TextCell[];
+}
+
+/**
+ * Each error of a run once. A framework reports a failure on the step that failed and on every step
+ * around it (Playwright's `test.step`), and again, with its code frame and stack, as the run's
+ * `error` cell: the innermost step shows it, with the fuller text when the run's cell begins with
+ * it, and the steps around it and the run's notes do not repeat it. The HTML export does the same
+ * (src/export/formats/html.ts).
+ */
+export function errorsShownOnce(tree: StepTree, runCells: readonly TextCell[]): ErrorPlaces {
+  const shown = new Map<string, string>();
+  const shownBelow = new Map<string, StepNode>();
+  const sameBelow = (node: StepNode, error: string): StepNode | undefined => {
+    for (const child of node.children) {
+      const deeper = sameBelow(child, error);
+      if (deeper) return deeper;
+      if (child.step.error?.trim() === error) return child;
+    }
+    return undefined;
+  };
+  for (const node of tree.all) {
+    const error = node.step.error?.trim();
+    if (!error) continue;
+    const below = sameBelow(node, error);
+    if (below) shownBelow.set(node.step.id, below);
+    else shown.set(node.step.id, node.step.error as string);
+  }
+  const cells = runCells.filter((cell) => {
+    if (!ERROR_CELLS.has(cell.name)) return true;
+    const text = cell.text.trim();
+    for (const [id, error] of shown) {
+      const own = error.trim();
+      if (text === own || own.includes(text)) return false;
+      if (text.startsWith(own)) {
+        shown.set(id, cell.text);
+        return false;
+      }
+    }
+    return true;
+  });
+  return { shown, shownBelow, runCells: cells };
+}
+
 /** A step in the tree: its place (depth, children) and its time relative to the run's start. */
 export interface StepNode {
   step: ResultStep;
