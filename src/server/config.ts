@@ -165,7 +165,8 @@ export interface Config {
   /**
    * How long a launch (a job created with no tests) may stay idle before it counts as ended
    * (`ATTEST_LAUNCH_IDLE_MINUTES`, default 60): no run of it open, and none created or finished for
-   * that long. Derived when the job is read, against the clock; nothing is written.
+   * that long. Derived when the job is read, against the clock; nothing is written. A run executed
+   * by hand with nothing recorded on it for as long is ended `aborted` (TCM-9).
    */
   launchIdleMinutes: number;
   /**

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { type AppContext, refreshLegacyKeyDigests } from '../context.ts';
 import { collectGarbage } from '../services/maintenance.ts';
+import { handleIdleManualRuns } from '../services/manual-runs.ts';
 import { sweepRetention } from '../services/retention.ts';
 import { requeueExpiredRuns } from '../services/run-claims.ts';
 import { handleWebhookDeliveries } from '../services/webhook-delivery.ts';
@@ -22,7 +23,9 @@ const LEASE_SWEEP_MS = 10_000;
  * on every instance at once, where a periodic task would write its schedule every 10 seconds.
  * Webhook deliveries (HOOK-3) are sent by a dispatch task queued with each change, and by a
  * periodic sweep (at most a minute apart, sooner when a retry is due sooner) that also announces
- * expired quarantines.
+ * expired quarantines. Runs executed by hand and left open end `aborted` once idle for
+ * `launchIdleMinutes` (TCM-9), by a periodic task that runs when the next of them falls idle (at
+ * most an hour apart).
  */
 export const upkeepPlugin = fp(
   async (app: FastifyInstance, { ctx }: { ctx: AppContext }) => {
@@ -35,6 +38,7 @@ export const upkeepPlugin = fp(
       if (report.deleted > 0) ctx.log.info({ retention: { deleted: report.deleted } }, 'retention sweep');
     });
     handleWebhookDeliveries(ctx);
+    handleIdleManualRuns(ctx);
     const refresh = setInterval(() => {
       if (ctx.readiness() !== 'ready') return;
       refreshLegacyKeyDigests(ctx).catch((error: unknown) => ctx.log.error({ err: error }, 'reading the old-format key digests failed'));

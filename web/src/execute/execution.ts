@@ -41,6 +41,8 @@ export const stepKey = (index: number) => `step-${index + 1}`;
 
 /** The name of the text cell that holds what the tester saw. */
 export const ACTUAL_CELL = 'actual';
+/** The run-level note the server ends a manual run left idle with (TCM-9), the run `aborted`. */
+export const IDLE_NOTE_CELL = 'aborted';
 /** The cell that tells a blocked step from a broken one (the results have no `blocked` status). */
 export const BLOCKED_CELL = 'blocked';
 

@@ -6,6 +6,7 @@ import { Breadcrumb } from '../breadcrumb.tsx';
 import { Badge, ErrorBox, Page, PageWaiting, Preformatted } from '../components.tsx';
 import { describeError, useApi } from '../data.ts';
 import {
+  IDLE_NOTE_CELL,
   MARKS,
   type Mark,
   markBody,
@@ -52,9 +53,18 @@ async function loadExecution(client: AttestClient, testRunId: string): Promise<E
   return { run, test, results, artifacts };
 }
 
+/**
+ * Read again every minute while the run is open: a run left idle for the launch idle time is ended
+ * by the server (TCM-9), and a tab left open says so when its tester comes back.
+ */
+const WHILE_OPEN = {
+  refreshMs: 60_000,
+  refreshWhile: (data: ExecutionData) => data.run.status === 'running' || data.run.status === 'queued',
+};
+
 /** `/runs/{testRunId}/execute`: a run of a test executed by hand, step by step (UI-10). */
 export function ExecutePage({ testRunId }: { testRunId: string }) {
-  const loaded = useApi((client) => loadExecution(client, testRunId), [testRunId]);
+  const loaded = useApi((client) => loadExecution(client, testRunId), [testRunId], WHILE_OPEN);
   if (!loaded.data) return <PageWaiting title="Execute run" error={loaded.error} />;
   const { run, test } = loaded.data;
   if (!test) {
@@ -133,6 +143,8 @@ function ExecuteView({
           setPending(({ [step.key]: _, ...rest }) => rest);
           setCurrent(step.index);
           setFailure({ message: `Step ${step.index + 1} was not marked ${statusWord(markWith)}.`, retry: send });
+          // The run may have ended meanwhile (completed elsewhere, or ended idle): read it again to say so.
+          reload();
           return;
         }
         reload();
@@ -198,7 +210,14 @@ function ExecuteView({
   return (
     <Page title={`Execute: ${run.name}`} actions={<a href={`/runs/${run.id}`}>Open run page</a>}>
       <Breadcrumb projectId={run.projectId} jobId={run.jobId} here="Execute" />
-      <RunState run={run} test={test} marked={marked} total={states.length} reload={reload} />
+      <RunState
+        run={run}
+        test={test}
+        marked={marked}
+        total={states.length}
+        note={run.status === 'aborted' ? results.cells.find((cell) => cell.name === IDLE_NOTE_CELL) : undefined}
+        reload={reload}
+      />
       {refreshError ? <ErrorBox error={refreshError} /> : null}
       {failure ? (
         <p class="error" role="alert">
@@ -242,12 +261,15 @@ function RunState({
   test,
   marked,
   total,
+  note,
   reload,
 }: {
   run: TestRun;
   test: TestDefinition;
   marked: number;
   total: number;
+  /** Why the server ended the run, when it did (left idle). */
+  note: RunResults['cells'][number] | undefined;
   reload: () => void;
 }) {
   const action = useAction();
@@ -275,7 +297,12 @@ function RunState({
           </button>
         </p>
       ) : null}
-      {run.status === 'completed' || run.status === 'aborted' ? (
+      {note ? (
+        <p class="idle-note" role="status" data-testid="idle-note">
+          <strong>This run was ended: nobody recorded anything on it for a while.</strong> {note.text}{' '}
+          <a href={`/runs/${run.id}`}>Open the run</a>.
+        </p>
+      ) : run.status === 'completed' || run.status === 'aborted' ? (
         <p>
           This run is {run.status}
           {run.verdict ? ` (${statusWord(run.verdict)})` : ''}: its results are frozen. <a href={`/runs/${run.id}`}>Open the run</a>.

@@ -4,6 +4,7 @@ import { atLeast, useMe } from '../admin/me.ts';
 import { Breadcrumb } from '../breadcrumb.tsx';
 import { Page, PageWaiting } from '../components.tsx';
 import { DeletedPage, type Freed, useApiUntilDeleted } from '../deletion.tsx';
+import { IDLE_NOTE_CELL } from '../execute/execution.ts';
 import { ArtifactList } from '../run/artifact-list.tsx';
 import { ArtifactGroup, loadArtifacts } from '../run/artifacts.tsx';
 import { groupEvidence } from '../run/evidence.ts';
@@ -81,7 +82,16 @@ function RunView({
   const restore = (id: string) => setRemoved((ids) => new Set([...ids].filter((other) => other !== id)));
   // The tree is rebuilt when the results change (or, while running, with every refresh).
   const tree = useMemo(() => buildStepTree(run, results.steps), [run, results]);
-  const errors = useMemo(() => errorsShownOnce(tree, results.cells), [tree, results.cells]);
+  // A manual run the server ended idle (TCM-9): its note is said at the top, not again among the notes.
+  const idleNote = run.status === 'aborted' ? results.cells.find((cell) => cell.name === IDLE_NOTE_CELL) : undefined;
+  const errors = useMemo(
+    () =>
+      errorsShownOnce(
+        tree,
+        results.cells.filter((cell) => cell !== idleNote),
+      ),
+    [tree, results.cells, idleNote],
+  );
   const { byStep, runLevel, screenshots } = useMemo(() => groupEvidence(artifacts, tree), [artifacts, tree]);
   return (
     <LightboxHost screenshots={screenshots}>
@@ -95,7 +105,7 @@ function RunView({
         }
       >
         <Breadcrumb projectId={run.projectId} jobId={run.jobId} here="Run" />
-        <RunSummary run={run} live={unfinished(run)} refreshError={refreshError} />
+        <RunSummary run={run} live={unfinished(run)} refreshError={refreshError} note={idleNote} />
         <FailurePanel run={run} steps={results.steps} />
         {run.verdict === 'failed' || run.verdict === 'broken' ? <IssueLinks projectId={run.projectId} testRunId={run.id} /> : null}
         <RunSteps run={run} tree={tree} errors={errors} artifactsByStep={byStep} />

@@ -4,7 +4,7 @@ import { Badge, LiveStatus } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { Fact, LabelFacts, TimeFacts } from '../facts.tsx';
 import { between } from '../format.ts';
-import type { TestRun } from './steps.ts';
+import type { TestRun, TextCell } from './steps.ts';
 
 /** How long a run took, or, while it runs, has taken so far. */
 function durationOf(run: TestRun): number | null {
@@ -13,7 +13,18 @@ function durationOf(run: TestRun): number | null {
 }
 
 /** A run's verdict and state, whether the page is live, and what the run is: test, job, device, CI build, labels and times. */
-export function RunSummary({ run, live, refreshError }: { run: TestRun; live: boolean; refreshError: Error | undefined }) {
+export function RunSummary({
+  run,
+  live,
+  refreshError,
+  note,
+}: {
+  run: TestRun;
+  live: boolean;
+  refreshError: Error | undefined;
+  /** Why the server ended the run (a manual run left idle, TCM-9). */
+  note?: TextCell;
+}) {
   const test = useApi(
     (client) => (run.testId ? client.call(v1.tests.getTest, { params: { testId: run.testId } }) : Promise.resolve(undefined)),
     [run.testId],
@@ -25,6 +36,11 @@ export function RunSummary({ run, live, refreshError }: { run: TestRun; live: bo
         {run.verdict ? <Badge value={run.status} /> : null}
         <LiveStatus live={live} error={refreshError} />
       </div>
+      {note ? (
+        <p class="idle-note" role="status" data-testid="idle-note">
+          {note.text}
+        </p>
+      ) : null}
       <dl class="facts">
         <Fact term="Test">{run.testId ? <a href={`/tests/${run.testId}`}>{test.data?.name ?? 'Open test'}</a> : '—'}</Fact>
         {run.testId && run.testVersion ? (
