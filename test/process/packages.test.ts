@@ -295,13 +295,15 @@ describe('@attest-hq/cli and @attest-hq/playwright-reporter, installed without t
       jobs.push(record.jobId);
     }
     const [baseJob, headJob] = jobs as [string, string];
-    const failed = await cli(['gate', '--job', headJob, '--base', baseJob]);
-    assert.equal(failed.code, 1, failed.stdout + failed.stderr);
-    assert.match(failed.stdout, /new failures:\n\s+computes the total\s+\(passed → failed\)/);
-    assert.match(failed.stdout, /gate: failed: 1 new failure/);
-    const passed = await cli(['gate', '--job', baseJob, '--json']);
-    assert.equal(passed.code, 0, passed.stdout + passed.stderr);
-    assert.equal((JSON.parse(passed.stdout) as { pass: boolean }).pass, true);
+    // The verdict as a pipeline reads it: the exit code, and the comparison in --json.
+    const gate = async (args: string[]) => {
+      const result = await cli(['gate', ...args, '--json']);
+      assert.ok(result.stdout, `gate ${args.join(' ')} (exit ${result.code}): ${result.stderr}`);
+      const verdict = JSON.parse(result.stdout) as { pass: boolean; comparison: { newFailures: { name: string }[] } };
+      return { code: result.code, pass: verdict.pass, newFailures: verdict.comparison.newFailures.map((f) => f.name) };
+    };
+    assert.deepEqual(await gate(['--job', headJob, '--base', baseJob]), { code: 1, pass: false, newFailures: ['computes the total'] });
+    assert.deepEqual(await gate(['--job', baseJob]), { code: 0, pass: true, newFailures: [] });
 
     // The reporter installed beside it loads as Playwright loads it.
     const reporter = await exec(
