@@ -166,6 +166,77 @@ for (const dialect of DIALECTS) {
       assert.equal(released.code, 1, released.output);
     });
 
+    test("attest gate --allow-flaky lets through a new failure of a test whose health was flaky, and says why; a stable test's new failure fails it either way", async () => {
+      const env = { ATTEST_URL: server.url, ATTEST_API_KEY: tester.key };
+      const [W, S, B] = ['wobbly › sometimes', 'wobbly › steady', 'wobbly › long broken'];
+      const jobs: string[] = [];
+      const record = async (plan: Plan) => {
+        server.clock.advance(60_000);
+        jobs.push(await recordJob(tester.client, projectA, 'wobbly', plan));
+        return jobs[jobs.length - 1] as string;
+      };
+      // Before the jobs judged: W passes and fails (flaky), S always passes (stable), B failed 5 times (broken), then was skipped.
+      for (const w of ['passed', 'failed', 'passed', 'passed', 'passed'] as const)
+        await record({ [W]: [w], [S]: ['passed'], [B]: ['failed'] });
+      await record({ [W]: ['passed'], [S]: ['passed'], [B]: ['skipped'] });
+      const flakyFails = await record({
+        [W]: [['failed', 'wobbly: element #cart detached from the DOM']],
+        [S]: ['passed'],
+        [B]: ['failed'],
+      });
+
+      const comparison = await viewer.client.call(v1.comparison.compareJobs, {
+        params: { jobId: flakyFails },
+        query: { allowFlaky: true },
+      });
+      const wobbly = comparison.newFailures.find((t) => t.name === W);
+      assert.deepEqual([wobbly?.health, wobbly?.counted, wobbly?.reason], ['flaky', false, 'flaky-health']);
+      // Broken before the job and failing again: still failing, not new, though the base skipped it.
+      assert.deepEqual(
+        comparison.stillFailing.map((t) => [t.name, t.health, t.counted, t.reason]),
+        [[B, 'broken', false, 'broken']],
+      );
+      assert.deepEqual(comparison.counted, { tests: 0, errorGroups: 0 });
+      assert.equal(comparison.pass, true);
+      assert.ok(comparison.newErrorGroups.every((g) => !g.counted && g.reason === 'tests-let-through'));
+      const strict = await viewer.client.call(v1.comparison.compareJobs, { params: { jobId: flakyFails }, query: {} });
+      assert.deepEqual(
+        strict.newFailures.map((t) => [t.name, t.counted, t.reason]),
+        [[W, true, 'new-failure']],
+      );
+      assert.equal(strict.pass, false);
+
+      const allowed = await attest(['gate', '--job', flakyFails, '--allow-flaky'], env);
+      assert.equal(allowed.code, 0, allowed.output);
+      assert.match(
+        allowed.stdout,
+        /wobbly › sometimes\s+\(passed → failed, health flaky\) not counted: its health was flaky before this job/,
+      );
+      assert.match(allowed.stdout, /wobbly › long broken\s+\(skipped → failed, health broken\) not counted: its health was broken/);
+      assert.match(allowed.stdout, /gate: passed/);
+      const json = JSON.parse((await attest(['gate', '--job', flakyFails, '--allow-flaky', '--json'], env)).stdout) as {
+        pass: boolean;
+        comparison: { newFailures: { reason: string; counted: boolean }[] };
+      };
+      assert.equal(json.pass, true);
+      assert.deepEqual(
+        json.comparison.newFailures.map((t) => [t.counted, t.reason]),
+        [[false, 'flaky-health']],
+      );
+      const plain = await attest(['gate', '--job', flakyFails], env);
+      assert.equal(plain.code, 1, plain.output);
+      assert.match(plain.stdout, /wobbly › sometimes\s+\(passed → failed, health flaky\) counted: a new failure/);
+
+      // S passed 7 times, then fails: a new failure. (Its stored health, this failure in it, is flaky: 1 flip in 8.)
+      const steadyFails = await record({ [W]: ['passed'], [S]: [['failed', 'steady: expected 3 items, got 2']], [B]: ['failed'] });
+      for (const args of [[], ['--allow-flaky']]) {
+        const gate = await attest(['gate', '--job', steadyFails, ...args], env);
+        assert.equal(gate.code, 1, gate.output);
+        assert.match(gate.stdout, /wobbly › steady\s+\(passed → failed\) counted: a new failure/);
+        assert.match(gate.stdout, /gate: failed: 1 new failure, 1 new error group/);
+      }
+    });
+
     test('attest gate exits 2 when it cannot answer', async () => {
       const env = { ATTEST_URL: server.url, ATTEST_API_KEY: tester.key };
       const unknown = await attest(['gate', '--job', '00000000-0000-4000-8000-000000000000'], env);

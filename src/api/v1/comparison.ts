@@ -33,6 +33,31 @@ export const ComparedTest = Type.Object(
     baseRunId: Nullable(Uuid),
     failureGroupId: Nullable({ ...Uuid, description: "The error group of the final attempt's failure in the job, if it failed." }),
     quarantined: Type.Boolean(),
+    health: Type.Union([Type.Literal('stable'), Type.Literal('flaky'), Type.Literal('broken')], {
+      description: "Its health as it stood before the job (TRIAGE-6): its earlier outcomes scored, the job's own left out.",
+    }),
+    counted: Type.Boolean({ description: 'Whether it counts against the job: the job passes when no test and no new error group counts.' }),
+    reason: Type.Union(
+      [
+        Type.Literal('new-failure'),
+        Type.Literal('flaky-health'),
+        Type.Literal('passed-on-retry'),
+        Type.Literal('still-failing'),
+        Type.Literal('broken'),
+        Type.Literal('quarantined'),
+        Type.Literal('fixed'),
+        Type.Literal('passed'),
+        Type.Literal('skipped'),
+        Type.Literal('unfinished'),
+      ],
+      {
+        description:
+          'Why it counts or not. Counted: `new-failure` (failing, not failing in the base, health not broken) and, without ' +
+          '`allowFlaky`, `passed-on-retry` (flaky in the job). Not counted: `flaky-health` (a new failure of a test whose ' +
+          'health was flaky, with `allowFlaky`), `still-failing` (failing in the base too), `broken` (failing, its health ' +
+          'broken: still failing, not new), `quarantined`, `fixed`, `passed`, `skipped`, `unfinished`.',
+      },
+    ),
   },
   { additionalProperties: false },
 );
@@ -49,7 +74,13 @@ export const NewErrorGroup = Type.Object(
       minimum: 1,
       description: 'Outcomes of the job (a test on a device, not quarantined) that failed with it, in any attempt.',
     }),
-    flakyOnly: Type.Boolean({ description: 'Every such test passed in the end (flaky): `attest gate --allow-flaky` lets it through.' }),
+    flakyOnly: Type.Boolean({ description: 'Every such test passed in the end (flaky).' }),
+    counted: Type.Boolean({ description: 'Whether it counts against the job.' }),
+    reason: Type.Union([Type.Literal('new-group'), Type.Literal('tests-let-through')], {
+      description:
+        '`tests-let-through`: every test it failed is let through, as flaky with `allowFlaky` (`passed-on-retry`, ' +
+        '`flaky-health`) or as broken before the job (`broken`); not counted.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -73,10 +104,14 @@ export const Comparison = Type.Object(
       { additionalProperties: false },
     ),
     newFailures: Type.Array(ComparedTest, {
-      description: 'Failing in the job, not failing in the base (passed, flaky or absent there), not quarantined.',
+      description:
+        'Failing in the job, not failing in the base (passed, flaky or absent there), health not broken, not quarantined; ' +
+        'with `allowFlaky`, those whose health was flaky are listed with `counted: false`.',
     }),
     fixed: Type.Array(ComparedTest, { description: 'Failing in the base, passed or flaky in the job.' }),
-    stillFailing: Type.Array(ComparedTest, { description: 'Failing in both, not quarantined.' }),
+    stillFailing: Type.Array(ComparedTest, {
+      description: 'Failing in both, or failing in the job with its health broken before it; not quarantined.',
+    }),
     flaky: Type.Array(ComparedTest, { description: 'Flaky in the job (a failed attempt, then a pass), not quarantined.' }),
     quarantined: Type.Array(ComparedTest, {
       description: 'Failing or flaky in the job, and quarantined: reported, never counted against the job.',
@@ -84,6 +119,12 @@ export const Comparison = Type.Object(
     newErrorGroups: Type.Array(NewErrorGroup, {
       description: 'Error groups that failed a test of the job and no run of the base (quarantined tests left out).',
     }),
+    allowFlaky: Type.Boolean({ description: 'The `allowFlaky` asked with.' }),
+    counted: Type.Object(
+      { tests: Count, errorGroups: Count },
+      { additionalProperties: false, description: 'Tests and new error groups that count against the job.' },
+    ),
+    pass: Type.Boolean({ description: 'No test and no new error group counts: what `attest gate` exits 0 on.' }),
   },
   { additionalProperties: false },
 );
@@ -106,6 +147,12 @@ export const compareJobs = endpoint({
     {
       base: Type.Optional({ ...Uuid, description: 'The job to compare against.' }),
       baseBranch: Type.Optional({ ...RunLabel, description: 'Compare against the latest completed job on this branch.' }),
+      allowFlaky: Type.Optional(
+        Type.Boolean({
+          description:
+            "Let flakiness through: a test flaky in the job, and a new failure of a test whose health was flaky before it, don't count. Default false.",
+        }),
+      ),
     },
     { additionalProperties: false },
   ),

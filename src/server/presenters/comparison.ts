@@ -23,7 +23,7 @@ export function presentComparison(comparison: Comparison): Static<typeof Compari
     stillFailing,
     flaky,
     quarantined,
-    newErrorGroups: comparison.newErrorGroups.map(({ group, tests, flakyOnly }) => ({
+    newErrorGroups: comparison.newErrorGroups.map(({ group, tests, flakyOnly, counted, reason }) => ({
       id: group.id,
       title: group.title,
       category: group.category,
@@ -32,6 +32,11 @@ export function presentComparison(comparison: Comparison): Static<typeof Compari
       issueUrl: webLinkOrNull(group.issue_url),
       tests,
       flakyOnly,
+      counted,
+      reason,
     })),
+    allowFlaky: comparison.allowFlaky,
+    counted: comparison.counted,
+    pass: comparison.counted.tests === 0 && comparison.counted.errorGroups === 0,
   };
 }

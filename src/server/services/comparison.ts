@@ -2,15 +2,37 @@ import type { ServiceContext } from '../context.ts';
 import { groupsOfJob, latestJobsBefore, quarantinedAmong } from '../db/repositories/comparison.ts';
 import { findFailureGroups } from '../db/repositories/failure-groups.ts';
 import { findJob } from '../db/repositories/jobs.ts';
-import type { FailureGroupsTable } from '../db/types.ts';
+import { healthRunsOfTests } from '../db/repositories/outcomes.ts';
+import { findProject } from '../db/repositories/projects.ts';
+import type { FailureGroupsTable, JobsTable, TestHealthTable } from '../db/types.ts';
 import { found, invalid } from '../errors.ts';
+import { scoreHealth } from './health.ts';
 import { type JobView, jobClock, viewJobs } from './jobs.ts';
-import { type TestOutcome, testOutcomesOfJobs } from './outcomes.ts';
+import { healthOutcomes, type TestOutcome, testOutcomesOfJobs } from './outcomes.ts';
+import { triageSettingsOf } from './triage-settings.ts';
 
 // Two jobs compared test by test (TRIAGE-7): what GET /testmgmt/jobs/{jobId}/comparison answers
 // and `attest gate` decides on. Each side is folded per test first (TRIAGE-5).
 
 export type ComparedVerdict = NonNullable<TestOutcome['verdict']>;
+
+/**
+ * Why a test counts against the job or not (docs/triage.md): `new-failure` and, without
+ * allowFlaky, `passed-on-retry` count; `flaky-health` is a failure of a test that was flaky before
+ * the job, let through with allowFlaky only; `broken` is a failure of a test broken before the job,
+ * which is still failing, not new.
+ */
+export type CountReason =
+  | 'new-failure'
+  | 'flaky-health'
+  | 'passed-on-retry'
+  | 'still-failing'
+  | 'broken'
+  | 'quarantined'
+  | 'fixed'
+  | 'passed'
+  | 'skipped'
+  | 'unfinished';
 
 export interface ComparedTest {
   testKey: string;
@@ -25,12 +47,18 @@ export interface ComparedTest {
   baseRunId: string | null;
   failureGroupId: string | null;
   quarantined: boolean;
+  /** Its health as it stood before the job: its outcomes before the job scored as TRIAGE-6 scores them. */
+  health: TestHealthTable['state'];
+  counted: boolean;
+  reason: CountReason;
 }
 
 export interface NewErrorGroup {
   group: FailureGroupsTable;
   tests: number;
   flakyOnly: boolean;
+  counted: boolean;
+  reason: 'new-group' | 'tests-let-through';
 }
 
 export interface Comparison {
@@ -43,6 +71,9 @@ export interface Comparison {
   flaky: ComparedTest[];
   quarantined: ComparedTest[];
   newErrorGroups: NewErrorGroup[];
+  allowFlaky: boolean;
+  /** Counted tests and groups: the job passes with none. */
+  counted: { tests: number; errorGroups: number };
 }
 
 /** How many of the latest jobs before the head are looked at for a completed one on the base branch. */
@@ -54,6 +85,53 @@ const passing = (verdict: ComparedVerdict | null | undefined) => verdict === 'pa
 /** The job's branch: the one it was created with, else the one its runs carry. */
 function branchOf(view: JobView, outcomes: readonly TestOutcome[]): string | null {
   return view.request.branch ?? outcomes.find((outcome) => outcome.branch !== null)?.branch ?? null;
+}
+
+/**
+ * The health of each test as it stood before the job: its latest completed outcomes before the
+ * job's creation, its own runs left out. The stored health already holds this job's failures (a
+ * test that passed once and fails now scores a flip in two outcomes, flaky), so it would let a
+ * plain new failure pass as flakiness.
+ */
+async function healthBeforeJob(
+  ctx: ServiceContext,
+  job: JobsTable,
+  outcomes: readonly TestOutcome[],
+): Promise<Map<string, TestHealthTable['state']>> {
+  const runsInJob = new Map<string, number>();
+  for (const outcome of outcomes)
+    if (outcome.testId !== null) runsInJob.set(outcome.testId, (runsInJob.get(outcome.testId) ?? 0) + outcome.attempts);
+  const states = new Map<string, TestHealthTable['state']>();
+  if (runsInJob.size === 0) return states;
+  const settings = triageSettingsOf((await findProject(ctx.db, job.project_id)) ?? { triage_settings: null });
+  // The window is read past this job's own runs, which are then left out.
+  const runsOfTest = await healthRunsOfTests(ctx.db, [...runsInJob.keys()], settings.healthWindow + Math.max(...runsInJob.values()));
+  for (const testId of runsInJob.keys()) {
+    const before = (runsOfTest.get(testId) ?? []).filter((run) => run.job_id !== job.id && run.created_at < job.created_at);
+    states.set(testId, scoreHealth(healthOutcomes(before), settings).state);
+  }
+  return states;
+}
+
+/** The reasons of failing tests that do not count: a new error group only of such tests does not count either. */
+const LET_THROUGH: ReadonlySet<CountReason> = new Set(['passed-on-retry', 'flaky-health', 'broken']);
+
+/** Whether a test of the job counts against it, and why (docs/triage.md, "what counts"). */
+function countTest(
+  test: Pick<ComparedTest, 'verdict' | 'baseVerdict' | 'quarantined' | 'health'>,
+  allowFlaky: boolean,
+): { counted: boolean; reason: CountReason } {
+  const { verdict } = test;
+  if (test.quarantined && (failing(verdict) || verdict === 'flaky')) return { counted: false, reason: 'quarantined' };
+  if (failing(verdict)) {
+    if (failing(test.baseVerdict)) return { counted: false, reason: 'still-failing' };
+    if (test.health === 'broken') return { counted: false, reason: 'broken' };
+    if (test.health === 'flaky' && allowFlaky) return { counted: false, reason: 'flaky-health' };
+    return { counted: true, reason: 'new-failure' };
+  }
+  if (verdict === 'flaky') return { counted: !allowFlaky, reason: 'passed-on-retry' };
+  if (verdict === 'passed') return { counted: false, reason: failing(test.baseVerdict) ? 'fixed' : 'passed' };
+  return { counted: false, reason: verdict === 'skipped' ? 'skipped' : 'unfinished' };
 }
 
 async function baseJob(
@@ -84,8 +162,9 @@ async function baseJob(
 export async function compareJobs(
   ctx: ServiceContext,
   jobId: string,
-  options: { baseJobId?: string; baseBranch?: string },
+  options: { baseJobId?: string; baseBranch?: string; allowFlaky?: boolean },
 ): Promise<Comparison> {
+  const allowFlaky = options.allowFlaky === true;
   const row = found(await findJob(ctx.db, jobId), 'The job');
   const [head] = await viewJobs(ctx.db, [row], jobClock(ctx));
   if (!head) throw new Error('a job read has no view');
@@ -97,10 +176,11 @@ export async function compareJobs(
 
   const testIds = headOutcomes.map((outcome) => outcome.testId).filter((id): id is string => id !== null);
   const quarantinedIds = await quarantinedAmong(ctx.db, row.project_id, testIds, ctx.clock().toISOString());
+  const healthOf = await healthBeforeJob(ctx, row, headOutcomes);
 
   const compared = headOutcomes.map((outcome): ComparedTest => {
     const before = baseByKey.get(matchKey(outcome));
-    return {
+    const test = {
       testKey: outcome.testKey,
       testId: outcome.testId,
       deviceId: outcome.deviceId,
@@ -112,7 +192,9 @@ export async function compareJobs(
       baseRunId: before?.runId ?? null,
       failureGroupId: outcome.failureGroupId,
       quarantined: outcome.testId !== null && quarantinedIds.has(outcome.testId),
+      health: (outcome.testId === null ? undefined : healthOf.get(outcome.testId)) ?? 'stable',
     };
+    return { ...test, ...countTest(test, allowFlaky) };
   });
   const inForce = compared.filter((test) => !test.quarantined);
   const byName = (a: ComparedTest, b: ComparedTest) =>
@@ -135,18 +217,26 @@ export async function compareJobs(
   );
   const newErrorGroups = groupRows.map((group): NewErrorGroup => {
     const tests = testsOfNewGroup.get(group.id) ?? [];
-    return { group, tests: tests.length, flakyOnly: tests.every((test) => test.verdict === 'flaky') };
+    const flakyOnly = tests.every((test) => test.verdict === 'flaky');
+    // A group only of tests let through (as flaky, with allowFlaky; or broken before the job) is let through too.
+    const excused = tests.every((test) => LET_THROUGH.has(test.reason) && !test.counted);
+    return { group, tests: tests.length, flakyOnly, counted: !excused, reason: excused ? 'tests-let-through' : 'new-group' };
   });
 
   return {
     job: head,
     base,
     tests: compared.length,
-    newFailures: inForce.filter((test) => failing(test.verdict) && !failing(test.baseVerdict)).sort(byName),
+    newFailures: inForce.filter((test) => test.reason === 'new-failure' || test.reason === 'flaky-health').sort(byName),
     fixed: compared.filter((test) => failing(test.baseVerdict) && passing(test.verdict)).sort(byName),
-    stillFailing: inForce.filter((test) => failing(test.verdict) && failing(test.baseVerdict)).sort(byName),
+    stillFailing: inForce.filter((test) => test.reason === 'still-failing' || test.reason === 'broken').sort(byName),
     flaky: inForce.filter((test) => test.verdict === 'flaky').sort(byName),
     quarantined: compared.filter((test) => test.quarantined && (failing(test.verdict) || test.verdict === 'flaky')).sort(byName),
     newErrorGroups,
+    allowFlaky,
+    counted: {
+      tests: compared.filter((test) => test.counted).length,
+      errorGroups: newErrorGroups.filter((group) => group.counted).length,
+    },
   };
 }

@@ -23,7 +23,11 @@ export function dashboardRoutes(ctx: AppContext) {
       owner: (request) => jobOwner(ctx, request),
       handler: async (request) =>
         presentComparison(
-          await compareJobs(ctx, request.params.jobId, { baseJobId: request.query.base, baseBranch: request.query.baseBranch }),
+          await compareJobs(ctx, request.params.jobId, {
+            baseJobId: request.query.base,
+            baseBranch: request.query.baseBranch,
+            allowFlaky: request.query.allowFlaky,
+          }),
         ),
     }),
   ];
