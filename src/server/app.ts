@@ -95,8 +95,10 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   // Retry-After to each of them, reached clients through a balancer that, rightly, does not retry
   // on a 503 (docs/deployment.md, SCALE-10). Not on an answer whose body is still drained behind
   // it: closing on the unread bytes would reset the connection and lose the answer (LOAD-4b).
-  app.addHook('onSend', async (request, reply) => {
+  // A callback, not an async hook: it runs on every answer, and a promise per answer costs on the read path.
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (state === 'stopping' && !hasUnreadBody(request)) reply.header('connection', 'close');
+    done(null, payload);
   });
 
   await app.register(parsersPlugin);
