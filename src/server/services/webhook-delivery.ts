@@ -8,6 +8,7 @@ import {
   attemptsSoFar,
   claimDelivery,
   cutOffAttempts,
+  deleteAttempt,
   dueDeliveries,
   failPendingDeliveries,
   findDelivery,
@@ -131,8 +132,7 @@ async function attemptDelivery(ctx: ServiceContext, due: WebhookDeliveriesTable)
     await updateDelivery(ctx.db, due.id, { status: 'failed', next_attempt_at: null, updated_at: now.toISOString() });
     return;
   }
-  // A claimed delivery whose attempt was never recorded (its sender died) is due again after twice the timeout.
-  const until = new Date(now.getTime() + 2 * ctx.config.webhookTimeoutMs + 5000).toISOString();
+  const until = claimUntil(ctx);
   if (due.next_attempt_at === null || !(await claimDelivery(ctx.db, due.id, due.next_attempt_at, until))) return;
   const attemptId = await beginAttempt(ctx, due);
   let payload = due.payload;
@@ -150,7 +150,23 @@ async function attemptDelivery(ctx: ServiceContext, due: WebhookDeliveriesTable)
       return;
     }
   }
+  // The claim is renewed as the request leaves (HOOK-12). Preparing the attempt may have outlasted the
+  // claim (a pause, a lock waited on): the delivery may then be another instance's, which sends it;
+  // this one sends nothing and takes back the attempt it recorded.
+  if (!(await claimDelivery(ctx.db, due.id, until, claimUntil(ctx)))) {
+    await deleteAttempt(ctx.db, attemptId);
+    ctx.log.info({ deliveryId: due.id }, 'a webhook delivery was not sent: its claim ran out before the request left');
+    return;
+  }
   await recordAttempt(ctx, webhook, due, attemptId, await send(ctx, webhook, due.message_id, payload));
+}
+
+/**
+ * How long a claim holds from now: a request lasts at most the timeout, so a claimed delivery whose
+ * attempt was never recorded (its sender died) is due again after twice the timeout and a margin.
+ */
+function claimUntil(ctx: ServiceContext): string {
+  return new Date(ctx.clock().getTime() + 2 * ctx.config.webhookTimeoutMs + 5000).toISOString();
 }
 
 /**

@@ -107,6 +107,11 @@ export async function insertAttempt(executor: Executor, row: WebhookAttemptsTabl
   await executor.insertInto('webhook_attempts').values(row).execute();
 }
 
+/** Removes an attempt that was recorded but never sent (its claim lapsed first, HOOK-12). */
+export async function deleteAttempt(executor: Executor, id: string): Promise<void> {
+  await executor.deleteFrom('webhook_attempts').where('id', '=', id).execute();
+}
+
 /**
  * What an attempt records before its request is sent (HOOK-10), and what it becomes when its sender
  * never recorded an answer (the instance died or was killed mid-request): the delivery log shows
