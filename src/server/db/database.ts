@@ -33,6 +33,7 @@ import * as blobRefsByKey from './migrations/2026-11-28-0024-blob-refs-by-key.ts
 import * as groupDays from './migrations/2026-11-28-0025-group-days.ts';
 import * as failureTargets from './migrations/2026-12-02-0027-failure-targets.ts';
 import * as webhookExchanges from './migrations/2026-12-02-0028-webhook-exchanges.ts';
+import { detectNetworkFilesystem } from './network-filesystem.ts';
 import { hearConnectionErrors, poolLimits } from './pg-pool.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
@@ -73,6 +74,8 @@ const MIGRATIONS: Record<string, Migration> = {
 /** The migrations this build applies, in order (test templates are keyed by them). */
 export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS);
 
+export { detectNetworkFilesystem };
+
 export interface DatabaseHandle {
   db: DB;
   dialect: Dialect;
@@ -106,27 +109,6 @@ export interface DatabaseHandle {
   /** SQLite: the worker that checkpoints the WAL beside the server (tests read its count). */
   checkpointer?: WalCheckpointer;
   close(): Promise<void>;
-}
-
-const NETWORK_FS = /^(nfs\d*|cifs|smb\d*|smbfs|fuse(\..*)?|9p|afs|ceph|glusterfs|lustre|sshfs|davfs)$/;
-
-/**
- * Returns the filesystem type of `dir` if it is a network (or FUSE) filesystem, read from
- * `/proc/self/mountinfo` text. SQLite's WAL needs shared memory on one host, so such a data
- * folder corrupts silently under concurrent access.
- */
-export function detectNetworkFilesystem(mountinfo: string, dir: string): string | undefined {
-  let best: { mountPoint: string; fsType: string } | undefined;
-  for (const line of mountinfo.split('\n')) {
-    const fields = line.split(' ');
-    const separator = fields.indexOf('-');
-    if (separator < 0 || fields.length < separator + 2) continue;
-    const mountPoint = (fields[4] ?? '').replace(/\\040/g, ' ');
-    const fsType = fields[separator + 1] ?? '';
-    const inside = dir === mountPoint || dir.startsWith(mountPoint.endsWith('/') ? mountPoint : `${mountPoint}/`);
-    if (inside && (!best || mountPoint.length >= best.mountPoint.length)) best = { mountPoint, fsType };
-  }
-  return best && NETWORK_FS.test(best.fsType) ? best.fsType : undefined;
 }
 
 /** The data folder's lock is held by another process (a running server, or a maintenance command). */
