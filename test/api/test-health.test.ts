@@ -9,6 +9,8 @@ import { firstPointer, isProblem } from '../helpers/problems.ts';
 // TRIAGE-5 (retries folded into their test) and TRIAGE-6 (health and quarantine), docs/triage.md.
 
 const DAY = 86_400_000;
+/** The lifecycle of a test no quarantine touched (TRIAGE-13). */
+const ACTIVE = { state: 'active', fixAttempt: null, disabled: null } as const;
 
 /** A Playwright JSON report of `titles`, each passing, but `flaky`, which fails and then passes on its retry. */
 const playwrightReport = (file: string, titles: string[], flaky: string) => ({
@@ -186,12 +188,18 @@ for (const dialect of DIALECTS) {
         await record(breaking, 'passed', { branch: 'main' });
         for (let i = 0; i < 10; i++) await record(breaking, i % 2 === 0 ? 'failed' : 'broken', { branch: 'main' });
         const broken = (await getTest(breaking)).health;
-        assert.deepEqual(broken, { state: 'broken', flakyScore: 0, runsConsidered: 11, quarantine: null });
+        assert.deepEqual(broken, { state: 'broken', flakyScore: 0, runsConsidered: 11, quarantine: null, lifecycle: ACTIVE });
         assert.deepEqual((await historyOf(breaking)).health, broken);
 
         // Fixed: one pass ends the streak; a break and its fix are no flips (docs/triage.md).
         await record(breaking, 'passed', { branch: 'main' });
-        assert.deepEqual((await getTest(breaking)).health, { state: 'stable', flakyScore: 0, runsConsidered: 12, quarantine: null });
+        assert.deepEqual((await getTest(breaking)).health, {
+          state: 'stable',
+          flakyScore: 0,
+          runsConsidered: 12,
+          quarantine: null,
+          lifecycle: ACTIVE,
+        });
       });
 
       test('a job that becomes an incident at its 20th failure leaves out of the flaky score the tests it failed before', async () => {
@@ -214,7 +222,13 @@ for (const dialect of DIALECTS) {
         };
         await fail(earlier);
         // Before the outage is known, its failure is a flip: 1 in 5 outcomes.
-        assert.deepEqual((await getTest(earlier)).health, { state: 'flaky', flakyScore: 0.2, runsConsidered: 5, quarantine: null });
+        assert.deepEqual((await getTest(earlier)).health, {
+          state: 'flaky',
+          flakyScore: 0.2,
+          runsConsidered: 5,
+          quarantine: null,
+          lifecycle: ACTIVE,
+        });
         for (let i = 0; i < 18; i++) await fail(await newTest());
         assert.equal(
           (await viewer.client.call(v1.jobs.getJob, { params: { jobId: job.id } })).incident,
@@ -224,7 +238,13 @@ for (const dialect of DIALECTS) {
         await fail(await newTest());
         assert.equal((await viewer.client.call(v1.jobs.getJob, { params: { jobId: job.id } })).incident?.failedRuns, 20);
         // The 20th failure made the job an incident: the first test's failure in it no longer counts.
-        assert.deepEqual((await getTest(earlier)).health, { state: 'stable', flakyScore: 0, runsConsidered: 4, quarantine: null });
+        assert.deepEqual((await getTest(earlier)).health, {
+          state: 'stable',
+          flakyScore: 0,
+          runsConsidered: 4,
+          quarantine: null,
+          lifecycle: ACTIVE,
+        });
         assert.deepEqual((await historyOf(earlier)).health, (await getTest(earlier)).health);
       });
 
@@ -239,7 +259,13 @@ for (const dialect of DIALECTS) {
         for (let i = 0; i < 9; i++) await record(rerun, 'passed', { branch: 'main', commit: `c${i}` });
         // The same commit, run again on another branch, fails: one commit with both verdicts, no flip.
         await record(rerun, 'failed', { branch: 'other', commit: 'c8' });
-        assert.deepEqual((await getTest(rerun)).health, { state: 'flaky', flakyScore: 0.1, runsConsidered: 10, quarantine: null });
+        assert.deepEqual((await getTest(rerun)).health, {
+          state: 'flaky',
+          flakyScore: 0.1,
+          runsConsidered: 10,
+          quarantine: null,
+          lifecycle: ACTIVE,
+        });
       });
 
       test('GET /testmgmt/tests sorts by flaky score with sort=flaky and filters by health=', async () => {
@@ -307,6 +333,7 @@ for (const dialect of DIALECTS) {
           reason: 'Times out on CI',
           expiresAt,
           expired: false,
+          state: 'quarantined',
         });
         assert.deepEqual((await getTest(testId)).health.quarantine, {
           owner: 'qa@example.com',

@@ -12,6 +12,7 @@ import * as meta from './meta.ts';
 import * as projects from './projects.ts';
 import * as results from './results.ts';
 import * as runs from './runs.ts';
+import * as lifecycle from './test-lifecycle.ts';
 import * as tests from './tests.ts';
 import * as users from './users.ts';
 import * as webhooks from './webhooks.ts';
@@ -29,6 +30,7 @@ export * as meta from './meta.ts';
 export * as projects from './projects.ts';
 export * as results from './results.ts';
 export * as runs from './runs.ts';
+export * as lifecycle from './test-lifecycle.ts';
 export * as tests from './tests.ts';
 export * as users from './users.ts';
 export * as webhooks from './webhooks.ts';
@@ -46,6 +48,7 @@ export const v1Endpoints: Endpoint[] = endpointsOf([
   projects,
   devices,
   tests,
+  lifecycle,
   jobs,
   runs,
   results,

@@ -53,7 +53,14 @@ export const ProjectUsage = Type.Object(
 );
 
 /** Defaults of the triage thresholds (docs/triage.md), for a project that sets none. */
-export const TRIAGE_DEFAULTS = { incidentMinFailures: 20, incidentShare: 0.5, brokenAfter: 5, healthWindow: 30 } as const;
+export const TRIAGE_DEFAULTS = {
+  incidentMinFailures: 20,
+  incidentShare: 0.5,
+  brokenAfter: 5,
+  healthWindow: 30,
+  fixPasses: 20,
+  autoQuarantine: false,
+} as const;
 
 const triageFields = {
   incidentMinFailures: Type.Integer({
@@ -76,6 +83,16 @@ const triageFields = {
     maximum: 1000,
     description: `Latest job outcomes a test's health considers (TRIAGE-6; default ${TRIAGE_DEFAULTS.healthWindow}).`,
   }),
+  fixPasses: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    description: `Passing runs in a row on its branch that verify a fix attempt (TRIAGE-13; default ${TRIAGE_DEFAULTS.fixPasses}).`,
+  }),
+  autoQuarantine: Type.Boolean({
+    description:
+      'Quarantine a test as soon as its health turns flaky (never a broken one), owner `attest` for the default 14 days ' +
+      '(TRIAGE-13; default false).',
+  }),
 };
 
 /** The triage thresholds in effect: the project's own, the defaults for the rest. */
@@ -88,6 +105,8 @@ export const TriageSettingsChange = Type.Object(
     incidentShare: Type.Optional(triageFields.incidentShare),
     brokenAfter: Type.Optional(triageFields.brokenAfter),
     healthWindow: Type.Optional(triageFields.healthWindow),
+    fixPasses: Type.Optional(triageFields.fixPasses),
+    autoQuarantine: Type.Optional(triageFields.autoQuarantine),
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { Description, LABEL_MAX, LABELS_MAX, NAME_MAX, Nullable, TEXT_MAX, Timestamp, Uuid } from '../common.ts';
+import { TestLifecycle } from './test-lifecycle.ts';
 
 // The test resource and its parts (TCM-1, docs/test-management.md), shared by the test contracts.
 
@@ -123,6 +124,7 @@ export const TestHealth = Type.Object(
         'passed, failed, broke or were flaky, leaving out incident jobs.',
     }),
     quarantine: Nullable(TestQuarantine),
+    lifecycle: TestLifecycle,
   },
   { additionalProperties: false },
 );

@@ -20,6 +20,7 @@ import {
   TestStep,
   TestSuite,
 } from './test-definition.ts';
+import { LifecycleState } from './test-lifecycle.ts';
 
 export * from './test-cases.ts';
 export * from './test-definition.ts';
@@ -266,6 +267,7 @@ export const QuarantineEntry = Type.Object(
     fullName: Nullable(Type.String({ description: 'The full name imports and reporters key the test on; null for a test made by hand.' })),
     name: Type.String({ maxLength: NAME_MAX }),
     ...TestQuarantine.properties,
+    state: { ...LifecycleState, description: "The test's lifecycle state (TRIAGE-13): `fix-pending` while a fix attempt is verified." },
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,6 @@
 import { type TSchema, Type } from 'typebox';
 import { NAME_MAX, Nullable, Timestamp, Uuid } from '../common.ts';
+import { FixAttempt, LifecycleState } from './test-lifecycle.ts';
 import type { WebhookEventType } from './webhooks.ts';
 
 // The bodies Attest POSTs to `standard` webhooks (HOOK-7), one schema per event: the OpenAPI
@@ -93,6 +94,32 @@ export const EventComparison = Type.Object(
   { additionalProperties: false, description: 'The job against the base branch (docs/triage.md, TRIAGE-7): each list at most 50 long.' },
 );
 
+/** The `data` of each transition of a test's quarantine lifecycle (TRIAGE-13). */
+const EventLifecycle = Type.Object(
+  {
+    project: EventProject,
+    test: Type.Object({ id: Uuid, name: Text, url: Link }, { additionalProperties: false }),
+    state: { ...LifecycleState, description: "The test's state after the transition." },
+    previousState: { ...LifecycleState, description: 'Its state before.' },
+    quarantine: Nullable(
+      Type.Object(
+        { owner: Text, reason: Type.String({ maxLength: 2000 }), expiresAt: Timestamp, automatic: Type.Boolean() },
+        {
+          additionalProperties: false,
+          description: 'The quarantine in force after the transition (for `test.unquarantined` and `test.fixed`, the one released).',
+        },
+      ),
+    ),
+    fixAttempt: Nullable({ ...FixAttempt, description: 'The fix attempt the transition started or ended; null when none.' }),
+    run: Nullable(
+      Type.Object({ id: Uuid, url: Link }, { additionalProperties: false, description: 'The run that made the transition, when one did.' }),
+    ),
+    actorUserId: Nullable({ ...Uuid, description: 'Who made the transition; null when Attest did, as runs completed.' }),
+    reason: Nullable(Type.String({ maxLength: 2000, description: 'Why the test was disabled (`test.disabled`); null otherwise.' })),
+  },
+  { additionalProperties: false },
+);
+
 /** The `data` of each event. */
 export const EVENT_DATA = {
   'run.completed': Type.Object({ project: EventProject, run: EventRun }, { additionalProperties: false }),
@@ -134,6 +161,12 @@ export const EVENT_DATA = {
     },
     { additionalProperties: false },
   ),
+  'test.quarantined': EventLifecycle,
+  'test.fix_pending': EventLifecycle,
+  'test.fixed': EventLifecycle,
+  'test.unquarantined': EventLifecycle,
+  'test.disabled': EventLifecycle,
+  'test.enabled': EventLifecycle,
   'webhook.test': Type.Object(
     {
       project: EventProject,
@@ -166,5 +199,13 @@ export const EVENT_DESCRIPTIONS: Record<WebhookEventType, string> = {
   'import.completed': 'An imported report was written as a job of completed runs.',
   'quarantine.expired':
     "A test's quarantine expired (announced within a minute of its expiry); renewed quarantines are announced again when they expire.",
+  'test.quarantined':
+    'A test was quarantined: by hand (not a renewal), automatically (`autoQuarantine`, a flaky test failing), or back ' +
+    'from a fix attempt that a failed run ended (`run` names it).',
+  'test.fix_pending': 'A fix attempt was claimed for a quarantined test: its next runs on the branch verify it.',
+  'test.fixed': "A fix attempt was verified by its passing runs: the test's quarantine is released (`run` is the last of them).",
+  'test.unquarantined': "A test's quarantine was released by hand.",
+  'test.disabled': 'A test was disabled by hand.',
+  'test.enabled': 'A disabled test was enabled again.',
   'webhook.test': 'Sent by the "send test event" button (`POST …/webhooks/{webhookId}/test`) only.',
 };

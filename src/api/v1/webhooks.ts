@@ -7,7 +7,19 @@ import { ProjectRef } from './projects.ts';
 // formatted message to a Slack or Microsoft Teams incoming webhook.
 
 /** The events a webhook may subscribe to; `webhook.test` is sent only by the test button. */
-export const WEBHOOK_EVENTS = ['run.completed', 'run.failed_first', 'job.completed', 'import.completed', 'quarantine.expired'] as const;
+export const WEBHOOK_EVENTS = [
+  'run.completed',
+  'run.failed_first',
+  'job.completed',
+  'import.completed',
+  'quarantine.expired',
+  'test.quarantined',
+  'test.fix_pending',
+  'test.fixed',
+  'test.unquarantined',
+  'test.disabled',
+  'test.enabled',
+] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number] | 'webhook.test';
 
 export const WEBHOOK_KINDS = ['standard', 'slack', 'teams'] as const;
@@ -19,6 +31,12 @@ const EventType = Type.Union(
     Type.Literal('job.completed'),
     Type.Literal('import.completed'),
     Type.Literal('quarantine.expired'),
+    Type.Literal('test.quarantined'),
+    Type.Literal('test.fix_pending'),
+    Type.Literal('test.fixed'),
+    Type.Literal('test.unquarantined'),
+    Type.Literal('test.disabled'),
+    Type.Literal('test.enabled'),
   ],
   { description: 'An event a webhook subscribes to.' },
 );

@@ -7,6 +7,7 @@ import type { Config } from '../config.ts';
 import { StartupError } from '../errors.ts';
 import { BACKSTOP_CHECKPOINT_PAGES, WalCheckpointer } from './checkpointer.ts';
 import { MIGRATIONS } from './migration-list.ts';
+import { detectNetworkFilesystem } from './network-filesystem.ts';
 import { hearConnectionErrors, poolLimits } from './pg-pool.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
@@ -15,6 +16,8 @@ import { fsyncDirectory, type SyncCounters, WalSync } from './wal-sync.ts';
 
 /** The migrations this build applies, in order (test templates are keyed by them). */
 export { MIGRATION_NAMES } from './migration-list.ts';
+
+export { detectNetworkFilesystem };
 
 export interface DatabaseHandle {
   db: DB;
@@ -49,27 +52,6 @@ export interface DatabaseHandle {
   /** SQLite: the worker that checkpoints the WAL beside the server (tests read its count). */
   checkpointer?: WalCheckpointer;
   close(): Promise<void>;
-}
-
-const NETWORK_FS = /^(nfs\d*|cifs|smb\d*|smbfs|fuse(\..*)?|9p|afs|ceph|glusterfs|lustre|sshfs|davfs)$/;
-
-/**
- * Returns the filesystem type of `dir` if it is a network (or FUSE) filesystem, read from
- * `/proc/self/mountinfo` text. SQLite's WAL needs shared memory on one host, so such a data
- * folder corrupts silently under concurrent access.
- */
-export function detectNetworkFilesystem(mountinfo: string, dir: string): string | undefined {
-  let best: { mountPoint: string; fsType: string } | undefined;
-  for (const line of mountinfo.split('\n')) {
-    const fields = line.split(' ');
-    const separator = fields.indexOf('-');
-    if (separator < 0 || fields.length < separator + 2) continue;
-    const mountPoint = (fields[4] ?? '').replace(/\\040/g, ' ');
-    const fsType = fields[separator + 1] ?? '';
-    const inside = dir === mountPoint || dir.startsWith(mountPoint.endsWith('/') ? mountPoint : `${mountPoint}/`);
-    if (inside && (!best || mountPoint.length >= best.mountPoint.length)) best = { mountPoint, fsType };
-  }
-  return best && NETWORK_FS.test(best.fsType) ? best.fsType : undefined;
 }
 
 /** The data folder's lock is held by another process (a running server, or a maintenance command). */

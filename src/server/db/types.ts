@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
+import type { TestLifecyclesTable } from './lifecycle-types.ts';
 import type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
 import type { TestLinksTable } from './test-case-types.ts';
 import type {
@@ -16,6 +17,7 @@ import type { ProjectBlobsTable, ProjectUsageTable, UsageCounters } from './usag
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhooksTable } from './webhook-types.ts';
 
 export type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
+export type { TestLifecyclesTable } from './lifecycle-types.ts';
 export type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
 export type { TestLinksTable } from './test-case-types.ts';
 export type {
@@ -362,6 +364,7 @@ export interface Database {
   failure_group_branches: FailureGroupBranchesTable;
   test_health: TestHealthTable;
   test_quarantines: TestQuarantinesTable;
+  test_lifecycles: TestLifecyclesTable;
   test_versions: TestVersionsTable;
   test_links: TestLinksTable;
   sso_logins: SsoLoginsTable;

@@ -83,6 +83,7 @@ export function presentTestHistory(history: TestHistoryData): Static<typeof Test
 export function presentQuarantine(
   test: Pick<TestsTable, 'id' | 'name' | 'full_name'>,
   quarantine: { owner: string; reason: string; expiresAt: string; expired: boolean },
+  state: Static<typeof QuarantineEntry>['state'],
 ): Static<typeof QuarantineEntry> {
-  return { testId: test.id, fullName: test.full_name, name: test.name, ...quarantine };
+  return { testId: test.id, fullName: test.full_name, name: test.name, ...quarantine, state };
 }

@@ -1,21 +1,18 @@
 import type { ServiceContext } from '../context.ts';
-import {
-  deleteQuarantine,
-  healthOfTests,
-  type QuarantineRow,
-  quarantinesOfProject,
-  upsertQuarantine,
-  upsertTestHealth,
-} from '../db/repositories/health.ts';
+import { healthOfTests, type QuarantineRow, quarantinesOfProject, upsertTestHealth } from '../db/repositories/health.ts';
+import { lifecyclesOfTests } from '../db/repositories/lifecycle.ts';
 import { healthRunsOfTests } from '../db/repositories/outcomes.ts';
 import { findTest } from '../db/repositories/tests.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, ProjectsTable, TestHealthTable, TestQuarantinesTable, TestRunsTable, TestsTable } from '../db/types.ts';
 import { found, invalid } from '../errors.ts';
 import { audit } from './audit.ts';
+import { type LifecycleStateName, type LifecycleView, lifecycleStateOf, lifecycleView } from './lifecycle-events.ts';
 import { healthOutcomes, type TestOutcome } from './outcomes.ts';
+import { dropQuarantine, putQuarantine } from './quarantine-lifecycle.ts';
 import { triageSettingsOf } from './triage-settings.ts';
 import type { Actor } from './users.ts';
+import { deliverSoon } from './webhook-outbox.ts';
 
 // A test's health (TRIAGE-6, docs/triage.md): stable, flaky or broken over its latest outcomes,
 // kept in test_health as its runs complete; and its quarantine.
@@ -136,6 +133,8 @@ export interface TestHealthView {
   flakyScore: number;
   runsConsidered: number;
   quarantine: { owner: string; reason: string; expiresAt: string; expired: boolean } | null;
+  /** Where it stands in the quarantine lifecycle (TRIAGE-13). */
+  lifecycle: LifecycleView;
 }
 
 export const quarantineView = (row: TestQuarantinesTable, now: string) => ({
@@ -149,6 +148,7 @@ export const quarantineView = (row: TestQuarantinesTable, now: string) => ({
 export async function healthViewsOf(ctx: ServiceContext, testIds: readonly string[]): Promise<Map<string, TestHealthView>> {
   const now = ctx.clock().toISOString();
   const stored = await healthOfTests(ctx.db, testIds);
+  const lifecycles = await lifecyclesOfTests(ctx.db, testIds);
   const views = new Map<string, TestHealthView>();
   for (const testId of testIds) {
     const { health, quarantine } = stored.get(testId) ?? {};
@@ -157,6 +157,7 @@ export async function healthViewsOf(ctx: ServiceContext, testIds: readonly strin
       flakyScore: health?.flaky_score ?? 0,
       runsConsidered: health?.runs_considered ?? 0,
       quarantine: quarantine ? quarantineView(quarantine, now) : null,
+      lifecycle: lifecycleView(lifecycles.get(testId), quarantine, now),
     });
   }
   return views;
@@ -175,7 +176,7 @@ export async function quarantineTest(
   testId: string,
   input: { owner: string; reason: string; expiresAt?: string },
   actor: Actor,
-): Promise<{ test: TestsTable; quarantine: TestQuarantinesTable }> {
+): Promise<{ test: TestsTable; quarantine: TestQuarantinesTable; state: LifecycleStateName }> {
   const test = found(await findTest(ctx.db, testId), 'The test');
   const now = ctx.clock();
   const expires = input.expiresAt === undefined ? new Date(now.getTime() + QUARANTINE_DEFAULT_DAYS * DAY_MS) : new Date(input.expiresAt);
@@ -192,8 +193,9 @@ export async function quarantineTest(
     created_at: now.toISOString(),
     created_by: actor.userId,
   };
-  await inTransaction(ctx.db, async (trx) => {
-    await upsertQuarantine(trx, row);
+  const { queued, state } = await inTransaction(ctx.db, async (trx) => {
+    const queued = await putQuarantine(ctx, trx, test, row, actor.userId);
+    const lifecycle = (await lifecyclesOfTests(trx, [testId])).get(testId);
     await audit(ctx, trx, {
       actorUserId: actor.userId,
       action: 'test.quarantine',
@@ -202,15 +204,18 @@ export async function quarantineTest(
       details: { owner: row.owner, reason: row.reason, expiresAt: row.expires_at },
       requestId: actor.requestId,
     });
+    return { queued, state: lifecycleStateOf(lifecycle, row, now.toISOString()) };
   });
-  return { test, quarantine: row };
+  if (queued) deliverSoon(ctx);
+  return { test, quarantine: row, state };
 }
 
 /** Releases a test's quarantine; a test without one answers 404 (nothing to release). Audited as `test.release`. */
 export async function releaseQuarantine(ctx: ServiceContext, testId: string, actor: Actor): Promise<void> {
-  found(await findTest(ctx.db, testId), 'The test');
-  await inTransaction(ctx.db, async (trx) => {
-    found((await deleteQuarantine(trx, testId)) || undefined, "The test's quarantine");
+  const test = found(await findTest(ctx.db, testId), 'The test');
+  const queued = await inTransaction(ctx.db, async (trx) => {
+    const { released, queued } = await dropQuarantine(ctx, trx, test, actor.userId);
+    found(released || undefined, "The test's quarantine");
     await audit(ctx, trx, {
       actorUserId: actor.userId,
       action: 'test.release',
@@ -218,11 +223,21 @@ export async function releaseQuarantine(ctx: ServiceContext, testId: string, act
       targetId: testId,
       requestId: actor.requestId,
     });
+    return queued;
   });
+  if (queued) deliverSoon(ctx);
 }
 
-/** A project's quarantined tests, active ones first (latest expiry first), then expired ones. */
-export async function listQuarantines(ctx: ServiceContext, projectId: string): Promise<{ row: QuarantineRow; expired: boolean }[]> {
+/** A project's quarantined tests, active ones first (latest expiry first), then expired ones, with their lifecycle states. */
+export async function listQuarantines(
+  ctx: ServiceContext,
+  projectId: string,
+): Promise<{ row: QuarantineRow; expired: boolean; state: LifecycleStateName }[]> {
   const now = ctx.clock().toISOString();
-  return (await quarantinesOfProject(ctx.db, projectId)).map((row) => ({ row, expired: row.expires_at <= now }));
+  const rows = await quarantinesOfProject(ctx.db, projectId);
+  const lifecycles = await lifecyclesOfTests(
+    ctx.db,
+    rows.map((row) => row.test_id),
+  );
+  return rows.map((row) => ({ row, expired: row.expires_at <= now, state: lifecycleStateOf(lifecycles.get(row.test_id), row, now) }));
 }

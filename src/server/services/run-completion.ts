@@ -2,6 +2,7 @@ import type { ServiceContext } from '../context.ts';
 import { testsOfJobs, triageOfProjects } from '../db/repositories/failures.ts';
 import type { Executor, TestRunsTable } from '../db/types.ts';
 import { recordFailures } from './failure-recording.ts';
+import { advanceLifecycles } from './fix-verification.ts';
 import { queueForgeSyncs } from './forge-hooks.ts';
 import { refreshHealth } from './health.ts';
 import { queueRunEvents } from './webhook-events.ts';
@@ -15,7 +16,8 @@ import { queueRunEvents } from './webhook-events.ts';
 /**
  * Records the failures of the runs just completed, then the health of their tests (which reads the
  * jobs' incidents), and of every test of a job whose incident the runs set or cleared: its earlier
- * runs now count, or no longer count, in flaky scores. Then their jobs' code-host checks are queued
+ * runs now count, or no longer count, in flaky scores. Then their tests' fix attempts and automatic
+ * quarantines (TRIAGE-13). Then their jobs' code-host checks are queued
  * for a sync (FORGE-2), and their webhook events unless `webhooks` is false (HOOK-2): true when any
  * background work was queued (the caller wakes the runners after its commit).
  */
@@ -31,11 +33,13 @@ export async function onRunsCompleted(
   const incidentsChanged = await recordFailures(ctx, trx, runs, projects);
   const alsoChanged = incidentsChanged.length > 0 ? await testsOfJobs(trx, incidentsChanged) : [];
   await refreshHealth(ctx, trx, [...runs, ...alsoChanged], projects);
+  // The quarantine lifecycle reads the health just kept (TRIAGE-13); imports announce their transitions too.
+  const lifecycle = await advanceLifecycles(ctx, trx, runs, projects);
   const forge = await queueForgeSyncs(
     ctx,
     trx,
     runs.map((run) => run.job_id),
   );
   const hooks = options.webhooks === false ? false : await queueRunEvents(ctx, trx, runs);
-  return forge || hooks;
+  return forge || hooks || lifecycle;
 }

@@ -117,7 +117,13 @@ export interface TestWithHealth {
 }
 
 /** A test just created: stable, with nothing considered and no quarantine. */
-export const NEW_TEST_HEALTH: TestHealthView = { state: 'stable', flakyScore: 0, runsConsidered: 0, quarantine: null };
+export const NEW_TEST_HEALTH: TestHealthView = {
+  state: 'stable',
+  flakyScore: 0,
+  runsConsidered: 0,
+  quarantine: null,
+  lifecycle: { state: 'active', fixAttempt: null, disabled: null },
+};
 
 export async function getTest(ctx: ServiceContext, testId: string): Promise<TestWithHealth> {
   const test = found(await findTest(ctx.db, testId), 'The test');

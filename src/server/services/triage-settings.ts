@@ -2,8 +2,8 @@ import { TRIAGE_DEFAULTS } from '../../api/v1/projects.ts';
 import type { ProjectsTable } from '../db/types.ts';
 
 // The triage thresholds of a project (docs/triage.md): what it set with `PATCH /projects/{id}`
-// `triage`, the defaults for the rest. Read by the outage guard (failure-recording.ts) and by
-// test health (health.ts).
+// `triage`, the defaults for the rest. Read by the outage guard (failure-recording.ts), by
+// test health (health.ts) and by the quarantine lifecycle (quarantine-lifecycle.ts).
 
 export interface TriageSettings {
   /** Failed tests a job needs before one cause can make it an incident (TRIAGE-4). */
@@ -14,6 +14,10 @@ export interface TriageSettings {
   brokenAfter: number;
   /** Latest job outcomes a test's health considers. */
   healthWindow: number;
+  /** Passing runs in a row that verify a fix attempt (TRIAGE-13). */
+  fixPasses: number;
+  /** Quarantine tests whose health turns flaky (TRIAGE-13). */
+  autoQuarantine: boolean;
 }
 
 /** The settings in effect for a project; a stored value of the wrong kind (never written by the API) falls back to its default. */
@@ -27,7 +31,7 @@ export function triageSettingsOf(row: Pick<ProjectsTable, 'triage_settings'>): T
       // A damaged value reads as none: the defaults.
     }
   }
-  const pick = (name: keyof TriageSettings): number => {
+  const pick = (name: Exclude<keyof TriageSettings, 'autoQuarantine'>): number => {
     const value = stored[name];
     return typeof value === 'number' && Number.isFinite(value) ? value : TRIAGE_DEFAULTS[name];
   };
@@ -36,5 +40,7 @@ export function triageSettingsOf(row: Pick<ProjectsTable, 'triage_settings'>): T
     incidentShare: pick('incidentShare'),
     brokenAfter: pick('brokenAfter'),
     healthWindow: pick('healthWindow'),
+    fixPasses: pick('fixPasses'),
+    autoQuarantine: typeof stored.autoQuarantine === 'boolean' ? stored.autoQuarantine : TRIAGE_DEFAULTS.autoQuarantine,
   };
 }

@@ -90,11 +90,48 @@ export function messageOf(event: Event): Message {
         link: test.url ? { label: 'Open the test', url: test.url } : null,
       };
     }
+    case 'test.quarantined':
+    case 'test.fix_pending':
+    case 'test.fixed':
+    case 'test.unquarantined':
+    case 'test.disabled':
+    case 'test.enabled':
+      return lifecycleMessage(event.type, event.data as EventData<'test.fixed'>);
     default: {
       const { project } = event.data as EventData<'webhook.test'>;
       return { title: `${project.key}: test message from Attest`, verdict: null, lines: ['This webhook works.'], items: [], link: null };
     }
   }
+}
+
+const LIFECYCLE_TITLES: Record<string, string> = {
+  'test.quarantined': 'quarantined',
+  'test.fix_pending': 'has a fix attempt to verify',
+  'test.fixed': 'is fixed: its quarantine is released',
+  'test.unquarantined': 'was released from quarantine',
+  'test.disabled': 'was disabled',
+  'test.enabled': 'was enabled',
+};
+
+/** A transition of a test's quarantine lifecycle (TRIAGE-13), in words. */
+function lifecycleMessage(type: string, data: EventData<'test.fixed'>): Message {
+  const { project, test, quarantine, fixAttempt, run, reason } = data;
+  const lines: string[] = [];
+  if (type === 'test.quarantined' && fixAttempt?.outcome === 'failed')
+    lines.push(`The fix attempt failed after ${plural(fixAttempt.passes, 'passing run')}.`);
+  else if (type === 'test.fixed' && fixAttempt)
+    lines.push(`${plural(fixAttempt.passes, 'passing run')} in a row${fixAttempt.branch ? ` on ${fixAttempt.branch}` : ''}.`);
+  else if (type === 'test.fix_pending' && fixAttempt)
+    lines.push(`The next ${plural(fixAttempt.required, 'run')}${fixAttempt.branch ? ` on ${fixAttempt.branch}` : ''} must pass.`);
+  if (quarantine && type === 'test.quarantined') lines.push(`Owner ${quarantine.owner}: ${quarantine.reason}`);
+  if (reason) lines.push(reason);
+  return {
+    title: `${project.key}: "${test.name}" ${LIFECYCLE_TITLES[type] ?? type}`,
+    verdict: type === 'test.fixed' ? 'passed' : type === 'test.quarantined' ? 'failed' : null,
+    lines,
+    items: run ? [{ text: type === 'test.fixed' ? 'The last passing run' : 'The failing run', url: run.url, screenshotUrl: null }] : [],
+    link: test.url ? { label: 'Open the test', url: test.url } : null,
+  };
 }
 
 /** Slack's mrkdwn needs &, < and > escaped; links are <url|label>. */

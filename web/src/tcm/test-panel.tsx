@@ -12,6 +12,19 @@ import type { TestDefinition } from './tests-api.ts';
 
 type TestVersion = Static<typeof v1.tests.TestVersion>;
 type Quarantine = TestDefinition['health']['quarantine'];
+type Lifecycle = TestDefinition['health']['lifecycle'];
+
+/** Where the test stands in the quarantine lifecycle (TRIAGE-13), in words. */
+function lifecycleText({ state, fixAttempt, disabled }: Lifecycle): string {
+  const branch = fixAttempt?.branch ? ` on ${fixAttempt.branch}` : '';
+  if (state === 'disabled') return `Disabled: ${disabled?.reason ?? ''}`;
+  if (state === 'fix-pending' && fixAttempt)
+    return `Fix pending: ${fixAttempt.passes} of ${fixAttempt.required} runs${branch} passed so far.`;
+  if (state === 'fixed' && fixAttempt) return `Fixed: ${fixAttempt.passes} runs${branch} passed in a row, and the quarantine was released.`;
+  if (state === 'quarantined' && fixAttempt?.outcome === 'failed')
+    return `Quarantined: the last fix attempt failed after ${fixAttempt.passes} passing runs.`;
+  return state === 'quarantined' ? 'Quarantined.' : 'Active.';
+}
 
 /** The steps of a test or of one of its versions: action, data, expected result. */
 export function StepList({ steps }: { steps: TestDefinition['steps'] }) {
@@ -75,7 +88,15 @@ function VersionList({ testId, current }: { testId: string; current: number }) {
  */
 function QuarantinePanel({ test }: { test: TestDefinition }) {
   const [quarantine, setQuarantine] = useState<Quarantine>(test.health.quarantine);
+  const [lifecycle, setLifecycle] = useState<Lifecycle>(test.health.lifecycle);
   const action = useAction();
+  const claimFix = async () => {
+    const next = await action.run(
+      (client) => client.call(v1.lifecycle.startFixAttempt, { params: { testId: test.id }, body: {} }),
+      (l) => `Fix attempt started: the next ${l.fixAttempt?.required ?? 0} runs must pass.`,
+    );
+    if (next) setLifecycle(next);
+  };
   const [form, setForm] = useState({ owner: '', reason: '' });
   const release = async () => {
     const before = quarantine;
@@ -85,6 +106,7 @@ function QuarantinePanel({ test }: { test: TestDefinition }) {
       () => 'Released.',
     );
     if (!went) setQuarantine(before);
+    else if (lifecycle.state !== 'disabled') setLifecycle({ ...lifecycle, state: 'active' });
   };
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -96,17 +118,34 @@ function QuarantinePanel({ test }: { test: TestDefinition }) {
         }),
       (q) => `Quarantined until ${formatTime(q.expiresAt)}.`,
     );
-    if (entry) setQuarantine({ owner: entry.owner, reason: entry.reason, expiresAt: entry.expiresAt, expired: entry.expired });
+    if (entry) {
+      setQuarantine({ owner: entry.owner, reason: entry.reason, expiresAt: entry.expiresAt, expired: entry.expired });
+      setLifecycle({ ...lifecycle, state: entry.state });
+    }
   };
   return (
     <section class="panel" aria-labelledby="quarantine-heading">
       <h2 id="quarantine-heading">Quarantine</h2>
+      <p data-testid="lifecycle-state">
+        {lifecycleText(lifecycle)}
+        {lifecycle.fixAttempt?.failedRunId && lifecycle.state === 'quarantined' ? (
+          <>
+            {' '}
+            <a href={`/runs/${lifecycle.fixAttempt.failedRunId}`}>The failing run</a>
+          </>
+        ) : null}
+      </p>
       {quarantine ? (
         <div class="form-actions">
           <span>
             Quarantined by {quarantine.owner} until {formatTime(quarantine.expiresAt)}
             {quarantine.expired ? ' (expired)' : ''}: {quarantine.reason}
           </span>
+          {lifecycle.state === 'quarantined' ? (
+            <button type="button" onClick={claimFix} disabled={action.busy}>
+              Claim a fix
+            </button>
+          ) : null}
           <button type="button" class="secondary" onClick={release} disabled={action.busy}>
             Release
           </button>

@@ -5,6 +5,7 @@ import { importExamples } from './imports.ts';
 import { insightExamples } from './insights.ts';
 import { integrationExamples } from './integrations.ts';
 import { labExamples } from './lab.ts';
+import { lifecycleExamples } from './lifecycle.ts';
 import { testCaseExamples } from './test-cases.ts';
 import { testingExamples } from './testing.ts';
 import type { OperationExamples } from './types.ts';
@@ -23,6 +24,7 @@ export const OPERATION_EXAMPLES: ReadonlyMap<string, OperationExamples> = new Ma
   ...accountExamples,
   ...labExamples,
   ...testingExamples,
+  ...lifecycleExamples,
   ...testCaseExamples,
   ...artifactExamples,
   ...importExamples,

@@ -55,7 +55,7 @@ export const PROJECT: Static<typeof Project> = {
   retention: { days: 30, failedDays: 90, lastRunsPerTest: 20 },
   // 1,240 screenshots and logs of 318 runs; identical screenshots stored once.
   usage: { runs: 318, artifacts: 1240, logicalBytes: 61_440_000, storedBytes: 38_912_000, quotaBytes: 10_737_418_240 },
-  triage: { incidentMinFailures: 20, incidentShare: 0.5, brokenAfter: 5, healthWindow: 30 },
+  triage: { incidentMinFailures: 20, incidentShare: 0.5, brokenAfter: 5, healthWindow: 30, fixPasses: 20, autoQuarantine: false },
 };
 
 export const ADMIN: Static<typeof User> = {
@@ -106,6 +106,9 @@ export const IPHONE: Static<typeof Device> = {
   updatedAt: '2026-03-02T09:13:05.000Z',
 };
 
+/** The lifecycle of a test outside quarantine (TRIAGE-13). */
+export const ACTIVE_LIFECYCLE: Static<typeof TestDefinition>['health']['lifecycle'] = { state: 'active', fixAttempt: null, disabled: null };
+
 /** The login test's health: flaky, and quarantined while someone looks at it. */
 export const LOGIN_HEALTH: Static<typeof TestDefinition>['health'] = {
   state: 'flaky',
@@ -117,6 +120,7 @@ export const LOGIN_HEALTH: Static<typeof TestDefinition>['health'] = {
     expiresAt: '2026-03-16T09:00:00.000Z',
     expired: false,
   },
+  lifecycle: { state: 'quarantined', fixAttempt: null, disabled: null },
 };
 
 export const LOGIN_TEST: Static<typeof TestDefinition> = {
@@ -197,7 +201,7 @@ export const CHECKOUT_TEST: Static<typeof TestDefinition> = {
   createdBy: IDS.tester,
   updatedAt: '2026-02-11T15:30:00.000Z',
   updatedBy: IDS.tester,
-  health: { state: 'stable', flakyScore: 0, runsConsidered: 12, quarantine: null },
+  health: { state: 'stable', flakyScore: 0, runsConsidered: 12, quarantine: null, lifecycle: ACTIVE_LIFECYCLE },
 };
 
 /** The CI build the example job and runs came from. */

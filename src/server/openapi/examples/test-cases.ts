@@ -8,7 +8,7 @@ import {
   listTestVersions,
   updateTest,
 } from '../../../api/v1/tests.ts';
-import { CHECKOUT_FEATURE, CHECKOUT_TEST, IDS, LOGIN_FIRST_VERSION, LOGIN_TEST, LOGIN_V2, RUN } from './samples.ts';
+import { ACTIVE_LIFECYCLE, CHECKOUT_FEATURE, CHECKOUT_TEST, IDS, LOGIN_FIRST_VERSION, LOGIN_TEST, LOGIN_V2, RUN } from './samples.ts';
 import type { OperationExamples } from './types.ts';
 import { examplesOf } from './types.ts';
 
@@ -30,7 +30,7 @@ export const testCaseExamples: [string, OperationExamples][] = [
         steps: LOGIN_FIRST_VERSION.steps,
         version: 1,
         updatedAt: LOGIN_TEST.createdAt,
-        health: { state: 'stable', flakyScore: 0, runsConsidered: 0, quarantine: null },
+        health: { state: 'stable', flakyScore: 0, runsConsidered: 0, quarantine: null, lifecycle: ACTIVE_LIFECYCLE },
       },
     },
   }),

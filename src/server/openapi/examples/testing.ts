@@ -142,6 +142,7 @@ export const testingExamples = [
         fullName: null,
         name: LOGIN_TEST.name,
         ...(LOGIN_HEALTH.quarantine as NonNullable<typeof LOGIN_HEALTH.quarantine>),
+        state: 'quarantined',
       },
     },
   }),
@@ -154,6 +155,7 @@ export const testingExamples = [
             fullName: null,
             name: LOGIN_TEST.name,
             ...(LOGIN_HEALTH.quarantine as NonNullable<typeof LOGIN_HEALTH.quarantine>),
+            state: 'quarantined',
           },
           {
             testId: IDS.testCheckout,
@@ -163,6 +165,7 @@ export const testingExamples = [
             reason: 'Payment sandbox down',
             expiresAt: '2026-02-20T09:00:00.000Z',
             expired: true,
+            state: 'active',
           },
         ],
       },

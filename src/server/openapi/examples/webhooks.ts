@@ -15,6 +15,7 @@ import {
   type WebhookDeliveryDetails,
   type WebhookEventType,
 } from '../../../api/v1/webhooks.ts';
+import { LIFECYCLE_EVENT_EXAMPLES } from './lifecycle.ts';
 import { IDS, PROJECT, RUN_LABELS } from './samples.ts';
 import type { OperationExamples } from './types.ts';
 import { examplesOf } from './types.ts';
@@ -188,6 +189,7 @@ const EVENT_DATA_EXAMPLES: { [T in WebhookEventType]: Static<(typeof EVENT_DATA)
       expiresAt: '2026-03-16T00:00:00.000Z',
     },
   },
+  ...LIFECYCLE_EVENT_EXAMPLES(project, BASE),
   'webhook.test': {
     project,
     webhook: { id: HOOK_ID, name: 'CI bot' },

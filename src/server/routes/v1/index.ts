@@ -12,6 +12,7 @@ import { metaRoutes } from './meta.ts';
 import { projectRoutes } from './projects.ts';
 import { resultRoutes } from './results.ts';
 import { runRoutes } from './runs.ts';
+import { testLifecycleRoutes } from './test-lifecycle.ts';
 import { testRoutes } from './tests.ts';
 import { userRoutes } from './users.ts';
 import { webhookRoutes } from './webhooks.ts';
@@ -24,6 +25,7 @@ export function v1Routes(ctx: AppContext): RouteImpl[] {
     ...projectRoutes(ctx),
     ...deviceRoutes(ctx),
     ...testRoutes(ctx),
+    ...testLifecycleRoutes(ctx),
     ...jobRoutes(ctx),
     ...runRoutes(ctx),
     ...resultRoutes(ctx),

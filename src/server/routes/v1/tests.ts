@@ -150,8 +150,8 @@ export function testRoutes(ctx: AppContext) {
       owner: (request) => testOwner(ctx, request),
       handler: async (request) => {
         const actor = { userId: request.principal.user.id, requestId: request.id };
-        const { test, quarantine } = await quarantineTest(ctx, request.params.testId, request.body, actor);
-        return presentQuarantine(test, quarantineView(quarantine, ctx.clock().toISOString()));
+        const { test, quarantine, state } = await quarantineTest(ctx, request.params.testId, request.body, actor);
+        return presentQuarantine(test, quarantineView(quarantine, ctx.clock().toISOString()), state);
       },
     }),
 
@@ -166,10 +166,11 @@ export function testRoutes(ctx: AppContext) {
     route(api.listQuarantines, {
       owner: (request) => pathProject(ctx, request),
       handler: async (request) => ({
-        items: (await listQuarantines(ctx, request.projectId)).map(({ row, expired }) =>
+        items: (await listQuarantines(ctx, request.projectId)).map(({ row, expired, state }) =>
           presentQuarantine(
             { id: row.test_id, name: row.name, full_name: row.full_name },
             { owner: row.owner, reason: row.reason, expiresAt: row.expires_at, expired },
+            state,
           ),
         ),
       }),
