@@ -202,7 +202,14 @@ for (const dialect of DIALECTS) {
       }
       await pages((page) => listTestsByHealth(db, projectId, { sort: 'newest', now, suite: 'checkout' }, page));
       for (const sort of ['lastSeen', 'occurrences', 'affectedTests'] as GroupSort[]) {
-        for (const filter of [{}, { status: 'known' as const }, { branch: 'main' }, { testId }, { since: '2020-01-01T00:00:00.000Z' }]) {
+        for (const filter of [
+          {},
+          { status: 'known' as const },
+          { branch: 'main' },
+          { testId },
+          { since: '2020-01-01T00:00:00.000Z' },
+          { q: 'checkout' },
+        ]) {
           await pages((page) => listFailureGroups(db, projectId, filter, sort, page));
         }
       }
