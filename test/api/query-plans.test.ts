@@ -194,6 +194,15 @@ for (const dialect of DIALECTS) {
       for (const filter of runFilters) await pages((page) => listRuns(db, projectId, filter, page));
       await latestRunsOfTest(db, testId, 50);
       await pages((page) => listJobs(db, projectId, page));
+      // A job by its CI build, its CI link or its branch (TRIAGE-17), as `attest gate` asks for it.
+      for (const filter of [
+        { build: '451' },
+        { ciUrl: 'https://ci.example.com/build/451' },
+        { branch: 'main' },
+        { build: '451', branch: 'main' },
+      ]) {
+        await pages((page) => listJobs(db, projectId, page, filter));
+      }
       await pages((page) => listTests(db, projectId, page));
       for (const sort of ['newest', 'flaky'] as const) {
         for (const health of [undefined, 'stable', 'flaky', 'broken', 'quarantined'] as const) {
