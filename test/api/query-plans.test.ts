@@ -194,6 +194,15 @@ for (const dialect of DIALECTS) {
       for (const filter of runFilters) await pages((page) => listRuns(db, projectId, filter, page));
       await latestRunsOfTest(db, testId, 50);
       await pages((page) => listJobs(db, projectId, page));
+      // A job by its CI build, its CI link or its branch (TRIAGE-17), as `attest gate` asks for it.
+      for (const filter of [
+        { build: '451' },
+        { ciUrl: 'https://ci.example.com/build/451' },
+        { branch: 'main' },
+        { build: '451', branch: 'main' },
+      ]) {
+        await pages((page) => listJobs(db, projectId, page, filter));
+      }
       await pages((page) => listTests(db, projectId, page));
       for (const sort of ['newest', 'flaky'] as const) {
         for (const health of [undefined, 'stable', 'flaky', 'broken', 'quarantined'] as const) {
@@ -202,7 +211,14 @@ for (const dialect of DIALECTS) {
       }
       await pages((page) => listTestsByHealth(db, projectId, { sort: 'newest', now, suite: 'checkout' }, page));
       for (const sort of ['lastSeen', 'occurrences', 'affectedTests'] as GroupSort[]) {
-        for (const filter of [{}, { status: 'known' as const }, { branch: 'main' }, { testId }, { since: '2020-01-01T00:00:00.000Z' }]) {
+        for (const filter of [
+          {},
+          { status: 'known' as const },
+          { branch: 'main' },
+          { testId },
+          { since: '2020-01-01T00:00:00.000Z' },
+          { q: 'checkout' },
+        ]) {
           await pages((page) => listFailureGroups(db, projectId, filter, sort, page));
         }
       }

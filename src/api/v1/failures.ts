@@ -202,7 +202,15 @@ export const listFailureGroups = endpoint({
       branch: Type.Optional(RunLabel),
       since: Type.Optional(Timestamp),
       testId: Type.Optional(Uuid),
-      q: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+      q: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 200,
+          description:
+            'Case-insensitive substring, taken literally, of the title, the rule name, or the full name of a test the group ' +
+            'failed (a run without a test: its name).',
+        }),
+      ),
       sort: Type.Optional(Type.Union([Type.Literal('lastSeen'), Type.Literal('occurrences'), Type.Literal('affectedTests')])),
     },
     { additionalProperties: false },

@@ -154,11 +154,24 @@ export const listJobs = endpoint({
   operationId: 'listJobs',
   method: 'GET',
   path: '/testmgmt/jobs',
-  summary: "A project's jobs with their progress, newest first.",
+  summary: "A project's jobs with their progress, newest first; by CI build, CI link or branch.",
   tag: 'Jobs',
   access: { scope: 'project', role: 'viewer' },
-  description: '`projectId` takes the id or the short key, in any case.',
-  querystring: Type.Object({ ...PageQuery, projectId: ProjectQuery }, { additionalProperties: false }),
+  description:
+    '`projectId` takes the id or the short key, in any case. `build`, `ciUrl` and `branch` keep the jobs whose label or link ' +
+    'equals the value exactly (as given when the job was created or imported), together when several are given: ' +
+    '`?build=451&limit=1` is the newest job of CI build 451, how `attest gate --build` finds its job. Each filter reads ' +
+    "an index in the list's order (TRIAGE-17).",
+  querystring: Type.Object(
+    {
+      ...PageQuery,
+      projectId: ProjectQuery,
+      build: Type.Optional({ ...RunLabel, description: 'Only jobs of this build (their `build` label).' }),
+      ciUrl: Type.Optional({ ...CiUrl, description: 'Only jobs linking this CI build (their `ciUrl`, compared exactly).' }),
+      branch: Type.Optional({ ...RunLabel, description: 'Only jobs of this branch (their `branch` label).' }),
+    },
+    { additionalProperties: false },
+  ),
   responses: { 200: Page(Job) },
 });
 

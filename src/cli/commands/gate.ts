@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { Static } from 'typebox';
 import { v1 } from '../../client/index.ts';
+import { findGateJob, type JobLookupOptions, jobLookupOptions } from '../gate-job.ts';
 import { CliError } from '../output.ts';
 import { explain, type RemoteOptions, remoteClient, remoteOptions } from '../remote.ts';
 
@@ -12,8 +13,7 @@ import { explain, type RemoteOptions, remoteClient, remoteOptions } from '../rem
 type Comparison = Static<typeof v1.comparison.Comparison>;
 type Compared = Static<typeof v1.comparison.ComparedTest>;
 
-interface GateOptions extends RemoteOptions {
-  job: string;
+interface GateOptions extends RemoteOptions, JobLookupOptions {
   base?: string;
   baseBranch?: string;
   allowFlaky?: boolean;
@@ -103,12 +103,15 @@ export function gateReport(comparison: Comparison, verdict: GateVerdict): string
 }
 
 export function gateCommand(program: Command): void {
-  remoteOptions(
-    program
-      .command('gate')
-      .description('compare a job with its base and exit 1 on new failures or new error groups (for CI pipelines); 2 when it cannot tell'),
+  jobLookupOptions(
+    remoteOptions(
+      program
+        .command('gate')
+        .description(
+          'compare a job with its base and exit 1 on new failures or new error groups (for CI pipelines); 2 when it cannot tell',
+        ),
+    ),
   )
-    .requiredOption('--job <jobId>', 'the job to judge')
     .option('--base <jobId>', 'the job to compare against')
     .option('--base-branch <branch>', 'compare against the latest completed job on this branch')
     .option(
@@ -121,8 +124,9 @@ export function gateCommand(program: Command): void {
       try {
         if (options.base !== undefined && options.baseBranch !== undefined) throw new CliError('give --base or --base-branch, not both');
         const client = remoteClient(options);
+        const jobId = await findGateJob(client, options);
         comparison = await client.call(v1.comparison.compareJobs, {
-          params: { jobId: options.job },
+          params: { jobId },
           query: {
             ...(options.base !== undefined ? { base: options.base } : {}),
             ...(options.baseBranch !== undefined ? { baseBranch: options.baseBranch } : {}),

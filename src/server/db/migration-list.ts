@@ -28,6 +28,7 @@ import * as failureTargets from './migrations/2026-12-02-0027-failure-targets.ts
 import * as webhookExchanges from './migrations/2026-12-02-0028-webhook-exchanges.ts';
 import * as mergeEqualGroups from './migrations/2026-12-02-0029-merge-equal-groups.ts';
 import * as quarantineLifecycle from './migrations/2026-12-02-0030-quarantine-lifecycle.ts';
+import * as jobLookup from './migrations/2026-12-02-0032-job-lookup.ts';
 
 // The migrations this build knows, beside database.ts, which applies them (kept apart only for the
 // 400-line bound of a source file).
@@ -62,6 +63,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '2026-12-02-0028-webhook-exchanges': webhookExchanges,
   '2026-12-02-0029-merge-equal-groups': mergeEqualGroups,
   '2026-12-02-0030-quarantine-lifecycle': quarantineLifecycle,
+  '2026-12-02-0032-job-lookup': jobLookup,
   '2026-11-27-0018-webhooks': webhooks,
 };
 

@@ -156,6 +156,9 @@ export interface JobsTable {
   /** The error group behind most of the job's failures (TRIAGE-4), and how many failed runs it had then. */
   incident_group_id: string | null;
   incident_failed_runs: number | null;
+  /** The request's branch and build, as columns the lookups index (TRIAGE-17, migration 0032). */
+  branch: string | null;
+  build: string | null;
 }
 
 export interface ImportsTable {

@@ -257,6 +257,8 @@ async function jobOf(ctx: ServiceContext, row: ImportsTable, name: string, optio
       ci_url: options.ciUrl ?? null,
       incident_group_id: null,
       incident_failed_runs: null,
+      branch: request.branch,
+      build: request.build,
     });
     if (!(await setImportJob(trx, row.id, jobId))) throw JOB_MADE_ALREADY;
   });

@@ -10,6 +10,7 @@ import {
   findJob,
   findJobByIdempotencyKey,
   insertJob,
+  type JobFilter,
   listJobs as listJobRows,
   markJobCancelled,
   markJobClosed,
@@ -153,8 +154,8 @@ async function loadJobView(ctx: ServiceContext, executor: Executor, jobId: strin
 export const getJob = (ctx: ServiceContext, jobId: string) => loadJobView(ctx, ctx.db, jobId);
 
 /** A project's jobs, newest first, each with the state its runs give it. */
-export async function listJobs(ctx: ServiceContext, projectId: string, page: PageRequest): Promise<Page<JobView>> {
-  const rows = await listJobRows(ctx.db, projectId, page);
+export async function listJobs(ctx: ServiceContext, projectId: string, page: PageRequest, filter: JobFilter = {}): Promise<Page<JobView>> {
+  const rows = await listJobRows(ctx.db, projectId, page, filter);
   return { items: await viewJobs(ctx.db, rows.items, jobClock(ctx)), nextCursor: rows.nextCursor };
 }
 
@@ -261,6 +262,8 @@ async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJo
       ci_url: ciUrl,
       incident_group_id: null,
       incident_failed_runs: null,
+      branch: request.branch,
+      build: request.build,
     };
     await insertJob(trx, job);
     const runs: TestRunsTable[] = input.testIds.flatMap((testId) =>

@@ -17,7 +17,7 @@ export interface GroupFilter {
   /** ISO time: last seen at or after. */
   since?: string;
   testId?: string;
-  /** Case-insensitive substring of the title or the rule name. */
+  /** Case-insensitive substring of the title, the rule name, or the name of a test the group failed (TRIAGE-18). */
   q?: string;
 }
 
@@ -80,6 +80,18 @@ export async function listFailureGroups(
       eb.or([
         sql<boolean>`lower(${eb.ref('title')}) like ${pattern} escape '\\'`,
         sql<boolean>`lower(coalesce(${eb.ref('rule')}, '')) like ${pattern} escape '\\'`,
+        // The tests it failed (TRIAGE-18): its distinct tests (failure_group_tests, by its key) and each one's
+        // row by id, never its occurrences. A run without a test is keyed `name:<its name>`.
+        eb.exists(
+          eb
+            .selectFrom('failure_group_tests as t')
+            .leftJoin('tests as named', 'named.id', 't.test_key')
+            .select('t.group_id')
+            .whereRef('t.group_id', '=', 'failure_groups.id')
+            .where(
+              sql<boolean>`lower(case when ${sql.ref('t.test_key')} like 'name:%' then substr(${sql.ref('t.test_key')}, 6) else ${sql.ref('named.name')} end) like ${pattern} escape '\\'`,
+            ),
+        ),
       ]),
     );
   }

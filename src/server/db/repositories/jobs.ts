@@ -39,9 +39,19 @@ export async function markJobClosed(executor: Executor, jobId: string, at: strin
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** A project's jobs, newest first. */
-export async function listJobs(executor: Executor, projectId: string, page: PageRequest): Promise<Page<JobsTable>> {
-  const query = executor.selectFrom('jobs').selectAll().where('project_id', '=', projectId);
+/** What a job list may be narrowed to (TRIAGE-17): each an exact match, read through its index. */
+export interface JobFilter {
+  build?: string;
+  ciUrl?: string;
+  branch?: string;
+}
+
+/** A project's jobs, newest first: jobs_project, or jobs_build / jobs_ci_url / jobs_branch with a filter. */
+export async function listJobs(executor: Executor, projectId: string, page: PageRequest, filter: JobFilter = {}): Promise<Page<JobsTable>> {
+  let query = executor.selectFrom('jobs').selectAll().where('project_id', '=', projectId);
+  if (filter.build !== undefined) query = query.where('build', '=', filter.build);
+  if (filter.ciUrl !== undefined) query = query.where('ci_url', '=', filter.ciUrl);
+  if (filter.branch !== undefined) query = query.where('branch', '=', filter.branch);
   return keysetPage(query, { columns: ['created_at', 'id'], direction: 'desc' }, page);
 }
 

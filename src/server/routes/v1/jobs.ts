@@ -21,7 +21,8 @@ export function jobRoutes(ctx: AppContext) {
     route(api.listJobs, {
       owner: (request) => namedProject(ctx, request.query, 'query'),
       handler: async (request) => {
-        const page = await listJobs(ctx, request.projectId, pageOf(ctx.config, request.query));
+        const { build, ciUrl, branch } = request.query;
+        const page = await listJobs(ctx, request.projectId, pageOf(ctx.config, request.query), { build, ciUrl, branch });
         return { items: page.items.map(presentJob), nextCursor: page.nextCursor };
       },
     }),
