@@ -53,7 +53,18 @@ export const ProjectUsage = Type.Object(
 );
 
 /** Defaults of the triage thresholds (docs/triage.md), for a project that sets none. */
-export const TRIAGE_DEFAULTS = { incidentMinFailures: 20, incidentShare: 0.5, brokenAfter: 5, healthWindow: 30 } as const;
+export const TRIAGE_DEFAULTS = {
+  incidentMinFailures: 20,
+  incidentShare: 0.5,
+  brokenAfter: 5,
+  healthWindow: 30,
+  retryWindow: 20,
+  retryMinSamples: 1,
+  retryMinEvents: 1,
+  rateWindow: 30,
+  rateMinSamples: 10,
+  rateThreshold: 0.05,
+} as const;
 
 const triageFields = {
   incidentMinFailures: Type.Integer({
@@ -76,6 +87,36 @@ const triageFields = {
     maximum: 1000,
     description: `Latest job outcomes a test's health considers (TRIAGE-6; default ${TRIAGE_DEFAULTS.healthWindow}).`,
   }),
+  retryWindow: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    description: `The retry monitor (TRIAGE-11): latest outcomes on the branch it reads for a failure then a pass in one job, or a commit with both verdicts (default ${TRIAGE_DEFAULTS.retryWindow}).`,
+  }),
+  retryMinSamples: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    description: `Outcomes the retry monitor needs before it may fire (default ${TRIAGE_DEFAULTS.retryMinSamples}).`,
+  }),
+  retryMinEvents: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    description: `Retries (flaky outcomes and split commits) within its window that fire the retry monitor (default ${TRIAGE_DEFAULTS.retryMinEvents}).`,
+  }),
+  rateWindow: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    description: `The rate monitor (TRIAGE-11): latest outcomes on the branch whose failure rate it reads (default ${TRIAGE_DEFAULTS.rateWindow}).`,
+  }),
+  rateMinSamples: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    description: `Outcomes the rate monitor needs before it may fire (default ${TRIAGE_DEFAULTS.rateMinSamples}).`,
+  }),
+  rateThreshold: Type.Number({
+    exclusiveMinimum: 0,
+    maximum: 1,
+    description: `The failure rate at or above which the rate monitor fires (default ${TRIAGE_DEFAULTS.rateThreshold}); a failing streak not yet followed by a pass, and a break of brokenAfter failures in a row, are not counted.`,
+  }),
 };
 
 /** The triage thresholds in effect: the project's own, the defaults for the rest. */
@@ -88,6 +129,12 @@ export const TriageSettingsChange = Type.Object(
     incidentShare: Type.Optional(triageFields.incidentShare),
     brokenAfter: Type.Optional(triageFields.brokenAfter),
     healthWindow: Type.Optional(triageFields.healthWindow),
+    retryWindow: Type.Optional(triageFields.retryWindow),
+    retryMinSamples: Type.Optional(triageFields.retryMinSamples),
+    retryMinEvents: Type.Optional(triageFields.retryMinEvents),
+    rateWindow: Type.Optional(triageFields.rateWindow),
+    rateMinSamples: Type.Optional(triageFields.rateMinSamples),
+    rateThreshold: Type.Optional(triageFields.rateThreshold),
   },
   { additionalProperties: false },
 );

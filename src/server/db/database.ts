@@ -33,6 +33,7 @@ import * as blobRefsByKey from './migrations/2026-11-28-0024-blob-refs-by-key.ts
 import * as groupDays from './migrations/2026-11-28-0025-group-days.ts';
 import * as failureTargets from './migrations/2026-12-02-0027-failure-targets.ts';
 import * as webhookExchanges from './migrations/2026-12-02-0028-webhook-exchanges.ts';
+import * as healthMonitors from './migrations/2026-12-02-0033-health-monitors.ts';
 import { hearConnectionErrors, poolLimits } from './pg-pool.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
@@ -67,6 +68,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-28-0025-group-days': groupDays,
   '2026-12-02-0027-failure-targets': failureTargets,
   '2026-12-02-0028-webhook-exchanges': webhookExchanges,
+  '2026-12-02-0033-health-monitors': healthMonitors,
   '2026-11-27-0018-webhooks': webhooks,
 };
 

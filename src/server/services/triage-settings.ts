@@ -14,6 +14,14 @@ export interface TriageSettings {
   brokenAfter: number;
   /** Latest job outcomes a test's health considers. */
   healthWindow: number;
+  /** The retry monitor (TRIAGE-11): its window, the samples it needs, the retries that fire it. */
+  retryWindow: number;
+  retryMinSamples: number;
+  retryMinEvents: number;
+  /** The rate monitor (TRIAGE-11): its window, the samples it needs, the failure rate that fires it. */
+  rateWindow: number;
+  rateMinSamples: number;
+  rateThreshold: number;
 }
 
 /** The settings in effect for a project; a stored value of the wrong kind (never written by the API) falls back to its default. */
@@ -36,5 +44,11 @@ export function triageSettingsOf(row: Pick<ProjectsTable, 'triage_settings'>): T
     incidentShare: pick('incidentShare'),
     brokenAfter: pick('brokenAfter'),
     healthWindow: pick('healthWindow'),
+    retryWindow: pick('retryWindow'),
+    retryMinSamples: pick('retryMinSamples'),
+    retryMinEvents: pick('retryMinEvents'),
+    rateWindow: pick('rateWindow'),
+    rateMinSamples: pick('rateMinSamples'),
+    rateThreshold: pick('rateThreshold'),
   };
 }

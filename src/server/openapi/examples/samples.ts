@@ -55,7 +55,18 @@ export const PROJECT: Static<typeof Project> = {
   retention: { days: 30, failedDays: 90, lastRunsPerTest: 20 },
   // 1,240 screenshots and logs of 318 runs; identical screenshots stored once.
   usage: { runs: 318, artifacts: 1240, logicalBytes: 61_440_000, storedBytes: 38_912_000, quotaBytes: 10_737_418_240 },
-  triage: { incidentMinFailures: 20, incidentShare: 0.5, brokenAfter: 5, healthWindow: 30 },
+  triage: {
+    incidentMinFailures: 20,
+    incidentShare: 0.5,
+    brokenAfter: 5,
+    healthWindow: 30,
+    retryWindow: 20,
+    retryMinSamples: 1,
+    retryMinEvents: 1,
+    rateWindow: 30,
+    rateMinSamples: 10,
+    rateThreshold: 0.05,
+  },
 };
 
 export const ADMIN: Static<typeof User> = {
@@ -116,6 +127,16 @@ export const LOGIN_HEALTH: Static<typeof TestDefinition>['health'] = {
     reason: 'Times out on the lab Wi-Fi; see issue 812',
     expiresAt: '2026-03-16T09:00:00.000Z',
     expired: false,
+  },
+  monitor: 'retry',
+  branch: 'main',
+  evidence: {
+    events: 2,
+    samples: 20,
+    runs: [
+      { runId: IDS.run, jobId: IDS.job, url: `https://attest.example.com/runs/${IDS.run}` },
+      { runId: IDS.olderRun, jobId: IDS.importJob, url: `https://attest.example.com/runs/${IDS.olderRun}` },
+    ],
   },
 };
 
@@ -197,7 +218,7 @@ export const CHECKOUT_TEST: Static<typeof TestDefinition> = {
   createdBy: IDS.tester,
   updatedAt: '2026-02-11T15:30:00.000Z',
   updatedBy: IDS.tester,
-  health: { state: 'stable', flakyScore: 0, runsConsidered: 12, quarantine: null },
+  health: { state: 'stable', flakyScore: 0, runsConsidered: 12, quarantine: null, monitor: null, branch: 'main', evidence: null },
 };
 
 /** The CI build the example job and runs came from. */

@@ -30,7 +30,7 @@ export const testCaseExamples: [string, OperationExamples][] = [
         steps: LOGIN_FIRST_VERSION.steps,
         version: 1,
         updatedAt: LOGIN_TEST.createdAt,
-        health: { state: 'stable', flakyScore: 0, runsConsidered: 0, quarantine: null },
+        health: { state: 'stable', flakyScore: 0, runsConsidered: 0, quarantine: null, monitor: null, branch: null, evidence: null },
       },
     },
   }),
