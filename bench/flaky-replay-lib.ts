@@ -13,6 +13,8 @@ export interface ReplayOptions {
   tests: number;
   jobs: number;
   seed: number;
+  /** Called before each job is imported: a test server's clock moves on there (a real one moves by itself). */
+  beforeJob?: () => void;
 }
 
 export interface ReplayResult {
@@ -176,6 +178,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     if (branch === 'main') mainJobs++;
     const outage = branch === 'main' && mainJobs % 12 === 0;
     const before = outage ? await healthOfAll(options) : undefined;
+    options.beforeJob?.();
     const jobId = await importJob(options, jobReport(specs, job, outage, random), branch, `c${job}`);
     if (outage) {
       outageJobs++;
