@@ -68,8 +68,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-28-0025-group-days': groupDays,
   '2026-12-02-0027-failure-targets': failureTargets,
   '2026-12-02-0028-webhook-exchanges': webhookExchanges,
-  '2026-12-02-0033-health-monitors': healthMonitors,
   '2026-11-27-0018-webhooks': webhooks,
+  '2026-12-02-0033-health-monitors': healthMonitors,
 };
 
 /** The migrations this build applies, in order (test templates are keyed by them). */
@@ -78,10 +78,7 @@ export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS);
 export interface DatabaseHandle {
   db: DB;
   dialect: Dialect;
-  /**
-   * `statements`: number sent since start; tests use it to prove a path touches no table. The sync
-   * counters (SQLite with ATTEST_SQLITE_SYNCHRONOUS=FULL; zero elsewhere) prove the barrier (DUR-14).
-   */
+  /** Statements sent since start (tests prove a path touches no table); sync counters prove the barrier (DUR-14). */
   stats: { statements: number } & SyncCounters;
   /**
    * Resolves once everything committed before the call is on disk (DUR-14): on SQLite, a shared
