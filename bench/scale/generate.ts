@@ -84,7 +84,7 @@ const STEP_TITLES = [
   'check the confirmation',
 ];
 const DAY = 86_400_000;
-const HEALTH = { brokenAfter: TRIAGE_DEFAULTS.brokenAfter, healthWindow: TRIAGE_DEFAULTS.healthWindow };
+const HEALTH = { ...TRIAGE_DEFAULTS };
 
 export interface ScaleOptions {
   runs: number;
@@ -889,6 +889,11 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
       runs_considered: score.runsConsidered,
       failing_streak: score.failingStreak,
       updated_at: state.lastFinished,
+      monitor: score.monitor,
+      // Scored over every branch here (the generator infers no default branch); the server scores a
+      // test on its default branch when its next run completes (TRIAGE-11).
+      branch: null,
+      evidence: score.evidence === null ? null : JSON.stringify(score.evidence),
     };
     await add('test_health', row as unknown as Row);
   }

@@ -91,6 +91,34 @@ export function buildCase(el: XmlElement, context: CaseContext): ImportedCase {
   };
 }
 
+/**
+ * Surefire's reruns as the attempts they were (TRIAGE-11): a `<flakyFailure>` or `<flakyError>` is an
+ * attempt that failed (or broke) before the case passed, a `<rerunFailure>` or `<rerunError>` one
+ * that failed before the final attempt failed too. Each is a case of its own, failed with that
+ * element's message, listed before the case itself: the report's order numbers the attempts, so the
+ * case stays the final attempt and a flaky rerun folds into `flaky` (TRIAGE-5).
+ */
+export function rerunAttempts(el: XmlElement, context: CaseContext): ImportedCase[] {
+  const name = el.attrs.get('name')?.trim() || UNNAMED;
+  const labels = { ...context.labels, ...locationLabels(el), ...readProperties(el).labels };
+  return childrenNamed(el, 'flakyFailure', 'flakyError', 'rerunFailure', 'rerunError').map((rerun) => {
+    const verdict: Verdict = rerun.name.endsWith('Error') ? 'broken' : 'failed';
+    const error = rerun.attrs.get('message')?.trim() || firstLine(rerunText(rerun)) || undefined;
+    const cells = cell(verdict === 'broken' ? 'error' : 'failure', rerunText(rerun));
+    return {
+      fullName: fullNameOf(context.suites, el.attrs.get('classname'), name),
+      name,
+      suite: suiteOf(context.suites, el.attrs.get('classname')),
+      verdict,
+      attempt: 0,
+      labels,
+      cells: [],
+      attachments: [],
+      steps: [{ title: name, status: verdict, error, cells, attachments: [], steps: [] }],
+    };
+  });
+}
+
 function childrenNamed(el: XmlElement, ...names: string[]): XmlElement[] {
   return el.children.filter((child) => names.includes(child.name));
 }

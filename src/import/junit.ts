@@ -15,7 +15,7 @@
  *   since JUnit records no per-case start.
  */
 
-import { buildCase, type CaseContext, readProperties, UNNAMED } from './junit-case.ts';
+import { buildCase, type CaseContext, readProperties, rerunAttempts, UNNAMED } from './junit-case.ts';
 import { cell, cleanOutput, normaliseTimestamp } from './junit-values.ts';
 import { readJUnitDocument, readJUnitXml, type XmlElement } from './junit-xml.ts';
 import { type ImportedCase, type ImportedCell, type ImportedReport, ImportInputError, SUITE_DEPTH_MAX } from './model.ts';
@@ -130,7 +130,8 @@ function suiteOutput(el: XmlElement): ImportedCell[] {
 
 function addCase(el: XmlElement, scope: SuiteScope, walk: Walk): void {
   const context: CaseContext = { ...scope, runCells: claimPendingOutput(walk) };
-  walk.cases.push(buildCase(el, context));
+  // Surefire's reruns (TRIAGE-11): each `<flakyFailure>`/`<rerunFailure>` was an attempt of its own that failed.
+  walk.cases.push(...rerunAttempts(el, context), buildCase(el, context));
 }
 
 /** The output of every enclosing suite not yet given to a case (outermost first). */

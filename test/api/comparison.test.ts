@@ -175,9 +175,10 @@ for (const dialect of DIALECTS) {
         jobs.push(await recordJob(tester.client, projectA, 'wobbly', plan));
         return jobs[jobs.length - 1] as string;
       };
-      // Before the jobs judged: W passes and fails (flaky), S always passes (stable), B failed 5 times (broken), then was skipped.
-      for (const w of ['passed', 'failed', 'passed', 'passed', 'passed'] as const)
-        await record({ [W]: [w], [S]: ['passed'], [B]: ['failed'] });
+      // Before the jobs judged: W once failed then passed on a retry (flaky: the retry monitor, TRIAGE-11), S always
+      // passes (stable), B failed 5 times (broken), then was skipped.
+      for (const w of ['passed', 'flaky', 'passed', 'passed', 'passed'] as const)
+        await record({ [W]: w === 'flaky' ? ['failed', 'passed'] : [w], [S]: ['passed'], [B]: ['failed'] });
       await record({ [W]: ['passed'], [S]: ['passed'], [B]: ['skipped'] });
       const flakyFails = await record({
         [W]: [['failed', 'wobbly: element #cart detached from the DOM']],

@@ -21,7 +21,8 @@ function counts(report: ImportedReport) {
 }
 
 function byName(report: ImportedReport, name: string): ImportedCase {
-  const found = report.cases.find((c) => c.name === name);
+  // The final attempt: a Surefire rerun's earlier attempts come before it (TRIAGE-11).
+  const found = report.cases.findLast((c) => c.name === name);
   assert.ok(found, `no case named ${name} in ${report.file}`);
   return found;
 }
@@ -36,7 +37,8 @@ const EXPECTED: Record<string, { passed: number; failed: number; broken: number;
   'vitest.xml': { passed: 3, failed: 2, broken: 0, skipped: 1 },
   'pytest.xml': { passed: 3, failed: 1, broken: 1, skipped: 1 },
   'pytest-xunit2.xml': { passed: 3, failed: 1, broken: 1, skipped: 1 },
-  'surefire.xml': { passed: 3, failed: 2, broken: 1, skipped: 1 },
+  // Surefire's reruns are attempts of their own (TRIAGE-11): one flakyFailure and two rerunFailures.
+  'surefire.xml': { passed: 3, failed: 5, broken: 1, skipped: 1 },
   'go-junit-report.xml': { passed: 2, failed: 2, broken: 1, skipped: 1 },
   'jenkins-attachments.xml': { passed: 2, failed: 1, broken: 0, skipped: 0 },
   'nested.xml': { passed: 2, failed: 1, broken: 1, skipped: 1 },
@@ -49,8 +51,10 @@ describe('JUnit fixtures: verdict counts and the shape of every case', () => {
       assert.equal(report.format, 'junit');
       assert.deepEqual(counts(report), expected);
       assert.deepEqual(report.warnings, []);
+      const attempts = new Map<string, number>();
       for (const c of report.cases) {
-        assert.equal(c.attempt, 0);
+        assert.equal(c.attempt, attempts.get(c.fullName) ?? 0, `${c.fullName}: attempts in report order`);
+        attempts.set(c.fullName, c.attempt + 1);
         assert.equal(c.steps.length, 1, `${c.fullName} has exactly one step`);
         assert.equal(step(c).title, c.name);
         assert.equal(step(c).status, c.verdict);
@@ -178,6 +182,21 @@ describe('JUnit dialects written by hand from their schemas', () => {
     assert.equal(report.startedAt, undefined, 'Surefire writes no timestamp');
     const flaky = byName(report, 'reservesStock');
     assert.equal(flaky.verdict, 'passed');
+    // Each rerun is an attempt before the case itself (TRIAGE-11): failed, then passed is flaky.
+    const attemptsOf = (name: string) => report.cases.filter((c) => c.name === name).map((c) => [c.attempt, c.verdict]);
+    assert.deepEqual(attemptsOf('reservesStock'), [
+      [0, 'failed'],
+      [1, 'passed'],
+    ]);
+    assert.equal(
+      step(report.cases.find((c) => c.name === 'reservesStock') as (typeof report.cases)[number]).error,
+      'expected: <true> but was: <false>',
+    );
+    assert.deepEqual(attemptsOf('syncsInventory'), [
+      [0, 'failed'],
+      [1, 'failed'],
+      [2, 'failed'],
+    ]);
     const flakyText = cellText(step(flaky).cells, 'flaky') ?? '';
     assert.match(flakyText, /^org\.opentest4j\.AssertionFailedError: expected: <true> but was: <false>\n/);
     assert.match(flakyText, /stdout:\nstock service answered 503/);

@@ -60,6 +60,12 @@ export const TRIAGE_DEFAULTS = {
   healthWindow: 30,
   fixPasses: 20,
   autoQuarantine: false,
+  retryWindow: 20,
+  retryMinSamples: 1,
+  retryMinEvents: 1,
+  rateWindow: 30,
+  rateMinSamples: 10,
+  rateThreshold: 0.05,
 } as const;
 
 const triageFields = {
@@ -93,6 +99,36 @@ const triageFields = {
       'Quarantine a test as soon as its health turns flaky (never a broken one), owner `attest` for the default 14 days ' +
       '(TRIAGE-13; default false).',
   }),
+  retryWindow: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    description: `The retry monitor (TRIAGE-11): latest outcomes on the branch it reads for a failure then a pass in one job, or a commit with both verdicts (default ${TRIAGE_DEFAULTS.retryWindow}).`,
+  }),
+  retryMinSamples: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    description: `Outcomes the retry monitor needs before it may fire (default ${TRIAGE_DEFAULTS.retryMinSamples}).`,
+  }),
+  retryMinEvents: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    description: `Retries (flaky outcomes and split commits) within its window that fire the retry monitor (default ${TRIAGE_DEFAULTS.retryMinEvents}).`,
+  }),
+  rateWindow: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    description: `The rate monitor (TRIAGE-11): latest outcomes on the branch whose failure rate it reads (default ${TRIAGE_DEFAULTS.rateWindow}).`,
+  }),
+  rateMinSamples: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    description: `Outcomes the rate monitor needs before it may fire (default ${TRIAGE_DEFAULTS.rateMinSamples}).`,
+  }),
+  rateThreshold: Type.Number({
+    exclusiveMinimum: 0,
+    maximum: 1,
+    description: `The failure rate at or above which the rate monitor fires (default ${TRIAGE_DEFAULTS.rateThreshold}); a failing streak not yet followed by a pass, and a break of brokenAfter failures in a row, are not counted.`,
+  }),
 };
 
 /** The triage thresholds in effect: the project's own, the defaults for the rest. */
@@ -107,6 +143,12 @@ export const TriageSettingsChange = Type.Object(
     healthWindow: Type.Optional(triageFields.healthWindow),
     fixPasses: Type.Optional(triageFields.fixPasses),
     autoQuarantine: Type.Optional(triageFields.autoQuarantine),
+    retryWindow: Type.Optional(triageFields.retryWindow),
+    retryMinSamples: Type.Optional(triageFields.retryMinSamples),
+    retryMinEvents: Type.Optional(triageFields.retryMinEvents),
+    rateWindow: Type.Optional(triageFields.rateWindow),
+    rateMinSamples: Type.Optional(triageFields.rateMinSamples),
+    rateThreshold: Type.Optional(triageFields.rateThreshold),
   },
   { additionalProperties: false },
 );

@@ -102,20 +102,43 @@ export const TestQuarantine = Type.Object(
   { additionalProperties: false },
 );
 
-/** A test's health over its latest outcomes (TRIAGE-6, docs/triage.md). */
+/** What the monitor that fired saw (TRIAGE-11). */
+export const MonitorEvidence = Type.Object(
+  {
+    events: Type.Integer({
+      minimum: 0,
+      description: 'Retries (retry), counted failures (rate) or failures in a row (broken) among the samples.',
+    }),
+    samples: Type.Integer({ minimum: 0, description: 'Outcomes the monitor read: at most its window.' }),
+    runs: Type.Array(
+      Type.Object(
+        {
+          runId: Uuid,
+          jobId: Nullable(Uuid),
+          url: Type.String({ description: "The run's page: absolute when the instance knows its public address, else its path." }),
+        },
+        { additionalProperties: false },
+      ),
+      { maxItems: 20, description: 'The final run of each outcome that is an event, newest first (at most 20).' },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** A test's health over its latest outcomes (TRIAGE-6, TRIAGE-11, docs/triage.md). */
 export const TestHealth = Type.Object(
   {
     state: Type.Union([Type.Literal('stable'), Type.Literal('flaky'), Type.Literal('broken')], {
       description:
-        '`broken`: its latest outcomes (at least `brokenAfter`, default 5) all failed or broke; never flaky then. `flaky`: a ' +
-        'flaky score of at least 0.1. `stable` otherwise, and with fewer than 2 outcomes considered.',
+        'Decided by the monitors on `branch` (TRIAGE-11, `monitor`): `broken` when its latest `brokenAfter` (default 5) ' +
+        'outcomes all failed or broke, never flaky then; `flaky` when the retry or rate monitor fired; `stable` otherwise.',
     }),
     flakyScore: Type.Number({
       minimum: 0,
       maximum: 1,
       description:
-        '(Outcomes flaky within a job + pass↔fail flips between consecutive outcomes on one branch + commits with both ' +
-        'verdicts) / outcomes considered, capped at 1; 0 when broken.',
+        '(Outcomes flaky within a job + pass↔fail flips between consecutive outcomes + commits with both ' +
+        'verdicts) / outcomes considered on `branch`, capped at 1; 0 when broken. It orders tests; the monitors decide the state.',
     }),
     runsConsidered: Type.Integer({
       minimum: 0,
@@ -125,6 +148,22 @@ export const TestHealth = Type.Object(
     }),
     quarantine: Nullable(TestQuarantine),
     lifecycle: TestLifecycle,
+    monitor: Nullable(
+      Type.Union([Type.Literal('retry'), Type.Literal('rate'), Type.Literal('broken')], {
+        description:
+          'The monitor that decided `state` (TRIAGE-11): `broken` (its last `brokenAfter` outcomes failed; always wins), ' +
+          '`retry` (within `retryWindow` outcomes, a job failed then passed it on a retry, or a commit had both verdicts), ' +
+          '`rate` (failure rate over `rateWindow` outcomes at or above `rateThreshold`). Null when stable.',
+      }),
+    ),
+    branch: Nullable(
+      Type.String({
+        description:
+          "The branch the health is scored on: the project's default branch (or the one asked with `?branch=`); null when " +
+          'no job ran on a branch, and every branch counts.',
+      }),
+    ),
+    evidence: Nullable(MonitorEvidence),
   },
   { additionalProperties: false },
 );

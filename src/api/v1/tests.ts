@@ -125,6 +125,15 @@ export const getTest = endpoint({
   tag: 'Tests',
   access: { scope: 'project', role: 'viewer' },
   params: Type.Object({ testId: Uuid }, { additionalProperties: false }),
+  querystring: Type.Object(
+    {
+      branch: Type.Optional({
+        ...RunLabel,
+        description: "The branch to score the test's health on (TRIAGE-11); the project's default branch when absent.",
+      }),
+    },
+    { additionalProperties: false },
+  ),
   responses: { 200: TestDefinition },
 });
 

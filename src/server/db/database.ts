@@ -22,10 +22,7 @@ export { detectNetworkFilesystem };
 export interface DatabaseHandle {
   db: DB;
   dialect: Dialect;
-  /**
-   * `statements`: number sent since start; tests use it to prove a path touches no table. The sync
-   * counters (SQLite with ATTEST_SQLITE_SYNCHRONOUS=FULL; zero elsewhere) prove the barrier (DUR-14).
-   */
+  /** Statements sent since start (tests prove a path touches no table); sync counters prove the barrier (DUR-14). */
   stats: { statements: number } & SyncCounters;
   /**
    * Resolves once everything committed before the call is on disk (DUR-14): on SQLite, a shared

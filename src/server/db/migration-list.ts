@@ -29,6 +29,7 @@ import * as webhookExchanges from './migrations/2026-12-02-0028-webhook-exchange
 import * as mergeEqualGroups from './migrations/2026-12-02-0029-merge-equal-groups.ts';
 import * as quarantineLifecycle from './migrations/2026-12-02-0030-quarantine-lifecycle.ts';
 import * as jobLookup from './migrations/2026-12-02-0032-job-lookup.ts';
+import * as healthMonitors from './migrations/2026-12-02-0033-health-monitors.ts';
 
 // The migrations this build knows, beside database.ts, which applies them (kept apart only for the
 // 400-line bound of a source file).
@@ -64,6 +65,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '2026-12-02-0029-merge-equal-groups': mergeEqualGroups,
   '2026-12-02-0030-quarantine-lifecycle': quarantineLifecycle,
   '2026-12-02-0032-job-lookup': jobLookup,
+  '2026-12-02-0033-health-monitors': healthMonitors,
   '2026-11-27-0018-webhooks': webhooks,
 };
 

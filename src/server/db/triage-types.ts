@@ -72,6 +72,12 @@ export interface TestHealthTable {
   runs_considered: number;
   failing_streak: number;
   updated_at: string;
+  /** The monitor that decided the state (TRIAGE-11): `retry`, `rate` or `broken`; null when stable (and on rows scored before migration 0033). */
+  monitor: 'retry' | 'rate' | 'broken' | null;
+  /** The branch the health was scored on (the project's default branch); null for runs without one. */
+  branch: string | null;
+  /** JSON `MonitorEvidence` (services/monitors.ts): what the monitor saw. */
+  evidence: string | null;
 }
 
 /** A quarantined test (TRIAGE-6): it still runs and reports; its failures do not fail a CI job until it expires. */

@@ -2,63 +2,74 @@ import type { ServiceContext } from '../context.ts';
 import { healthOfTests, type QuarantineRow, quarantinesOfProject, upsertTestHealth } from '../db/repositories/health.ts';
 import { lifecyclesOfTests } from '../db/repositories/lifecycle.ts';
 import { healthRunsOfTests } from '../db/repositories/outcomes.ts';
+import { findProject } from '../db/repositories/projects.ts';
 import { findTest } from '../db/repositories/tests.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, ProjectsTable, TestHealthTable, TestQuarantinesTable, TestRunsTable, TestsTable } from '../db/types.ts';
 import { found, invalid } from '../errors.ts';
 import { audit } from './audit.ts';
+import { defaultBranchOf } from './default-branch.ts';
 import { type LifecycleStateName, type LifecycleView, lifecycleStateOf, lifecycleView } from './lifecycle-events.ts';
+import { failingStreakOf, type MonitorEvidence, type MonitorName, type MonitorSettings, runMonitors } from './monitors.ts';
 import { healthOutcomes, type TestOutcome } from './outcomes.ts';
 import { dropQuarantine, putQuarantine } from './quarantine-lifecycle.ts';
-import { triageSettingsOf } from './triage-settings.ts';
+import { type TriageSettings, triageSettingsOf } from './triage-settings.ts';
 import type { Actor } from './users.ts';
 import { deliverSoon } from './webhook-outbox.ts';
 
 // A test's health (TRIAGE-6, docs/triage.md): stable, flaky or broken over its latest outcomes,
 // kept in test_health as its runs complete; and its quarantine.
 
-/** The health thresholds of a project. */
-export interface HealthSettings {
-  brokenAfter: number;
-  healthWindow: number;
-}
+/** The health thresholds of a project: the monitors' (TRIAGE-11) and the score's window. */
+export type HealthSettings = MonitorSettings & Pick<TriageSettings, 'healthWindow'>;
 
 /** The health thresholds of a project, the defaults where it has none (the project may be gone meanwhile). */
 function healthSettingsOf(row: Pick<ProjectsTable, 'triage_settings'> | undefined): HealthSettings {
-  const { brokenAfter, healthWindow } = triageSettingsOf(row ?? { triage_settings: null });
-  return { brokenAfter, healthWindow };
+  return triageSettingsOf(row ?? { triage_settings: null });
 }
-
-/** A flaky score at or above this makes a test that is not broken `flaky`. */
-export const FLAKY_THRESHOLD = 0.1;
 
 export interface HealthScore {
   state: TestHealthTable['state'];
   flakyScore: number;
   runsConsidered: number;
   failingStreak: number;
+  /** The monitor that decided the state, and what it saw (TRIAGE-11); null when stable. */
+  monitor: MonitorName | null;
+  evidence: MonitorEvidence | null;
 }
 
 type Side = 'pass' | 'fail';
 const sideOf = (verdict: TestOutcome['verdict']): Side | undefined =>
   verdict === 'passed' || verdict === 'flaky' ? 'pass' : verdict === 'failed' || verdict === 'broken' ? 'fail' : undefined;
 
+/** The most outcomes any part of health reads. */
+export const widestWindow = (settings: HealthSettings) => Math.max(settings.healthWindow, settings.retryWindow, settings.rateWindow);
+
 /**
- * The health of a test from its outcomes, newest first (docs/triage.md). Only outcomes that passed,
- * failed, broke or were flaky count (a skipped or unfinished one says nothing about the test), the
- * newest `healthWindow` of them. A broken test scores 0: it fails every time, which is not flakiness.
+ * The health of a test from its outcomes on one branch, newest first (docs/triage.md). Only outcomes
+ * that passed, failed, broke or were flaky count (a skipped or unfinished one says nothing about the
+ * test), the newest of them up to the widest window. The state is the monitors' (TRIAGE-11); the
+ * score orders tests by flakiness. A broken test scores 0: it fails every time, which is not flakiness.
  */
 export function scoreHealth(
-  outcomes: readonly Pick<TestOutcome, 'verdict' | 'branch' | 'commit'>[],
+  outcomes: readonly Pick<TestOutcome, 'verdict' | 'branch' | 'commit' | 'runId' | 'jobId'>[],
   settings: HealthSettings,
 ): HealthScore {
-  const considered = outcomes.filter((outcome) => sideOf(outcome.verdict) !== undefined).slice(0, settings.healthWindow);
-  let failingStreak = 0;
-  while (failingStreak < considered.length && sideOf(considered[failingStreak]?.verdict ?? null) === 'fail') failingStreak++;
+  const considered = outcomes.filter((outcome) => sideOf(outcome.verdict) !== undefined).slice(0, widestWindow(settings));
+  const failingStreak = failingStreakOf(considered);
   const runsConsidered = considered.length;
-  if (failingStreak >= settings.brokenAfter) return { state: 'broken', flakyScore: 0, runsConsidered, failingStreak };
-  if (runsConsidered < 2) return { state: 'stable', flakyScore: 0, runsConsidered, failingStreak };
+  const { state, monitor, evidence } = runMonitors(considered, settings);
+  if (state === 'broken') return { state, flakyScore: 0, runsConsidered, failingStreak, monitor, evidence };
+  const flakyScore = scoreOf(considered, settings.brokenAfter);
+  return { state, flakyScore, runsConsidered, failingStreak, monitor, evidence };
+}
 
+/**
+ * The flaky score (TRIAGE-6): (flaky outcomes + pass↔fail flips within a branch + commits with both
+ * verdicts) / outcomes, capped at 1, 3 decimals; flips into or out of a break are not counted.
+ */
+function scoreOf(considered: readonly Pick<TestOutcome, 'verdict' | 'branch' | 'commit'>[], brokenAfter: number): number {
+  if (considered.length < 2) return 0;
   let flaky = 0;
   // Oldest to newest: each branch's outcomes as runs of one side (null is a branch of its own), and each commit's sides.
   const runsOfBranch = new Map<string | null, { side: Side; length: number }[]>();
@@ -80,15 +91,14 @@ export function scoreHealth(
   }
   // A flip is a boundary between two runs of one branch; one into or out of a failing run long
   // enough to be broken is a break and its fix, not flakiness.
-  const breaks = (run: { side: Side; length: number }) => run.side === 'fail' && run.length >= settings.brokenAfter;
+  const breaks = (run: { side: Side; length: number }) => run.side === 'fail' && run.length >= brokenAfter;
   let flips = 0;
   for (const runs of runsOfBranch.values()) {
     for (let i = 1; i < runs.length; i++)
       if (!breaks(runs[i - 1] as (typeof runs)[number]) && !breaks(runs[i] as (typeof runs)[number])) flips++;
   }
   const splitCommits = [...sidesOfCommit.values()].filter((sides) => sides.size > 1).length;
-  const flakyScore = Math.min(1, Math.round(((flaky + flips + splitCommits) / runsConsidered) * 1000) / 1000);
-  return { state: flakyScore >= FLAKY_THRESHOLD ? 'flaky' : 'stable', flakyScore, runsConsidered, failingStreak };
+  return Math.min(1, Math.round(((flaky + flips + splitCommits) / considered.length) * 1000) / 1000);
 }
 
 /**
@@ -105,27 +115,38 @@ export async function refreshHealth(
   const projectOfTest = new Map<string, string>();
   for (const run of runs) if (run.test_id !== null) projectOfTest.set(run.test_id, run.project_id);
   if (projectOfTest.size === 0) return;
-  const settingsOf = new Map<string, HealthSettings>();
-  for (const projectId of new Set(projectOfTest.values())) settingsOf.set(projectId, healthSettingsOf(projects.get(projectId)));
-  const widest = Math.max(...[...settingsOf.values()].map((settings) => settings.healthWindow));
-
-  const runsOfTest = await healthRunsOfTests(trx, [...projectOfTest.keys()], widest);
+  const testsOfProject = new Map<string, string[]>();
+  for (const [testId, projectId] of projectOfTest) testsOfProject.set(projectId, [...(testsOfProject.get(projectId) ?? []), testId]);
   const now = ctx.clock().toISOString();
   const rows: TestHealthTable[] = [];
-  for (const [testId, projectId] of projectOfTest) {
-    const score = scoreHealth(healthOutcomes(runsOfTest.get(testId) ?? []), settingsOf.get(projectId) as HealthSettings);
-    rows.push({
-      test_id: testId,
-      project_id: projectId,
-      state: score.state,
-      flaky_score: score.flakyScore,
-      runs_considered: score.runsConsidered,
-      failing_streak: score.failingStreak,
-      updated_at: now,
-    });
+  for (const [projectId, testIds] of testsOfProject) {
+    const settings = healthSettingsOf(projects.get(projectId));
+    // Scored on the project's default branch (TRIAGE-11); every branch while none is known.
+    const branch = await defaultBranchOf(ctx, projectId, trx);
+    const runsOfTest = await healthRunsOfTests(trx, testIds, widestWindow(settings) + RUNS_MARGIN, branch ?? undefined);
+    for (const testId of testIds) {
+      const score = scoreHealth(healthOutcomes(runsOfTest.get(testId) ?? []), settings);
+      rows.push(healthRow(testId, projectId, branch, score, now));
+    }
   }
   await upsertTestHealth(trx, rows);
 }
+
+/** Runs read beyond the health window, so a few retries do not shorten the window of outcomes. */
+const RUNS_MARGIN = 10;
+
+const healthRow = (testId: string, projectId: string, branch: string | null, score: HealthScore, now: string): TestHealthTable => ({
+  test_id: testId,
+  project_id: projectId,
+  state: score.state,
+  flaky_score: score.flakyScore,
+  runs_considered: score.runsConsidered,
+  failing_streak: score.failingStreak,
+  updated_at: now,
+  monitor: score.monitor,
+  branch,
+  evidence: score.evidence === null ? null : JSON.stringify(score.evidence),
+});
 
 /** A test's health as answers show it: stable with no runs considered until one completes. */
 export interface TestHealthView {
@@ -135,7 +156,19 @@ export interface TestHealthView {
   quarantine: { owner: string; reason: string; expiresAt: string; expired: boolean } | null;
   /** Where it stands in the quarantine lifecycle (TRIAGE-13). */
   lifecycle: LifecycleView;
+  monitor: MonitorName | null;
+  branch: string | null;
+  evidence: { events: number; samples: number; runs: { runId: string; jobId: string | null; url: string }[] } | null;
 }
+
+/** The evidence as answers show it: each run with the link to its page (TRIAGE-11). */
+function evidenceView(ctx: ServiceContext, evidence: MonitorEvidence | null): TestHealthView['evidence'] {
+  if (evidence === null) return null;
+  const base = ctx.config.publicUrl ?? '';
+  return { ...evidence, runs: evidence.runs.map((run) => ({ ...run, url: `${base}/runs/${run.runId}` })) };
+}
+
+const storedEvidence = (text: string | null | undefined): MonitorEvidence | null => (text ? (JSON.parse(text) as MonitorEvidence) : null);
 
 export const quarantineView = (row: TestQuarantinesTable, now: string) => ({
   owner: row.owner,
@@ -158,9 +191,33 @@ export async function healthViewsOf(ctx: ServiceContext, testIds: readonly strin
       runsConsidered: health?.runs_considered ?? 0,
       quarantine: quarantine ? quarantineView(quarantine, now) : null,
       lifecycle: lifecycleView(lifecycles.get(testId), quarantine, now),
+      monitor: health?.monitor ?? null,
+      branch: health?.branch ?? null,
+      evidence: evidenceView(ctx, storedEvidence(health?.evidence)),
     });
   }
   return views;
+}
+
+/**
+ * A test's health on another branch than the stored one's (`?branch=`, TRIAGE-11): scored from its
+ * runs on that branch when asked, not stored; its quarantine as stored.
+ */
+export async function healthOnBranch(ctx: ServiceContext, test: TestsTable, branch: string): Promise<TestHealthView> {
+  const stored = (await healthViewsOf(ctx, [test.id])).get(test.id) as TestHealthView;
+  const settings = healthSettingsOf(await findProject(ctx.db, test.project_id));
+  const runs = (await healthRunsOfTests(ctx.db, [test.id], widestWindow(settings) + RUNS_MARGIN, branch)).get(test.id) ?? [];
+  const score = scoreHealth(healthOutcomes(runs), settings);
+  return {
+    state: score.state,
+    flakyScore: score.flakyScore,
+    runsConsidered: score.runsConsidered,
+    quarantine: stored.quarantine,
+    monitor: score.monitor,
+    branch,
+    evidence: evidenceView(ctx, score.evidence),
+    lifecycle: stored.lifecycle,
+  };
 }
 
 export const QUARANTINE_DEFAULT_DAYS = 14;

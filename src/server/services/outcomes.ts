@@ -122,11 +122,11 @@ export function foldOutcomes(runs: readonly AttemptRow[]): TestOutcome[] {
 export type HealthRun = FoldedRow & Pick<AttemptRow, 'job_id' | 'device_id' | 'branch' | 'commit_sha'>;
 
 /** One test's outcomes as its health scores them (`scoreHealth`), newest first: its runs folded as `foldOutcomes` folds them. */
-export function healthOutcomes(runs: readonly HealthRun[]): Pick<TestOutcome, 'verdict' | 'branch' | 'commit'>[] {
+export function healthOutcomes(runs: readonly HealthRun[]): Pick<TestOutcome, 'verdict' | 'branch' | 'commit' | 'runId' | 'jobId'>[] {
   return attemptsByOutcome(runs, () => '')
     .map((attempts) => {
       const { final, createdAt, verdict } = finalAttempt(attempts);
-      return { verdict, branch: final.branch, commit: final.commit_sha, createdAt, runId: final.id };
+      return { verdict, branch: final.branch, commit: final.commit_sha, createdAt, runId: final.id, jobId: final.job_id };
     })
     .sort(newestFirst);
 }

@@ -12,7 +12,7 @@ import { found, invalid } from '../errors.ts';
 import { compileValidator } from '../validation.ts';
 import { audit } from './audit.ts';
 import { type FeatureDefinition, featureToTest } from './gherkin.ts';
-import { healthViewsOf, type TestHealthView } from './health.ts';
+import { healthOnBranch, healthViewsOf, type TestHealthView } from './health.ts';
 import { countOutcomes, foldOutcomes, type OutcomeCounts, type TestOutcome } from './outcomes.ts';
 import { checkedLinks, checkedSuite, linkRows, type TestLink } from './test-content.ts';
 
@@ -123,10 +123,15 @@ export const NEW_TEST_HEALTH: TestHealthView = {
   runsConsidered: 0,
   quarantine: null,
   lifecycle: { state: 'active', fixAttempt: null, disabled: null },
+  monitor: null,
+  branch: null,
+  evidence: null,
 };
 
-export async function getTest(ctx: ServiceContext, testId: string): Promise<TestWithHealth> {
+/** A test and its health: on the default branch as stored, or on `branch` when asked (TRIAGE-11). */
+export async function getTest(ctx: ServiceContext, testId: string, branch?: string): Promise<TestWithHealth> {
   const test = found(await findTest(ctx.db, testId), 'The test');
+  if (branch !== undefined) return { test, health: await healthOnBranch(ctx, test, branch) };
   return { test, health: (await healthViewsOf(ctx, [testId])).get(testId) as TestHealthView };
 }
 

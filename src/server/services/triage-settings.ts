@@ -18,6 +18,14 @@ export interface TriageSettings {
   fixPasses: number;
   /** Quarantine tests whose health turns flaky (TRIAGE-13). */
   autoQuarantine: boolean;
+  /** The retry monitor (TRIAGE-11): its window, the samples it needs, the retries that fire it. */
+  retryWindow: number;
+  retryMinSamples: number;
+  retryMinEvents: number;
+  /** The rate monitor (TRIAGE-11): its window, the samples it needs, the failure rate that fires it. */
+  rateWindow: number;
+  rateMinSamples: number;
+  rateThreshold: number;
 }
 
 /** The settings in effect for a project; a stored value of the wrong kind (never written by the API) falls back to its default. */
@@ -42,5 +50,11 @@ export function triageSettingsOf(row: Pick<ProjectsTable, 'triage_settings'>): T
     healthWindow: pick('healthWindow'),
     fixPasses: pick('fixPasses'),
     autoQuarantine: typeof stored.autoQuarantine === 'boolean' ? stored.autoQuarantine : TRIAGE_DEFAULTS.autoQuarantine,
+    retryWindow: pick('retryWindow'),
+    retryMinSamples: pick('retryMinSamples'),
+    retryMinEvents: pick('retryMinEvents'),
+    rateWindow: pick('rateWindow'),
+    rateMinSamples: pick('rateMinSamples'),
+    rateThreshold: pick('rateThreshold'),
   };
 }

@@ -8,6 +8,7 @@ import { ErrorBox, Preformatted } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatTime } from '../format.ts';
 import { FormProblem, problemAt, TextField } from '../forms.tsx';
+import { HealthPanel } from './health-panel.tsx';
 import type { TestDefinition } from './tests-api.ts';
 
 type TestVersion = Static<typeof v1.tests.TestVersion>;
@@ -228,6 +229,7 @@ export function TestAuthoring({ test }: { test: TestDefinition }) {
         <VersionList testId={test.id} current={test.version} />
       </section>
       {Number.isInteger(asked) && asked >= 1 && asked !== test.version ? <VersionView testId={test.id} version={asked} /> : null}
+      <HealthPanel test={test} />
       <QuarantinePanel test={test} />
     </>
   );

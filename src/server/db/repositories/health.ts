@@ -5,7 +5,7 @@ import type { Executor, TestHealthTable, TestQuarantinesTable, TestsTable } from
 
 // Tests' health and quarantines (TRIAGE-6, docs/triage.md).
 
-/** Rows per upsert statement: 7 parameters each, well under both dialects' limits. */
+/** Rows per upsert statement: 10 parameters each, well under both dialects' limits. */
 const HEALTH_ROWS_PER_STATEMENT = 100;
 
 /**
@@ -26,6 +26,9 @@ export async function upsertTestHealth(executor: Executor, rows: readonly TestHe
           runs_considered: eb.ref('excluded.runs_considered'),
           failing_streak: eb.ref('excluded.failing_streak'),
           updated_at: eb.ref('excluded.updated_at'),
+          monitor: eb.ref('excluded.monitor'),
+          branch: eb.ref('excluded.branch'),
+          evidence: eb.ref('excluded.evidence'),
         })),
       )
       .execute();
@@ -183,4 +186,25 @@ export async function listTestsByHealth(
   const columns: [string, ...string[]] =
     filter.sort === 'flaky' ? ['tests.flaky_milli', 'tests.created_at', 'tests.id'] : ['tests.created_at', 'tests.id'];
   return keysetPage(inner, { columns, direction: 'desc' }, page);
+}
+
+/** The branch of each of a project's latest jobs, newest first: one of its runs' (null when none carries one). */
+export async function branchesOfLatestJobs(executor: Executor, projectId: string, limit: number): Promise<(string | null)[]> {
+  const rows = await executor
+    .selectFrom('jobs')
+    .select((eb) =>
+      eb
+        .selectFrom('test_runs')
+        .select('test_runs.branch')
+        .whereRef('test_runs.job_id', '=', 'jobs.id')
+        .where('test_runs.branch', 'is not', null)
+        .limit(1)
+        .as('branch'),
+    )
+    .where('jobs.project_id', '=', projectId)
+    .orderBy('jobs.created_at', 'desc')
+    .orderBy('jobs.id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => row.branch ?? null);
 }

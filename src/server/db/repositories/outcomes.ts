@@ -61,19 +61,36 @@ export type HealthRunRow = Pick<TestRunsTable, (typeof HEALTH_COLUMNS)[number]>;
 
 /**
  * The latest completed runs of each test given, at most `perTest` each (newest created first, index
- * test_runs_test), by test, leaving out runs of the jobs that are incidents (TRIAGE-4). A window
+ * test_runs_test), by test, on `branch` when given, leaving out runs of the jobs that are incidents
+ * (TRIAGE-4). A window
  * function would read every run of every test given; this reads only the newest ones: on
  * PostgreSQL one LATERAL query per chunk of tests, on SQLite (no LATERAL) one compiled statement
- * run per test, which in-process costs microseconds. Incident jobs are looked up once for the runs
- * read, not once per run.
+ * run per test, which in-process costs microseconds. Each run's job is probed by its key for an incident.
  */
 export async function healthRunsOfTests(
   executor: Executor,
   testIds: readonly string[],
   perTest: number,
+  branch?: string,
 ): Promise<Map<string, HealthRunRow[]>> {
-  const latest = <Q extends SelectQueryBuilder<Database & { r: TestRunsTable }, 'r', object>>(query: Q): Q =>
-    query.where('r.status', '=', 'completed').orderBy('r.created_at', 'desc').orderBy('r.id', 'desc').limit(perTest) as Q;
+  // Runs of incident jobs are left out before the limit (TRIAGE-11), so an outage takes no place in the window.
+  const latest = <Q extends SelectQueryBuilder<Database & { r: TestRunsTable }, 'r', object>>(query: Q): Q => {
+    let scoped = query
+      .where('r.status', '=', 'completed')
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('jobs as incident')
+              .select('incident.id')
+              .whereRef('incident.id', '=', 'r.job_id')
+              .where('incident.incident_group_id', 'is not', null),
+          ),
+        ),
+      );
+    if (branch !== undefined) scoped = scoped.where('r.branch', '=', branch);
+    return scoped.orderBy('r.created_at', 'desc').orderBy('r.id', 'desc').limit(perTest) as Q;
+  };
   const columns = HEALTH_COLUMNS.map((column) => `r.${column}` as const);
   const byTest = new Map<string, HealthRunRow[]>();
   const add = (testId: string, row: HealthRunRow) => {
@@ -110,30 +127,5 @@ export async function healthRunsOfTests(
       for (const row of (await executor.executeQuery<HealthRunRow>({ ...compiled, parameters })).rows) add(testId, row);
     }
   }
-  const jobIds: string[] = [];
-  for (const rows of byTest.values()) for (const row of rows) if (row.job_id !== null) jobIds.push(row.job_id);
-  const incidents = await incidentJobsAmong(executor, jobIds);
-  if (incidents.size > 0) {
-    for (const [testId, rows] of byTest)
-      byTest.set(
-        testId,
-        rows.filter((row) => row.job_id === null || !incidents.has(row.job_id)),
-      );
-  }
   return byTest;
-}
-
-/** Which of these jobs are incidents (TRIAGE-4). */
-async function incidentJobsAmong(executor: Executor, jobIds: readonly string[]): Promise<Set<string>> {
-  const incidents = new Set<string>();
-  for (const part of chunk([...new Set(jobIds)], IN_LIST_SIZE)) {
-    const found = await executor
-      .selectFrom('jobs')
-      .select('id')
-      .where('id', 'in', part)
-      .where('incident_group_id', 'is not', null)
-      .execute();
-    for (const row of found) incidents.add(row.id);
-  }
-  return incidents;
 }

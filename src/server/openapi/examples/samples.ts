@@ -55,7 +55,20 @@ export const PROJECT: Static<typeof Project> = {
   retention: { days: 30, failedDays: 90, lastRunsPerTest: 20 },
   // 1,240 screenshots and logs of 318 runs; identical screenshots stored once.
   usage: { runs: 318, artifacts: 1240, logicalBytes: 61_440_000, storedBytes: 38_912_000, quotaBytes: 10_737_418_240 },
-  triage: { incidentMinFailures: 20, incidentShare: 0.5, brokenAfter: 5, healthWindow: 30, fixPasses: 20, autoQuarantine: false },
+  triage: {
+    incidentMinFailures: 20,
+    incidentShare: 0.5,
+    brokenAfter: 5,
+    healthWindow: 30,
+    retryWindow: 20,
+    retryMinSamples: 1,
+    retryMinEvents: 1,
+    rateWindow: 30,
+    rateMinSamples: 10,
+    rateThreshold: 0.05,
+    fixPasses: 20,
+    autoQuarantine: false,
+  },
 };
 
 export const ADMIN: Static<typeof User> = {
@@ -121,6 +134,16 @@ export const LOGIN_HEALTH: Static<typeof TestDefinition>['health'] = {
     expired: false,
   },
   lifecycle: { state: 'quarantined', fixAttempt: null, disabled: null },
+  monitor: 'retry',
+  branch: 'main',
+  evidence: {
+    events: 2,
+    samples: 20,
+    runs: [
+      { runId: IDS.run, jobId: IDS.job, url: `https://attest.example.com/runs/${IDS.run}` },
+      { runId: IDS.olderRun, jobId: IDS.importJob, url: `https://attest.example.com/runs/${IDS.olderRun}` },
+    ],
+  },
 };
 
 export const LOGIN_TEST: Static<typeof TestDefinition> = {
@@ -201,7 +224,16 @@ export const CHECKOUT_TEST: Static<typeof TestDefinition> = {
   createdBy: IDS.tester,
   updatedAt: '2026-02-11T15:30:00.000Z',
   updatedBy: IDS.tester,
-  health: { state: 'stable', flakyScore: 0, runsConsidered: 12, quarantine: null, lifecycle: ACTIVE_LIFECYCLE },
+  health: {
+    state: 'stable',
+    flakyScore: 0,
+    runsConsidered: 12,
+    quarantine: null,
+    monitor: null,
+    branch: 'main',
+    evidence: null,
+    lifecycle: ACTIVE_LIFECYCLE,
+  },
 };
 
 /** The CI build the example job and runs came from. */

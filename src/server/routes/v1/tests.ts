@@ -128,7 +128,7 @@ export function testRoutes(ctx: AppContext) {
 
     route(api.getTest, {
       owner: (request) => testOwner(ctx, request),
-      handler: async (request) => presentTest(await getTest(ctx, request.params.testId)),
+      handler: async (request) => presentTest(await getTest(ctx, request.params.testId, request.query.branch)),
     }),
 
     route(api.deleteTest, {
