@@ -1,74 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, sql } from 'kysely';
+import { Kysely, type MigrationProvider, Migrator, PostgresDialect, sql } from 'kysely';
 import type pg from 'pg';
 import type { Config } from '../config.ts';
 import { StartupError } from '../errors.ts';
 import { BACKSTOP_CHECKPOINT_PAGES, WalCheckpointer } from './checkpointer.ts';
-import * as initial from './migrations/2026-11-22-0001-initial.ts';
-import * as idempotency from './migrations/2026-11-22-0002-idempotency.ts';
-import * as imports from './migrations/2026-11-25-0003-imports.ts';
-import * as testHistory from './migrations/2026-11-25-0004-test-history.ts';
-import * as retention from './migrations/2026-11-25-0005-retention.ts';
-import * as usage from './migrations/2026-11-25-0006-usage.ts';
-import * as runArtifactCount from './migrations/2026-11-26-0007-run-artifact-count.ts';
-import * as foreignKeyIndexes from './migrations/2026-11-26-0008-foreign-key-indexes.ts';
-import * as textCellsByRun from './migrations/2026-11-26-0009-text-cells-by-run.ts';
-import * as derivedResultPositions from './migrations/2026-11-26-0010-derived-result-positions.ts';
-import * as launchCloseCiUrl from './migrations/2026-11-27-0011-launch-close-ci-url.ts';
-import * as blobFences from './migrations/2026-11-27-0012-blob-fences.ts';
-import * as tasks from './migrations/2026-11-27-0013-tasks.ts';
-import * as runLeases from './migrations/2026-11-27-0014-run-leases.ts';
-import * as sharedLimits from './migrations/2026-11-27-0015-shared-limits.ts';
-import * as triage from './migrations/2026-11-27-0016-triage.ts';
-import * as testCases from './migrations/2026-11-27-0017-test-cases.ts';
-import * as webhooks from './migrations/2026-11-27-0018-webhooks.ts';
-import * as sso from './migrations/2026-11-27-0019-sso.ts';
-import * as integrations from './migrations/2026-11-27-0020-integrations.ts';
-import * as flakinessOrder from './migrations/2026-11-27-0021-flakiness-order.ts';
-import * as runDurations from './migrations/2026-11-27-0022-run-durations.ts';
-import * as runDays from './migrations/2026-11-28-0023-run-days.ts';
-import * as blobRefsByKey from './migrations/2026-11-28-0024-blob-refs-by-key.ts';
-import * as groupDays from './migrations/2026-11-28-0025-group-days.ts';
-import * as failureTargets from './migrations/2026-12-02-0027-failure-targets.ts';
-import * as webhookExchanges from './migrations/2026-12-02-0028-webhook-exchanges.ts';
+import { MIGRATIONS } from './migration-list.ts';
 import { hearConnectionErrors, poolLimits } from './pg-pool.ts';
 import { CachingSqliteDialect } from './sqlite-driver.ts';
 import { enableIncrementalVacuum, type ReclaimReport, reclaimSqliteSpace, type SpaceLog } from './sqlite-space.ts';
 import type { Database, DB, Dialect } from './types.ts';
 import { fsyncDirectory, type SyncCounters, WalSync } from './wal-sync.ts';
-
-/** Migrations in the order they apply; names sort in time. */
-const MIGRATIONS: Record<string, Migration> = {
-  '2026-11-22-0001-initial': initial,
-  '2026-11-22-0002-idempotency': idempotency,
-  '2026-11-25-0003-imports': imports,
-  '2026-11-25-0004-test-history': testHistory,
-  '2026-11-25-0005-retention': retention,
-  '2026-11-25-0006-usage': usage,
-  '2026-11-26-0007-run-artifact-count': runArtifactCount,
-  '2026-11-26-0008-foreign-key-indexes': foreignKeyIndexes,
-  '2026-11-26-0009-text-cells-by-run': textCellsByRun,
-  '2026-11-26-0010-derived-result-positions': derivedResultPositions,
-  '2026-11-27-0011-launch-close-ci-url': launchCloseCiUrl,
-  '2026-11-27-0012-blob-fences': blobFences,
-  '2026-11-27-0013-tasks': tasks,
-  '2026-11-27-0014-run-leases': runLeases,
-  '2026-11-27-0015-shared-limits': sharedLimits,
-  '2026-11-27-0016-triage': triage,
-  '2026-11-27-0017-test-cases': testCases,
-  '2026-11-27-0019-sso': sso,
-  '2026-11-27-0020-integrations': integrations,
-  '2026-11-27-0021-flakiness-order': flakinessOrder,
-  '2026-11-27-0022-run-durations': runDurations,
-  '2026-11-28-0023-run-days': runDays,
-  '2026-11-28-0024-blob-refs-by-key': blobRefsByKey,
-  '2026-11-28-0025-group-days': groupDays,
-  '2026-12-02-0027-failure-targets': failureTargets,
-  '2026-12-02-0028-webhook-exchanges': webhookExchanges,
-  '2026-11-27-0018-webhooks': webhooks,
-};
 
 /** The migrations this build applies, in order (test templates are keyed by them). */
 export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS);

@@ -56,6 +56,8 @@ export const PROJECT: Static<typeof Project> = {
   // 1,240 screenshots and logs of 318 runs; identical screenshots stored once.
   usage: { runs: 318, artifacts: 1240, logicalBytes: 61_440_000, storedBytes: 38_912_000, quotaBytes: 10_737_418_240 },
   triage: { incidentMinFailures: 20, incidentShare: 0.5, brokenAfter: 5, healthWindow: 30 },
+  defaultBranch: 'main',
+  defaultBranchInferred: false,
 };
 
 export const ADMIN: Static<typeof User> = {
