@@ -135,4 +135,31 @@ describe('CI detection', () => {
     });
     assert.equal(settings.ci, 'CircleCI');
   });
+  test("a pull request's target branch, from each system that names it, sent with the job only (TRIAGE-16)", () => {
+    const github = { GITHUB_ACTIONS: 'true', GITHUB_HEAD_REF: 'fix/pay', GITHUB_BASE_REF: 'main' };
+    assert.equal(detectCi(github)?.targetBranch, 'main');
+    assert.equal(detectCi({ ...github, GITHUB_BASE_REF: '' })?.targetBranch, undefined, 'a push build names none');
+    assert.equal(
+      detectCi({ GITLAB_CI: 'true', CI_MERGE_REQUEST_TARGET_BRANCH_NAME: 'develop', CI_COMMIT_REF_NAME: 'fix/pay' })?.targetBranch,
+      'develop',
+    );
+    assert.equal(detectCi({ JENKINS_URL: 'x', CHANGE_TARGET: 'origin/main' })?.targetBranch, 'main');
+    assert.equal(detectCi({ TF_BUILD: 'True', SYSTEM_PULLREQUEST_TARGETBRANCH: 'refs/heads/release' })?.targetBranch, 'release');
+    assert.equal(
+      detectCi({ BUILDKITE: 'true', BUILDKITE_PULL_REQUEST: '42', BUILDKITE_PULL_REQUEST_BASE_BRANCH: 'main' })?.targetBranch,
+      'main',
+    );
+    assert.equal(
+      detectCi({ BUILDKITE: 'true', BUILDKITE_PULL_REQUEST: 'false', BUILDKITE_PULL_REQUEST_BASE_BRANCH: '' })?.targetBranch,
+      undefined,
+    );
+    const env = { ATTEST_URL: 'https://attest.example.com', ATTEST_API_KEY: 'atk_x', ATTEST_PROJECT: 'WEB', ...github };
+    const settings = resolveSettings({}, env);
+    assert.ok(!('off' in settings));
+    assert.equal(settings.targetBranch, 'main');
+    assert.equal('targetBranch' in settings.labels, false, 'runs carry no target branch');
+    const overridden = resolveSettings({}, { ...env, ATTEST_TARGET_BRANCH: 'release' });
+    assert.ok(!('off' in overridden));
+    assert.equal(overridden.targetBranch, 'release');
+  });
 });

@@ -2,7 +2,7 @@
  * What a CI system says about the build a test run belongs to, read from the variables it sets:
  * GitHub Actions, GitLab CI, Jenkins, CircleCI, Azure Pipelines and Buildkite. The live reporter
  * and `attest import` (src/cli/commands/import.ts, which imports this file) fill a job's `branch`,
- * `commit`, `build` and `ciUrl` from it unless an option or an `ATTEST_*` variable says otherwise.
+ * `commit`, `build`, `ciUrl` and, in a pull request's build, `targetBranch` from it unless an option or an `ATTEST_*` variable says otherwise.
  * Dependency-free: it ships inside the reporter package.
  */
 
@@ -14,6 +14,8 @@ export interface CiInfo {
   build?: string;
   /** The build's page: an absolute http(s) URL. */
   ciUrl?: string;
+  /** In a pull (merge) request's build, the branch it merges into: the job's comparison base (TRIAGE-16). */
+  targetBranch?: string;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -36,6 +38,7 @@ function compact(info: CiInfo): CiInfo {
   if (info.branch) out.branch = info.branch;
   if (info.commit) out.commit = info.commit;
   if (info.build) out.build = info.build;
+  if (info.targetBranch) out.targetBranch = info.targetBranch;
   const url = link(info.ciUrl);
   if (url) out.ciUrl = url;
   return out;
@@ -54,6 +57,8 @@ export function detectCi(env: Env): CiInfo | undefined {
       branch: first(env, 'GITHUB_HEAD_REF', 'GITHUB_REF_NAME'),
       commit: value(env, 'GITHUB_SHA'),
       build: first(env, 'GITHUB_RUN_NUMBER', 'GITHUB_RUN_ID'),
+      // Set in pull_request builds only.
+      targetBranch: value(env, 'GITHUB_BASE_REF'),
       ciUrl:
         repository && runId
           ? `${server.replace(/\/+$/, '')}/${repository}/actions/runs/${runId}${attempt && attempt !== '1' ? `/attempts/${attempt}` : ''}`
@@ -66,6 +71,7 @@ export function detectCi(env: Env): CiInfo | undefined {
       branch: first(env, 'CI_MERGE_REQUEST_SOURCE_BRANCH_NAME', 'CI_COMMIT_BRANCH', 'CI_COMMIT_REF_NAME'),
       commit: value(env, 'CI_COMMIT_SHA'),
       build: first(env, 'CI_PIPELINE_IID', 'CI_PIPELINE_ID'),
+      targetBranch: value(env, 'CI_MERGE_REQUEST_TARGET_BRANCH_NAME'),
       ciUrl: first(env, 'CI_JOB_URL', 'CI_PIPELINE_URL'),
     });
   }
@@ -75,6 +81,7 @@ export function detectCi(env: Env): CiInfo | undefined {
       branch: branchName(first(env, 'CHANGE_BRANCH', 'BRANCH_NAME', 'GIT_BRANCH')),
       commit: value(env, 'GIT_COMMIT'),
       build: value(env, 'BUILD_NUMBER'),
+      targetBranch: branchName(value(env, 'CHANGE_TARGET')),
       ciUrl: value(env, 'BUILD_URL'),
     });
   }
@@ -96,6 +103,7 @@ export function detectCi(env: Env): CiInfo | undefined {
       branch: branchName(first(env, 'SYSTEM_PULLREQUEST_SOURCEBRANCH', 'BUILD_SOURCEBRANCH', 'BUILD_SOURCEBRANCHNAME')),
       commit: value(env, 'BUILD_SOURCEVERSION'),
       build: first(env, 'BUILD_BUILDNUMBER', 'BUILD_BUILDID'),
+      targetBranch: branchName(value(env, 'SYSTEM_PULLREQUEST_TARGETBRANCH')),
       ciUrl:
         collection && project && buildId
           ? `${collection.replace(/\/*$/, '/')}${encodeURIComponent(project)}/_build/results?buildId=${encodeURIComponent(buildId)}`
@@ -110,6 +118,8 @@ export function detectCi(env: Env): CiInfo | undefined {
       branch: value(env, 'BUILDKITE_BRANCH'),
       commit: value(env, 'BUILDKITE_COMMIT'),
       build: value(env, 'BUILDKITE_BUILD_NUMBER'),
+      // `false` outside a pull request build.
+      targetBranch: value(env, 'BUILDKITE_PULL_REQUEST') === 'false' ? undefined : value(env, 'BUILDKITE_PULL_REQUEST_BASE_BRANCH'),
       ciUrl: url && job ? `${url}#${job}` : url,
     });
   }

@@ -352,6 +352,7 @@ export default class AttestReporter implements Reporter {
       testIds: [],
       idempotencyKey: this.jobKey,
       ...settings.labels,
+      ...(settings.targetBranch ? { targetBranch: settings.targetBranch } : {}),
     });
     this.jobId = job.id;
   }
@@ -398,9 +399,10 @@ export default class AttestReporter implements Reporter {
   }
 }
 
-/** The labels a spooled report's import carries (its `ciUrl` included): the run's own. */
+/** The labels a spooled report's import carries (its `ciUrl` and the job's `targetBranch` included): the run's own. */
 function spoolLabels(settings: Settings): Record<string, string> {
-  return Object.fromEntries(Object.entries(settings.labels).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  const labels = { ...settings.labels, ...(settings.targetBranch ? { targetBranch: settings.targetBranch } : {}) };
+  return Object.fromEntries(Object.entries(labels).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
 }
 
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));

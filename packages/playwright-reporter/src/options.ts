@@ -23,6 +23,11 @@ export interface AttestReporterOptions {
   /** A link to the CI build, shown on the job and run pages. Env `ATTEST_CI_URL`; default the CI system's build page. */
   ciUrl?: string;
   /**
+   * The branch a pull request merges into: the job is compared with it (TRIAGE-16). Env `ATTEST_TARGET_BRANCH`;
+   * default the CI system's (`GITHUB_BASE_REF`, `CI_MERGE_REQUEST_TARGET_BRANCH_NAME`, …).
+   */
+  targetBranch?: string;
+  /**
    * Where results wait when the server cannot be reached, to be sent by the next run. Env `ATTEST_SPOOL_DIR`;
    * default `.attest-spool` beside the Playwright configuration.
    */
@@ -44,6 +49,8 @@ export interface Settings {
   project: string;
   jobName: string;
   labels: { environment?: string; branch?: string; build?: string; commit?: string; ciUrl?: string };
+  /** The branch the pull request merges into, sent with the job only (runs have no such label). */
+  targetBranch?: string;
   /** The CI system the labels came from, if any. */
   ci?: string;
   /** `undefined`: beside the Playwright configuration, known at `onBegin`. */
@@ -79,6 +86,7 @@ export function resolveSettings(
   }
   const ciUrl = pick(options.ciUrl, 'ATTEST_CI_URL') ?? ci?.ciUrl;
   if (ciUrl) labels.ciUrl = ciUrl;
+  const targetBranch = pick(options.targetBranch, 'ATTEST_TARGET_BRANCH') ?? ci?.targetBranch;
   const spoolDir = pick(options.spoolDir, 'ATTEST_SPOOL_DIR');
   return {
     url: url.replace(/\/+$/, ''),
@@ -87,6 +95,7 @@ export function resolveSettings(
     project,
     jobName: pick(options.jobName, 'ATTEST_JOB_NAME') ?? `Playwright ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`,
     labels,
+    ...(targetBranch ? { targetBranch } : {}),
     ...(ci ? { ci: ci.system } : {}),
     ...(spoolDir ? { spoolDir } : {}),
     maxSpoolBytes: positive(options.maxSpoolBytes, 100 * 1024 * 1024),

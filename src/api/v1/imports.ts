@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { ClientKey, Name, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { ProjectParams } from './projects.ts';
-import { CiUrl, RunLabels } from './runs.ts';
+import { CiUrl, RunLabels, TargetBranch } from './runs.ts';
 
 /** The media types an import takes as the body itself. */
 export const IMPORT_BODY_TYPES = ['application/xml', 'text/xml', 'application/json', 'application/zip'] as const;
@@ -25,6 +25,7 @@ export const ImportOptions = Type.Object(
     ),
     ...RunLabels,
     ciUrl: Type.Optional(CiUrl),
+    targetBranch: Type.Optional(TargetBranch),
     idempotencyKey: Type.Optional({
       ...ClientKey,
       description:

@@ -4,7 +4,7 @@ import { endpoint } from '../endpoint.ts';
 import { DeviceId } from './devices.ts';
 import { Repository } from './integrations.ts';
 import { EXPORT_FORMATS, exportBody } from './results.ts';
-import { CiUrl, ProjectQuery, RunLabel, RunLabels } from './runs.ts';
+import { CiUrl, ProjectQuery, RunLabel, RunLabels, TargetBranch } from './runs.ts';
 
 /** Most tests, devices and device labels one job may name. */
 export const JOB_TESTS_MAX = 1000;
@@ -72,6 +72,10 @@ export const Job = Type.Object(
     branch: Nullable(RunLabel),
     build: Nullable(RunLabel),
     commit: Nullable(RunLabel),
+    targetBranch: Nullable({
+      ...RunLabel,
+      description: 'The branch the pull request merges into, when the client named it: the base the job is compared with (TRIAGE-16).',
+    }),
     repository: Nullable({
       ...Repository,
       description:
@@ -143,6 +147,7 @@ export const createJob = endpoint({
           'with a code host, the job reports there as a check run or commit status (FORGE-2, docs/integrations.md).',
       }),
       ciUrl: Type.Optional(CiUrl),
+      targetBranch: Type.Optional(TargetBranch),
       idempotencyKey: IdempotencyKey('create (within the project)'),
     },
     { additionalProperties: false },

@@ -2,6 +2,9 @@ import { Type } from 'typebox';
 import { Description, Email, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 
+/** A branch name, as run labels take it: free text on one line. */
+const BranchName = Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: '^[^\\r\\n]+$' });
+
 const ProjectKey = Type.String({ pattern: '^[A-Z][A-Z0-9]{1,15}$', maxLength: 16, description: 'Short upper-case key, e.g. WEB.' });
 
 /** Longest a retention period may be: 100 years, which is forever for test results. */
@@ -164,6 +167,15 @@ export const Project = Type.Object(
     retention: Nullable({ ...RetentionPolicy, description: "The project's own retention policy; null follows the instance's default." }),
     usage: ProjectUsage,
     triage: { ...TriageSettings, description: 'The triage thresholds in effect (`PATCH` with `triage` sets them).' },
+    defaultBranch: Nullable({
+      ...BranchName,
+      description:
+        'The branch a job on another branch is compared with (TRIAGE-16): the one set with `PATCH`, else the branch most of ' +
+        "the project's latest 100 jobs ran on; null while neither is known.",
+    }),
+    defaultBranchInferred: Type.Boolean({
+      description: '`true` while `defaultBranch` is not set but inferred from the jobs; `false` once it is set.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -246,7 +258,7 @@ export const updateProject = endpoint({
   operationId: 'updateProject',
   method: 'PATCH',
   path: '/projects/{projectId}',
-  summary: "Change a project's name, description, retention policy, triage thresholds (manager) or quota (admin).",
+  summary: "Change a project's name, description, retention policy, triage thresholds, default branch (manager) or quota (admin).",
   description:
     '`retention` sets how long the project keeps its finished runs (an object; `null` returns to the instance default, ' +
     '`ATTEST_RETENTION_*`). A background sweep deletes expired runs in small batches; `attest retention --dry-run` ' +
@@ -255,7 +267,9 @@ export const updateProject = endpoint({
     'sets it (403 for anyone else). An upload that would take the project past it is refused with 507 ' +
     '`QUOTA_EXCEEDED` and stores nothing; a quota below the current usage refuses new bytes and deletes nothing.\n\n' +
     '`triage` sets the thresholds of the outage guard and of test health (docs/triage.md): the fields given replace the ' +
-    "project's own, the others stay; `null` returns them all to the defaults. Audited (`project.triage`).",
+    "project's own, the others stay; `null` returns them all to the defaults. Audited (`project.triage`).\n\n" +
+    '`defaultBranch` names the branch jobs on other branches are compared with (the comparison, `attest gate` and ' +
+    '`job.completed`; docs/triage.md); `null` returns to inferring it from the jobs. Audited (`project.default-branch`).',
   tag: 'Projects',
   access: { scope: 'project', role: 'manager' },
   params: ProjectParams,
@@ -268,6 +282,9 @@ export const updateProject = endpoint({
         Nullable(Type.Integer({ minimum: 0, maximum: QUOTA_BYTES_MAX, description: 'Most stored bytes; null: no quota (admin only).' })),
       ),
       triage: Type.Optional(Nullable(TriageSettingsChange)),
+      defaultBranch: Type.Optional(
+        Nullable({ ...BranchName, description: 'The default branch (TRIAGE-16); null: inferred from the jobs again.' }),
+      ),
     },
     { additionalProperties: false, minProperties: 1 },
   ),

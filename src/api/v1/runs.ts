@@ -21,6 +21,14 @@ export const RunLabels = {
   commit: Type.Optional(runLabel('The commit id of the software under test.')),
 };
 
+/**
+ * The branch a pull (merge) request targets, for a job (TRIAGE-16): the job is compared with that
+ * branch's latest completed job rather than the project's default branch.
+ */
+export const TargetBranch = runLabel(
+  "The branch the pull request merges into (`GITHUB_BASE_REF`, `CI_MERGE_REQUEST_TARGET_BRANCH_NAME`, …): the job's base.",
+);
+
 /** The longest `ciUrl` a job or run takes. */
 export const CI_URL_MAX = 2000;
 /** A link to the CI build (pipeline, workflow run, job) that made a job or run: http(s) only, so the web page can link it safely. */

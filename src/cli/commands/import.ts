@@ -167,6 +167,8 @@ export function importCommand(program: Command): void {
         build: options.build ?? ci?.build,
         commit: options.commit ?? ci?.commit,
         ciUrl: ci?.ciUrl,
+        // Read with `in`: the reporter package's built types this compiles against may predate the field.
+        targetBranch: ci && 'targetBranch' in ci && typeof ci.targetBranch === 'string' ? ci.targetBranch : undefined,
       };
       // The default key is the upload and its options: re-running the same command is the same import,
       // and the same file with another --branch is a new one.

@@ -28,6 +28,7 @@ import * as failureTargets from './migrations/2026-12-02-0027-failure-targets.ts
 import * as webhookExchanges from './migrations/2026-12-02-0028-webhook-exchanges.ts';
 import * as mergeEqualGroups from './migrations/2026-12-02-0029-merge-equal-groups.ts';
 import * as quarantineLifecycle from './migrations/2026-12-02-0030-quarantine-lifecycle.ts';
+import * as projectDefaultBranch from './migrations/2026-12-02-0031-project-default-branch.ts';
 import * as jobLookup from './migrations/2026-12-02-0032-job-lookup.ts';
 import * as healthMonitors from './migrations/2026-12-02-0033-health-monitors.ts';
 
@@ -64,6 +65,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '2026-12-02-0028-webhook-exchanges': webhookExchanges,
   '2026-12-02-0029-merge-equal-groups': mergeEqualGroups,
   '2026-12-02-0030-quarantine-lifecycle': quarantineLifecycle,
+  '2026-12-02-0031-project-default-branch': projectDefaultBranch,
   '2026-12-02-0032-job-lookup': jobLookup,
   '2026-12-02-0033-health-monitors': healthMonitors,
   '2026-11-27-0018-webhooks': webhooks,

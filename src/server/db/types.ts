@@ -79,6 +79,8 @@ export interface ProjectsTable {
   failure_rules: string | null;
   /** JSON: the project's triage thresholds (TRIAGE-4, TRIAGE-6); null: the defaults. */
   triage_settings: string | null;
+  /** The branch other branches' jobs are compared with (TRIAGE-16, migration 0031); null: inferred from its jobs. */
+  default_branch: string | null;
 }
 
 /** A project as answers show it: its row and its counters. */

@@ -5,6 +5,7 @@ import type { ApiKey, AuditEntry, User } from '../../api/v1/users.ts';
 import type { ApiKeysTable, AuditLogTable, ProjectMembersTable, ProjectWithUsage, UsersTable } from '../db/types.ts';
 import type { Principal } from '../security/principal.ts';
 import { parseRoles } from '../security/roles.ts';
+import type { ProjectAnswer } from '../services/projects.ts';
 import { triageSettingsOf } from '../services/triage-settings.ts';
 
 export function presentUser(row: UsersTable): Static<typeof User> {
@@ -33,7 +34,7 @@ export function presentApiKey(row: ApiKeysTable): Static<typeof ApiKey> {
   };
 }
 
-export function presentProject(row: ProjectWithUsage): Static<typeof Project> {
+export function presentProject(row: ProjectAnswer): Static<typeof Project> {
   return {
     id: row.id,
     key: row.key,
@@ -44,6 +45,8 @@ export function presentProject(row: ProjectWithUsage): Static<typeof Project> {
     retention: row.retention === null ? null : JSON.parse(row.retention),
     usage: presentUsage(row),
     triage: triageSettingsOf(row),
+    defaultBranch: row.defaultBranch.name,
+    defaultBranchInferred: row.defaultBranch.inferred,
   };
 }
 

@@ -18,6 +18,7 @@ export function presentJob({ row, request, state }: JobView): Static<typeof Job>
     commit: request.commit,
     // Jobs stored before migration 0020 have none.
     repository: request.repository ?? null,
+    targetBranch: request.targetBranch ?? null,
     createdAt: row.created_at,
     startedAt: state.startedAt,
     finishedAt: state.finishedAt,

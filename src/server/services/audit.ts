@@ -15,6 +15,7 @@ export type AuditAction =
   | 'project.delete'
   | 'project.quota'
   | 'project.triage'
+  | 'project.default-branch'
   | 'failure-group.triage'
   | 'failure-rules.set'
   | 'forge.set'

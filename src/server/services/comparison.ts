@@ -6,13 +6,16 @@ import { healthRunsOfTests } from '../db/repositories/outcomes.ts';
 import { findProject } from '../db/repositories/projects.ts';
 import type { FailureGroupsTable, JobsTable, TestHealthTable } from '../db/types.ts';
 import { found, invalid } from '../errors.ts';
+import { defaultBranchOf } from './default-branch.ts';
 import { scoreHealth } from './health.ts';
 import { type JobView, jobClock, viewJobs } from './jobs.ts';
 import { healthOutcomes, type TestOutcome, testOutcomesOfJobs } from './outcomes.ts';
 import { triageSettingsOf } from './triage-settings.ts';
 
 // Two jobs compared test by test (TRIAGE-7): what GET /testmgmt/jobs/{jobId}/comparison answers
-// and `attest gate` decides on. Each side is folded per test first (TRIAGE-5).
+// and `attest gate` decides on, and what `job.completed` carries. Each side is folded per test
+// first (TRIAGE-5); the base, unless named, is that of the job's pull request or the project's
+// default branch (TRIAGE-16).
 
 export type ComparedVerdict = NonNullable<TestOutcome['verdict']>;
 
@@ -134,6 +137,18 @@ function countTest(
   return { counted: false, reason: verdict === 'skipped' ? 'skipped' : 'unfinished' };
 }
 
+/**
+ * The branch a job is compared with when none is asked for (TRIAGE-16): the branch its pull request
+ * merges into when its CI named one, else the project's default branch when the job ran on another
+ * branch, else its own branch (a job without a branch: the project's jobs).
+ */
+async function defaultBaseBranch(ctx: ServiceContext, head: JobView, headOutcomes: readonly TestOutcome[]): Promise<string | null> {
+  if (head.request.targetBranch) return head.request.targetBranch;
+  const own = branchOf(head, headOutcomes);
+  if (own === null) return null;
+  return (await defaultBranchOf(ctx, head.row.project_id)).name ?? own;
+}
+
 async function baseJob(
   ctx: ServiceContext,
   head: JobView,
@@ -149,7 +164,7 @@ async function baseJob(
     const [view] = await viewJobs(ctx.db, [row], jobClock(ctx));
     return view ?? null;
   }
-  const branch = options.baseBranch ?? branchOf(head, headOutcomes);
+  const branch = options.baseBranch ?? (await defaultBaseBranch(ctx, head, headOutcomes));
   const candidates = await latestJobsBefore(ctx.db, head.row, branch, BASE_CANDIDATES);
   // One at a time, newest first: the latest job is nearly always completed, and a job's view reads its runs.
   for (const candidate of candidates) {

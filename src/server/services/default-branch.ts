@@ -1,29 +1,47 @@
 import type { ServiceContext } from '../context.ts';
-import { branchesOfLatestJobs } from '../db/repositories/health.ts';
-import type { Executor } from '../db/types.ts';
+import { mostUsedBranch } from '../db/repositories/branches.ts';
+import { findProject } from '../db/repositories/projects.ts';
+import type { Executor, ProjectsTable } from '../db/types.ts';
 
-// A project's default branch (TRIAGE-11, docs/triage.md): the branch a test's health is scored on
-// unless another is asked. Until a project can set one, it is inferred: the branch most of its
-// latest jobs ran on (a job's branch is the one its runs carry), the earliest to appear among them
-// on a tie; null when none of them ran on a branch, and health then reads every branch.
+// A project's default branch (TRIAGE-16, docs/triage.md): the base a job on another branch is
+// compared with, in the comparison answer, `attest gate` and the `job.completed` notifications, and
+// the branch a test's health is scored on unless another is asked (TRIAGE-11).
 
-/** How many of the project's latest jobs the inference reads (index jobs_project, one probe of test_runs_job_branch each). */
+/** How many of the project's latest jobs the inference looks at. */
 export const DEFAULT_BRANCH_JOBS = 100;
 
-export async function defaultBranchOf(ctx: ServiceContext, projectId: string, executor: Executor = ctx.db): Promise<string | null> {
-  const branches = await branchesOfLatestJobs(executor, projectId, DEFAULT_BRANCH_JOBS);
-  const counts = new Map<string, { jobs: number; first: number }>();
-  // Newest first: the last index seen of a branch is its earliest job in the window.
-  branches.forEach((branch, at) => {
-    if (branch === null) return;
-    const count = counts.get(branch) ?? { jobs: 0, first: at };
-    count.jobs++;
-    count.first = at;
-    counts.set(branch, count);
-  });
-  let best: { branch: string; jobs: number; first: number } | null = null;
-  for (const [branch, { jobs, first }] of counts) {
-    if (best === null || jobs > best.jobs || (jobs === best.jobs && first > best.first)) best = { branch, jobs, first };
-  }
-  return best?.branch ?? null;
+export interface DefaultBranch {
+  /** The branch, or null while it is not set and no job has run on a branch. */
+  name: string | null;
+  /** True when it is not set but read from the branches the project's jobs ran on. */
+  inferred: boolean;
+}
+
+/** The default branch of a project row: the one set, else the branch most of its latest jobs ran on. */
+export async function defaultBranchOfRow(
+  executor: Executor,
+  project: Pick<ProjectsTable, 'id' | 'default_branch'>,
+): Promise<DefaultBranch> {
+  if (project.default_branch !== null) return { name: project.default_branch, inferred: false };
+  return { name: await mostUsedBranch(executor, project.id, DEFAULT_BRANCH_JOBS), inferred: true };
+}
+
+/** The project's default branch: the one set (`PATCH /projects/{id}` with `defaultBranch`), else inferred from its jobs. */
+export async function defaultBranchOf(
+  ctx: Pick<ServiceContext, 'db'>,
+  projectId: string,
+  executor: Executor = ctx.db,
+): Promise<DefaultBranch> {
+  const project = await findProject(executor, projectId);
+  if (!project) return { name: null, inferred: true };
+  return defaultBranchOfRow(executor, project);
+}
+
+/** The name of the project's default branch; null when none is set and no job ran on a branch (every branch then counts). */
+export async function defaultBranchNameOf(
+  ctx: Pick<ServiceContext, 'db'>,
+  projectId: string,
+  executor: Executor = ctx.db,
+): Promise<string | null> {
+  return (await defaultBranchOf(ctx, projectId, executor)).name;
 }

@@ -8,7 +8,7 @@ import { inTransaction } from '../db/repositories/transaction.ts';
 import type { Executor, ProjectsTable, TestHealthTable, TestQuarantinesTable, TestRunsTable, TestsTable } from '../db/types.ts';
 import { found, invalid } from '../errors.ts';
 import { audit } from './audit.ts';
-import { defaultBranchOf } from './default-branch.ts';
+import { defaultBranchNameOf } from './default-branch.ts';
 import { type LifecycleStateName, type LifecycleView, lifecycleStateOf, lifecycleView } from './lifecycle-events.ts';
 import { failingStreakOf, type MonitorEvidence, type MonitorName, type MonitorSettings, runMonitors } from './monitors.ts';
 import { healthOutcomes, type TestOutcome } from './outcomes.ts';
@@ -122,7 +122,7 @@ export async function refreshHealth(
   for (const [projectId, testIds] of testsOfProject) {
     const settings = healthSettingsOf(projects.get(projectId));
     // Scored on the project's default branch (TRIAGE-11); every branch while none is known.
-    const branch = await defaultBranchOf(ctx, projectId, trx);
+    const branch = await defaultBranchNameOf(ctx, projectId, trx);
     const runsOfTest = await healthRunsOfTests(trx, testIds, widestWindow(settings) + RUNS_MARGIN, branch ?? undefined);
     for (const testId of testIds) {
       const score = scoreHealth(healthOutcomes(runsOfTest.get(testId) ?? []), settings);

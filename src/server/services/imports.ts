@@ -238,6 +238,7 @@ async function jobOf(ctx: ServiceContext, row: ImportsTable, name: string, optio
     branch: options.branch ?? null,
     build: options.build ?? null,
     commit: options.commit ?? null,
+    targetBranch: options.targetBranch ?? null,
     importId: row.id,
   };
   const made = inTransaction(ctx.db, async (trx) => {

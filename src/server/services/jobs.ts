@@ -39,6 +39,8 @@ export interface JobRequest {
   build: string | null;
   commit: string | null;
   repository?: string | null; // of `commit` (FORGE-2); absent on jobs stored before migration 0020
+  /** The branch its pull request merges into (TRIAGE-16): its comparison's base; absent on jobs stored before it. */
+  targetBranch?: string | null;
 }
 
 export type JobStatus = 'queued' | 'running' | 'completed' | 'cancelled';
@@ -247,6 +249,7 @@ async function recordJob(ctx: ServiceContext, projectId: string, input: CreateJo
       build: input.build ?? null,
       commit: input.commit ?? null,
       repository: input.repository ?? null,
+      targetBranch: input.targetBranch ?? null,
     };
     const job: JobsTable = {
       id: randomUUID(),

@@ -25,6 +25,7 @@ import type { Executor, ProjectsTable, ProjectWithUsage, UsageCounters, VisibleP
 import { AppError, found, notFound } from '../errors.ts';
 import { normaliseEmail } from '../security/api-key.ts';
 import { audit } from './audit.ts';
+import { type DefaultBranch, defaultBranchOfRow } from './default-branch.ts';
 import { forgetKeptContent } from './deletions.ts';
 import { type Actor, requireActiveUser } from './users.ts';
 
@@ -33,18 +34,27 @@ export type UpdateProjectInput = BodyOf<typeof updateProjectEndpoint>;
 
 const keyTaken = (key: string) => new AppError('ALREADY_EXISTS', `A project with key ${key} already exists.`);
 
-/** Projects with their storage counters (RET-4), read in one query for the lot. */
-async function withUsage(executor: Executor, projects: ProjectsTable[]): Promise<ProjectWithUsage[]> {
+/** A project as its answers show it: with its storage counters (RET-4) and its default branch (TRIAGE-16). */
+export type ProjectAnswer = ProjectWithUsage & { defaultBranch: DefaultBranch };
+
+/** Projects with their storage counters, read in one query for the lot, and their default branches. */
+async function withUsage(executor: Executor, projects: ProjectsTable[]): Promise<ProjectAnswer[]> {
   const usage = await usageOfProjects(
     executor,
     projects.map((project) => project.id),
   );
-  return projects.map((project) => ({ ...project, usage: usage.get(project.id) as UsageCounters }));
+  return Promise.all(
+    projects.map(async (project) => ({
+      ...project,
+      usage: usage.get(project.id) as UsageCounters,
+      defaultBranch: await defaultBranchOfRow(executor, project),
+    })),
+  );
 }
 
-export async function getProject(ctx: ServiceContext, projectId: string): Promise<ProjectWithUsage> {
+export async function getProject(ctx: ServiceContext, projectId: string): Promise<ProjectAnswer> {
   const [project] = await withUsage(ctx.db, [found(await findProject(ctx.db, projectId), 'The project')]);
-  return project as ProjectWithUsage;
+  return project as ProjectAnswer;
 }
 
 /** The projects the caller may see, by key; with `key` (any case), only the one with that key. */
@@ -53,13 +63,13 @@ export async function listProjects(
   visible: VisibleProjects,
   page: PageRequest,
   key?: string,
-): Promise<Page<ProjectWithUsage>> {
+): Promise<Page<ProjectAnswer>> {
   const rows = await listProjectRows(ctx.db, visible, page, key?.toUpperCase());
   return { items: await withUsage(ctx.db, rows.items), nextCursor: rows.nextCursor };
 }
 
 /** Creates a project with its creator as the first member. */
-export async function createProject(ctx: ServiceContext, input: CreateProjectInput, creatorId: string): Promise<ProjectWithUsage> {
+export async function createProject(ctx: ServiceContext, input: CreateProjectInput, creatorId: string): Promise<ProjectAnswer> {
   const now = ctx.clock().toISOString();
   const row: ProjectsTable = {
     id: randomUUID(),
@@ -73,6 +83,7 @@ export async function createProject(ctx: ServiceContext, input: CreateProjectInp
     quota_bytes: null,
     failure_rules: null,
     triage_settings: null,
+    default_branch: null,
   };
   if (await findProjectIdByKey(ctx.db, row.key)) throw keyTaken(row.key);
   try {
@@ -90,21 +101,25 @@ export async function createProject(ctx: ServiceContext, input: CreateProjectInp
     throw error;
   }
   // A new project holds nothing yet (its counters row comes with it, by trigger).
-  return { ...row, usage: { runs: 0, artifacts: 0, logical_bytes: 0, stored_bytes: 0 } };
+  return {
+    ...row,
+    usage: { runs: 0, artifacts: 0, logical_bytes: 0, stored_bytes: 0 },
+    defaultBranch: { name: null, inferred: true },
+  };
 }
 
 /**
- * Changes a project's name, description, retention policy, triage thresholds or quota and returns
- * it as stored. The quota is an admin's: a manager may not raise the cap on their own project (403).
- * A quota or triage change is audited.
+ * Changes a project's name, description, retention policy, triage thresholds, default branch or
+ * quota and returns it as stored. The quota is an admin's: a manager may not raise the cap on their
+ * own project (403). A quota, triage or default branch change (TRIAGE-16) is audited.
  */
 export async function updateProject(
   ctx: ServiceContext,
   projectId: string,
   input: UpdateProjectInput,
   actor: Actor & { admin: boolean },
-): Promise<ProjectWithUsage> {
-  const { retention, quotaBytes, triage, ...rest } = input;
+): Promise<ProjectAnswer> {
+  const { retention, quotaBytes, triage, defaultBranch, ...rest } = input;
   if (quotaBytes !== undefined && !actor.admin) throw new AppError('FORBIDDEN', "Only an admin sets a project's quota.");
   await inTransaction(ctx.db, async (trx) => {
     const triageChange = triage === undefined ? {} : { triage_settings: await changedTriageSettings(trx, projectId, triage) };
@@ -112,8 +127,19 @@ export async function updateProject(
       ...rest,
       ...(retention === undefined ? {} : { retention: retention === null ? null : JSON.stringify(retention) }),
       ...triageChange,
+      ...(defaultBranch === undefined ? {} : { default_branch: defaultBranch }),
       updated_at: ctx.clock().toISOString(),
     });
+    if (defaultBranch !== undefined) {
+      await audit(ctx, trx, {
+        actorUserId: actor.userId,
+        action: 'project.default-branch',
+        targetType: 'project',
+        targetId: projectId,
+        details: { defaultBranch },
+        requestId: actor.requestId,
+      });
+    }
     if (triage !== undefined) {
       await audit(ctx, trx, {
         actorUserId: actor.userId,

@@ -1,6 +1,6 @@
 import type { ServiceContext } from '../context.ts';
 import { deleteQuarantine, findQuarantine, upsertQuarantine } from '../db/repositories/health.ts';
-import { branchOfMostJobs, deleteLifecycle, lifecyclesOfTests, upsertLifecycle } from '../db/repositories/lifecycle.ts';
+import { deleteLifecycle, lifecyclesOfTests, upsertLifecycle } from '../db/repositories/lifecycle.ts';
 import { findProject } from '../db/repositories/projects.ts';
 import { findTest } from '../db/repositories/tests.ts';
 import { inTransaction } from '../db/repositories/transaction.ts';
@@ -8,6 +8,7 @@ import type { Executor, TestLifecyclesTable, TestQuarantinesTable, TestsTable } 
 import { AppError, found } from '../errors.ts';
 import type { Actor } from './actor.ts';
 import { audit } from './audit.ts';
+import { defaultBranchNameOf } from './default-branch.ts';
 import { type LifecycleView, lifecycleStateOf, lifecycleView, queueTransitions, type Transition } from './lifecycle-events.ts';
 import { triageSettingsOf } from './triage-settings.ts';
 import { deliverSoon } from './webhook-outbox.ts';
@@ -15,14 +16,6 @@ import { deliverSoon } from './webhook-outbox.ts';
 // The quarantine lifecycle of a test (TRIAGE-13, docs/triage.md): the transitions made by hand
 // (a fix attempt, disable, enable) and what a quarantine set or released does to it. The runs that
 // verify a fix attempt are counted as they complete (fix-verification.ts).
-
-/**
- * The branch whose runs verify a fix attempt when none is named: the project's default branch. A
- * project has no stored default yet, so it is the branch most of its jobs ran on.
- */
-export async function defaultBranchOf(executor: Executor, projectId: string): Promise<string | null> {
-  return (await branchOfMostJobs(executor, projectId)) ?? null;
-}
 
 /** A test's lifecycle row and quarantine, the row locked on PostgreSQL for the caller's transaction. */
 async function standing(trx: Executor, testId: string) {
@@ -88,7 +81,7 @@ export function startFixAttempt(
       attempt_started_by: actor.userId,
       attempt_commit: input.commit ?? null,
       attempt_note: input.note ?? null,
-      attempt_branch: input.branch ?? (await defaultBranchOf(trx, test.project_id)),
+      attempt_branch: input.branch ?? (await defaultBranchNameOf(ctx, test.project_id, trx)),
       attempt_required: fixPasses,
     };
     await upsertLifecycle(trx, next);

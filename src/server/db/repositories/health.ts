@@ -187,24 +187,3 @@ export async function listTestsByHealth(
     filter.sort === 'flaky' ? ['tests.flaky_milli', 'tests.created_at', 'tests.id'] : ['tests.created_at', 'tests.id'];
   return keysetPage(inner, { columns, direction: 'desc' }, page);
 }
-
-/** The branch of each of a project's latest jobs, newest first: one of its runs' (null when none carries one). */
-export async function branchesOfLatestJobs(executor: Executor, projectId: string, limit: number): Promise<(string | null)[]> {
-  const rows = await executor
-    .selectFrom('jobs')
-    .select((eb) =>
-      eb
-        .selectFrom('test_runs')
-        .select('test_runs.branch')
-        .whereRef('test_runs.job_id', '=', 'jobs.id')
-        .where('test_runs.branch', 'is not', null)
-        .limit(1)
-        .as('branch'),
-    )
-    .where('jobs.project_id', '=', projectId)
-    .orderBy('jobs.created_at', 'desc')
-    .orderBy('jobs.id', 'desc')
-    .limit(limit)
-    .execute();
-  return rows.map((row) => row.branch ?? null);
-}

@@ -61,22 +61,3 @@ export async function healthStatesOfTests(executor: Executor, testIds: readonly 
   }
   return rows;
 }
-
-/**
- * The branch most of a project's jobs ran on (a job counts once per branch its runs name), ties to
- * the first by name; undefined when no run of a job names one. Read when a fix attempt starts.
- */
-export async function branchOfMostJobs(executor: Executor, projectId: string): Promise<string | undefined> {
-  const row = await executor
-    .selectFrom('test_runs')
-    .select(['branch', sql<number>`count(distinct job_id)`.as('jobs')])
-    .where('project_id', '=', projectId)
-    .where('branch', 'is not', null)
-    .where('job_id', 'is not', null)
-    .groupBy('branch')
-    .orderBy('jobs', 'desc')
-    .orderBy('branch')
-    .limit(1)
-    .executeTakeFirst();
-  return row?.branch ?? undefined;
-}

@@ -24,7 +24,9 @@ export async function insertProject(executor: Executor, project: ProjectsTable):
 export async function updateProject(
   executor: Executor,
   projectId: string,
-  changes: Partial<Pick<ProjectsTable, 'name' | 'description' | 'retention' | 'triage_settings' | 'failure_rules' | 'updated_at'>>,
+  changes: Partial<
+    Pick<ProjectsTable, 'name' | 'description' | 'retention' | 'triage_settings' | 'failure_rules' | 'default_branch' | 'updated_at'>
+  >,
 ): Promise<void> {
   await executor.updateTable('projects').set(changes).where('id', '=', projectId).execute();
 }

@@ -69,6 +69,8 @@ export const PROJECT: Static<typeof Project> = {
     fixPasses: 20,
     autoQuarantine: false,
   },
+  defaultBranch: 'main',
+  defaultBranchInferred: false,
 };
 
 export const ADMIN: Static<typeof User> = {

@@ -34,6 +34,7 @@ export const JOB: Static<typeof Job> = {
   deviceLabels: ['phone'],
   ...RUN_LABELS,
   repository: 'acme/shop',
+  targetBranch: null,
   createdAt: '2026-03-02T09:00:00.412Z',
   startedAt: '2026-03-02T09:05:31.220Z',
   finishedAt: null,
