@@ -15,7 +15,13 @@ const Day = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', maxLength: 10, desc
 export const DailyPoint = Type.Object(
   {
     day: Day,
-    runs: { ...Count, description: 'Completed runs that finished that day.' },
+    runs: { ...Count, description: 'Completed runs that finished that day: every attempt, retries included.' },
+    tests: {
+      ...Count,
+      description:
+        'Tests that finished that day, retries folded (TRIAGE-14): passed + failed + skipped, so `runs` less the failed ' +
+        'attempts a later attempt of the same test in the same job superseded.',
+    },
     passed: Count,
     failed: {
       ...Count,

@@ -25,6 +25,8 @@ export const DASHBOARD_TESTS = 10;
 export interface DailyPoint {
   day: string;
   runs: number;
+  /** passed + failed + skipped: the day's tests, retries folded (TRIAGE-14). */
+  tests: number;
   passed: number;
   failed: number;
   skipped: number;
@@ -109,12 +111,14 @@ export async function projectDashboard(
     const passed = Number(row?.passed ?? 0);
     const failed = Number(row?.failed ?? 0);
     const mean = row?.duration_ms;
+    const skipped = Number(row?.skipped ?? 0);
     return {
       day,
       runs: Number(row?.runs ?? 0),
+      tests: passed + failed + skipped,
       passed,
       failed,
-      skipped: Number(row?.skipped ?? 0),
+      skipped,
       passRate: ratio(passed, passed + failed),
       meanDurationMs: mean === null || mean === undefined ? null : Math.round(Number(mean)),
     };

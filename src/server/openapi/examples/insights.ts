@@ -20,9 +20,9 @@ export const insightExamples: [string, OperationExamples][] = [
         days: 3,
         since: '2026-02-28T00:00:00.000Z',
         daily: [
-          { day: DAYS[0] as string, runs: 0, passed: 0, failed: 0, skipped: 0, passRate: null, meanDurationMs: null },
-          { day: DAYS[1] as string, runs: 2, passed: 1, failed: 1, skipped: 0, passRate: 0.5, meanDurationMs: 48_211 },
-          { day: DAYS[2] as string, runs: 4, passed: 3, failed: 1, skipped: 0, passRate: 0.75, meanDurationMs: 51_037 },
+          { day: DAYS[0] as string, runs: 0, tests: 0, passed: 0, failed: 0, skipped: 0, passRate: null, meanDurationMs: null },
+          { day: DAYS[1] as string, runs: 2, tests: 2, passed: 1, failed: 1, skipped: 0, passRate: 0.5, meanDurationMs: 48_211 },
+          { day: DAYS[2] as string, runs: 4, tests: 4, passed: 3, failed: 1, skipped: 0, passRate: 0.75, meanDurationMs: 51_037 },
         ],
         jobs: [{ job: LAUNCH, passRate: 2 / 3, durationMs: 226_714 }],
         topGroups: [
