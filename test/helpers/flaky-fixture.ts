@@ -3,7 +3,7 @@ import type { AttestClient } from '../../src/client/index.ts';
 import { v1 } from '../../src/client/index.ts';
 import { jsonHeaders, rawRequest } from './http.ts';
 
-// The case of TRIAGE-14: jobs of 10 Playwright tests in which one test, `badge looks
+// The case of TRIAGE-14 and TRIAGE-15: jobs of 10 Playwright tests in which one test, `badge looks
 // right`, fails and then passes on its retry every time; the last job also has a second flaky test
 // and a test that fails on all three of its attempts. Imported through the real import path.
 
@@ -17,7 +17,7 @@ type Attempt = { status: 'passed' | 'failed'; duration: number };
 const pass = (duration: number): Attempt => ({ status: 'passed', duration });
 const fail = (duration: number): Attempt => ({ status: 'failed', duration });
 
-/** Each test's attempts in one job: durations in ms. */
+/** Each test's attempts in one job: durations in ms, which the flaky cost adds up (TRIAGE-15). */
 export function jobPlan(last: boolean): Record<string, Attempt[]> {
   const plan: Record<string, Attempt[]> = { [FLAKY]: [fail(1_000), pass(400)] };
   plan[ALSO_FLAKY] = last ? [fail(2_500), pass(300)] : [pass(300)];

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { NAME_MAX, Nullable, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
+import { FlakyCostSummary } from './flaky-cost.ts';
 import { Job } from './jobs.ts';
 import { ProjectParams } from './projects.ts';
 import { RunLabel } from './runs.ts';
@@ -101,6 +102,12 @@ export const Dashboard = Type.Object(
     flaky: Type.Array(HealthEntry, { description: 'The 10 flakiest tests, highest score first.' }),
     broken: Type.Array(HealthEntry, { description: 'Up to 10 broken tests, longest failing streak first.' }),
     quarantined: Type.Array(QuarantineEntry, { description: 'Up to 10 quarantined tests: those in force first, then expired ones.' }),
+    flakyCost: {
+      ...FlakyCostSummary,
+      description:
+        'What flakiness cost in CI time over the window, on every branch (TRIAGE-15); `GET /projects/{projectId}/flaky-cost` ' +
+        'lists the attempts and jobs behind it.',
+    },
   },
   { additionalProperties: false },
 );

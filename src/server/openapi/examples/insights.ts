@@ -1,5 +1,6 @@
 import { compareJobs } from '../../../api/v1/comparison.ts';
 import { getDashboard } from '../../../api/v1/dashboard.ts';
+import { getFlakyCost } from '../../../api/v1/flaky-cost.ts';
 import { GROUP } from './failures.ts';
 import { IDS, TESTER_EMAIL } from './samples.ts';
 import { JOB, LAUNCH } from './testing.ts';
@@ -63,6 +64,32 @@ export const insightExamples: [string, OperationExamples][] = [
             expired: false,
           },
         ],
+        flakyCost: { retriedFailures: { attempts: 3, durationMs: 14_220 }, flakyOnlyJobs: { jobs: 1, durationMs: 226_714 } },
+      },
+    },
+  }),
+  examplesOf(getFlakyCost, {
+    responses: {
+      200: {
+        days: 30,
+        since: '2026-02-01T00:00:00.000Z',
+        testId: null,
+        retriedFailures: { attempts: 1, durationMs: 4_120 },
+        flakyOnlyJobs: { jobs: 1, durationMs: 226_714 },
+        tests: [{ testId: IDS.testLogin, name: 'Log in with a valid account', attempts: 1, durationMs: 4_120 }],
+        attempts: [
+          {
+            runId: IDS.run,
+            jobId: LAUNCH.id,
+            testId: IDS.testLogin,
+            name: 'Log in with a valid account',
+            attempt: 0,
+            verdict: 'failed',
+            durationMs: 4_120,
+          },
+        ],
+        jobs: [{ jobId: LAUNCH.id, name: LAUNCH.name, flakyTests: 1, durationMs: 226_714 }],
+        truncated: false,
       },
     },
   }),
