@@ -79,6 +79,11 @@ describe('one set of numbers in the web interface, in Chromium (TRIAGE-14)', { s
     await flakyRow.waitFor();
     const cells = await flakyRow.locator('td').allInnerTexts();
     assert.deepEqual(cells.slice(1), [score, '6']);
+    // And what flakiness cost (TRIAGE-15): 7 attempts of 8.5 s; 5 jobs of 2.6 s each.
+    assert.equal(
+      (await page.getByTestId('flaky-cost').locator('p').innerText()).replace(/\s+/g, ' ').trim(),
+      '7 failed attempts retried to a pass: 8.50 s of CI time. 5 jobs failed only on flaky tests: 13.0 s.',
+    );
 
     // The Jobs tab: the last job's tests, the flaky ones among the passed.
     await page.goto(`${server.url}/projects/${project.key}?tab=jobs`);
@@ -86,7 +91,10 @@ describe('one set of numbers in the web interface, in Chromium (TRIAGE-14)', { s
     const jobs = await page.locator('tbody tr').allInnerTexts();
     assert.equal(jobs.length, 6);
     assert.match(jobs[0] as string, /9 passed \(2 flaky\), 1 failed of 10 tests/);
-    assert.ok(jobs.slice(1).every((text) => text.includes('10 passed (1 flaky), 0 failed of 10 tests')), jobs.join('\n'));
+    assert.ok(
+      jobs.slice(1).every((text) => text.includes('10 passed (1 flaky), 0 failed of 10 tests')),
+      jobs.join('\n'),
+    );
 
     // The runs tab names each attempt by its test, the attempt in a column of its own.
     await page.goto(`${server.url}/projects/${project.key}`);
