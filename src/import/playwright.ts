@@ -6,7 +6,7 @@ import {
   errorCellText,
   fullNameOf,
   groupVisualDiffs,
-  runNameOf,
+  NAME_MAX,
   STEP_TITLE_MAX,
   skipReasonOf,
   stdioText,
@@ -155,7 +155,8 @@ function readResult(
   );
   const imported: ImportedCase = {
     fullName: test.fullName,
-    name: runNameOf(test.title, attempt),
+    // The test's title, whatever the attempt (TRIAGE-14): a retry's attempt is its `attempt`.
+    name: clip(test.title, NAME_MAX),
     suite: test.suite,
     verdict: verdictOf(status),
     ...(typeof result.startTime === 'string' ? { startedAt: result.startTime } : {}),

@@ -31,3 +31,28 @@ export function between(from: string | null | undefined, to: string | null | und
   if (!from || !to) return null;
   return Math.max(0, Date.parse(to) - Date.parse(from));
 }
+
+/** A set of tests, retries folded into each (TRIAGE-14): a job's `progress.tests`, a test's `outcomeSummary`. */
+export interface FoldedCounts {
+  passed: number;
+  failed: number;
+  broken: number;
+  skipped: number;
+  flaky: number;
+  unfinished: number;
+}
+
+/**
+ * The one way every page words folded tests (TRIAGE-14): the flaky ones passed in the end, so they
+ * are among the passed, said beside them; `9 passed (2 flaky), 1 failed of 10 tests`.
+ */
+export function formatTestCounts(counts: FoldedCounts, total: number): string {
+  const parts = [`${counts.passed + counts.flaky} passed${counts.flaky > 0 ? ` (${counts.flaky} flaky)` : ''}`, `${counts.failed} failed`];
+  if (counts.broken > 0) parts.push(`${counts.broken} broken`);
+  if (counts.skipped > 0) parts.push(`${counts.skipped} skipped`);
+  if (counts.unfinished > 0) parts.push(`${counts.unfinished} unfinished`);
+  return `${parts.join(', ')} of ${total} ${total === 1 ? 'test' : 'tests'}`;
+}
+
+/** A flaky score, as every page shows it (TRIAGE-14). */
+export const formatScore = (score: number): string => score.toFixed(2);

@@ -117,7 +117,7 @@ export default class AttestReporter implements Reporter {
     const labels = 'off' in this.settings ? {} : this.settings.labels;
     this.queue.push(
       createRunItem(this.http, () => ({ projectId: this.projectId, jobId: this.jobId }), run, this.counts, {
-        name: runNameOf(test.title, result.retry),
+        name: runNameOf(test.title),
         testName,
         attempt: result.retry,
         labels,

@@ -59,9 +59,12 @@ export function fullNameOf(titles: readonly string[], projectName: string, sever
   return clip((severalProjects && projectName ? [projectName, ...path] : path).join(TITLE_SEPARATOR), FULL_NAME_MAX);
 }
 
-/** The run's name: the test's own title, with the attempt for a retry. */
-export function runNameOf(title: string, retry: number): string {
-  return clip(retry > 0 ? `${title} (retry ${retry})` : title, NAME_MAX);
+/**
+ * The run's name: the test's own title, whatever the attempt (TRIAGE-14). A retry is the same test
+ * again; its attempt is the run's `attempt`, so no list names a test by its last attempt.
+ */
+export function runNameOf(title: string): string {
+  return clip(title, NAME_MAX);
 }
 
 /** Cuts text the API would refuse as too long, saying so (a cut stays within `max` UTF-16 units). */

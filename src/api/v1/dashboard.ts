@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { NAME_MAX, Nullable, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
+import { FlakyCostSummary } from './flaky-cost.ts';
 import { Job } from './jobs.ts';
 import { ProjectParams } from './projects.ts';
 import { RunLabel } from './runs.ts';
@@ -15,7 +16,13 @@ const Day = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', maxLength: 10, desc
 export const DailyPoint = Type.Object(
   {
     day: Day,
-    runs: { ...Count, description: 'Completed runs that finished that day.' },
+    runs: { ...Count, description: 'Completed runs that finished that day: every attempt, retries included.' },
+    tests: {
+      ...Count,
+      description:
+        'Tests that finished that day, retries folded (TRIAGE-14): passed + failed + skipped, so `runs` less the failed ' +
+        'attempts a later attempt of the same test in the same job superseded.',
+    },
     passed: Count,
     failed: {
       ...Count,
@@ -95,6 +102,12 @@ export const Dashboard = Type.Object(
     flaky: Type.Array(HealthEntry, { description: 'The 10 flakiest tests, highest score first.' }),
     broken: Type.Array(HealthEntry, { description: 'Up to 10 broken tests, longest failing streak first.' }),
     quarantined: Type.Array(QuarantineEntry, { description: 'Up to 10 quarantined tests: those in force first, then expired ones.' }),
+    flakyCost: {
+      ...FlakyCostSummary,
+      description:
+        'What flakiness cost in CI time over the window, on every branch (TRIAGE-15); `GET /projects/{projectId}/flaky-cost` ' +
+        'lists the attempts and jobs behind it.',
+    },
   },
   { additionalProperties: false },
 );

@@ -4,6 +4,7 @@ import * as comparison from './comparison.ts';
 import * as dashboard from './dashboard.ts';
 import * as devices from './devices.ts';
 import * as failures from './failures.ts';
+import * as flakyCost from './flaky-cost.ts';
 import * as images from './images.ts';
 import * as imports from './imports.ts';
 import * as integrations from './integrations.ts';
@@ -22,6 +23,7 @@ export * as comparison from './comparison.ts';
 export * as dashboard from './dashboard.ts';
 export * as devices from './devices.ts';
 export * as failures from './failures.ts';
+export * as flakyCost from './flaky-cost.ts';
 export * as images from './images.ts';
 export * as imports from './imports.ts';
 export * as integrations from './integrations.ts';
@@ -58,6 +60,7 @@ export const v1Endpoints: Endpoint[] = endpointsOf([
   failures,
   integrations,
   dashboard,
+  flakyCost,
   comparison,
   webhooks,
 ]);

@@ -51,5 +51,6 @@ export function presentDashboard(dashboard: Dashboard): Static<typeof DashboardS
     flaky: dashboard.flaky.map(presentHealth),
     broken: dashboard.broken.map(presentHealth),
     quarantined: dashboard.quarantined.map((row) => presentQuarantine(row, dashboard.now)),
+    flakyCost: dashboard.flakyCost,
   };
 }

@@ -11,6 +11,7 @@ import {
 } from '../db/repositories/dashboard.ts';
 import { findFailureGroups } from '../db/repositories/failure-groups.ts';
 import type { FailureGroupsTable } from '../db/types.ts';
+import { type FlakyCost, flakyCost } from './flaky-cost.ts';
 import { type JobView, jobClock, viewJobs } from './jobs.ts';
 
 export type { HealthRow, QuarantineRow };
@@ -25,6 +26,8 @@ export const DASHBOARD_TESTS = 10;
 export interface DailyPoint {
   day: string;
   runs: number;
+  /** passed + failed + skipped: the day's tests, retries folded (TRIAGE-14). */
+  tests: number;
   passed: number;
   failed: number;
   skipped: number;
@@ -58,6 +61,8 @@ export interface Dashboard {
   flaky: HealthRow[];
   broken: HealthRow[];
   quarantined: QuarantineRow[];
+  /** Over the window, every branch (TRIAGE-15). */
+  flakyCost: Pick<FlakyCost, 'retriedFailures' | 'flakyOnlyJobs'>;
   now: string;
 }
 
@@ -94,13 +99,14 @@ export async function projectDashboard(
   const { branch } = options;
   const db = ctx.db;
 
-  const [dailyRows, jobs, topRows, flaky, broken, quarantined] = await Promise.all([
+  const [dailyRows, jobs, topRows, flaky, broken, quarantined, cost] = await Promise.all([
     dailyOutcomes(db, projectId, since, branch),
     latestJobs(db, projectId, branch, DASHBOARD_JOBS),
     topGroupsSince(db, projectId, since, branch, DASHBOARD_GROUPS),
     testsInState(db, projectId, 'flaky', DASHBOARD_TESTS),
     testsInState(db, projectId, 'broken', DASHBOARD_TESTS),
     quarantinedTests(db, projectId, now, DASHBOARD_TESTS),
+    flakyCost(ctx, projectId, { days: options.days }),
   ]);
 
   const byDay = new Map(dailyRows.map((row) => [row.day, row]));
@@ -109,12 +115,14 @@ export async function projectDashboard(
     const passed = Number(row?.passed ?? 0);
     const failed = Number(row?.failed ?? 0);
     const mean = row?.duration_ms;
+    const skipped = Number(row?.skipped ?? 0);
     return {
       day,
       runs: Number(row?.runs ?? 0),
+      tests: passed + failed + skipped,
       passed,
       failed,
-      skipped: Number(row?.skipped ?? 0),
+      skipped,
       passRate: ratio(passed, passed + failed),
       meanDurationMs: mean === null || mean === undefined ? null : Math.round(Number(mean)),
     };
@@ -139,5 +147,17 @@ export async function projectDashboard(
     ];
   });
 
-  return { branch, days: options.days, since, daily, jobs: jobPoints, topGroups, flaky, broken, quarantined, now };
+  return {
+    branch,
+    days: options.days,
+    since,
+    daily,
+    jobs: jobPoints,
+    topGroups,
+    flaky,
+    broken,
+    quarantined,
+    flakyCost: { retriedFailures: cost.retriedFailures, flakyOnlyJobs: cost.flakyOnlyJobs },
+    now,
+  };
 }

@@ -34,6 +34,14 @@ export interface TestOutcome {
 /** A run's test key: its test id, else `name:` and its name. */
 export const testKeyOf = (run: Pick<AttemptRow, 'test_id' | 'name'>): string => run.test_id ?? `name:${run.name}`;
 
+/**
+ * The test's name from a run of it (TRIAGE-14): the run's name, without the ` (retry N)` that the
+ * reporter and the Playwright import added to a retry's name before a retry's attempt was only its
+ * `attempt`, so that no answer names a test by its last attempt.
+ */
+export const testNameOf = (run: Pick<AttemptRow, 'name' | 'attempt'>): string =>
+  run.attempt > 0 && run.name.endsWith(` (retry ${run.attempt})`) ? run.name.slice(0, -` (retry ${run.attempt})`.length) : run.name;
+
 const failing = (verdict: AttemptRow['verdict']) => verdict === 'failed' || verdict === 'broken';
 
 /** What folding attempts reads of a run. */
@@ -75,7 +83,7 @@ export function foldAttempts(attempts: readonly AttemptRow[]): TestOutcome {
     testKey: testKeyOf(final),
     testId: final.test_id,
     deviceId: final.device_id,
-    name: final.name,
+    name: testNameOf(final),
     verdict,
     attempts: attempts.length,
     runId: final.id,

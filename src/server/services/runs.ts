@@ -21,6 +21,7 @@ import { AppError, found, invalid } from '../errors.ts';
 import { checkedCiUrl } from './ci-url.ts';
 import { bodyFingerprint, fingerprintMatches } from './fingerprint.ts';
 import { queueForgeSyncs, wakeForgeSyncs } from './forge-hooks.ts';
+import { testNameOf } from './outcomes.ts';
 import { appendResults } from './results.ts';
 import { onRunsCompleted } from './run-completion.ts';
 import { ensureTestsByFullName } from './tests.ts';
@@ -126,7 +127,8 @@ async function recordRun(
     test_id: testId,
     job_id: input.jobId ?? null,
     device_id: input.deviceId ?? null,
-    name: input.name,
+    // A retry named ` (retry N)` (reporters before TRIAGE-14) is stored under its test's name.
+    name: testNameOf({ name: input.name, attempt: input.attempt ?? 0 }),
     status: 'running',
     verdict: null,
     environment: input.environment ?? null,

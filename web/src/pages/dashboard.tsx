@@ -3,7 +3,7 @@ import { v1 } from '../../../src/client/index.ts';
 import { Breadcrumb } from '../breadcrumb.tsx';
 import { Badge, ErrorBox, Loading, Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
-import { formatDuration, formatTime } from '../format.ts';
+import { formatDuration, formatScore, formatTime } from '../format.ts';
 import { type Column, ListTable } from '../list-table.tsx';
 import {
   type Dashboard,
@@ -117,6 +117,7 @@ function RateAndDuration({
 
 const DAY_COLUMNS: Column<DashboardDay>[] = [
   { header: 'Day', cell: (day) => day.day },
+  { header: 'Tests', class: 'num', cell: (day) => day.tests },
   { header: 'Runs', class: 'num', cell: (day) => day.runs },
   { header: 'Passed', class: 'num', cell: (day) => day.passed },
   { header: 'Failed', class: 'num', cell: (day) => day.failed },
@@ -158,7 +159,8 @@ function jobColumns(projectKey: string): Column<DashboardJob>[] {
     { header: 'Branch', cell: ({ job }) => job.branch ?? '' },
     { header: 'Created', cell: ({ job }) => formatTime(job.createdAt) },
     { header: 'Tests', class: 'num', cell: (entry) => testsOf(entry).total },
-    { header: 'Passed', class: 'num', cell: (entry) => testsOf(entry).passed },
+    // Flaky tests passed in the end: among the passed, as every page counts them (TRIAGE-14).
+    { header: 'Passed', class: 'num', cell: (entry) => testsOf(entry).passed + testsOf(entry).flaky },
     { header: 'Failed', class: 'num', cell: (entry) => testsOf(entry).failed },
     { header: 'Flaky', class: 'num', cell: (entry) => testsOf(entry).flaky },
     { header: 'Pass rate', class: 'num', cell: (entry) => percent(entry.passRate) },
@@ -267,14 +269,14 @@ function TopGroups({ groups, projectKey }: { groups: Dashboard['topGroups']; pro
 
 const HEALTH_COLUMNS: Column<HealthEntry>[] = [
   { header: 'Test', cell: (entry) => entry.name, href: (entry) => `/tests/${entry.testId}` },
-  { header: 'Flaky score', class: 'num', cell: (entry) => entry.flakyScore.toFixed(2) },
-  { header: 'Outcomes', class: 'num', cell: (entry) => entry.runsConsidered },
+  { header: 'Flaky score', class: 'num', cell: (entry) => formatScore(entry.flakyScore) },
+  { header: 'Jobs', class: 'num', cell: (entry) => entry.runsConsidered },
 ];
 
 const BROKEN_COLUMNS: Column<HealthEntry>[] = [
   { header: 'Test', cell: (entry) => entry.name, href: (entry) => `/tests/${entry.testId}` },
   { header: 'Failing in a row', class: 'num', cell: (entry) => entry.failingStreak },
-  { header: 'Outcomes', class: 'num', cell: (entry) => entry.runsConsidered },
+  { header: 'Jobs', class: 'num', cell: (entry) => entry.runsConsidered },
 ];
 
 const QUARANTINE_COLUMNS: Column<QuarantinedTest>[] = [
@@ -301,6 +303,19 @@ function HealthPanel<T extends { testId: string }>({
     <section class="panel" aria-labelledby={id}>
       <h2 id={id}>{title}</h2>
       <ListTable class={tableClass} label={title} rows={rows} columns={columns} rowKey={(e) => e.testId} empty="None." />
+    </section>
+  );
+}
+
+/** What flakiness cost in CI time over the window (TRIAGE-15); GET …/flaky-cost lists the rows behind it. */
+function FlakyCostPanel({ cost }: { cost: Dashboard['flakyCost'] }) {
+  return (
+    <section class="panel" aria-labelledby="flaky-cost-heading" data-testid="flaky-cost">
+      <h2 id="flaky-cost-heading">What flakiness cost</h2>
+      <p>
+        {cost.retriedFailures.attempts} failed attempts retried to a pass: {formatDuration(cost.retriedFailures.durationMs)} of CI time.{' '}
+        {cost.flakyOnlyJobs.jobs} jobs failed only on flaky tests: {formatDuration(cost.flakyOnlyJobs.durationMs)}.
+      </p>
     </section>
   );
 }
@@ -357,6 +372,7 @@ export function DashboardPage({ projectKey }: { projectKey: string }) {
           <PerJob jobs={data.jobs} projectKey={project.data.key} />
           <TopGroups groups={data.topGroups} projectKey={project.data.key} />
           <TestHealth data={data} />
+          <FlakyCostPanel cost={data.flakyCost} />
         </div>
       )}
     </Page>

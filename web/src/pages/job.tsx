@@ -12,7 +12,7 @@ import { Badge, ErrorBox, LiveStatus, Page, PageWaiting } from '../components.ts
 import { describeError } from '../data.ts';
 import { ConfirmDeletion, DeletedPage, type Freed, useApiUntilDeleted, useMeasuredDeletion } from '../deletion.tsx';
 import { Fact, LabelFacts, TimeFacts } from '../facts.tsx';
-import { between, formatDuration, formatTime } from '../format.ts';
+import { between, formatDuration, formatTestCounts, formatTime } from '../format.ts';
 import { type Column, ListTable } from '../list-table.tsx';
 import { downloadFromApi } from '../run/download.ts';
 import type { TestRun } from '../run/steps.ts';
@@ -137,6 +137,7 @@ function TestCounts({ tests }: { tests: TestProgress }) {
   return (
     <div data-testid="test-progress">
       <h3 class="progress-heading">Tests</h3>
+      <p data-testid="test-counts">{formatTestCounts(tests, tests.total)}</p>
       <ul class="progress-legend" aria-label="Tests, retries folded into their test">
         <li>
           <strong>{tests.total}</strong> tests
@@ -304,6 +305,8 @@ function RunGrid({ runs, total }: { runs: TestRun[]; total: number }) {
 
 const RUN_COLUMNS: Column<TestRun>[] = [
   { header: 'Run', class: 'name', cell: (run) => run.name, href: (run) => `/runs/${run.id}` },
+  // A retry is the same test again (TRIAGE-14): its attempt is a column, never part of its name.
+  { header: 'Attempt', class: 'num', cell: (run) => run.attempt + 1 },
   { header: 'Verdict', cell: (run) => <Badge value={stateOf(run)} /> },
   { header: 'Device', cell: (run) => run.deviceId ?? '—' },
   { header: 'Started', cell: (run) => formatTime(run.startedAt) },

@@ -5,7 +5,7 @@ import { v1 } from '../../../src/client/index.ts';
 import { Badge, ErrorBox, Loading, Page } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { type FilterField, FilterForm, filterValues } from '../filter-form.tsx';
-import { between, formatDuration, formatTime } from '../format.ts';
+import { between, formatDuration, formatTestCounts, formatTime } from '../format.ts';
 import { type Column, ListTable, Pager, pageQuery } from '../list-table.tsx';
 import type { TestRun } from '../run/steps.ts';
 import { UsageSummary } from '../usage.tsx';
@@ -35,6 +35,7 @@ const isoOf = (local: string | undefined) => (local ? new Date(local).toISOStrin
 
 const RUN_COLUMNS: Column<TestRun>[] = [
   { header: 'Run', cell: (run) => run.name, href: (run) => `/runs/${run.id}` },
+  { header: 'Attempt', class: 'num', cell: (run) => run.attempt + 1 },
   { header: 'Verdict', cell: (run) => <Badge value={run.status === 'completed' ? run.verdict : run.status} /> },
   { header: 'Branch', cell: (run) => run.branch ?? '' },
   { header: 'Build', cell: (run) => run.build ?? '' },
@@ -66,7 +67,8 @@ function RunsTab({ projectId }: { projectId: string }) {
 const JOB_COLUMNS: Column<Job>[] = [
   { header: 'Job', cell: (job) => job.name, href: (job) => `/jobs/${job.id}` },
   { header: 'Status', cell: (job) => <Badge value={job.status} /> },
-  { header: 'Progress', cell: ({ progress }) => `${progress.passed} passed, ${progress.failed} failed of ${progress.total}` },
+  // Tests, retries folded (TRIAGE-14): the job page, the dashboard and the comparison count the same way.
+  { header: 'Tests', cell: ({ progress }) => formatTestCounts(progress.tests, progress.tests.total) },
   { header: 'Branch', cell: (job) => job.branch ?? '' },
   { header: 'Created', cell: (job) => formatTime(job.createdAt) },
 ];

@@ -70,27 +70,53 @@ function HistoryStrip({ history }: { history: History }) {
   );
 }
 
-function HistorySummary({ summary }: { summary: History['summary'] }) {
-  const item = (label: string, value: number) => (
+/**
+ * The test's numbers, retries folded (TRIAGE-14): one per job, as the tests list, the dashboard and
+ * the Jobs tab count; a flaky job passed in the end, so it is among the passed, said beside them.
+ */
+function HistorySummary({ summary }: { summary: History['outcomeSummary'] }) {
+  const item = (label: string, value: number | string) => (
     <div>
       <dt>{label}</dt>
       <dd>{value}</dd>
     </div>
   );
-  const decided = summary.passed + summary.failed;
   return (
-    <dl class="history-summary" aria-label="Summary of these runs">
-      {item('Runs', summary.runs)}
-      {item('Passed', summary.passed)}
+    <dl class="history-summary" aria-label="Summary of these runs, one per job" data-testid="history-summary">
+      {item('Jobs', summary.outcomes)}
+      {item('Passed', summary.flaky > 0 ? `${summary.passed + summary.flaky} (flaky ${summary.flaky})` : summary.passed)}
       {item('Failed', summary.failed)}
-      {item('Broken', summary.broken)}
-      {item('Skipped', summary.skipped)}
-      {item('Flaky flips', summary.flakyFlips)}
-      <div>
-        <dt>Pass rate</dt>
-        <dd>{decided === 0 ? '—' : `${Math.round((summary.passed / decided) * 100)} %`}</dd>
-      </div>
+      {summary.broken > 0 ? item('Broken', summary.broken) : null}
+      {summary.skipped > 0 ? item('Skipped', summary.skipped) : null}
+      {item('Pass rate', summary.passRate === null ? '—' : `${Math.round(summary.passRate * 100)} %`)}
     </dl>
+  );
+}
+
+/** Each job's outcome with its attempts inside it, newest first: attempts stay visible (TRIAGE-14). */
+function OutcomeList({ history }: { history: History }) {
+  const attempt = new Map(history.runs.map(({ id, attempt, verdict, status }) => [id, { attempt, verdict, status }]));
+  return (
+    <ol class="outcome-list" aria-label="Outcomes, one per job, newest first" data-testid="outcomes">
+      {history.outcomes.map((outcome) => (
+        <li key={outcome.runId}>
+          <Badge value={outcome.verdict ?? 'unfinished'} />{' '}
+          {outcome.jobId ? <a href={`/jobs/${outcome.jobId}`}>Job</a> : 'Run without a job'}
+          {outcome.branch ? ` on ${outcome.branch}` : ''}, {outcome.attempts} {outcome.attempts === 1 ? 'attempt' : 'attempts'}:{' '}
+          {outcome.runIds.map((runId, i) => {
+            const run = attempt.get(runId);
+            return (
+              <span key={runId}>
+                {i > 0 ? ', ' : ''}
+                <a href={`/runs/${runId}`}>
+                  attempt {(run?.attempt ?? i) + 1} {run ? (run.status === 'completed' ? (run.verdict ?? run.status) : run.status) : ''}
+                </a>
+              </span>
+            );
+          })}
+        </li>
+      ))}
+    </ol>
   );
 }
 
@@ -127,6 +153,7 @@ const runColumns = (flaky: ReadonlySet<string>): Column<TestRun>[] => [
       </>
     ),
   },
+  { header: 'Attempt', class: 'num', cell: (run) => run.attempt + 1 },
   { header: 'Verdict', cell: (run) => <Outcome run={run} flaky={flaky.has(run.id)} /> },
   { header: 'Branch', cell: (run) => run.branch ?? '' },
   { header: 'Build', cell: (run) => run.build ?? '' },
@@ -198,8 +225,9 @@ function HistorySection({ projectId, testId }: { projectId: string; testId: stri
       <ListStates data={history.data} error={history.error} isEmpty={(data) => data.runs.length === 0} empty="This test has not run yet.">
         {(data) => (
           <>
-            <HistorySummary summary={data.summary} />
+            <HistorySummary summary={data.outcomeSummary} />
             <HistoryStrip history={data} />
+            <OutcomeList history={data} />
           </>
         )}
       </ListStates>

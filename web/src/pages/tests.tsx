@@ -6,6 +6,7 @@ import { Badge, Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { type FilterField, FilterForm, filterValues } from '../filter-form.tsx';
 import '../forms.css';
+import { formatScore } from '../format.ts';
 import { loadTests, suiteOf, type TestDefinition } from '../tcm/tests-api.ts';
 import { withQuery } from '../url.ts';
 import './tests.css';
@@ -52,7 +53,14 @@ function TestRow({ test, chosen, onChoose }: { test: TestDefinition; chosen: boo
     <li class="test-row">
       <input type="checkbox" checked={chosen} aria-label={`Choose ${test.name}`} onChange={(e) => onChoose(e.currentTarget.checked)} />
       <a href={`/tests/${test.id}`}>{test.name}</a>
-      {test.health.state !== 'stable' ? <Badge value={test.health.state} /> : null}
+      {test.health.state !== 'stable' ? (
+        <span class="test-health" data-testid="test-health">
+          <Badge value={test.health.state} />{' '}
+          <span class="muted">
+            score {formatScore(test.health.flakyScore)} over {test.health.runsConsidered} jobs
+          </span>
+        </span>
+      ) : null}
       {test.tags.length > 0 ? (
         <span class="chips">
           {test.tags.map((tag) => (

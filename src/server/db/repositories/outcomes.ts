@@ -25,7 +25,7 @@ export type AttemptRow = Pick<
   | 'commit_sha'
 >;
 
-const ATTEMPT_COLUMNS = [
+export const ATTEMPT_COLUMNS = [
   'id',
   'job_id',
   'device_id',
@@ -42,7 +42,7 @@ const ATTEMPT_COLUMNS = [
   'commit_sha',
 ] as const;
 
-const attemptOf = (row: AttemptRow): AttemptRow => ({ ...row, attempt: Number(row.attempt) });
+export const attemptOf = (row: AttemptRow): AttemptRow => ({ ...row, attempt: Number(row.attempt) });
 
 /** Every run of the jobs given (one query per chunk of jobs, index test_runs_job_test). */
 export async function attemptsOfJobs(executor: Executor, jobIds: readonly string[]): Promise<AttemptRow[]> {

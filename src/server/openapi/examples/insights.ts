@@ -1,5 +1,6 @@
 import { compareJobs } from '../../../api/v1/comparison.ts';
 import { getDashboard } from '../../../api/v1/dashboard.ts';
+import { getFlakyCost } from '../../../api/v1/flaky-cost.ts';
 import { GROUP } from './failures.ts';
 import { IDS, TESTER_EMAIL } from './samples.ts';
 import { JOB, LAUNCH } from './testing.ts';
@@ -20,9 +21,9 @@ export const insightExamples: [string, OperationExamples][] = [
         days: 3,
         since: '2026-02-28T00:00:00.000Z',
         daily: [
-          { day: DAYS[0] as string, runs: 0, passed: 0, failed: 0, skipped: 0, passRate: null, meanDurationMs: null },
-          { day: DAYS[1] as string, runs: 2, passed: 1, failed: 1, skipped: 0, passRate: 0.5, meanDurationMs: 48_211 },
-          { day: DAYS[2] as string, runs: 4, passed: 3, failed: 1, skipped: 0, passRate: 0.75, meanDurationMs: 51_037 },
+          { day: DAYS[0] as string, runs: 0, tests: 0, passed: 0, failed: 0, skipped: 0, passRate: null, meanDurationMs: null },
+          { day: DAYS[1] as string, runs: 2, tests: 2, passed: 1, failed: 1, skipped: 0, passRate: 0.5, meanDurationMs: 48_211 },
+          { day: DAYS[2] as string, runs: 4, tests: 4, passed: 3, failed: 1, skipped: 0, passRate: 0.75, meanDurationMs: 51_037 },
         ],
         jobs: [{ job: LAUNCH, passRate: 2 / 3, durationMs: 226_714 }],
         topGroups: [
@@ -63,6 +64,32 @@ export const insightExamples: [string, OperationExamples][] = [
             expired: false,
           },
         ],
+        flakyCost: { retriedFailures: { attempts: 3, durationMs: 14_220 }, flakyOnlyJobs: { jobs: 1, durationMs: 226_714 } },
+      },
+    },
+  }),
+  examplesOf(getFlakyCost, {
+    responses: {
+      200: {
+        days: 30,
+        since: '2026-02-01T00:00:00.000Z',
+        testId: null,
+        retriedFailures: { attempts: 1, durationMs: 4_120 },
+        flakyOnlyJobs: { jobs: 1, durationMs: 226_714 },
+        tests: [{ testId: IDS.testLogin, name: 'Log in with a valid account', attempts: 1, durationMs: 4_120 }],
+        attempts: [
+          {
+            runId: IDS.run,
+            jobId: LAUNCH.id,
+            testId: IDS.testLogin,
+            name: 'Log in with a valid account',
+            attempt: 0,
+            verdict: 'failed',
+            durationMs: 4_120,
+          },
+        ],
+        jobs: [{ jobId: LAUNCH.id, name: LAUNCH.name, flakyTests: 1, durationMs: 226_714 }],
+        truncated: false,
       },
     },
   }),
