@@ -19,7 +19,8 @@ import type {
   TestRunsTable,
 } from '../../src/server/db/types.ts';
 import { LIMITS, normaliseFailure } from '../../src/server/failures/normalise.ts';
-import { scoreHealth } from '../../src/server/services/health.ts';
+import { DEFAULT_BRANCH_JOBS } from '../../src/server/services/default-branch.ts';
+import { RUNS_MARGIN, scoreHealth, widestWindow } from '../../src/server/services/health.ts';
 import { type HealthRun, healthOutcomes } from '../../src/server/services/outcomes.ts';
 import { failureOf } from '../suite.ts';
 
@@ -85,6 +86,28 @@ const STEP_TITLES = [
 ];
 const DAY = 86_400_000;
 const HEALTH = { ...TRIAGE_DEFAULTS };
+/** The latest runs of a test the server reads to score its health (health.ts). */
+const HEALTH_RUNS = widestWindow(HEALTH) + RUNS_MARGIN;
+
+/**
+ * A project's default branch as the server infers it with none set (TRIAGE-16,
+ * repositories/branches.ts): the branch most of its latest jobs ran on, ties to the branch whose
+ * first job among them came first, then by name.
+ */
+function defaultBranchOfJobs(jobs: readonly { createdAt: string; id: string; branch: string }[]): string | null {
+  const latest = [...jobs]
+    .sort((a, b) => (a.createdAt !== b.createdAt ? (a.createdAt < b.createdAt ? 1 : -1) : a.id < b.id ? 1 : -1))
+    .slice(0, DEFAULT_BRANCH_JOBS);
+  const counts = new Map<string, { jobs: number; first: string }>();
+  for (const job of latest) {
+    const count = counts.get(job.branch) ?? { jobs: 0, first: job.createdAt };
+    count.jobs++;
+    if (job.createdAt < count.first) count.first = job.createdAt;
+    counts.set(job.branch, count);
+  }
+  const ranked = [...counts].sort(([a, x], [b, y]) => y.jobs - x.jobs || x.first.localeCompare(y.first) || a.localeCompare(b));
+  return ranked[0]?.[0] ?? null;
+}
 
 export interface ScaleOptions {
   runs: number;
@@ -526,7 +549,10 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
   // The dashboard's rollup as migration 0023's triggers keep it (no retries here: nothing is superseded).
   const runDays = new Map<string, RunDay>();
   const groups = new Map<string, GroupState>();
-  const health = new Map<string, { project: number; ring: HealthRun[]; lastFinished: string }>();
+  // Each test's latest runs on each branch: health is scored on the project's default branch (TRIAGE-11).
+  const health = new Map<string, { project: number; rings: Map<string, HealthRun[]>; lastFinished: string }>();
+  // Each project's jobs (created, id, branch): its default branch is inferred from the latest of them (TRIAGE-16).
+  const projectJobs = projects.map(() => [] as { createdAt: string; id: string; branch: string }[]);
   const failureRows = new Map<string, ReturnType<typeof normaliseFailure>>();
   const jobFailures = new Map<string, Map<string, Set<string>>>(); // job → group → failed tests
   const jobProject = new Map<string, string>();
@@ -621,6 +647,7 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
               runs.push(run);
             }
             jobProject.set(jobId, projects[p]?.id as string);
+            projectJobs[p]?.push({ createdAt: iso(jobStart), id: jobId, branch });
             jobs.push({
               id: jobId,
               project_id: projects[p]?.id,
@@ -740,9 +767,11 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
         failedTests.add(row.test_id as string);
       }
       const testId = row.test_id as string;
-      const state = health.get(testId) ?? { project: run.project, ring: [], lastFinished: at };
+      const state = health.get(testId) ?? { project: run.project, rings: new Map(), lastFinished: at };
       health.set(testId, state);
-      state.ring.push({
+      const ring = state.rings.get(row.branch ?? '') ?? [];
+      state.rings.set(row.branch ?? '', ring);
+      ring.push({
         id: row.id,
         job_id: row.job_id,
         device_id: row.device_id,
@@ -753,7 +782,7 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
         branch: row.branch,
         commit_sha: row.commit_sha,
       });
-      if (state.ring.length > HEALTH.healthWindow * 2) state.ring.splice(0, HEALTH.healthWindow);
+      if (ring.length > HEALTH_RUNS * 2) ring.splice(0, HEALTH_RUNS);
       state.lastFinished = at;
     }
 
@@ -875,11 +904,14 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
     await sink.exec(
       `UPDATE jobs SET incident_group_id = '${incident.groupId}', incident_failed_runs = ${incident.tests} WHERE id = '${jobId}'`,
     );
+  const defaultBranches = projectJobs.map(defaultBranchOfJobs);
   for (const [testId, state] of health) {
-    const latest = state.ring
+    const branch = defaultBranches[state.project] ?? null;
+    const runs = branch === null ? [...state.rings.values()].flat() : (state.rings.get(branch) ?? []);
+    const latest = runs
       .filter((run) => run.job_id === null || !incidents.has(run.job_id))
       .sort((a, b) => (a.created_at !== b.created_at ? (a.created_at < b.created_at ? 1 : -1) : a.id < b.id ? 1 : -1))
-      .slice(0, HEALTH.healthWindow);
+      .slice(0, HEALTH_RUNS);
     const score = scoreHealth(healthOutcomes(latest), HEALTH);
     const row: TestHealthTable = {
       test_id: testId,
@@ -890,9 +922,7 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
       failing_streak: score.failingStreak,
       updated_at: state.lastFinished,
       monitor: score.monitor,
-      // Scored over every branch here (the generator infers no default branch); the server scores a
-      // test on its default branch when its next run completes (TRIAGE-11).
-      branch: null,
+      branch,
       evidence: score.evidence === null ? null : JSON.stringify(score.evidence),
     };
     await add('test_health', row as unknown as Row);

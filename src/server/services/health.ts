@@ -133,7 +133,7 @@ export async function refreshHealth(
 }
 
 /** Runs read beyond the health window, so a few retries do not shorten the window of outcomes. */
-const RUNS_MARGIN = 10;
+export const RUNS_MARGIN = 10;
 
 const healthRow = (testId: string, projectId: string, branch: string | null, score: HealthScore, now: string): TestHealthTable => ({
   test_id: testId,
