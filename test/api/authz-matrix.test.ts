@@ -400,6 +400,20 @@ const FORM_BUILDERS: Record<string, (input: FixtureInput) => Promise<FormData>> 
   },
 };
 
+/**
+ * What an operation needs done to its resources before it applies, beyond their fixtures: enabling
+ * a test answers only for a disabled one (TRIAGE-13; otherwise a 409 by design).
+ */
+const PREPARE: Record<string, (input: FixtureInput) => Promise<void>> = {
+  // A test of its own for each call (the shared fixture stays quarantined for the operations after it).
+  enableTest: async (input) => {
+    if (input.target !== 'own' && input.target !== 'other') return;
+    const testId = await (FIXTURES.testId as Fixture).build({ ...input, owner: true });
+    await admin(input.server).call(v1.lifecycle.disableTest, { params: { testId }, body: { reason: 'matrix' } });
+    input.values.testId = testId;
+  },
+};
+
 /** Query fields an operation needs beyond the minimal valid sample. */
 const QUERY_OVERRIDES: Record<string, Record<string, unknown>> = {
   // The results of a run still running: without `partial` the answer is a 409 by design.
@@ -668,6 +682,7 @@ for (const dialect of DIALECTS) {
               const caller = callers.get(spec.name) as Caller;
               const input: FixtureInput = { server, caller, everyone: [...callers.values()], target, owner: true, values: {} };
               input.values = await fixtures.values(op, input);
+              await PREPARE[op.operationId]?.(input);
               const query: Record<string, unknown> = {
                 ...(op.query ? (minimalSample(op.query) as object) : {}),
                 ...QUERY_OVERRIDES[op.operationId],

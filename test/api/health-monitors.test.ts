@@ -134,6 +134,8 @@ for (const dialect of DIALECTS) {
         rateWindow: 30,
         rateMinSamples: 10,
         rateThreshold: 0.05,
+        fixPasses: 20,
+        autoQuarantine: false,
       });
       for (const [field, value] of [
         ['rateThreshold', 0],

@@ -63,7 +63,7 @@ for (const dialect of DIALECTS) {
       testId: string,
       verdict: 'passed' | 'failed' | 'skipped',
       branch: string | undefined,
-      options: { jobId?: string; project?: string } = {},
+      options: { jobId?: string; project?: string; commit?: string } = {},
     ) => {
       server.clock.advance(1000);
       return tester.client.call(v1.runs.createRun, {
@@ -74,6 +74,7 @@ for (const dialect of DIALECTS) {
           verdict,
           ...(branch ? { branch } : {}),
           ...(options.jobId ? { jobId: options.jobId } : {}),
+          ...(options.commit ? { commit: options.commit } : {}),
         },
       });
     };
@@ -252,7 +253,8 @@ for (const dialect of DIALECTS) {
       await server.admin.client.call(v1.projects.addMember, { params: { projectId: project, email: tester.email } });
       await server.admin.client.call(v1.projects.addMember, { params: { projectId: project, email: viewer.email } });
       const off = await newTest(project);
-      for (const verdict of ['passed', 'failed', 'passed', 'failed'] as const) await record(off, verdict, 'main', { project });
+      // One commit passed and failed: the retry monitor calls it flaky (TRIAGE-11).
+      for (const verdict of ['passed', 'failed'] as const) await record(off, verdict, 'main', { project, commit: 'c1' });
       let health = await lifecycleOf(off);
       assert.equal(health.state, 'flaky');
       assert.equal(health.quarantine, null, 'off by default');
@@ -263,8 +265,8 @@ for (const dialect of DIALECTS) {
       });
       assert.equal(settings.triage.autoQuarantine, true);
       const flaky = await newTest(project);
-      await record(flaky, 'passed', 'main', { project });
-      const failure = await record(flaky, 'failed', 'main', { project });
+      await record(flaky, 'passed', 'main', { project, commit: 'c2' });
+      const failure = await record(flaky, 'failed', 'main', { project, commit: 'c2' });
       health = await lifecycleOf(flaky);
       assert.equal(health.state, 'flaky');
       assert.equal(health.lifecycle.state, 'quarantined');

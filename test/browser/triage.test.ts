@@ -168,18 +168,17 @@ describe('triage in the web interface, in Chromium (TRIAGE-8)', { skip: !browser
     }
 
     // The per-day table: every day of the window, and over them the 8 runs imported (4 passed, 4 failed: two in each nightly).
-    const answer = await api<{ daily: { day: string; runs: number; passed: number; failed: number; passRate: number | null }[] }>(
-      'GET',
-      `/projects/${project.id}/dashboard?branch=main&days=14`,
-    );
+    const answer = await api<{
+      daily: { day: string; tests: number; runs: number; passed: number; failed: number; passRate: number | null }[];
+    }>('GET', `/projects/${project.id}/dashboard?branch=main&days=14`);
     const rows = await cellsOf('table.daily-table');
     assert.equal(rows.length, 14);
     assert.deepEqual(
-      rows.map((r) => r.slice(0, 5)),
-      answer.daily.map((d) => [d.day, String(d.runs), String(d.passed), String(d.failed), percent(d.passRate)]),
+      rows.map((r) => r.slice(0, 6)),
+      answer.daily.map((d) => [d.day, String(d.tests), String(d.runs), String(d.passed), String(d.failed), percent(d.passRate)]),
     );
     const sum = (column: number) => rows.reduce((total, row) => total + Number(row[column]), 0);
-    assert.deepEqual([sum(1), sum(2), sum(3)], [8, 4, 4], 'runs, passed and failed over the window');
+    assert.deepEqual([sum(1), sum(2), sum(3), sum(4)], [8, 8, 4, 4], 'tests, runs, passed and failed over the window');
 
     // The jobs table, newest first: Nightly 2 (4 tests: a and c passed, b and d failed), then Nightly 1 (a and d passed).
     const jobs = await cellsOf('table.jobs-table');

@@ -67,7 +67,8 @@ describe('Playwright live reporter [sqlite]', { skip: !browserAvailable() }, () 
     for (const item of runs.items) {
       assert.equal(item.status, 'completed');
       assert.equal(item.branch, 'main');
-      const imported = report.cases.find((c) => c.name === item.name)!;
+      // A retry bears its test's name (TRIAGE-14): the case of the same name and attempt.
+      const imported = report.cases.find((c) => c.name === item.name && (c.attempt ?? 0) === item.attempt)!;
       assert.deepEqual(await serverRunShape(tester.client, project.id, item.id), importedCaseShape(imported), item.name);
     }
 
@@ -122,9 +123,11 @@ describe('Playwright live reporter [sqlite]', { skip: !browserAvailable() }, () 
     const live = (await tester.client.call(v1.runs.listRuns, { query: { projectId: project.id, jobId: liveJobId } })).items;
     const imported = (await tester.client.call(v1.runs.listRuns, { query: { projectId: project.id, jobId: record.jobId as string } }))
       .items;
-    assert.deepEqual(imported.map((r) => r.name).sort(), live.map((r) => r.name).sort());
+    // A retry's run bears its test's name (TRIAGE-14): the twin is the run of the same name and attempt.
+    const named = (r: (typeof live)[number]) => `${r.name} #${r.attempt}`;
+    assert.deepEqual(imported.map(named).sort(), live.map(named).sort());
     for (const item of imported) {
-      const twin = live.find((r) => r.name === item.name)!;
+      const twin = live.find((r) => named(r) === named(item))!;
       assert.equal(item.verdict, twin.verdict, item.name);
       assert.equal(item.testId, twin.testId, item.name);
       assert.deepEqual(

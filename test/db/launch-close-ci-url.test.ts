@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { v1 } from '../../src/client/index.ts';
 import * as launchCloseCiUrl from '../../src/server/db/migrations/2026-11-27-0011-launch-close-ci-url.ts';
+import * as jobLookup from '../../src/server/db/migrations/2026-12-02-0032-job-lookup.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -43,11 +44,14 @@ for (const dialect of DIALECTS) {
       await tester.client.call(v1.runs.updateRun, { params: { testRunId: run.id }, body: { status: 'completed', verdict: 'passed' } });
 
       const db = server.app.attest.db;
+      // Migration 0032 indexes jobs.ci_url (TRIAGE-17): it goes down first and up again last, as a rollback would take them.
+      await jobLookup.down(db);
       await launchCloseCiUrl.down(db);
       assert.ok(!(await columns('jobs')).includes('closed_at'));
       assert.ok(!(await columns('jobs')).includes('ci_url'));
       assert.ok(!(await columns('test_runs')).includes('ci_url'));
       await launchCloseCiUrl.up(db);
+      await jobLookup.up(db);
 
       const importJob = await tester.client.call(v1.jobs.getJob, { params: { jobId: record.jobId as string } });
       assert.equal(importJob.closedAt, record.finishedAt, "closed at the import's finish");
