@@ -9,9 +9,6 @@ import { firstPointer, isProblem } from '../helpers/problems.ts';
 // TRIAGE-5 (retries folded into their test) and TRIAGE-6 (health and quarantine), docs/triage.md.
 
 const DAY = 86_400_000;
-/** The lifecycle of a test no quarantine touched (TRIAGE-13). */
-const ACTIVE = { state: 'active', fixAttempt: null, disabled: null } as const;
-
 /** A Playwright JSON report of `titles`, each passing, but `flaky`, which fails and then passes on its retry. */
 const playwrightReport = (file: string, titles: string[], flaky: string) => ({
   config: { projects: [{ name: 'chromium' }] },

@@ -84,6 +84,19 @@ describe('one set of numbers in the web interface, in Chromium (TRIAGE-14)', { s
       (await page.getByTestId('flaky-cost').locator('p').innerText()).replace(/\s+/g, ' ').trim(),
       '7 failed attempts retried to a pass: 8.50 s of CI time. 5 jobs failed only on flaky tests: 13.0 s.',
     );
+    // The rows behind those figures, on request: the two tests retried to a pass and the five jobs.
+    await page.getByText('The tests and jobs behind it').click();
+    const costTable = page.getByRole('table', { name: 'Tests by the CI time their retries cost' });
+    await costTable.waitFor();
+    const costRows = await costTable
+      .locator('tbody tr')
+      .evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((td) => (td.textContent ?? '').trim())));
+    assert.equal(costRows.length, 2);
+    assert.deepEqual(costRows[0]?.slice(0, 2), [costRows[0]?.[0], '6']);
+    assert.ok(costRows[0]?.[0]?.endsWith(FLAKY), JSON.stringify(costRows));
+    assert.equal(costRows[1]?.[1], '1');
+    const jobRows = page.getByRole('table', { name: 'Jobs that failed only on flaky tests' }).locator('tbody tr');
+    assert.equal(await jobRows.count(), 5);
 
     // The Jobs tab: the last job's tests, the flaky ones among the passed.
     await page.goto(`${server.url}/projects/${project.key}?tab=jobs`);
@@ -100,5 +113,40 @@ describe('one set of numbers in the web interface, in Chromium (TRIAGE-14)', { s
     await page.goto(`${server.url}/projects/${project.key}`);
     await page.locator('tbody tr').first().waitFor();
     assert.doesNotMatch(await page.locator('main').innerText(), RETRY);
+  });
+
+  test('the quarantine lifecycle is driven from the test page: quarantine, claim a fix, disable, enable (TRIAGE-13)', async () => {
+    await page.goto(`${server.url}/tests/${testId}`);
+    const state = page.getByTestId('lifecycle-state');
+    await state.waitFor();
+    assert.equal((await state.innerText()).trim(), 'Active.');
+    const quarantine = page.getByRole('form', { name: 'Quarantine this test' });
+    await quarantine.getByLabel('Owner').fill('qa@example.com');
+    await quarantine.getByLabel('Reason').fill('fails on retry in CI');
+    await quarantine.getByRole('button', { name: 'Quarantine' }).click();
+    await page.getByText('Quarantined by qa@example.com').waitFor();
+    assert.equal((await state.innerText()).trim(), 'Quarantined.');
+
+    await page.getByRole('button', { name: 'Claim a fix' }).click();
+    await page.getByText(/^Fix pending: 0 of 20 runs/).waitFor();
+
+    const disable = page.getByRole('form', { name: 'Disable this test' });
+    await disable.getByRole('button', { name: 'Disable' }).click();
+    // An empty reason is refused by the form before the API is asked.
+    assert.match((await state.innerText()).trim(), /^Fix pending/);
+    await disable.getByLabel('Why disable it').fill('the badge is being redesigned');
+    await disable.getByRole('button', { name: 'Disable' }).click();
+    await page.getByText('Disabled: the badge is being redesigned').waitFor();
+
+    await page.getByRole('button', { name: 'Enable' }).click();
+    await page.getByText(/^Quarantined\./).waitFor();
+
+    // What the page shows is what the API holds.
+    const held = await server.admin.client.call(v1.tests.getTest, { params: { testId } });
+    assert.equal(held.health.lifecycle.state, 'quarantined');
+    assert.equal(held.health.lifecycle.fixAttempt?.outcome, 'cancelled');
+    await page.reload();
+    await state.waitFor();
+    assert.equal((await state.innerText()).trim(), 'Quarantined.');
   });
 });

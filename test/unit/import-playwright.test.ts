@@ -40,10 +40,10 @@ describe('Playwright JSON import: a real report', { skip: !browserAvailable() },
         ['account.spec.ts › Account › shows the shop title', 'shows the shop title', 0, 'passed'],
         ['account.spec.ts › Account › loyalty points', 'loyalty points', 0, 'skipped'],
         ['account.spec.ts › Account › flaky login', 'flaky login', 0, 'failed'],
-        ['account.spec.ts › Account › flaky login', 'flaky login (retry 1)', 1, 'passed'],
+        ['account.spec.ts › Account › flaky login', 'flaky login', 1, 'passed'],
         ['checkout.spec.ts › Checkout › adds two mugs to the cart', 'adds two mugs to the cart', 0, 'passed'],
         ['checkout.spec.ts › Checkout › pays by card', 'pays by card', 0, 'failed'],
-        ['checkout.spec.ts › Checkout › pays by card', 'pays by card (retry 1)', 1, 'failed'],
+        ['checkout.spec.ts › Checkout › pays by card', 'pays by card', 1, 'failed'],
       ],
     );
     for (const c of report.cases) {

@@ -68,6 +68,9 @@ export const PARITY: Record<string, Reach> = {
   deleteTest: { page: '/tests/:testId', does: 'Delete test, its runs too (cascade) when it has any' },
   quarantineTest: { page: '/tests/:testId', does: 'Quarantine' },
   releaseTest: { page: '/tests/:testId', does: 'Release' },
+  startFixAttempt: { page: '/tests/:testId', does: 'Claim a fix' },
+  disableTest: { page: '/tests/:testId', does: 'Disable, with a reason' },
+  enableTest: { page: '/tests/:testId', does: 'Enable' },
   listQuarantines: {
     apiOnly:
       'For the Playwright reporter and the CLI, which decide from it whether a failure fails CI. People see quarantines on each test (its health) and on the dashboard.',
@@ -141,6 +144,7 @@ export const PARITY: Record<string, Reach> = {
   listIssueLinks: { page: '/projects/:projectKey/failures/:groupId', does: 'Issues, with their title and status' },
 
   getDashboard: { page: '/projects/:projectKey/dashboard', does: 'The dashboard' },
+  getFlakyCost: { page: '/projects/:projectKey/dashboard', does: 'What flakiness cost: the tests and jobs behind it' },
   compareJobs: { page: '/jobs/:jobId/compare', does: 'Two jobs compared' },
 
   // Webhooks (issue 32)

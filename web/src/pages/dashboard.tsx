@@ -14,6 +14,7 @@ import {
   type QuarantinedTest,
 } from '../triage/api.ts';
 import { COLOURS, LineChart, percent, Sparkline } from '../triage/charts.tsx';
+import { FlakyCostPanel } from '../triage/flaky-cost-panel.tsx';
 import { groupColumns, IncidentMarker } from '../triage/parts.tsx';
 import { withQuery } from '../url.ts';
 
@@ -307,19 +308,6 @@ function HealthPanel<T extends { testId: string }>({
   );
 }
 
-/** What flakiness cost in CI time over the window (TRIAGE-15); GET …/flaky-cost lists the rows behind it. */
-function FlakyCostPanel({ cost }: { cost: Dashboard['flakyCost'] }) {
-  return (
-    <section class="panel" aria-labelledby="flaky-cost-heading" data-testid="flaky-cost">
-      <h2 id="flaky-cost-heading">What flakiness cost</h2>
-      <p>
-        {cost.retriedFailures.attempts} failed attempts retried to a pass: {formatDuration(cost.retriedFailures.durationMs)} of CI time.{' '}
-        {cost.flakyOnlyJobs.jobs} jobs failed only on flaky tests: {formatDuration(cost.flakyOnlyJobs.durationMs)}.
-      </p>
-    </section>
-  );
-}
-
 /** Flaky, broken and quarantined tests, side by side. */
 function TestHealth({ data }: { data: Dashboard }) {
   return (
@@ -372,7 +360,7 @@ export function DashboardPage({ projectKey }: { projectKey: string }) {
           <PerJob jobs={data.jobs} projectKey={project.data.key} />
           <TopGroups groups={data.topGroups} projectKey={project.data.key} />
           <TestHealth data={data} />
-          <FlakyCostPanel cost={data.flakyCost} />
+          <FlakyCostPanel cost={data.flakyCost} projectId={project.data.id} days={data.days} />
         </div>
       )}
     </Page>

@@ -8,6 +8,7 @@ import { ErrorBox, Preformatted } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatTime } from '../format.ts';
 import { FormProblem, problemAt, TextField } from '../forms.tsx';
+import { DisableControl } from './disable-control.tsx';
 import { HealthPanel } from './health-panel.tsx';
 import type { TestDefinition } from './tests-api.ts';
 
@@ -84,8 +85,8 @@ function VersionList({ testId, current }: { testId: string; current: number }) {
 }
 
 /**
- * Quarantine a test (its failures stop failing CI until the expiry) or release it. Releasing shows
- * at once and comes back if the API refuses.
+ * Quarantine a test (its failures stop failing CI until the expiry) or release it, claim a fix,
+ * disable or enable it. Releasing shows at once and comes back if the API refuses.
  */
 function QuarantinePanel({ test }: { test: TestDefinition }) {
   const [quarantine, setQuarantine] = useState<Quarantine>(test.health.quarantine);
@@ -182,6 +183,7 @@ function QuarantinePanel({ test }: { test: TestDefinition }) {
         </form>
       )}
       <FormProblem error={action.error} fields={['/owner', '/reason']} />
+      <DisableControl testId={test.id} lifecycle={lifecycle} onChange={setLifecycle} />
     </section>
   );
 }

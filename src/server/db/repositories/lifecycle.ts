@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { chunk, IN_LIST_SIZE } from '../chunks.ts';
 import { dialectOf } from '../dialect.ts';
 import type { Executor, TestHealthTable, TestLifecyclesTable, TestQuarantinesTable } from '../types.ts';
