@@ -45,6 +45,8 @@ export interface Endpoint {
    * `x-fetches-url`, the one exception to SEC-7a, guarded as HOOK-5 says.
    */
   fetchesUrl?: boolean;
+  /** A public endpoint that checks a proof of its own (a signed link): what its 401 means. */
+  refusedWith?: string;
 }
 
 /** Declares an endpoint and keeps its literal type, so handlers and clients get exact types. */

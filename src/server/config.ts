@@ -194,6 +194,11 @@ export interface Config {
   webhookAllowPrivate: boolean;
   webhookTimeoutMs: number;
   /**
+   * How long the signed screenshot links of webhook and chat messages open without a session
+   * (`ATTEST_IMAGE_LINK_TTL_SECONDS`, default 86400: a day; HOOK-14).
+   */
+  imageLinkTtlSeconds: number;
+  /**
    * Test hook (`ATTEST_CRASH_AT=<point>:<n>`): SIGKILL the process the n-th time it reaches a named
    * crash point. Accepted only with `NODE_ENV=test`; anywhere else the server refuses to start.
    */
@@ -295,6 +300,7 @@ export function loadConfig(env: Env = process.env): Config {
     gcGraceMinutes: r.int('ATTEST_GC_GRACE_MINUTES', 60, 1, 30 * 24 * 60),
     webhookAllowPrivate: r.bool('ATTEST_WEBHOOK_ALLOW_PRIVATE', false),
     webhookTimeoutMs: r.int('ATTEST_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    imageLinkTtlSeconds: r.int('ATTEST_IMAGE_LINK_TTL_SECONDS', 86_400, 60, 30 * 86_400),
     crashAt: undefined,
   };
   const crashAt = r.string('ATTEST_CRASH_AT');

@@ -451,7 +451,8 @@ function addressedFields(op: Operation): { name: string; part: 'path' | 'query' 
  * Public operations that answer no caller on the matrix's server: it has no single sign-on
  * configured, so the sign-on steps are a 404 to everyone (test/api/sso.test.ts has them configured).
  */
-const PUBLIC_REFUSALS: Record<string, 404> = { startSsoLogin: 404, finishSsoLogin: 404 };
+// A signed image link the matrix cannot sign answers 401 to anyone (HOOK-14); a signed one is test/api/job-notifications.test.ts's.
+const PUBLIC_REFUSALS: Record<string, 401 | 404> = { startSsoLogin: 404, finishSsoLogin: 404, getSignedImage: 401 };
 
 function expectedStatus(op: Operation, caller: Caller, target: Target): Expected {
   const authz = op.authz as NonNullable<Operation['authz']>;

@@ -64,7 +64,12 @@ describe('digestsMatch (AUTH-4)', () => {
 });
 
 describe('no secret is compared with == or === (AUTH-4)', () => {
-  const FILES = ['src/server/security/api-key.ts', 'src/server/security/password.ts', 'src/server/services/authenticate.ts'];
+  const FILES = [
+    'src/server/security/api-key.ts',
+    'src/server/security/password.ts',
+    'src/server/security/image-links.ts',
+    'src/server/services/authenticate.ts',
+  ];
   const SECRET = /digest|secret|token|password|hash|key_?value/i;
   const EQUALITY = new Set([
     ts.SyntaxKind.EqualsEqualsEqualsToken,

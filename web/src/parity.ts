@@ -110,6 +110,10 @@ export const PARITY: Record<string, Reach> = {
   },
   deleteArtifact: { page: '/runs/:testRunId', does: 'Delete artifact <name>, in the Artifacts list' },
   getImage: { page: '/runs/:testRunId', does: 'Screenshots, thumbnails first', evidence: /`\/images\/\$\{/ },
+  getSignedImage: {
+    apiOnly:
+      'For the people a webhook or chat message reaches, who have no session: its screenshot links are signed for one image and expire. Signed in, pages read the image with their key.',
+  },
 
   // Imports
   importReport: {

@@ -31,3 +31,30 @@ export const getImage = endpoint({
   binary: true,
   responses: { 200: imageBytes('The image.'), 206: imageBytes('The requested byte range of the image.'), 304: NoContent },
 });
+
+export const getSignedImage = endpoint({
+  operationId: 'getSignedImage',
+  method: 'GET',
+  path: '/images/{imageId}/signed',
+  summary: 'An image, or its thumbnail, by a signed link that needs no session (HOOK-14).',
+  description:
+    'The screenshot links of webhook and chat messages (`screenshotUrl` of `job.completed`) point here, so the people a ' +
+    'message reaches can open them. A link is signed by the instance for one image, `thumbnail` or not, until `expires` ' +
+    "(`ATTEST_IMAGE_LINK_TTL_SECONDS` after the message was made, a day by default). A signature that is not this image's, " +
+    'for this `thumbnail` and `expires`, or a link past its expiry, answers 401 and no bytes; an image no longer used by any ' +
+    'project answers 404. Answered as `GET /images/{imageId}` answers, but never cached (`Cache-Control: no-store`).',
+  tag: 'Images',
+  access: { scope: 'public' },
+  refusedWith: 'The signature is not that of this image, `thumbnail` and `expires`, or the link has expired.',
+  params: Type.Object({ imageId: Uuid }, { additionalProperties: false }),
+  querystring: Type.Object(
+    {
+      thumbnail: Type.Optional(Type.Boolean({ description: 'The thumbnail instead of the image, as signed.' })),
+      expires: Type.Integer({ minimum: 0, maximum: 2 ** 40, description: 'When the link expires, in seconds since the epoch.' }),
+      signature: Type.String({ pattern: '^[A-Za-z0-9_-]{43}$', maxLength: 43, description: 'The HMAC-SHA256 of the link, base64url.' }),
+    },
+    { additionalProperties: false },
+  ),
+  binary: true,
+  responses: { 200: imageBytes('The image.'), 206: imageBytes('The requested byte range of the image.'), 304: NoContent },
+});

@@ -1,5 +1,6 @@
 import { type TSchema, Type } from 'typebox';
 import { NAME_MAX, Nullable, Timestamp, Uuid } from '../common.ts';
+import { JobTestProgress } from './jobs.ts';
 import { FixAttempt, LifecycleState } from './test-lifecycle.ts';
 import type { WebhookEventType } from './webhooks.ts';
 
@@ -44,10 +45,17 @@ export const EventJob = Type.Object(
     name: Text,
     status: Type.String({ maxLength: 20 }),
     branch: Nullable(Text),
+    targetBranch: Nullable({ ...Text, description: 'The branch its pull request merges into, when its CI named it.' }),
+    build: Nullable({ ...Text, description: 'The CI build it belongs to, as its client named it.' }),
+    ciUrl: Nullable(Type.String({ maxLength: 2100, description: 'The CI page of its build, when its client sent one.' })),
     commit: Nullable(Text),
     startedAt: Nullable(Timestamp),
     finishedAt: Nullable(Timestamp),
     url: Link,
+    tests: {
+      ...JobTestProgress,
+      description: "The job's tests, retries folded (TRIAGE-14): the final attempt of each decides; `flaky` passed after a failed attempt.",
+    },
     runs: Type.Object(
       {
         total: Type.Integer({ minimum: 0 }),
@@ -57,7 +65,7 @@ export const EventJob = Type.Object(
         skipped: Type.Integer({ minimum: 0 }),
         aborted: Type.Integer({ minimum: 0 }),
       },
-      { additionalProperties: false, description: "The job's runs by verdict (retries counted each)." },
+      { additionalProperties: false, description: "The job's runs by verdict (retries counted each); `tests` counts tests." },
     ),
   },
   { additionalProperties: false },
@@ -72,7 +80,12 @@ export const EventFailure = Type.Object(
     verdict: Verdict,
     url: Link,
     screenshotUrl: Nullable(
-      Type.String({ maxLength: 2100, description: "The run's first screenshot as a thumbnail (needs a key to open); null when none." }),
+      Type.String({
+        maxLength: 2100,
+        description:
+          "The run's first screenshot as a thumbnail, by a signed link that opens without a session until it expires " +
+          '(`GET /images/{imageId}/signed`, HOOK-14); null when none, or when `ATTEST_PUBLIC_URL` is not set.',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -81,6 +94,10 @@ export const EventFailure = Type.Object(
 export const EventComparison = Type.Object(
   {
     baseJobId: Nullable({ ...Uuid, description: 'The completed job on the base branch compared against; null when there is none.' }),
+    baseBranch: Nullable({
+      ...Text,
+      description: "That job's branch: the pull request's target when its CI named it, else the project's default branch (TRIAGE-16).",
+    }),
     newFailures: Type.Array(ComparedTest, { maxItems: 50 }),
     fixed: Type.Array(ComparedTest, { maxItems: 50 }),
     newErrorGroups: Type.Array(

@@ -1,5 +1,6 @@
-// Row shape of the quarantine lifecycle (migration 0030, TRIAGE-13, docs/triage.md), beside
-// types.ts, which holds the Database that lists it.
+// Row shapes of the quarantine lifecycle (migration 0030, TRIAGE-13, docs/triage.md) and of the
+// keys the server signs its links with (migration 0034, HOOK-14), beside types.ts, which holds the
+// Database that lists them.
 
 /**
  * Where a test stands in the quarantine lifecycle beyond its quarantine row: a fix attempt pending,
@@ -25,4 +26,12 @@ export interface TestLifecyclesTable {
   disabled_by: string | null;
   disabled_reason: string | null;
   updated_at: string;
+}
+
+/** A key the server signs its own links with, one per purpose (HOOK-14). */
+export interface SigningKeysTable {
+  purpose: 'image-links';
+  /** 32 random bytes, base64url. */
+  secret: string;
+  created_at: string;
 }

@@ -31,6 +31,7 @@ import * as quarantineLifecycle from './migrations/2026-12-02-0030-quarantine-li
 import * as projectDefaultBranch from './migrations/2026-12-02-0031-project-default-branch.ts';
 import * as jobLookup from './migrations/2026-12-02-0032-job-lookup.ts';
 import * as healthMonitors from './migrations/2026-12-02-0033-health-monitors.ts';
+import * as signingKeys from './migrations/2026-12-03-0034-signing-keys.ts';
 
 // The migrations this build knows, beside database.ts, which applies them (kept apart only for the
 // 400-line bound of a source file).
@@ -68,6 +69,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '2026-12-02-0031-project-default-branch': projectDefaultBranch,
   '2026-12-02-0032-job-lookup': jobLookup,
   '2026-12-02-0033-health-monitors': healthMonitors,
+  '2026-12-03-0034-signing-keys': signingKeys,
   '2026-11-27-0018-webhooks': webhooks,
 };
 

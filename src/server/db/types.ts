@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
-import type { TestLifecyclesTable } from './lifecycle-types.ts';
+import type { SigningKeysTable, TestLifecyclesTable } from './lifecycle-types.ts';
 import type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
 import type { TestLinksTable } from './test-case-types.ts';
 import type {
@@ -17,7 +17,7 @@ import type { ProjectBlobsTable, ProjectUsageTable, UsageCounters } from './usag
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhooksTable } from './webhook-types.ts';
 
 export type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
-export type { TestLifecyclesTable } from './lifecycle-types.ts';
+export type { SigningKeysTable, TestLifecyclesTable } from './lifecycle-types.ts';
 export type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
 export type { TestLinksTable } from './test-case-types.ts';
 export type {
@@ -381,6 +381,7 @@ export interface Database {
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  signing_keys: SigningKeysTable;
 }
 
 export type DB = Kysely<Database>;

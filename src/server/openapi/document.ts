@@ -139,6 +139,8 @@ export function buildOpenApiDocument(
     if (!isPublic) {
       responses['401'] = problemResponse('401', 'Missing, unknown, revoked or expired credentials (one identical answer for all).');
       responses['403'] = problemResponse('403', "The caller's role (or the key's scope) does not allow this.");
+    } else if (e.refusedWith) {
+      responses['401'] = problemResponse('401', e.refusedWith);
     }
     if (e.params || (e.access.scope === 'project' && e.method !== 'GET')) {
       responses['404'] = problemResponse('404', 'Unknown, or in a project the caller cannot see.');

@@ -12,6 +12,7 @@ import {
 } from '../db/repositories/webhooks.ts';
 import type { Executor, TestRunsTable, WebhookDeliveriesTable } from '../db/types.ts';
 import { compareJobs } from './comparison.ts';
+import { signedImageQuery } from './image-links.ts';
 import { jobClock, viewJobs } from './jobs.ts';
 import type { EventData } from './webhook-outbox.ts';
 import { type EventSubject, jobCompletedEvent, type QueuedEvent, queueWebhookEvents } from './webhook-outbox.ts';
@@ -160,6 +161,12 @@ async function jobCompletedData(ctx: ServiceContext, projectId: string, jobId: s
     ctx.db,
     failures.map((test) => test.runId as string),
   );
+  // Each screenshot link is signed for its image and expires (HOOK-14): the recipient has no session.
+  const screenshotUrls = new Map<string, string | null>();
+  for (const [runId, image] of screenshots) {
+    const url = pageUrl(ctx, `/api/v1/images/${image}/signed`);
+    screenshotUrls.set(runId, url === null ? null : `${url}?${await signedImageQuery(ctx, image, true)}`);
+  }
   const compared = (test: { name: string; runId: string | null }) => ({
     name: test.name,
     runId: test.runId,
@@ -172,24 +179,26 @@ async function jobCompletedData(ctx: ServiceContext, projectId: string, jobId: s
       name: job.row.name,
       status: job.state.status,
       branch: job.request.branch,
+      targetBranch: job.request.targetBranch ?? null,
+      build: job.request.build,
+      ciUrl: job.row.ci_url,
       commit: job.request.commit,
       startedAt: job.state.startedAt,
       finishedAt: job.state.finishedAt,
       url: pageUrl(ctx, `/jobs/${job.row.id}`),
+      tests: p.tests,
       runs: { total: p.total, passed: p.passed, failed: p.failed, broken: p.broken, skipped: p.skipped, aborted: p.aborted },
     },
-    failures: failures.map((test) => {
-      const image = screenshots.get(test.runId as string);
-      return {
-        runId: test.runId as string,
-        name: test.name,
-        verdict: test.verdict === 'flaky' ? 'passed' : test.verdict,
-        url: pageUrl(ctx, `/runs/${test.runId}`),
-        screenshotUrl: image === undefined ? null : pageUrl(ctx, `/api/v1/images/${image}?thumbnail=true`),
-      };
-    }),
+    failures: failures.map((test) => ({
+      runId: test.runId as string,
+      name: test.name,
+      verdict: test.verdict === 'flaky' ? 'passed' : test.verdict,
+      url: pageUrl(ctx, `/runs/${test.runId}`),
+      screenshotUrl: screenshotUrls.get(test.runId as string) ?? null,
+    })),
     comparison: {
       baseJobId: comparison.base?.row.id ?? null,
+      baseBranch: comparison.base?.request.branch ?? null,
       newFailures: comparison.newFailures.slice(0, COMPARED_MAX).map(compared),
       fixed: comparison.fixed.slice(0, COMPARED_MAX).map(compared),
       newErrorGroups: comparison.newErrorGroups

@@ -11,7 +11,8 @@ interface Message {
   lines: string[];
   /** Each with its run page and the first screenshot's thumbnail, when known. */
   items: { text: string; url: string | null; screenshotUrl: string | null }[];
-  link: { label: string; url: string } | null;
+  /** The pages to open: Attest's first, then others (the CI build). */
+  links: { label: string; url: string }[];
 }
 
 interface Event {
@@ -32,7 +33,7 @@ export function messageOf(event: Event): Message {
         verdict: bad ? 'failed' : run.verdict === 'passed' ? 'passed' : null,
         lines: [run.branch ? `Branch ${run.branch}${run.commit ? ` at ${run.commit.slice(0, 12)}` : ''}` : ''].filter(Boolean),
         items: [],
-        link: run.url ? { label: 'Open the run', url: run.url } : null,
+        links: run.url ? [{ label: 'Open the run', url: run.url }] : [],
       };
     }
     case 'run.failed_first': {
@@ -42,20 +43,24 @@ export function messageOf(event: Event): Message {
         verdict: 'failed',
         lines: ['The job is still running.'],
         items: [{ text: `${run.name}: ${run.verdict}`, url: run.url, screenshotUrl: null }],
-        link: job.url ? { label: 'Open the job', url: job.url } : null,
+        links: job.url ? [{ label: 'Open the job', url: job.url }] : [],
       };
     }
     case 'job.completed': {
       const { project, job, failures, comparison } = event.data as EventData<'job.completed'>;
-      const r = job.runs;
-      const bad = r.failed + r.broken > 0;
+      // Tests, retries folded (TRIAGE-14): a flaky test passed, and is named as flaky.
+      const t = job.tests;
+      const bad = t.failed + t.broken > 0;
       const lines = [
-        `${plural(r.total, 'run')}: ${r.passed} passed, ${r.failed} failed, ${r.broken} broken, ${r.skipped} skipped${r.aborted ? `, ${r.aborted} aborted` : ''}`,
+        `${plural(t.total, 'test')}: ${t.passed + t.flaky} passed${t.flaky ? ` (${t.flaky} flaky)` : ''}, ${t.failed} failed` +
+          `${t.broken ? `, ${t.broken} broken` : ''}, ${t.skipped} skipped${t.unfinished ? `, ${t.unfinished} unfinished` : ''}`,
       ];
+      const ci = [job.branch ? `Branch ${job.branch}` : '', job.build ? `build ${job.build}` : ''].filter(Boolean).join(', ');
+      if (ci) lines.push(ci.charAt(0).toUpperCase() + ci.slice(1));
       if (comparison.baseJobId !== null) {
         lines.push(
-          `Against the base branch: ${plural(comparison.newFailures.length, 'new failure')}, ${comparison.fixed.length} fixed, ` +
-            `${plural(comparison.newErrorGroups.length, 'new error group')}`,
+          `Against ${comparison.baseBranch ?? 'the base branch'}: ${plural(comparison.newFailures.length, 'new failure')}, ` +
+            `${comparison.fixed.length} fixed, ${plural(comparison.newErrorGroups.length, 'new error group')}`,
         );
       }
       return {
@@ -67,7 +72,10 @@ export function messageOf(event: Event): Message {
           url: failure.url,
           screenshotUrl: failure.screenshotUrl,
         })),
-        link: job.url ? { label: 'Open the job', url: job.url } : null,
+        links: [
+          ...(job.url ? [{ label: 'Open the job', url: job.url }] : []),
+          ...(job.ciUrl ? [{ label: 'Open the CI build', url: job.ciUrl }] : []),
+        ],
       };
     }
     case 'import.completed': {
@@ -77,7 +85,7 @@ export function messageOf(event: Event): Message {
         verdict: null,
         lines: [`${plural(imported.cases, 'test case')} read.`],
         items: [],
-        link: imported.url ? { label: 'Open the job', url: imported.url } : null,
+        links: imported.url ? [{ label: 'Open the job', url: imported.url }] : [],
       };
     }
     case 'quarantine.expired': {
@@ -87,7 +95,7 @@ export function messageOf(event: Event): Message {
         verdict: null,
         lines: [`Owner ${quarantine.owner}: ${quarantine.reason}`],
         items: [],
-        link: test.url ? { label: 'Open the test', url: test.url } : null,
+        links: test.url ? [{ label: 'Open the test', url: test.url }] : [],
       };
     }
     case 'test.quarantined':
@@ -99,7 +107,7 @@ export function messageOf(event: Event): Message {
       return lifecycleMessage(event.type, event.data as EventData<'test.fixed'>);
     default: {
       const { project } = event.data as EventData<'webhook.test'>;
-      return { title: `${project.key}: test message from Attest`, verdict: null, lines: ['This webhook works.'], items: [], link: null };
+      return { title: `${project.key}: test message from Attest`, verdict: null, lines: ['This webhook works.'], items: [], links: [] };
     }
   }
 }
@@ -130,7 +138,7 @@ function lifecycleMessage(type: string, data: EventData<'test.fixed'>): Message 
     verdict: type === 'test.fixed' ? 'passed' : type === 'test.quarantined' ? 'failed' : null,
     lines,
     items: run ? [{ text: type === 'test.fixed' ? 'The last passing run' : 'The failing run', url: run.url, screenshotUrl: null }] : [],
-    link: test.url ? { label: 'Open the test', url: test.url } : null,
+    links: test.url ? [{ label: 'Open the test', url: test.url }] : [],
   };
 }
 
@@ -151,7 +159,12 @@ export function slackMessage(event: Event): unknown {
     });
     blocks.push({ type: 'section', text: { type: 'mrkdwn', text: list.join('\n').slice(0, 2900) } });
   }
-  if (m.link) blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: slackLink(m.link.url, m.link.label) }] });
+  if (m.links.length > 0) {
+    blocks.push({
+      type: 'context',
+      elements: [{ type: 'mrkdwn', text: m.links.map((link) => slackLink(link.url, link.label)).join(' · ') }],
+    });
+  }
   return { text: `${mark}${m.title}`, blocks };
 }
 
@@ -183,7 +196,7 @@ export function teamsMessage(event: Event): unknown {
     type: 'AdaptiveCard',
     version: '1.4',
     body,
-    actions: m.link ? [{ type: 'Action.OpenUrl', title: m.link.label, url: m.link.url }] : [],
+    actions: m.links.map((link) => ({ type: 'Action.OpenUrl', title: link.label, url: link.url })),
   };
   return { type: 'message', attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive', contentUrl: null, content }] };
 }

@@ -2,8 +2,9 @@ import type { FastifyRequest } from 'fastify';
 import * as api from '../../../api/v1/images.ts';
 import type { AppContext } from '../../context.ts';
 import type { ImagesTable } from '../../db/types.ts';
-import { found } from '../../errors.ts';
+import { AppError, found } from '../../errors.ts';
 import { sendBlob } from '../../http/blob-download.ts';
+import { imageLinkValid } from '../../services/image-links.ts';
 import { originalDownload, thumbnailDownload } from '../../services/images.ts';
 import { keptVisibleImage, learnVisibleImage, type VisibleImage } from '../image-access.ts';
 import { route, uuidPathParam } from '../route.ts';
@@ -33,6 +34,20 @@ export function imageRoutes(ctx: AppContext) {
         const image = request.ownerRow as ImagesTable | undefined;
         if (request.query.thumbnail !== true) return sendBlob(ctx, request, reply, originalDownload(found(image, 'The image')));
         return thumbnailDownload(ctx, image).then((download) => sendBlob(ctx, request, reply, download));
+      },
+    }),
+    route(api.getSignedImage, {
+      // The link is its own proof (HOOK-14): the signature is checked before the image is looked up,
+      // so an unsigned request learns nothing of which images exist. Never cached: the link expires.
+      handler: async (request, reply) => {
+        const { imageId } = request.params;
+        const { thumbnail = false, expires, signature } = request.query;
+        if (!(await imageLinkValid(ctx, { imageId, thumbnail, expires }, signature))) {
+          throw new AppError('UNAUTHENTICATED', 'This image link is not valid, or it has expired.');
+        }
+        const image = found((await learnVisibleImage(ctx, imageId, 'all'))?.image, 'The image');
+        const download = thumbnail ? await thumbnailDownload(ctx, image) : originalDownload(image);
+        return sendBlob(ctx, request, reply, { ...download, caching: 'no-store' });
       },
     }),
   ];
