@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { v1 } from '../../src/client/index.ts';
 import { browserAvailable } from '../helpers/browser.ts';
@@ -6,7 +9,8 @@ import { type ServerWithTester, serverWithTester } from '../helpers/factories.ts
 import { type PlaywrightRun, runPlaywrightFixture } from '../helpers/playwright-fixture.ts';
 
 // TRIAGE-5, TRIAGE-6: the live reporter sends each attempt's retry as `attempt`, reads the
-// project's quarantine list, and a failure of a quarantined test does not fail the run.
+// project's quarantine list, and a failure of a quarantined test does not fail the run. REP-1: run
+// as in GitHub Actions, it leaves the job's id and a summary for the next step.
 
 const SUMMARY = /^attest: sent (\d+) runs, .* \(job ([^)]+)\)/m;
 /** The fixture's one test that fails on every attempt (test/fixtures/playwright). */
@@ -15,8 +19,13 @@ const FAILING = 'checkout.spec.ts › Checkout › pays by card';
 describe('Playwright live reporter and quarantine [sqlite]', { skip: !browserAvailable() }, () => {
   let { server, project, tester } = {} as ServerWithTester;
   let run: PlaywrightRun;
+  const github = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-github-'));
+  const githubOutput = path.join(github, 'output');
+  const githubSummary = path.join(github, 'summary.md');
 
   before(async () => {
+    // What earlier steps wrote stays: the reporter appends.
+    fs.writeFileSync(githubOutput, 'earlier=step\n');
     ({ server, project, tester } = await serverWithTester('sqlite', 'Quarantined shop'));
     // The test exists before its first run (as after an earlier one), and is quarantined.
     const seed = await tester.client.call(v1.runs.createRun, {
@@ -30,9 +39,14 @@ describe('Playwright live reporter and quarantine [sqlite]', { skip: !browserAva
       ATTEST_URL: server.url,
       ATTEST_API_KEY: tester.key,
       ATTEST_PROJECT: project.id,
+      GITHUB_OUTPUT: githubOutput,
+      GITHUB_STEP_SUMMARY: githubSummary,
     });
   });
-  after(() => server?.close());
+  after(async () => {
+    await server?.close();
+    fs.rmSync(github, { recursive: true, force: true });
+  });
 
   test('a run whose only failure is a quarantined test passes, and says the failure was quarantined', async () => {
     assert.equal(run.code, 0, run.output);
@@ -57,5 +71,24 @@ describe('Playwright live reporter and quarantine [sqlite]', { skip: !browserAva
         .sort(),
       [0, 1],
     );
+  });
+
+  test('in GitHub Actions the job id is a step output and in a file, and the run leaves a job summary (REP-1)', async () => {
+    const jobId = SUMMARY.exec(run.stderr)?.[2] as string;
+    assert.match(jobId, /^[0-9a-f-]{36}$/);
+    assert.equal(fs.readFileSync(path.join(run.outDir, '.attest-job'), 'utf8'), `${jobId}\n`);
+    assert.equal(
+      fs.readFileSync(githubOutput, 'utf8'),
+      `earlier=step\nattest-job-id=${jobId}\nattest-job-url=${server.url}/jobs/${jobId}\n`,
+    );
+    const summary = fs.readFileSync(githubSummary, 'utf8');
+    assert.match(summary, new RegExp(`^### Attest: \\[Playwright [^\\]]+\\]\\(${server.url}/jobs/${jobId}\\)$`, 'm'));
+    // Playwright's own counts of the fixture: 2 passed, 1 failed (quarantined), 1 flaky, 1 skipped.
+    assert.match(summary, /^\| 5 \| 2 \| 1 \| 1 \| 1 \|$/m);
+    assert.ok(summary.includes(`Quarantined, not failing the run: \`${FAILING}\``), summary);
+    assert.ok(summary.includes(`npx @attest-hq/cli gate --job ${jobId}`), summary);
+    // The file and outputs name the job the server holds.
+    const job = await tester.client.call(v1.jobs.getJob, { params: { jobId } });
+    assert.equal(job.projectId, project.id);
   });
 });

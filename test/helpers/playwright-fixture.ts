@@ -40,7 +40,10 @@ const REPORTER_VARIABLES = [
   'ATTEST_JOB_NAME',
   'ATTEST_FLUSH_TIMEOUT_MS',
   'ATTEST_SPOOL_DIR',
+  'ATTEST_JOB_ID_FILE',
   'ATTEST_PW_REPORTER',
+  'GITHUB_OUTPUT',
+  'GITHUB_STEP_SUMMARY',
 ];
 
 /**
@@ -67,6 +70,7 @@ export async function runPlaywrightFixture(
       ATTEST_PW_OUT: outDir,
       // Never the default beside the fixture's configuration, inside the checkout.
       ATTEST_SPOOL_DIR: tempDir('attest-spool-'),
+      ATTEST_JOB_ID_FILE: path.join(outDir, '.attest-job'),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

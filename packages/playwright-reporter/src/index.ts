@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FullConfig, FullResult, Reporter, Suite, TestCase, TestError, TestResult, TestStep } from '@playwright/test/reporter';
+import { writeCiOutputs } from './ci-outputs.ts';
 import { AttestHttp, SendError } from './http.ts';
 import {
   artifactItem,
@@ -66,6 +67,7 @@ export default class AttestReporter implements Reporter {
   private readonly attempts: (SpooledAttempt & { run: RunState })[] = [];
   private projectNames: string[] = [];
   private spoolDir = '';
+  private jobIdFile = '';
   private spooled?: SpoolOutcome;
   private spoolSent = 0;
   private jobClosed = false;
@@ -89,9 +91,9 @@ export default class AttestReporter implements Reporter {
     const settings = this.settings;
     this.severalProjects = config.projects.length > 1;
     this.projectNames = config.projects.map((project) => project.name);
-    this.spoolDir = path.resolve(
-      settings.spoolDir ?? path.join(config.configFile ? path.dirname(config.configFile) : config.rootDir, '.attest-spool'),
-    );
+    const configDir = config.configFile ? path.dirname(config.configFile) : config.rootDir;
+    this.spoolDir = path.resolve(settings.spoolDir ?? path.join(configDir, '.attest-spool'));
+    this.jobIdFile = path.resolve(settings.jobIdFile ?? path.join(configDir, '.attest-job'));
     this.http = new AttestHttp(settings);
     this.queue = new SendQueue({ maxItems: settings.maxQueuedItems, maxBytes: settings.maxQueuedBytes }, (error) => this.failed(error));
     this.queue.push({ kind: 'job', essential: true, bytes: 0, send: () => this.createJob(settings) });
@@ -255,7 +257,38 @@ export default class AttestReporter implements Reporter {
       }
     }
     process.stderr.write(`${this.summary(settings, late)}\n`);
-    return this.quarantineVerdict(result);
+    const verdict = this.quarantineVerdict(result);
+    this.leaveCiOutputs(settings);
+    return verdict;
+  }
+
+  /** The job's id for the next CI step, and in GitHub Actions its outputs and a job summary (REP-1). */
+  private leaveCiOutputs(settings: Settings): void {
+    if (!this.jobId || !this.suite) return;
+    const tally = { passed: 0, failed: 0, flaky: 0, skipped: 0 };
+    for (const test of this.suite.allTests()) {
+      const outcome = test.outcome();
+      if (outcome === 'expected') tally.passed++;
+      else if (outcome === 'unexpected') tally.failed++;
+      else if (outcome === 'flaky') tally.flaky++;
+      else tally.skipped++;
+    }
+    const quarantined = this.suite
+      .allTests()
+      .filter((test) => test.outcome() === 'unexpected' && this.quarantined?.has(this.fullNameOf(test)))
+      .map((test) => this.fullNameOf(test));
+    const problems = writeCiOutputs(
+      {
+        jobId: this.jobId,
+        jobName: settings.jobName,
+        jobUrl: `${settings.url}/jobs/${this.jobId}`,
+        tally,
+        quarantined,
+        idFile: this.jobIdFile,
+      },
+      process.env,
+    );
+    for (const problem of problems) process.stderr.write(`attest: ${problem}\n`);
   }
 
   /** A test's full name as Attest keys it. titlePath(): ['', project, file, ...describes, title]; the rules are mapping.ts's, shared with the import. */

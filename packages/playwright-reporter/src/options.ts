@@ -32,6 +32,12 @@ export interface AttestReporterOptions {
    * default `.attest-spool` beside the Playwright configuration.
    */
   spoolDir?: string;
+  /**
+   * Where the job's id is written at the end of the run, for the next CI step (`attest gate --job "$(cat .attest-job)"`).
+   * Env `ATTEST_JOB_ID_FILE`; default `.attest-job` beside the Playwright configuration. In GitHub Actions the id is
+   * also the step output `attest-job-id` (and `attest-job-url`), and a job summary is added (REP-1).
+   */
+  jobIdFile?: string;
   /** Most bytes the spool folder holds; a run that does not fit is spooled without attachments, or not at all (default 100 MB). */
   maxSpoolBytes?: number;
   /** How long `onEnd` waits for the queue to drain before giving up on the rest (ms). Env `ATTEST_FLUSH_TIMEOUT_MS`; default 30 000. */
@@ -55,6 +61,8 @@ export interface Settings {
   ci?: string;
   /** `undefined`: beside the Playwright configuration, known at `onBegin`. */
   spoolDir?: string;
+  /** `undefined`: `.attest-job` beside the Playwright configuration. */
+  jobIdFile?: string;
   maxSpoolBytes: number;
   flushTimeoutMs: number;
   maxQueuedItems: number;
@@ -88,6 +96,7 @@ export function resolveSettings(
   if (ciUrl) labels.ciUrl = ciUrl;
   const targetBranch = pick(options.targetBranch, 'ATTEST_TARGET_BRANCH') ?? ci?.targetBranch;
   const spoolDir = pick(options.spoolDir, 'ATTEST_SPOOL_DIR');
+  const jobIdFile = pick(options.jobIdFile, 'ATTEST_JOB_ID_FILE');
   return {
     url: url.replace(/\/+$/, ''),
     apiKey,
@@ -98,6 +107,7 @@ export function resolveSettings(
     ...(targetBranch ? { targetBranch } : {}),
     ...(ci ? { ci: ci.system } : {}),
     ...(spoolDir ? { spoolDir } : {}),
+    ...(jobIdFile ? { jobIdFile } : {}),
     maxSpoolBytes: positive(options.maxSpoolBytes, 100 * 1024 * 1024),
     flushTimeoutMs: positive(options.flushTimeoutMs ?? Number(env.ATTEST_FLUSH_TIMEOUT_MS), 30_000),
     maxQueuedItems: positive(options.maxQueuedItems, 1_000),
