@@ -73,6 +73,49 @@ for (const dialect of DIALECTS) {
       assert.deepEqual([later.retriedFailures.attempts, later.flakyOnlyJobs.jobs], [0, 0]);
     });
 
+    test('the tests list by flaky cost: the tests flaky-cost names, in its order, paged and filtered; days only with that sort', async () => {
+      const cost = await viewer.client.call(v1.flakyCost.getFlakyCost, { params: { projectId: projectA }, query: {} });
+      const list = (query: Record<string, unknown>) =>
+        viewer.client.call(v1.tests.listTests, { query: { projectId: projectA, sort: 'flakyCost', ...query } as never });
+      const all = await list({});
+      assert.deepEqual(
+        all.items.map((t) => t.id),
+        cost.tests.map((t) => t.testId),
+      );
+      assert.equal(all.nextCursor, null);
+      // Paged one at a time, the cursor carrying on below the last cost.
+      const first = await list({ limit: 1 });
+      assert.deepEqual([first.items.length, first.items[0]?.id], [1, cost.tests[0]?.testId]);
+      assert.ok(first.nextCursor);
+      const second = await list({ limit: 1, cursor: first.nextCursor });
+      assert.deepEqual(
+        second.items.map((t) => t.id),
+        [cost.tests[1]?.testId],
+      );
+      assert.equal(second.nextCursor, null);
+      // Filters narrow it as they narrow the other orders.
+      const named = await list({ q: ALSO_FLAKY.slice(-12) });
+      assert.deepEqual(
+        named.items.map((t) => t.id),
+        [cost.tests[1]?.testId],
+      );
+      // A window past every retry (the clock moved 10 days on) lists none.
+      assert.deepEqual((await list({ days: 1 })).items, []);
+      // Another sort's cursor, and `days` without this sort, are refused.
+      const newest = await viewer.client.call(v1.tests.listTests, { query: { projectId: projectA, limit: 1 } });
+      await assert.rejects(list({ cursor: newest.nextCursor }), (error: Parameters<typeof firstPointer>[0]) => {
+        assert.equal(firstPointer(error), '/query/cursor');
+        return true;
+      });
+      await assert.rejects(
+        viewer.client.call(v1.tests.listTests, { query: { projectId: projectA, days: 7 } }),
+        (error: Parameters<typeof firstPointer>[0]) => {
+          assert.equal(firstPointer(error), '/query/days');
+          return true;
+        },
+      );
+    });
+
     test('a window outside 1 to 90 days, or a test id that is no UUID, is a 400', async () => {
       for (const [query, pointer] of [
         [{ days: 0 }, '/query/days'],

@@ -293,7 +293,7 @@ describe('writing tests, launching jobs and managing a project in the web interf
     ]);
   });
 
-  test('settings: retention saved through the API; the project deleted by typing its key', async () => {
+  test('settings: retention and triage saved through the API; the project deleted by typing its key', async () => {
     await page.goto(`${server.url}/projects/${KEY}`);
     await page.getByRole('link', { name: 'Settings' }).click();
     await page.waitForURL(`${server.url}/projects/${KEY}/settings`);
@@ -311,6 +311,31 @@ describe('writing tests, launching jobs and managing a project in the web interf
     await quota.getByRole('status').waitFor();
     assert.equal((await client.call(v1.projects.getProject, { params: { projectId } })).usage.quotaBytes, 5 * 1024 * 1024);
     await check('settings');
+
+    // Triage (TRIAGE-16, TRIAGE-13, TRIAGE-11): the default branch and the thresholds, the API's refusal beside its field.
+    const triage = page.getByRole('form', { name: 'Triage' });
+    assert.equal(await triage.getByLabel('Passing runs that verify a fix').inputValue(), '20');
+    await triage.getByLabel('Default branch').fill('main');
+    await triage.getByLabel(/Quarantine a test automatically/).check();
+    await triage.getByLabel('Passing runs that verify a fix').fill('10');
+    await triage.getByLabel('Failure rate that fires it (0 to 1)').fill('0');
+    await triage.getByRole('button', { name: 'Save triage settings' }).click();
+    await triage.locator('.field-problem').first().waitFor();
+    const refused = await client.call(v1.projects.getProject, { params: { projectId } });
+    assert.deepEqual([refused.defaultBranchInferred, refused.triage.fixPasses], [true, 20], 'a refusal changes nothing');
+    await triage.getByLabel('Failure rate that fires it (0 to 1)').fill('0.2');
+    await triage.getByRole('button', { name: 'Save triage settings' }).click();
+    await triage.getByRole('status').getByText('Default branch: main.').waitFor();
+    const held = await client.call(v1.projects.getProject, { params: { projectId } });
+    assert.deepEqual(
+      [held.defaultBranch, held.defaultBranchInferred, held.triage.autoQuarantine, held.triage.fixPasses, held.triage.rateThreshold],
+      ['main', false, true, 10, 0.2],
+    );
+    await triage.getByRole('button', { name: 'Use the defaults' }).click();
+    await triage.getByRole('status').waitFor();
+    await page.waitForFunction(`document.querySelector('input[name="fixPasses"]')?.value === '20'`);
+    assert.equal((await client.call(v1.projects.getProject, { params: { projectId } })).triage.fixPasses, 20);
+    await check('settings-triage');
 
     const remove = page.getByRole('form', { name: 'Delete project' });
     const button = remove.getByRole('button', { name: 'Delete project' });
@@ -334,6 +359,7 @@ describe('writing tests, launching jobs and managing a project in the web interf
       /status of 409 .*\/api\/v1\/projects\)$/,
       /status of 400 .*\/api\/v1\/testmgmt\/tests\)$/,
       /status of 400 .*\/failure-rules\)$/,
+      /status of 400 .*\/api\/v1\/projects\/[0-9a-f-]{36}\)$/,
     ];
     assert.deepEqual(
       consoleErrors.filter((e) => !provoked.some((p) => p.test(e))),

@@ -72,6 +72,8 @@ export function constraintsOf(schema: TSchema | undefined): Record<string, strin
   if (typeof s.minimum === 'number') attrs.min = s.minimum;
   if (typeof s.maximum === 'number') attrs.max = s.maximum;
   if (s.type === 'integer') attrs.step = 1;
+  // Shares and rates: any decimal (an exclusive minimum is the API's to refuse).
+  if (s.type === 'number') attrs.step = 'any';
   return attrs;
 }
 

@@ -86,10 +86,11 @@ export const listTests = endpoint({
   operationId: 'listTests',
   method: 'GET',
   path: '/testmgmt/tests',
-  summary: "A project's test definitions, newest first, or flakiest first; by health, suite, tag, name and link.",
+  summary: "A project's test definitions, newest first, flakiest first or costliest flakiness first; by health, suite, tag, name and link.",
   description:
     '`projectId` takes the id or the short key, in any case. `sort=flaky` orders by flaky score, highest first (then ' +
-    'newest). `health` keeps the tests in that state; `stable` includes tests with no outcome yet, and `quarantined` ' +
+    'newest). `sort=flakyCost` lists the tests whose retries to a pass cost CI time over the last `days` days (1 to 90, ' +
+    'default 30), costliest first: the cost `GET /projects/{projectId}/flaky-cost` gives each (TRIAGE-15). `health` keeps the tests in that state; `stable` includes tests with no outcome yet, and `quarantined` ' +
     'the tests whose quarantine has not expired.\n\n' +
     '`suite` keeps the tests in that folder and every folder under it (`Checkout` keeps `Checkout` and ' +
     '`Checkout/Payments`, not `Checkouts`); `suite=` (empty) keeps the tests in no folder. `tag` keeps the tests carrying ' +
@@ -101,7 +102,10 @@ export const listTests = endpoint({
     {
       ...PageQuery,
       projectId: ProjectQuery,
-      sort: Type.Optional(Type.Union([Type.Literal('newest'), Type.Literal('flaky')], { description: 'Default `newest`.' })),
+      sort: Type.Optional(
+        Type.Union([Type.Literal('newest'), Type.Literal('flaky'), Type.Literal('flakyCost')], { description: 'Default `newest`.' }),
+      ),
+      days: Type.Optional(Type.Integer({ minimum: 1, maximum: 90, description: 'The window of `sort=flakyCost`, in days (default 30).' })),
       health: Type.Optional(
         Type.Union([Type.Literal('stable'), Type.Literal('flaky'), Type.Literal('broken'), Type.Literal('quarantined')]),
       ),

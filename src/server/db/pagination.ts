@@ -12,7 +12,7 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
-function encodeCursor(values: unknown[]): string {
+export function encodeCursor(values: unknown[]): string {
   return Buffer.from(JSON.stringify(values), 'utf8').toString('base64url');
 }
 
@@ -22,7 +22,7 @@ const notOurs = () =>
   });
 
 /** How a list is ordered, as its cursors record it: what the cursor must hold to be used again. */
-interface CursorShape {
+export interface CursorShape {
   arity: number;
   /** The name of the order (a list's `sort`), held first in the cursor: a cursor of another order is refused. */
   name?: string;
@@ -30,7 +30,7 @@ interface CursorShape {
   integers?: readonly number[];
 }
 
-function decodeCursor(cursor: string, shape: CursorShape): (string | number)[] {
+export function decodeCursor(cursor: string, shape: CursorShape): (string | number)[] {
   let values: unknown;
   try {
     values = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));

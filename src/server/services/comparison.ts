@@ -6,8 +6,8 @@ import { healthRunsOfTests } from '../db/repositories/outcomes.ts';
 import { findProject } from '../db/repositories/projects.ts';
 import type { FailureGroupsTable, JobsTable, TestHealthTable } from '../db/types.ts';
 import { found, invalid } from '../errors.ts';
-import { defaultBranchOf } from './default-branch.ts';
-import { scoreHealth } from './health.ts';
+import { defaultBranchNameOf, defaultBranchOf } from './default-branch.ts';
+import { RUNS_MARGIN, scoreHealth, widestWindow } from './health.ts';
 import { type JobView, jobClock, viewJobs } from './jobs.ts';
 import { healthOutcomes, type TestOutcome, testOutcomesOfJobs } from './outcomes.ts';
 import { triageSettingsOf } from './triage-settings.ts';
@@ -91,8 +91,8 @@ function branchOf(view: JobView, outcomes: readonly TestOutcome[]): string | nul
 }
 
 /**
- * The health of each test as it stood before the job: its latest completed outcomes before the
- * job's creation, its own runs left out. The stored health already holds this job's failures (a
+ * The health of each test as it stood before the job: its latest completed outcomes on the
+ * project's default branch (TRIAGE-16) before the job's creation, its own runs left out. The stored health already holds this job's failures (a
  * test that passed once and fails now scores a flip in two outcomes, flaky), so it would let a
  * plain new failure pass as flakiness.
  */
@@ -107,8 +107,11 @@ async function healthBeforeJob(
   const states = new Map<string, TestHealthTable['state']>();
   if (runsInJob.size === 0) return states;
   const settings = triageSettingsOf((await findProject(ctx.db, job.project_id)) ?? { triage_settings: null });
-  // The window is read past this job's own runs, which are then left out.
-  const runsOfTest = await healthRunsOfTests(ctx.db, [...runsInJob.keys()], settings.healthWindow + Math.max(...runsInJob.values()));
+  // Scored as the stored health is: on the project's default branch (every branch while none is
+  // known), over the monitors' widest window, read past this job's own runs, which are then left out.
+  const branch = (await defaultBranchNameOf(ctx, job.project_id)) ?? undefined;
+  const perTest = widestWindow(settings) + RUNS_MARGIN + Math.max(...runsInJob.values());
+  const runsOfTest = await healthRunsOfTests(ctx.db, [...runsInJob.keys()], perTest, branch);
   for (const testId of runsInJob.keys()) {
     const before = (runsOfTest.get(testId) ?? []).filter((run) => run.job_id !== job.id && run.created_at < job.created_at);
     states.set(testId, scoreHealth(healthOutcomes(before), settings).state);

@@ -63,8 +63,55 @@ export async function flakyCost(
   options: { days: number; testId?: string | undefined },
 ): Promise<FlakyCost> {
   const since = windowStart(ctx.clock().toISOString(), options.days);
+  const { attempts, flakyTestsByJob, truncated } = await retriedAttempts(ctx, projectId, since, options.testId);
+  const jobs: FlakyOnlyJob[] = [];
+  for (const [jobId, job] of await jobsOfCost(ctx.db, [...flakyTestsByJob.keys()])) {
+    if (job.failedInTheEnd) continue;
+    const durationMs = job.startedAt && job.finishedAt ? Math.max(0, Date.parse(job.finishedAt) - Date.parse(job.startedAt)) : 0;
+    jobs.push({ jobId, name: job.name, flakyTests: flakyTestsByJob.get(jobId) ?? 0, durationMs });
+  }
+  jobs.sort((a, b) => b.durationMs - a.durationMs || (a.jobId < b.jobId ? -1 : 1));
+  const tests = costPerTest(attempts);
+  const sum = <T extends { durationMs: number }>(rows: T[]) => rows.reduce((n, row) => n + row.durationMs, 0);
+  return {
+    days: options.days,
+    since,
+    testId: options.testId ?? null,
+    retriedFailures: { attempts: attempts.length, durationMs: sum(attempts) },
+    flakyOnlyJobs: { jobs: jobs.length, durationMs: sum(jobs) },
+    tests: tests.slice(0, FLAKY_COST_ROWS_MAX),
+    attempts: attempts.slice(0, FLAKY_COST_ROWS_MAX),
+    jobs: jobs.slice(0, FLAKY_COST_ROWS_MAX),
+    truncated,
+  };
+}
+
+/** Every test of the project that flakiness cost CI time in the last `days` days, costliest first (the tests list's `sort=flakyCost`). */
+export async function flakyCostOfTests(ctx: ServiceContext, projectId: string, days: number): Promise<FlakyCost['tests']> {
+  return costPerTest((await retriedAttempts(ctx, projectId, windowStart(ctx.clock().toISOString(), days))).attempts);
+}
+
+/** The cost per test: its retried attempts and their lengths, costliest first (then by id). */
+function costPerTest(attempts: readonly RetriedAttempt[]): FlakyCost['tests'] {
+  const byTest = new Map<string, { testId: string; name: string; attempts: number; durationMs: number }>();
+  for (const attempt of attempts) {
+    const test = byTest.get(attempt.testId) ?? { testId: attempt.testId, name: attempt.name, attempts: 0, durationMs: 0 };
+    test.attempts++;
+    test.durationMs += attempt.durationMs;
+    byTest.set(attempt.testId, test);
+  }
+  return [...byTest.values()].sort((a, b) => b.durationMs - a.durationMs || (a.testId < b.testId ? -1 : 1));
+}
+
+/** The window's retried failures (longest first), the flaky tests of each job they were in, and whether the read was cut short. */
+async function retriedAttempts(
+  ctx: ServiceContext,
+  projectId: string,
+  since: string,
+  testId?: string,
+): Promise<{ attempts: RetriedAttempt[]; flakyTestsByJob: Map<string, number>; truncated: boolean }> {
   let pairs = await retriedFailurePairs(ctx.db, projectId, since);
-  if (options.testId !== undefined) pairs = pairs.filter((pair) => pair.testId === options.testId);
+  if (testId !== undefined) pairs = pairs.filter((pair) => pair.testId === testId);
   const truncated = pairs.length > FLAKY_COST_PAIRS_MAX;
   const runs = await attemptsOfPairs(ctx.db, pairs.slice(0, FLAKY_COST_PAIRS_MAX));
   const attemptsByRun = new Map(runs.map((run) => [run.id, run]));
@@ -95,33 +142,5 @@ export async function flakyCost(
     }
   }
   attempts.sort((a, b) => b.durationMs - a.durationMs || (a.runId < b.runId ? -1 : 1));
-
-  const jobs: FlakyOnlyJob[] = [];
-  for (const [jobId, job] of await jobsOfCost(ctx.db, [...flakyTestsByJob.keys()])) {
-    if (job.failedInTheEnd) continue;
-    const durationMs = job.startedAt && job.finishedAt ? Math.max(0, Date.parse(job.finishedAt) - Date.parse(job.startedAt)) : 0;
-    jobs.push({ jobId, name: job.name, flakyTests: flakyTestsByJob.get(jobId) ?? 0, durationMs });
-  }
-  jobs.sort((a, b) => b.durationMs - a.durationMs || (a.jobId < b.jobId ? -1 : 1));
-
-  const byTest = new Map<string, { testId: string; name: string; attempts: number; durationMs: number }>();
-  for (const attempt of attempts) {
-    const test = byTest.get(attempt.testId) ?? { testId: attempt.testId, name: attempt.name, attempts: 0, durationMs: 0 };
-    test.attempts++;
-    test.durationMs += attempt.durationMs;
-    byTest.set(attempt.testId, test);
-  }
-  const tests = [...byTest.values()].sort((a, b) => b.durationMs - a.durationMs || (a.testId < b.testId ? -1 : 1));
-  const sum = <T extends { durationMs: number }>(rows: T[]) => rows.reduce((n, row) => n + row.durationMs, 0);
-  return {
-    days: options.days,
-    since,
-    testId: options.testId ?? null,
-    retriedFailures: { attempts: attempts.length, durationMs: sum(attempts) },
-    flakyOnlyJobs: { jobs: jobs.length, durationMs: sum(jobs) },
-    tests: tests.slice(0, FLAKY_COST_ROWS_MAX),
-    attempts: attempts.slice(0, FLAKY_COST_ROWS_MAX),
-    jobs: jobs.slice(0, FLAKY_COST_ROWS_MAX),
-    truncated,
-  };
+  return { attempts, flakyTestsByJob, truncated };
 }

@@ -15,6 +15,7 @@ import { type FeatureDefinition, featureToTest } from './gherkin.ts';
 import { healthOnBranch, healthViewsOf, type TestHealthView } from './health.ts';
 import { countOutcomes, foldOutcomes, type OutcomeCounts, type TestOutcome } from './outcomes.ts';
 import { checkedLinks, checkedSuite, linkRows, type TestLink } from './test-content.ts';
+import { testsByFlakyCost } from './tests-by-cost.ts';
 
 /** A test definition ready to store, with the input it came from. */
 export interface NewTest extends FeatureDefinition {
@@ -193,10 +194,15 @@ export async function getTestHistory(ctx: ServiceContext, testId: string, limit:
 export async function listTests(
   ctx: ServiceContext,
   projectId: string,
-  filter: Omit<TestListFilter, 'now'>,
+  filter: Omit<TestListFilter, 'now'> & { days?: number },
   page: PageRequest,
 ): Promise<Page<TestWithHealth>> {
-  const rows = await listTestsByHealth(ctx.db, projectId, { ...filter, now: ctx.clock().toISOString() }, page);
+  const { sort, days = 30, ...rest } = filter;
+  const asked = { ...rest, now: ctx.clock().toISOString() };
+  const rows =
+    sort === 'flakyCost'
+      ? await testsByFlakyCost(ctx, projectId, { ...asked, sort }, days, page)
+      : await listTestsByHealth(ctx.db, projectId, { ...asked, sort }, page);
   const health = await healthViewsOf(
     ctx,
     rows.items.map((row) => row.id),

@@ -1,4 +1,3 @@
-import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import type { Static } from 'typebox';
@@ -8,11 +7,13 @@ import { useAction } from '../admin/action.ts';
 import '../admin/admin.css';
 import { atLeast, useMe } from '../admin/me.ts';
 import { ProjectMembers } from '../admin/members.tsx';
+import { SettingsForm } from '../admin/settings-form.tsx';
 import { Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatBytes } from '../format.ts';
 import { bodyField, Field, FormProblem, integerOrUndefined, problemAt, TextField } from '../forms.tsx';
 import { FailureRulesEditor, useFailureRules } from '../triage/failure-rules.tsx';
+import { TriageForm } from '../triage/triage-settings.tsx';
 import { ForgeForm, IssueTrackerForm } from './integration-settings.tsx';
 
 type Project = Static<typeof v1.projects.Project>;
@@ -20,58 +21,6 @@ const UPDATE = v1.projects.updateProject;
 /** The retention fields' schemas, for their constraints. */
 const RETENTION = RetentionPolicy.properties;
 const MIB = 1024 * 1024;
-
-type Action = ReturnType<typeof useAction>;
-
-/**
- * One form of the settings page: a panel with its heading, its fields, the API's problem that no
- * field shows, and its submit button with what the last save did beside it.
- */
-function SettingsForm({
-  title,
-  action,
-  fields,
-  submit,
-  disabled,
-  danger,
-  onSubmit,
-  children,
-}: {
-  title: string;
-  action: Action;
-  /** The pointers its fields show problems for; a problem elsewhere shows above the button. */
-  fields: readonly string[];
-  submit: string;
-  disabled?: boolean;
-  danger?: boolean;
-  onSubmit: () => void;
-  children: ComponentChildren;
-}) {
-  return (
-    <form
-      class={`panel form${danger ? ' danger-zone' : ''}`}
-      aria-label={title}
-      onSubmit={(event) => {
-        event.preventDefault();
-        onSubmit();
-      }}
-    >
-      <h2>{title}</h2>
-      {children}
-      <FormProblem error={action.error} fields={fields} />
-      <div class="form-actions">
-        <button type="submit" class={danger ? 'danger' : undefined} disabled={action.busy || disabled}>
-          {submit}
-        </button>
-        {action.done ? (
-          <span class="notice" role="status">
-            {action.done}
-          </span>
-        ) : null}
-      </div>
-    </form>
-  );
-}
 
 /** Name and description; the title shows the new name at once and goes back if the API refuses it. */
 function GeneralForm({ project, onSaved, onShown }: { project: Project; onSaved: (p: Project) => void; onShown: (name: string) => void }) {
@@ -333,6 +282,7 @@ export function ProjectSettingsPage({ projectKey }: { projectKey: string }) {
         <RetentionForm project={project} onSaved={saved} />
         {me.data?.role === 'admin' ? <QuotaForm project={project} onSaved={saved} /> : null}
         <UsagePanel projectId={project.id} version={version} />
+        <TriageForm project={project} onSaved={saved} />
         <FailureRulesForm projectId={project.id} />
         {manages ? <ForgeForm projectId={project.id} /> : null}
         {manages ? <IssueTrackerForm projectId={project.id} /> : null}

@@ -105,7 +105,8 @@ export async function quarantinesOfProject(executor: Executor, projectId: string
 
 /** Which of a project's tests a list shows, and in which order. */
 export interface TestListFilter {
-  sort: 'newest' | 'flaky';
+  /** `flakyCost` is ordered by the service, from the flaky cost of the window (TRIAGE-15). */
+  sort: 'newest' | 'flaky' | 'flakyCost';
   health?: 'stable' | 'flaky' | 'broken' | 'quarantined';
   /** Now, for `quarantined` (a quarantine that has not expired). */
   now: string;
@@ -131,9 +132,40 @@ const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 export async function listTestsByHealth(
   executor: Executor,
   projectId: string,
-  filter: TestListFilter,
+  filter: TestListFilter & { sort: 'newest' | 'flaky' },
   page: PageRequest,
 ): Promise<Page<TestsTable>> {
+  const columns: [string, ...string[]] =
+    filter.sort === 'flaky' ? ['tests.flaky_milli', 'tests.created_at', 'tests.id'] : ['tests.created_at', 'tests.id'];
+  return keysetPage(filteredTests(executor, projectId, filter), { columns, direction: 'desc' }, page);
+}
+
+/**
+ * The first `limit` of `ids` (in their order) that are tests of the project the filter keeps, and
+ * whether more follow: asked a slice of ids at a time, until the page is full.
+ */
+export async function firstTestsAmong(
+  executor: Executor,
+  projectId: string,
+  filter: TestListFilter,
+  ids: readonly string[],
+  limit: number,
+): Promise<{ rows: TestsTable[]; more: boolean }> {
+  const rows: TestsTable[] = [];
+  for (const slice of chunk(ids, IN_LIST_SIZE)) {
+    const kept = new Map((await filteredTests(executor, projectId, filter).where('tests.id', 'in', slice).execute()).map((r) => [r.id, r]));
+    for (const id of slice) {
+      const row = kept.get(id);
+      if (!row) continue;
+      if (rows.length === limit) return { rows, more: true };
+      rows.push(row);
+    }
+  }
+  return { rows, more: false };
+}
+
+/** The project's tests the filter keeps, unordered. */
+function filteredTests(executor: Executor, projectId: string, filter: TestListFilter) {
   let inner = executor
     .selectFrom('tests')
     .leftJoin('test_health', 'test_health.test_id', 'tests.id')
@@ -183,7 +215,5 @@ export async function listTestsByHealth(
       ),
     );
   }
-  const columns: [string, ...string[]] =
-    filter.sort === 'flaky' ? ['tests.flaky_milli', 'tests.created_at', 'tests.id'] : ['tests.created_at', 'tests.id'];
-  return keysetPage(inner, { columns, direction: 'desc' }, page);
+  return inner;
 }

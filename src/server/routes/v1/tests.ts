@@ -112,9 +112,11 @@ export function testRoutes(ctx: AppContext) {
     route(api.listTests, {
       owner: (request) => namedProject(ctx, request.query, 'query'),
       handler: async (request) => {
-        const { sort = 'newest', health, suite, tag, q, link } = request.query;
+        const { sort = 'newest', days, health, suite, tag, q, link } = request.query;
+        if (days !== undefined && sort !== 'flakyCost') throw invalid('/query/days', 'applies to sort=flakyCost only');
         const filter = {
           sort,
+          ...(days !== undefined ? { days } : {}),
           ...(health !== undefined ? { health } : {}),
           ...(suite !== undefined ? { suite: suite === '' ? '' : checkedSuite(suite, '/query/suite') } : {}),
           ...(tag !== undefined ? { tag } : {}),
