@@ -1,35 +1,15 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import SQLite from 'better-sqlite3';
-import { Kysely, type Migration, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
-import pg from 'pg';
 import { MIGRATION_NAMES } from '../../src/server/db/database.ts';
 import { normaliseFailure } from '../../src/server/failures/normalise.ts';
-import { tempDir } from '../helpers/data-folders.ts';
-import { createPostgresDatabase, DIALECTS } from '../helpers/dialects.ts';
+import { DIALECTS } from '../helpers/dialects.ts';
+import { type AnyDb, migrate, schemaBefore } from '../helpers/migration-schema.ts';
 
 // TRIAGE-1, TRIAGE-2: migration 0027 re-fingerprints the failures recorded before targets were part
 // of the fingerprint, on rows shaped as the version before it wrote them.
 
 const MINE = '2026-12-02-0027-failure-targets';
-
-// biome-ignore lint/suspicious/noExplicitAny: migrations run on a schema-less handle
-type AnyDb = Kysely<any>;
-
-async function migrate(db: AnyDb, names: readonly string[]): Promise<void> {
-  const migrations: Record<string, Migration> = {};
-  for (const name of names) migrations[name] = await import(`../../src/server/db/migrations/${name}.ts`);
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => migrations },
-    migrationTableName: 'attest_migrations',
-    migrationLockTableName: 'attest_migrations_lock',
-  });
-  const { error } = await migrator.migrateToLatest();
-  if (error) throw error;
-}
 
 const first = 'Error: locator.click: Test timeout of 30000ms exceeded.';
 const pay = "getByRole('button', { name: 'Pay now' })";
@@ -48,25 +28,12 @@ const oldFingerprint = (message: string, trace: string | null) => {
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] migration ${MINE}`, () => {
     let db: AnyDb;
-    let drop: () => Promise<void> = async () => {};
+    let close: () => Promise<void> = async () => {};
+    // The schema as it stood just before this migration (later ones run after it, in the test).
     before(async () => {
-      if (dialect === 'sqlite') {
-        db = new Kysely({ dialect: new SqliteDialect({ database: new SQLite(path.join(tempDir(), 'attest.db')) }) });
-      } else {
-        const database = await createPostgresDatabase('attest_targets', { empty: true });
-        db = new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 2 }) }) });
-        drop = database.drop;
-      }
-      // The schema as it stood just before this migration (later ones run after it, in the test).
-      await migrate(
-        db,
-        MIGRATION_NAMES.filter((name) => name < MINE),
-      );
+      ({ db, close } = await schemaBefore(dialect, MINE, 'attest_targets'));
     });
-    after(async () => {
-      await db.destroy();
-      await drop();
-    });
+    after(() => close());
 
     test('a group holding two locators splits into one group per target, each with the triage, counts and rollup of its failures, audited; a group without a target keeps its fingerprint', async () => {
       const at = '2026-03-02T09:00:00.000Z';

@@ -1,55 +1,23 @@
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import SQLite from 'better-sqlite3';
-import { Kysely, type Migration, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
-import pg from 'pg';
 import { MIGRATION_NAMES } from '../../src/server/db/database.ts';
-import { tempDir } from '../helpers/data-folders.ts';
-import { createPostgresDatabase, DIALECTS } from '../helpers/dialects.ts';
+import { DIALECTS } from '../helpers/dialects.ts';
+import { type AnyDb, migrate, schemaBefore } from '../helpers/migration-schema.ts';
 
 // TRIAGE-17: migration 0032 copies each job's branch and build out of its request JSON into the
 // columns the job lookups index, on rows written as the version before it wrote them.
 
 const MINE = '2026-12-02-0032-job-lookup';
 
-// biome-ignore lint/suspicious/noExplicitAny: migrations run on a schema-less handle
-type AnyDb = Kysely<any>;
-
-async function migrate(db: AnyDb, names: readonly string[]): Promise<void> {
-  const migrations: Record<string, Migration> = {};
-  for (const name of names) migrations[name] = await import(`../../src/server/db/migrations/${name}.ts`);
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => migrations },
-    migrationTableName: 'attest_migrations',
-    migrationLockTableName: 'attest_migrations_lock',
-  });
-  const { error } = await migrator.migrateToLatest();
-  if (error) throw error;
-}
-
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] migration ${MINE}`, () => {
     let db: AnyDb;
-    let drop: () => Promise<void> = async () => {};
+    let close: () => Promise<void> = async () => {};
+    // The schema as it stood just before this migration (later ones run after it, in the test).
     before(async () => {
-      if (dialect === 'sqlite') {
-        db = new Kysely({ dialect: new SqliteDialect({ database: new SQLite(path.join(tempDir(), 'attest.db')) }) });
-      } else {
-        const database = await createPostgresDatabase('attest_job_lookup', { empty: true });
-        db = new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 2 }) }) });
-        drop = database.drop;
-      }
-      await migrate(
-        db,
-        MIGRATION_NAMES.filter((name) => name < MINE),
-      );
+      ({ db, close } = await schemaBefore(dialect, MINE, 'attest_job_lookup'));
     });
-    after(async () => {
-      await db.destroy();
-      await drop();
-    });
+    after(() => close());
 
     test("each job's branch and build come out of its request into their columns; a request without them leaves null", async () => {
       const at = '2026-03-02T09:00:00.000Z';

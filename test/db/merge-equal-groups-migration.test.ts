@@ -1,36 +1,16 @@
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import SQLite from 'better-sqlite3';
-import { Kysely, type Migration, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
-import pg from 'pg';
 import { MIGRATION_NAMES } from '../../src/server/db/database.ts';
 import * as mine from '../../src/server/db/migrations/2026-12-02-0029-merge-equal-groups.ts';
 import { fingerprintOf, normaliseFailure } from '../../src/server/failures/normalise.ts';
-import { tempDir } from '../helpers/data-folders.ts';
-import { createPostgresDatabase, DIALECTS } from '../helpers/dialects.ts';
+import { DIALECTS } from '../helpers/dialects.ts';
+import { type AnyDb, migrate, schemaBefore } from '../helpers/migration-schema.ts';
 
 // TRIAGE-10: migration 0029 merges the groups the version before stored apart for one cause (a
 // reporter's step error without frames, its run's error cell with them, the JUnit import of the same
 // failure without `Error: `), on rows shaped as that version wrote them.
 
 const MINE = '2026-12-02-0029-merge-equal-groups';
-
-// biome-ignore lint/suspicious/noExplicitAny: migrations run on a schema-less handle
-type AnyDb = Kysely<any>;
-
-async function migrate(db: AnyDb, names: readonly string[]): Promise<void> {
-  const migrations: Record<string, Migration> = {};
-  for (const name of names) migrations[name] = await import(`../../src/server/db/migrations/${name}.ts`);
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => migrations },
-    migrationTableName: 'attest_migrations',
-    migrationLockTableName: 'attest_migrations_lock',
-  });
-  const { error } = await migrator.migrateToLatest();
-  if (error) throw error;
-}
 
 /** Playwright's failure of a retrying matcher, as the live reporter sends a step's error. */
 const statement =
@@ -51,25 +31,12 @@ function oldJunitFingerprint(): string {
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] migration ${MINE}`, () => {
     let db: AnyDb;
-    let drop: () => Promise<void> = async () => {};
+    let close: () => Promise<void> = async () => {};
+    // The schema as it stood just before this migration (later ones run after it, in the test).
     before(async () => {
-      if (dialect === 'sqlite') {
-        db = new Kysely({ dialect: new SqliteDialect({ database: new SQLite(path.join(tempDir(), 'attest.db')) }) });
-      } else {
-        const database = await createPostgresDatabase('attest_merge', { empty: true });
-        db = new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 2 }) }) });
-        drop = database.drop;
-      }
-      // The schema as it stood just before this migration (later ones run after it, in the test).
-      await migrate(
-        db,
-        MIGRATION_NAMES.filter((name) => name < MINE),
-      );
+      ({ db, close } = await schemaBefore(dialect, MINE, 'attest_merge'));
     });
-    after(async () => {
-      await db.destroy();
-      await drop();
-    });
+    after(() => close());
 
     test('groups of one cause stored apart merge into the one triaged first, with every occurrence, count, rollup row, issue link and incident, audited; a second run changes nothing', async () => {
       const at = '2026-03-01T08:00:00.000Z';

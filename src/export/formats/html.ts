@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import MarkdownIt from 'markdown-it';
 import type { AttachmentEntry, ImageEntry, Step } from '../bundle.ts';
+import { ERROR_CELLS, errorsShownOnce } from '../errors-once.ts';
 import { type Chunk, type ExportFile, elapsedMs, imagesByStep, type RunPart, type StepNode, stepTree } from '../files.ts';
 import { countsOf, type Report, type ReportTest } from '../report.ts';
 import { REPORT_STYLE } from './html-style.ts';
@@ -144,53 +145,6 @@ const factList = (facts: [string, string | null][]) =>
     .filter(([, value]) => value)
     .map(([name, value]) => `<div><dt>${name}</dt><dd>${escapeHtml(String(value))}</dd></div>`)
     .join('')}</dl>`;
-
-/** The run cells an import writes a run's failure into: Playwright's `error`, a JUnit `failure`. */
-const ERROR_CELLS = new Set(['error', 'failure']);
-
-/**
- * Each error of a run once. A framework reports a failure on the step that failed and on every step
- * around it (Playwright's `test.step`), and again, with its code frame and stack, as the run's
- * `error` cell: the innermost step shows it, with the fuller text when the run's cell begins with
- * it; the steps around it say where it is, and the run's cells leave it out. The web's run page does
- * the same (web/src/run/steps.ts).
- */
-export function errorsShownOnce(roots: readonly StepNode[], runCells: readonly Step['cells'][number][]) {
-  const shown = new Map<string, string>();
-  const shownBelow = new Map<string, StepNode>();
-  const sameBelow = (node: StepNode, error: string): StepNode | undefined => {
-    for (const child of node.children) {
-      const deeper = sameBelow(child, error);
-      if (deeper) return deeper;
-      if (child.step.error?.trim() === error) return child;
-    }
-    return undefined;
-  };
-  const visit = (node: StepNode) => {
-    const error = node.step.error?.trim();
-    if (error) {
-      const below = sameBelow(node, error);
-      if (below) shownBelow.set(node.step.id, below);
-      else shown.set(node.step.id, node.step.error as string);
-    }
-    node.children.forEach(visit);
-  };
-  roots.forEach(visit);
-  const cells = runCells.filter((cell) => {
-    if (!ERROR_CELLS.has(cell.name)) return true;
-    const text = cell.text.trim();
-    for (const [id, error] of shown) {
-      const own = error.trim();
-      if (text === own || own.includes(text)) return false;
-      if (text.startsWith(own)) {
-        shown.set(id, cell.text);
-        return false;
-      }
-    }
-    return true;
-  });
-  return { shown, shownBelow, runCells: cells };
-}
 
 /** A step's cells that say something its error, or a cell before them, has not (a manual step's failure is its error and its `actual` cell). */
 function cellsNotRepeating(step: Step): Step['cells'] {

@@ -1,5 +1,6 @@
 import type { Static } from 'typebox';
 import type { v1 } from '../../../src/client/index.ts';
+import { type ErrorPlaces as SharedErrorPlaces, errorsShownOnce as sharedErrorsShownOnce } from '../../../src/export/errors-once.ts';
 
 export type TestRun = Static<typeof v1.runs.TestRun>;
 export type RunResults = Static<typeof v1.results.RunResults>;
@@ -23,59 +24,11 @@ export function cellsNotRepeating(step: Pick<ResultStep, 'error' | 'cells'>): Te
   });
 }
 
-/** The run cells an import writes a run's failure into: Playwright's `error`, a JUnit `failure`. */
-const ERROR_CELLS = new Set(['error', 'failure']);
+/** Where each of a run's errors is shown, once (src/export/errors-once.ts, the HTML export's rule too). */
+export type ErrorPlaces = SharedErrorPlaces<StepNode, TextCell>;
 
-/** Where each of a run's errors is shown, once (errorsShownOnce). */
-export interface ErrorPlaces {
-  /** The error each step shows; a step missing here shows none of its own. */
-  shown: Map<string, string>;
-  /** A step whose error is the same as a step's below it: the step below shows it. */
-  shownBelow: Map<string, StepNode>;
-  /** The run's own cells, less an `error` or `failure` cell that repeats a step's error (that step shows the fuller text). */
-  runCells: TextCell[];
-}
-
-/**
- * Each error of a run once. A framework reports a failure on the step that failed and on every step
- * around it (Playwright's `test.step`), and again, with its code frame and stack, as the run's
- * `error` cell: the innermost step shows it, with the fuller text when the run's cell begins with
- * it, and the steps around it and the run's notes do not repeat it. The HTML export does the same
- * (src/export/formats/html.ts).
- */
-export function errorsShownOnce(tree: StepTree, runCells: readonly TextCell[]): ErrorPlaces {
-  const shown = new Map<string, string>();
-  const shownBelow = new Map<string, StepNode>();
-  const sameBelow = (node: StepNode, error: string): StepNode | undefined => {
-    for (const child of node.children) {
-      const deeper = sameBelow(child, error);
-      if (deeper) return deeper;
-      if (child.step.error?.trim() === error) return child;
-    }
-    return undefined;
-  };
-  for (const node of tree.all) {
-    const error = node.step.error?.trim();
-    if (!error) continue;
-    const below = sameBelow(node, error);
-    if (below) shownBelow.set(node.step.id, below);
-    else shown.set(node.step.id, node.step.error as string);
-  }
-  const cells = runCells.filter((cell) => {
-    if (!ERROR_CELLS.has(cell.name)) return true;
-    const text = cell.text.trim();
-    for (const [id, error] of shown) {
-      const own = error.trim();
-      if (text === own || own.includes(text)) return false;
-      if (text.startsWith(own)) {
-        shown.set(id, cell.text);
-        return false;
-      }
-    }
-    return true;
-  });
-  return { shown, shownBelow, runCells: cells };
-}
+/** Each error of a run once, over the run page's tree (the rule is src/export/errors-once.ts's). */
+export const errorsShownOnce = (tree: StepTree, runCells: readonly TextCell[]): ErrorPlaces => sharedErrorsShownOnce(tree.roots, runCells);
 
 /** A step in the tree: its place (depth, children) and its time relative to the run's start. */
 export interface StepNode {
