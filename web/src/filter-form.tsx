@@ -11,15 +11,19 @@ export interface FilterField {
   placeholder?: string;
 }
 
-/** One filter, labelled: a select when it has options, else an input; `value` is what the URL holds. */
+/**
+ * One filter, labelled: a select when it has options, else an input; `value` is what the URL holds.
+ * The URL's value is the field's initial one, not a bound one: a page that re-renders while its list
+ * loads keeps what is being typed, and a new URL (the control is keyed by its value) starts afresh.
+ */
 function FilterControl({ field, value }: { field: FilterField; value: string }) {
   if (field.options) {
     return (
       <label>
         {field.label}
-        <select name={field.name} value={value}>
+        <select name={field.name}>
           {['', ...field.options].map((option) => (
-            <option key={option} value={option}>
+            <option key={option} value={option} selected={option === value}>
               {option || 'any'}
             </option>
           ))}
@@ -31,7 +35,7 @@ function FilterControl({ field, value }: { field: FilterField; value: string }) 
     <label>
       {field.label}
       {/* Preact types an input by its `type`, one union each; both kinds here take these attributes. */}
-      <input name={field.name} type={(field.type ?? 'text') as 'text'} value={value} placeholder={field.placeholder} />
+      <input name={field.name} type={(field.type ?? 'text') as 'text'} defaultValue={value} placeholder={field.placeholder} />
     </label>
   );
 }
@@ -52,7 +56,7 @@ export function FilterForm({ label, fields }: { label: string; fields: readonly 
   return (
     <form class="filters" onSubmit={submit} aria-label={label}>
       {fields.map((field) => (
-        <FilterControl key={field.name} field={field} value={query[field.name] ?? ''} />
+        <FilterControl key={`${field.name}=${query[field.name] ?? ''}`} field={field} value={query[field.name] ?? ''} />
       ))}
       <button type="submit">Filter</button>
       <a href={path}>Clear</a>
