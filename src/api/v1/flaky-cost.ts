@@ -7,6 +7,8 @@ import { ProjectParams } from './projects.ts';
 
 /** Most days the flaky cost looks back. */
 export const FLAKY_COST_DAYS_MAX = 90;
+/** The days it looks back unless asked (here and in the tests list's `sort=flakyCost`). */
+export const FLAKY_COST_DAYS_DEFAULT = 30;
 
 const Count = Type.Integer({ minimum: 0 });
 const Ms = Type.Integer({ minimum: 0, description: 'Milliseconds of CI time.' });
@@ -81,13 +83,13 @@ export const getFlakyCost = endpoint({
   description:
     'A retried failure is a failed or broken attempt of a test whose final attempt in the same job passed (the test is ' +
     '`flaky` there, retries folded as everywhere). A flaky-only job is a job where such tests failed and no test failed ' +
-    'in the end. `days` (1 to 90, default 30) sets the window, by the attempts’ finish; `testId` narrows it to one test.',
+    `in the end. \`days\` (1 to ${FLAKY_COST_DAYS_MAX}, default ${FLAKY_COST_DAYS_DEFAULT}) sets the window, by the attempts’ finish; \`testId\` narrows it to one test.`,
   tag: 'Triage',
   access: { scope: 'project', role: 'viewer' },
   params: ProjectParams,
   querystring: Type.Object(
     {
-      days: Type.Optional(Type.Integer({ minimum: 1, maximum: FLAKY_COST_DAYS_MAX, default: 30 })),
+      days: Type.Optional(Type.Integer({ minimum: 1, maximum: FLAKY_COST_DAYS_MAX, default: FLAKY_COST_DAYS_DEFAULT })),
       testId: Type.Optional(Uuid),
     },
     { additionalProperties: false },

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { Description, LABEL_MAX, LABELS_MAX, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 import { DeviceId } from './devices.ts';
+import { FLAKY_COST_DAYS_DEFAULT, FLAKY_COST_DAYS_MAX } from './flaky-cost.ts';
 import { ProjectParams } from './projects.ts';
 import { RunStatus, Verdict } from './run-states.ts';
 import { ProjectQuery, RunLabel } from './runs.ts';
@@ -105,7 +106,13 @@ export const listTests = endpoint({
       sort: Type.Optional(
         Type.Union([Type.Literal('newest'), Type.Literal('flaky'), Type.Literal('flakyCost')], { description: 'Default `newest`.' }),
       ),
-      days: Type.Optional(Type.Integer({ minimum: 1, maximum: 90, description: 'The window of `sort=flakyCost`, in days (default 30).' })),
+      days: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: FLAKY_COST_DAYS_MAX,
+          description: `The window of \`sort=flakyCost\`, in days (default ${FLAKY_COST_DAYS_DEFAULT}).`,
+        }),
+      ),
       health: Type.Optional(
         Type.Union([Type.Literal('stable'), Type.Literal('flaky'), Type.Literal('broken'), Type.Literal('quarantined')]),
       ),

@@ -6,7 +6,7 @@ import { healthRunsOfTests } from '../db/repositories/outcomes.ts';
 import { findProject } from '../db/repositories/projects.ts';
 import type { FailureGroupsTable, JobsTable, TestHealthTable } from '../db/types.ts';
 import { found, invalid } from '../errors.ts';
-import { defaultBranchNameOf, defaultBranchOf } from './default-branch.ts';
+import { defaultBranchOfRow } from './default-branch.ts';
 import { RUNS_MARGIN, scoreHealth, widestWindow } from './health.ts';
 import { type JobView, jobClock, viewJobs } from './jobs.ts';
 import { healthOutcomes, type TestOutcome, testOutcomesOfJobs } from './outcomes.ts';
@@ -100,18 +100,18 @@ async function healthBeforeJob(
   ctx: ServiceContext,
   job: JobsTable,
   outcomes: readonly TestOutcome[],
+  project: { settings: ReturnType<typeof triageSettingsOf>; defaultBranch: string | null },
 ): Promise<Map<string, TestHealthTable['state']>> {
   const runsInJob = new Map<string, number>();
   for (const outcome of outcomes)
     if (outcome.testId !== null) runsInJob.set(outcome.testId, (runsInJob.get(outcome.testId) ?? 0) + outcome.attempts);
   const states = new Map<string, TestHealthTable['state']>();
   if (runsInJob.size === 0) return states;
-  const settings = triageSettingsOf((await findProject(ctx.db, job.project_id)) ?? { triage_settings: null });
+  const { settings, defaultBranch } = project;
   // Scored as the stored health is: on the project's default branch (every branch while none is
   // known), over the monitors' widest window, read past this job's own runs, which are then left out.
-  const branch = (await defaultBranchNameOf(ctx, job.project_id)) ?? undefined;
   const perTest = widestWindow(settings) + RUNS_MARGIN + Math.max(...runsInJob.values());
-  const runsOfTest = await healthRunsOfTests(ctx.db, [...runsInJob.keys()], perTest, branch);
+  const runsOfTest = await healthRunsOfTests(ctx.db, [...runsInJob.keys()], perTest, defaultBranch ?? undefined);
   for (const testId of runsInJob.keys()) {
     const before = (runsOfTest.get(testId) ?? []).filter((run) => run.job_id !== job.id && run.created_at < job.created_at);
     states.set(testId, scoreHealth(healthOutcomes(before), settings).state);
@@ -145,11 +145,11 @@ function countTest(
  * merges into when its CI named one, else the project's default branch when the job ran on another
  * branch, else its own branch (a job without a branch: the project's jobs).
  */
-async function defaultBaseBranch(ctx: ServiceContext, head: JobView, headOutcomes: readonly TestOutcome[]): Promise<string | null> {
+function defaultBaseBranch(head: JobView, headOutcomes: readonly TestOutcome[], defaultBranch: string | null): string | null {
   if (head.request.targetBranch) return head.request.targetBranch;
   const own = branchOf(head, headOutcomes);
   if (own === null) return null;
-  return (await defaultBranchOf(ctx, head.row.project_id)).name ?? own;
+  return defaultBranch ?? own;
 }
 
 async function baseJob(
@@ -157,6 +157,7 @@ async function baseJob(
   head: JobView,
   headOutcomes: readonly TestOutcome[],
   options: { baseJobId?: string; baseBranch?: string },
+  defaultBranch: string | null,
 ): Promise<JobView | null> {
   if (options.baseJobId !== undefined) {
     if (options.baseBranch !== undefined) throw invalid('/query/baseBranch', 'cannot be combined with base');
@@ -167,7 +168,7 @@ async function baseJob(
     const [view] = await viewJobs(ctx.db, [row], jobClock(ctx));
     return view ?? null;
   }
-  const branch = options.baseBranch ?? (await defaultBaseBranch(ctx, head, headOutcomes));
+  const branch = options.baseBranch ?? defaultBaseBranch(head, headOutcomes, defaultBranch);
   const candidates = await latestJobsBefore(ctx.db, head.row, branch, BASE_CANDIDATES);
   // One at a time, newest first: the latest job is nearly always completed, and a job's view reads its runs.
   for (const candidate of candidates) {
@@ -187,14 +188,19 @@ export async function compareJobs(
   const [head] = await viewJobs(ctx.db, [row], jobClock(ctx));
   if (!head) throw new Error('a job read has no view');
   const headOutcomes = (await testOutcomesOfJobs(ctx.db, [jobId])).get(jobId) ?? [];
-  const base = await baseJob(ctx, head, headOutcomes, options);
+  // The project, read once: its default branch is the base when the job names none, and where health
+  // stood before the job, scored with its triage settings.
+  const projectRow = await findProject(ctx.db, row.project_id);
+  const defaultBranch = projectRow ? (await defaultBranchOfRow(ctx.db, projectRow)).name : null;
+  const settings = triageSettingsOf(projectRow ?? { triage_settings: null });
+  const base = await baseJob(ctx, head, headOutcomes, options, defaultBranch);
   const baseOutcomes = base === null ? [] : ((await testOutcomesOfJobs(ctx.db, [base.row.id])).get(base.row.id) ?? []);
   const matchKey = (outcome: TestOutcome) => `${outcome.testKey}\u0000${outcome.deviceId ?? ''}`;
   const baseByKey = new Map(baseOutcomes.map((outcome) => [matchKey(outcome), outcome]));
 
   const testIds = headOutcomes.map((outcome) => outcome.testId).filter((id): id is string => id !== null);
   const quarantinedIds = await quarantinedAmong(ctx.db, row.project_id, testIds, ctx.clock().toISOString());
-  const healthOf = await healthBeforeJob(ctx, row, headOutcomes);
+  const healthOf = await healthBeforeJob(ctx, row, headOutcomes, { settings, defaultBranch });
 
   const compared = headOutcomes.map((outcome): ComparedTest => {
     const before = baseByKey.get(matchKey(outcome));

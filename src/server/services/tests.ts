@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { NAME_MAX } from '../../api/common.ts';
+import { FLAKY_COST_DAYS_DEFAULT } from '../../api/v1/flaky-cost.ts';
 import { CreateTestBody } from '../../api/v1/tests.ts';
 import type { ServiceContext } from '../context.ts';
 import type { Page, PageRequest } from '../db/pagination.ts';
@@ -197,7 +198,7 @@ export async function listTests(
   filter: Omit<TestListFilter, 'now'> & { days?: number },
   page: PageRequest,
 ): Promise<Page<TestWithHealth>> {
-  const { sort, days = 30, ...rest } = filter;
+  const { sort, days = FLAKY_COST_DAYS_DEFAULT, ...rest } = filter;
   const asked = { ...rest, now: ctx.clock().toISOString() };
   const rows =
     sort === 'flakyCost'

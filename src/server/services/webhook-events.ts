@@ -12,7 +12,7 @@ import {
 } from '../db/repositories/webhooks.ts';
 import type { Executor, TestRunsTable, WebhookDeliveriesTable } from '../db/types.ts';
 import { compareJobs } from './comparison.ts';
-import { signedImageQuery } from './image-links.ts';
+import { signedThumbnailQueries } from './image-links.ts';
 import { jobClock, viewJobs } from './jobs.ts';
 import type { EventData } from './webhook-outbox.ts';
 import { type EventSubject, jobCompletedEvent, type QueuedEvent, queueWebhookEvents } from './webhook-outbox.ts';
@@ -162,11 +162,11 @@ async function jobCompletedData(ctx: ServiceContext, projectId: string, jobId: s
     failures.map((test) => test.runId as string),
   );
   // Each screenshot link is signed for its image and expires (HOOK-14): the recipient has no session.
-  const screenshotUrls = new Map<string, string | null>();
-  for (const [runId, image] of screenshots) {
-    const url = pageUrl(ctx, `/api/v1/images/${image}/signed`);
-    screenshotUrls.set(runId, url === null ? null : `${url}?${await signedImageQuery(ctx, image, true)}`);
-  }
+  const signed = ctx.config.publicUrl === undefined ? new Map<string, string>() : await signedThumbnailQueries(ctx, screenshots.values());
+  const screenshotUrl = (runId: string) => {
+    const image = screenshots.get(runId);
+    return image === undefined ? null : pageUrl(ctx, `/api/v1/images/${image}/signed?${signed.get(image)}`);
+  };
   const compared = (test: { name: string; runId: string | null }) => ({
     name: test.name,
     runId: test.runId,
@@ -194,7 +194,7 @@ async function jobCompletedData(ctx: ServiceContext, projectId: string, jobId: s
       name: test.name,
       verdict: test.verdict === 'flaky' ? 'passed' : test.verdict,
       url: pageUrl(ctx, `/runs/${test.runId}`),
-      screenshotUrl: screenshotUrls.get(test.runId as string) ?? null,
+      screenshotUrl: screenshotUrl(test.runId as string),
     })),
     comparison: {
       baseJobId: comparison.base?.row.id ?? null,

@@ -1,6 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { FormProblem } from '../forms.tsx';
 import type { useAction } from './action.ts';
+import { DoneNotice } from './status.tsx';
 
 type Action = ReturnType<typeof useAction>;
 
@@ -44,11 +45,7 @@ export function SettingsForm({
         <button type="submit" class={danger ? 'danger' : undefined} disabled={action.busy || disabled}>
           {submit}
         </button>
-        {action.done ? (
-          <span class="notice" role="status">
-            {action.done}
-          </span>
-        ) : null}
+        <DoneNotice done={action.done} />
       </div>
     </form>
   );

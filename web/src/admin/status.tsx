@@ -13,3 +13,11 @@ export function ActionStatus({ state, testId }: { state: ActionState; testId?: s
   }
   return null;
 }
+
+/** What the last change did, beside the button that made it (inline, in a form's actions); nothing before. */
+export const DoneNotice = ({ done }: { done: string | undefined }) =>
+  done ? (
+    <span class="notice" role="status">
+      {done}
+    </span>
+  ) : null;

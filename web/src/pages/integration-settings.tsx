@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { v1 } from '../../../src/client/index.ts';
 import { useAction } from '../admin/action.ts';
+import { DoneNotice } from '../admin/status.tsx';
 import { useApi } from '../data.ts';
 import { bodyField, Field, FormProblem, problemAt, TextField } from '../forms.tsx';
 
@@ -53,13 +54,6 @@ function SecretField(props: {
     </Field>
   );
 }
-
-const Saved = ({ done }: { done: string | undefined }) =>
-  done ? (
-    <span class="notice" role="status">
-      {done}
-    </span>
-  ) : null;
 
 /** GitHub or GitLab: where the project's jobs with a commit and a repository report (check runs, commit statuses). */
 export function ForgeForm({ projectId }: { projectId: string }) {
@@ -228,7 +222,7 @@ export function ForgeForm({ projectId }: { projectId: string }) {
             Remove code host
           </button>
         ) : null}
-        <Saved done={action.done ?? remove.done} />
+        <DoneNotice done={action.done ?? remove.done} />
       </div>
     </form>
   );
@@ -395,7 +389,7 @@ export function IssueTrackerForm({ projectId }: { projectId: string }) {
             Remove issue tracker
           </button>
         ) : null}
-        <Saved done={action.done ?? remove.done} />
+        <DoneNotice done={action.done ?? remove.done} />
       </div>
     </form>
   );

@@ -5,6 +5,7 @@ import { v1 } from '../../../src/client/index.ts';
 import { useAction } from '../admin/action.ts';
 import '../admin/admin.css';
 import { ConfirmAction } from '../admin/confirm.tsx';
+import { DoneNotice } from '../admin/status.tsx';
 import { Badge, ErrorBox, Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { bodyField, Field, FormProblem, problemAt, TextField } from '../forms.tsx';
@@ -284,11 +285,7 @@ function EditForm({ projectId, webhook, onSaved }: { projectId: string; webhook:
         <button type="submit" disabled={action.busy}>
           Save webhook
         </button>
-        {action.done ? (
-          <span class="notice" role="status">
-            {action.done}
-          </span>
-        ) : null}
+        <DoneNotice done={action.done} />
       </div>
     </form>
   );
@@ -331,11 +328,7 @@ export function WebhookPage({ projectKey, webhookId }: { projectKey: string; web
         <button type="button" disabled={test.busy || !webhook.enabled} onClick={sendTest}>
           Send test event
         </button>
-        {test.done ? (
-          <span class="notice" role="status">
-            {test.done}
-          </span>
-        ) : null}
+        <DoneNotice done={test.done} />
       </div>
       {test.error ? <ErrorBox error={test.error} /> : null}
       {/* The log takes the page's width (a row per delivery, its attempts opened under it); the form keeps a form's. */}

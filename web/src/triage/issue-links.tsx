@@ -2,6 +2,7 @@ import type { Static } from 'typebox';
 import { v1 } from '../../../src/client/index.ts';
 import { useAction } from '../admin/action.ts';
 import { atLeast, useMe } from '../admin/me.ts';
+import { DoneNotice } from '../admin/status.tsx';
 import { useApi } from '../data.ts';
 import { formatTime } from '../format.ts';
 import { FormProblem } from '../forms.tsx';
@@ -75,11 +76,7 @@ export function IssueLinks({
           <span class="muted">
             on {configured.kind === 'jira' ? `Jira ${configured.projectKey ?? ''}` : `GitHub ${configured.repository ?? ''}`}
           </span>
-          {action.done ? (
-            <span class="notice" role="status">
-              {action.done}
-            </span>
-          ) : null}
+          <DoneNotice done={action.done} />
         </div>
       ) : null}
       {configured === null && tracker.data ? (

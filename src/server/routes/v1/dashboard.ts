@@ -1,6 +1,7 @@
 import * as comparisonApi from '../../../api/v1/comparison.ts';
 import * as api from '../../../api/v1/dashboard.ts';
 import * as flakyCostApi from '../../../api/v1/flaky-cost.ts';
+import { FLAKY_COST_DAYS_DEFAULT } from '../../../api/v1/flaky-cost.ts';
 import type { AppContext } from '../../context.ts';
 import { presentComparison } from '../../presenters/comparison.ts';
 import { presentDashboard } from '../../presenters/dashboard.ts';
@@ -23,7 +24,8 @@ export function dashboardRoutes(ctx: AppContext) {
 
     route(flakyCostApi.getFlakyCost, {
       owner: (request) => pathProject(ctx, request),
-      handler: async (request) => flakyCost(ctx, request.projectId, { days: request.query.days ?? 30, testId: request.query.testId }),
+      handler: async (request) =>
+        flakyCost(ctx, request.projectId, { days: request.query.days ?? FLAKY_COST_DAYS_DEFAULT, testId: request.query.testId }),
     }),
 
     route(comparisonApi.compareJobs, {
