@@ -7,7 +7,7 @@ import { png, type Settings } from './figures.ts';
 import { LOAD_CPU, median, pinned } from './lib.ts';
 import { type Figure, judge } from './report.ts';
 
-// F7 (issue 9): `attest export` of a completed 300-screenshot run, against a plain parallel
+// F7 (EXP-1): `attest export` of a completed 300-screenshot run, against a plain parallel
 // download of the same images in the same run (bench/parallel-download.mjs), both as processes
 // on the load core, interleaved. The bar: the export takes at most 1.5 × the download.
 

@@ -1,6 +1,7 @@
 // Baseline: a minimal Fastify app serving the bytes and headers it is given as a conditional GET
 // would: 304 with the same headers when If-None-Match names its ETag, else 200 with the body. The
-// image 304's (F3) since issue 33: what the framework itself costs for the same answer.
+// image 304's (F3) since the scale round (2026-11-28): what the framework itself costs for the
+// same answer.
 // usage: node fastify-server.mjs <port> <file> <headers.json>
 import fs from 'node:fs';
 import Fastify from 'fastify';

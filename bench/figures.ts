@@ -8,8 +8,8 @@ import { driverBulkRowsPerSecond, driverSingleRowTransactionsPerSecond, writeFsy
 import { answers, freePort, hasCommand, median, rssMb, type Started, sleep, startPinned, wrk } from './lib.ts';
 import { type Figure, judge } from './report.ts';
 
-// The figures of issue 8 (F1–F6). Each one measures Attest and its baseline in the same run,
-// interleaved A, B, A, B…, and reports the medians and their ratio.
+// The figures F1–F6 (their targets, and why: docs/performance.md). Each one measures Attest and its
+// baseline in the same run, interleaved A, B, A, B…, and reports the medians and their ratio.
 
 export interface Settings {
   seconds: number;
@@ -269,8 +269,9 @@ async function imageFigures(attest: Attest, set: ReadSet, settings: Settings): P
   await stream.stop();
   const etag = image.headers.etag;
   if (etag) {
-    // Against a minimal Fastify app giving the same answer (issue 33 rebased this bar from F1's bare
-    // node:http: what is left of that gap is the framework's and the requirements', docs/performance.md).
+    // Against a minimal Fastify app giving the same answer (the scale round of 2026-11-28 rebased
+    // this bar from F1's bare node:http: what is left of that gap is the framework's and the
+    // requirements', docs/performance.md).
     const conditional = { ...std, 'if-none-match': etag };
     const fastify = await fastifyServer(image.body, image.headers);
     const f3304 = await interleaved(
@@ -356,7 +357,7 @@ export async function writeFigures(attest: Attest, settings: Settings): Promise<
       attest: median(posts),
       baseline: median(single),
       baselineName: 'single-row FULL transactions',
-      // Rebased from 0.5 by issue 33: durability kept (DUR-14), not chased further.
+      // Rebased from 0.5 in the scale round (2026-11-28): durability kept (DUR-14), not chased further.
       minRatio: 0.4,
       samples: { attest: posts, baseline: single },
       notes: `server CPU ${median(cpu).toFixed(0)} µs/post`,

@@ -4,7 +4,7 @@ import type { Settings } from './figures.ts';
 import { median } from './lib.ts';
 import { type Figure, judge } from './report.ts';
 
-// F8 (issue 10): importing a 5,000-test JUnit XML file (50 suites of 100 cases, one in ten failing
+// F8 (IMP-1): importing a 5,000-test JUnit XML file (50 suites of 100 cases, one in ten failing
 // with a stack trace, every case with a line of output), from the upload to the import's
 // `completed`. The baseline, in the same run and interleaved: the same 5,000 runs recorded the way
 // a hand-written converter would, one bulk `POST /testmgmt/testruns` per case (verdict, step and

@@ -1,8 +1,8 @@
-// Issue 33, deliverable 3: should PostgreSQL partition runs and results by month, so that retention
-// drops partitions instead of deleting rows? Measured on a copy of the 1,000,000-run scale data set
-// (bench/scale, `npm run bench -- --scale` builds it): the same rows as today's tables and as
-// tables partitioned by month, retention both ways, and the reads every page makes both ways.
-// docs/decisions.md records the decision, docs/performance.md the figures.
+// The scale round's partitioning question: should PostgreSQL partition runs and results by month,
+// so that retention drops partitions instead of deleting rows? Measured on a copy of the
+// 1,000,000-run scale data set (bench/scale, `npm run bench -- --scale` builds it): the same rows
+// as today's tables and as tables partitioned by month, retention both ways, and the reads every
+// page makes both ways. docs/decisions.md records the decision, docs/performance.md the figures.
 //
 //   node --import tsx bench/partitioning.ts [template database]
 //

@@ -18,7 +18,7 @@ export interface Figure {
    * Attest's, so that 1 still means as fast as the baseline and more is better, as in every row.
    */
   lowerIsBetter?: boolean;
-  /** The issue's bar: a ratio at least `minRatio`, or a value at most `maxValue`. */
+  /** The figure's bar: a ratio at least `minRatio`, or a value at most `maxValue`. */
   minRatio?: number;
   maxValue?: number;
   pass?: boolean;
@@ -30,7 +30,7 @@ export function judge(figure: Figure): Figure {
   if (figure.baseline !== undefined && figure.baseline > 0 && figure.attest > 0)
     figure.ratio = figure.lowerIsBetter ? figure.baseline / figure.attest : figure.attest / figure.baseline;
   if (figure.minRatio !== undefined && figure.ratio !== undefined) figure.pass = figure.ratio >= figure.minRatio;
-  // A figure with both bars (issue 33's list pages: flat, and fast) must hold both.
+  // A figure with both bars (the S figures' list pages: flat, and fast) must hold both.
   if (figure.maxValue !== undefined) figure.pass = (figure.pass ?? true) && figure.attest <= figure.maxValue;
   return figure;
 }
@@ -90,7 +90,7 @@ export function svg(figures: Figure[]): string {
 }
 
 /**
- * Writes a run's results; `section` names another table (issue 33's `--scale` run writes `scale`:
+ * Writes a run's results; `section` names another table (the `--scale` run writes `scale`:
  * results/scale.{json,md} and docs/performance.md between the scale markers).
  */
 export function write(figures: Figure[], machine: Record<string, unknown>, options: { updateDocs: boolean; section?: string }): void {

@@ -1,5 +1,6 @@
-// `npm run bench` (add `-- --quick` for about a minute): issue 8's figures F1–F6, issue 9's F7, issue 10's F8, issue 29's F9 and issue 30's F10–F11, each against a
-// baseline measured in the same run, written to bench/results/ and docs/performance.md.
+// `npm run bench` (add `-- --quick` for about a minute): the figures F1–F6, F7 (the export), F8
+// (imports), F9 (the S3 blob store) and F10–F11 (answers across runs), each against a baseline
+// measured in the same run, written to bench/results/ and docs/performance.md.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -48,7 +49,7 @@ const temp = tempFolders();
 
 execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'ignore' });
 
-// `--scale` (issue 33): the S figures alone, on the 10,000 and 1,000,000-run sets, in their own table.
+// `--scale` (SCALE-8): the S figures alone, on the 10,000 and 1,000,000-run sets, in their own table.
 if (process.argv.includes('--scale')) {
   bar.setTotal(8);
   // BENCH_SCALE_DIALECTS=sqlite (or postgres) measures one of the two.
@@ -97,11 +98,11 @@ if (wants('F9')) figures.push(...(await s3Figures(settings, temp)));
 settings.step('F6 start-up with 10,000 runs');
 if (wants('F6')) figures.push(...(await startupFigures()));
 
-// Issue 30: answers across 100,000 runs, and what recording failures costs the writes.
+// F10 and F11 (TRIAGE-*): answers across 100,000 runs, and what recording failures costs the writes.
 if (wants('F10')) figures.push(...(await f10Figures(settings, temp)));
 if (wants('F11')) figures.push(...(await f11Figures(settings, temp)));
 
-// Issue 33: the web pages at scale in Chromium (bench/web-scale.ts).
+// W1: the web pages at scale (SCALE-8) in Chromium (bench/web-scale.ts).
 if (wants('W1')) figures.push(...(await webScaleFigures(settings, temp)));
 
 // PostgreSQL, when one answers: the read figures only.

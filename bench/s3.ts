@@ -4,7 +4,7 @@ import { closedLoop, interleaved, png, readFigure, type Settings } from './figur
 import { median } from './lib.ts';
 import { type Figure, judge } from './report.ts';
 
-// F9 (issue 29): the S3 blob store beside the disk store. The same server (SQLite records) is
+// F9 (SCALE-1): the S3 blob store beside the disk store. The same server (SQLite records) is
 // started twice, blobs in its data folder and blobs in a bucket of s3rver, the S3-compatible test
 // double the tests use (a Node process with a file backend, on this machine; a real store is
 // another machine with its own latency, so these ratios say what Attest adds around the store's

@@ -10,7 +10,7 @@ import { buildOf } from './other-build.ts';
 import { type Figure, judge } from './report.ts';
 import { failureOf, suiteReport, TESTS } from './suite.ts';
 
-// Issue 30's measured requirements.
+// The measured requirements of answers across runs (TRIAGE-*).
 //
 // F10: at 100,000 runs in a project, the failures list (by last seen, and by occurrences), the
 // dashboard and a comparison answer in under 300 ms at p99. The project is 20 imports of one
@@ -26,7 +26,7 @@ import { failureOf, suiteReport, TESTS } from './suite.ts';
 // build and to the build of BASE_COMMIT (just before failures were recorded), each on a fresh
 // data folder of its own (their schemas differ).
 
-/** The commit just before runs' failures were recorded when they complete (issue 30). */
+/** The commit just before runs' failures were recorded when they complete (TRIAGE-1, TRIAGE-2). */
 export const BASE_COMMIT = '526808e';
 
 const IMPORTS = 20;

@@ -10,7 +10,7 @@ import type { Settings } from './figures.ts';
 import { median } from './lib.ts';
 import { type Figure, judge } from './report.ts';
 
-// W1 (issue 33, deliverable 4): the web pages at scale in Chromium. The project page, a job of
+// W1 (SCALE-8): the web pages at scale in Chromium. The project page, a job of
 // 2,000 runs, a run of 5,000 steps with 300 screenshots and a test with 10,000 runs of history
 // (test/helpers/scale-pages.ts builds them) are each loaded afresh `LOADS` times in one signed-in
 // tab of Debian's Chromium, against the real server (`node dist/server/main.js`), and two times are

@@ -10,7 +10,7 @@ import { median, wrk } from '../lib.ts';
 import { type Figure, judge } from '../report.ts';
 import { type ScaleCopy, scaleCopy } from './cache.ts';
 
-// Issue 33: the same answers on the 10,000-run and the 1,000,000-run data sets (generate.ts), on
+// S figures: the same answers on the 10,000-run and the 1,000,000-run data sets (generate.ts), on
 // SQLite and PostgreSQL, through the real server. Each answer is read by wrk over one connection,
 // one request after another (the p99 of a person opening the page, as F10), the two servers' samples
 // interleaved: 1M, 10k, 1M, 10k… The figure is p99 at 1M over p99 at 10k (bar ≤ 2: the ratio column

@@ -24,8 +24,9 @@ import { RUNS_MARGIN, scoreHealth, widestWindow } from '../../src/server/service
 import { type HealthRun, healthOutcomes } from '../../src/server/services/outcomes.ts';
 import { failureOf } from '../suite.ts';
 
-// The scale data set of issue 33: one project family filled to N runs, reproducibly from a seed,
-// straight into the schema the server's own migrations make (bench/README.md, "The scale data set").
+// The scale data set of `npm run bench -- --scale`: one project family filled to N runs,
+// reproducibly from a seed, straight into the schema the server's own migrations make
+// (bench/README.md, "The scale data set").
 //
 // 5 projects × 400 tests (2,000), 20 branches (`main` takes 40% of the runs), 60 days. In the full
 // set (SHAPE.fullRuns, a million) every day each project runs its suite as jobs of at most 400 runs

@@ -10,9 +10,9 @@ import { createProject, createUser, type TestUser } from '../helpers/factories.t
 import { startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
-// Large JSON answers go out compressed when the client accepts it (issue 8: "compression for large
-// JSON answers generally"); small ones and stored content (downloads, with their lengths and byte
-// ranges) go out as they are.
+// Large JSON answers go out compressed when the client accepts it (every large JSON
+// answer, not only the kept results of PERF-2); small ones and stored content (downloads, with
+// their lengths and byte ranges) go out as they are.
 
 /** A GET whose body is read as the bytes on the wire (node:http decodes nothing). */
 function get(url: string, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {

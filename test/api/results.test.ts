@@ -430,7 +430,7 @@ for (const dialect of DIALECTS) {
         assert.equal(response.status, 200);
         assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
         const body = (await response.json()) as Record<string, unknown>;
-        // failureGroupId was added by issue 30 (TRIAGE-2): additive, null for a run that passed.
+        // failureGroupId was added with TRIAGE-2: additive, null for a run that passed.
         assert.deepEqual(Object.keys(body).sort(), ['cells', 'failureGroupId', 'status', 'steps', 'testRunId', 'verdict']);
         assert.equal(body.verdict, 'passed');
         assert.deepEqual(Object.keys((body.steps as Record<string, unknown>[])[0] ?? {}).sort(), [

@@ -6,7 +6,7 @@ import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
 import { startPeerServer, startTestServer, type TestServer } from '../helpers/server.ts';
 
-// SCALE-6, the must-hold of issue 29: 20 concurrent claimers drain 500 queued runs, on PostgreSQL
+// SCALE-6: 20 concurrent claimers drain 500 queued runs, on PostgreSQL
 // through two instances on one database (10 claimers each), on SQLite through its one instance:
 // every run is claimed exactly once and none is left queued. A claimer that stops heartbeating
 // loses its run to another claimer, while one that keeps beating keeps its own.

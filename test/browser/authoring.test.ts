@@ -17,7 +17,7 @@ import {
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-// Issue 31 in Debian's Chromium against a real server (UI-6..UI-9): a person creates a project,
+// UI-6..UI-9 in Debian's Chromium against a real server: a person creates a project,
 // writes a Gherkin test with a syntax error and sees it at its line, fixes it, edits it (a new
 // version), launches a job of it from the tests tree, sees the version the run executed, reads the
 // traceability view, edits the failure rules row by row, sets the retention and deletes the

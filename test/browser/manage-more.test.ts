@@ -6,7 +6,7 @@ import { ApiError, v1 } from '../../src/client/index.ts';
 import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, signIn, watchedContext } from '../helpers/browser.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
-// Issue 31, deliverable 6 in Debian's Chromium against a real server (UI-12): a manager deletes a
+// UI-12 in Debian's Chromium against a real server: a manager deletes a
 // test with its runs (cascade), deletes a job naming its runs, deletes an artifact from a run page
 // (and sees a refused deletion come back with the API's problem), and opens a device's own page
 // from the lab. axe-core checks each new view; no console error on the way.

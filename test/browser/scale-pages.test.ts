@@ -15,15 +15,16 @@ import { HISTORY_RUNS, JOB_RUNS, RUN_STEPS, type ScalePages, seedScalePages } fr
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-// Issue 33, deliverable 4: the project page, a job of 2,000 runs, a run of 5,000 steps with 300
-// screenshots and a test with 10,000 runs of history load in Chromium and stay usable: their rows
-// render, scrolling reaches the last row (loading more through the API's cursor where the page
-// reads in pages), a screenshot near the end of the run shows, and axe-core finds nothing serious.
-// How fast is the benchmark's W1 (bench/web-scale.ts), never a timed assertion here.
+// The web pages at scale (docs/web.md, "Pages at scale"): the project page, a job of 2,000 runs, a
+// run of 5,000 steps with 300 screenshots and a test with 10,000 runs of history load in Chromium
+// and stay usable: their rows render, scrolling reaches the last row (loading more through the
+// API's cursor where the page reads in pages), a screenshot near the end of the run shows, and
+// axe-core finds nothing serious. How fast is the benchmark's W1 (bench/web-scale.ts), never a
+// timed assertion here.
 
 const PASSWORD = 'correct horse battery staple';
 
-describe('the web pages at scale (issue 33)', { skip: !browserAvailable() }, () => {
+describe('the web pages at scale', { skip: !browserAvailable() }, () => {
   let server: TestServer;
   let browser: Browser;
   let context: BrowserContext;

@@ -19,7 +19,7 @@ import { randomPng } from '../helpers/png.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-// Issue 31's "Must hold", walked in one go in Debian's Chromium against a real server (UI-13): a
+// UI-13, walked in one go in Debian's Chromium against a real server: a
 // person creates a project, writes a Gherkin test with one syntax error, sees it at its line and
 // fixes it, launches a job of it, executes its run by hand (a PNG pasted from the clipboard into the
 // failed step), completes it and sees it on the run page with the screenshot, imports a JUnit file
@@ -32,7 +32,7 @@ const JUNIT = readFileSync(new URL('../fixtures/junit/pytest.xml', import.meta.u
 const BROKEN = FEATURE_WITH_A_TYPO;
 const FIXED = FEATURE_FIXED;
 
-describe('the walk of issue 31 in Chromium (UI-13)', { skip: !browserAvailable() }, () => {
+describe('the walk in Chromium (UI-13)', { skip: !browserAvailable() }, () => {
   let server: TestServer;
   let browser: Browser;
   const consoleErrors: string[] = [];

@@ -219,7 +219,8 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     page.on('requestfailed', ended);
     await page.goto(`${server.url}/runs/${big.id}`);
     await page.getByRole('heading', { name: 'Long run' }).waitFor();
-    // The page draws only the steps near the viewport (issue 33); of those, only what is in view loads.
+    // The page draws only the steps near the viewport (docs/web.md, "Pages at scale"); of those,
+    // only what is in view loads.
     const listed = page.getByTestId('screenshot');
     await waitFor(async () => (await listed.count()) > 0, { timeoutMs: 15_000, message: 'screenshots listed' });
     // Wait until the page is at rest: the thumbnails in view have rendered and no image call is in

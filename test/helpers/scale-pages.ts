@@ -4,12 +4,12 @@ import { insertRuns } from '../../src/server/db/repositories/runs.ts';
 import type { Executor, TestRunsTable } from '../../src/server/db/types.ts';
 import { randomPng } from './png.ts';
 
-// Issue 33's four pages at scale (deliverable 4), as data: a project holding them all, a job of
-// 2,000 runs (a JUnit report of 2,000 tests imported through the API), a run of 5,000 steps with 300
-// screenshots (real, distinct PNGs uploaded through the API) and a test with 10,000 runs of history
-// (written by the repositories' bulk insert, `insertRuns`, which the job fan-out and the imports
-// use: ten thousand API calls would cost the test a minute). Shared by test/browser/scale-pages.test.ts
-// and the benchmark's W1 (bench/web-scale.ts).
+// The four pages at scale (docs/web.md, "Pages at scale"), as data: a project holding them all, a
+// job of 2,000 runs (a JUnit report of 2,000 tests imported through the API), a run of 5,000 steps
+// with 300 screenshots (real, distinct PNGs uploaded through the API) and a test with 10,000 runs
+// of history (written by the repositories' bulk insert, `insertRuns`, which the job fan-out and the
+// imports use: ten thousand API calls would cost the test a minute). Shared by
+// test/browser/scale-pages.test.ts and the benchmark's W1 (bench/web-scale.ts).
 
 export const JOB_RUNS = 2000;
 export const RUN_STEPS = 5000;

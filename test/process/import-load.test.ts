@@ -23,7 +23,7 @@ import { deflateEntry, zipOf } from '../helpers/zip-writer.ts';
 // /proc/<pid>/clear_refs before each upload) against its RSS just before.
 
 const MB = 1024 * 1024;
-/** Issue 27's bar for every health answer during the import: reported, not asserted. */
+/** IMP-7's bar for every health answer during the import: reported, not asserted. */
 const HEALTH_BAR_MS = 200;
 /** What the test asserts: no poll waits a second (the stall before the worker was 10 s and more). */
 const HEALTH_BOUND_MS = 1000;

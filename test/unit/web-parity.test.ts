@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { PARITY } from '../../web/src/parity.ts';
 
-// UI-6 (issue 31, deliverable 7): every operation of the API is either performed by a page of the
+// UI-6: every operation of the API is either performed by a page of the
 // web interface or listed as deliberately API-only with its reason. The list is web/src/parity.ts.
 
 const ROOT = path.resolve(import.meta.dirname, '../..');

@@ -26,13 +26,14 @@ const DashboardPage = lazy(() => import('./pages/dashboard.tsx').then((m) => m.D
 const FailuresPage = lazy(() => import('./pages/failures.tsx').then((m) => m.FailuresPage));
 const FailureGroupPage = lazy(() => import('./pages/failure-group.tsx').then((m) => m.FailureGroupPage));
 const ComparePage = lazy(() => import('./pages/compare.tsx').then((m) => m.ComparePage));
-// Issue 31: writing, not only reading: a project's settings, its tests, launching jobs, traceability.
+// Writing, not only reading (UI-7 to UI-9): a project's settings, its tests, launching jobs,
+// traceability.
 const ProjectSettingsPage = lazy(() => import('./pages/project-settings.tsx').then((m) => m.ProjectSettingsPage));
 const TestsPage = lazy(() => import('./pages/tests.tsx').then((m) => m.TestsPage));
 const TestEditorPage = lazy(() => import('./pages/test-editor.tsx').then((m) => m.TestEditorPage));
 const TraceabilityPage = lazy(() => import('./pages/traceability.tsx').then((m) => m.TraceabilityPage));
 const NewJobPage = lazy(() => import('./pages/job-new.tsx').then((m) => m.NewJobPage));
-// Issue 32: a project's outgoing webhooks and their delivery log.
+// HOOK-9: a project's outgoing webhooks and their delivery log.
 const WebhooksPage = lazy(() => import('./pages/webhooks.tsx').then((m) => m.WebhooksPage));
 const WebhookPage = lazy(() => import('./pages/webhooks.tsx').then((m) => m.WebhookPage));
 

@@ -77,8 +77,9 @@ export interface Pages<T> {
 }
 
 /**
- * A list read page by page through the API's keyset cursor (issue 33): the first page when `deps`
- * change, each next one when `more()` is called (a button, or the end of the list coming into view).
+ * A list read page by page through the API's keyset cursor (LOAD-6; docs/web.md, "Pages at scale"):
+ * the first page when `deps` change, each next one when `more()` is called (a button, or the end of
+ * the list coming into view).
  */
 export function usePages<T>(
   load: (client: AttestClient, cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | null }>,

@@ -119,7 +119,8 @@ function VirtualBody<T>({
 
 /**
  * A list as a table, one row an item and its columns described by `columns`, in its list states.
- * A list longer than `DRAW_WHOLE_UP_TO` draws only the rows near the viewport (issue 33).
+ * A list longer than `DRAW_WHOLE_UP_TO` draws only the rows near the viewport (docs/web.md, "Pages
+ * at scale").
  */
 export function ListTable<T>({
   rows,

@@ -1,6 +1,6 @@
 /**
- * Which page performs each operation of the API (issue 31: "the API lets a client do what the web
- * interface does", and the other way round). `test/unit/web-parity.test.ts` reads docs/openapi.json
+ * Which page performs each operation of the API (UI-6: the API lets a client do what the web
+ * interface does, and the other way round). `test/unit/web-parity.test.ts` reads docs/openapi.json
  * and fails when an operation is missing here, when a page is not a route of app.tsx, when the
  * page's code does not reach the operation (`evidence`, by default `.operationId`, found in
  * web/src), or when an API-only operation has no reason or is not in docs/web.md's list.
@@ -151,7 +151,7 @@ export const PARITY: Record<string, Reach> = {
   getFlakyCost: { page: '/projects/:projectKey/dashboard', does: 'What flakiness cost: the tests and jobs behind it' },
   compareJobs: { page: '/jobs/:jobId/compare', does: 'Two jobs compared' },
 
-  // Webhooks (issue 32)
+  // Webhooks (HOOK-9)
   listWebhooks: { page: '/projects/:projectKey/webhooks', does: 'The webhooks list' },
   createWebhook: { page: '/projects/:projectKey/webhooks', does: 'Add webhook (its secret shown once)' },
   deleteWebhook: { page: '/projects/:projectKey/webhooks', does: 'Delete' },

@@ -11,9 +11,9 @@ import type { RefObject } from 'preact';
 import { useLayoutEffect, useReducer, useRef, useState } from 'preact/hooks';
 
 // Long lists (a job's 2,000 runs, a run's 5,000 steps, a test's 10,000 runs) draw only the rows
-// near the viewport, the page itself scrolling (issue 33). TanStack Virtual's framework-free core
-// does the arithmetic and the measuring; this is its window-scrolling hook for Preact, as
-// @tanstack/react-virtual's `useWindowVirtualizer` is for React.
+// near the viewport, the page itself scrolling (docs/web.md, "Pages at scale"). TanStack Virtual's
+// framework-free core does the arithmetic and the measuring; this is its window-scrolling hook for
+// Preact, as @tanstack/react-virtual's `useWindowVirtualizer` is for React.
 
 /** Lists up to this long are drawn whole: virtualising them would save nothing worth its jumps. */
 export const DRAW_WHOLE_UP_TO = 200;

@@ -30,7 +30,10 @@ type RunPage = Static<(typeof v1.runs.listRuns.responses)[200]>;
 
 interface JobData {
   job: Job;
-  /** The newest runs: the page drawn at once, before the rest arrive (issue 33). */
+  /**
+   * The newest runs: the page drawn at once, before the rest arrive (docs/web.md, "Pages at
+   * scale").
+   */
   first: RunPage;
 }
 

@@ -165,8 +165,8 @@ const runColumns = (flaky: ReadonlySet<string>): Column<TestRun>[] => [
 
 /**
  * Every run of the test, newest first, a page at a time through the API's cursor as the list's
- * end comes into view (a test with 10,000 runs reads 200 at first, issue 33); long lists draw only
- * the rows in view.
+ * end comes into view (a test with 10,000 runs reads 200 at first: docs/web.md, "Pages at scale");
+ * long lists draw only the rows in view.
  */
 function AllRuns({ projectId, testId, flaky }: { projectId: string; testId: string; flaky: ReadonlySet<string> }) {
   const runs = usePages(

@@ -55,7 +55,7 @@ export function StepList({
     return failuresOnly ? shown.filter((n) => n.troubled) : shown;
   }, [tree, mode, overrides, failuresOnly]);
 
-  // A long list draws only the rows near the viewport (issue 33).
+  // A long list draws only the rows near the viewport (docs/web.md, "Pages at scale").
   const virtual = rows.length > DRAW_WHOLE_UP_TO;
   const list = useWindowList<HTMLOListElement>({
     count: virtual ? rows.length : 0,

@@ -10,7 +10,8 @@ const MIN_WIDTH = 0.25;
 /**
  * Up to this many steps every bar is a button of its own. Beyond, the bars are plain shapes and only
  * the bar in the tab order is a button (drawn over its shape): a 5,000-step run drew 20,000 SVG
- * elements, and its page stalled for half a second (issue 33).
+ * elements, and its page stalled for half a second (docs/performance.md, "W1, the web pages at
+ * scale").
  */
 const DRAWN_AS_BUTTONS_UP_TO = 1000;
 
