@@ -452,7 +452,7 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
       id: project.id,
       key: project.key,
       name: `Shop ${project.key.toLowerCase()}`,
-      description: 'Issue 33 scale data set',
+      description: 'The scale data set (SCALE-8)',
       created_at: createdAt,
       updated_at: createdAt,
       created_by: null,

@@ -46,7 +46,7 @@ export const LIFECYCLE_EVENT_EXAMPLES = (project: { id: string; key: string; nam
   const test = { id: IDS.testLogin, name: 'Log in with a valid account', url: `${base}/tests/${IDS.testLogin}` };
   const quarantine = {
     owner: TESTER_EMAIL,
-    reason: 'Times out on the lab Wi-Fi; see issue 812',
+    reason: 'Times out on the lab Wi-Fi; see LAB-812',
     expiresAt: '2026-03-16T09:00:00.000Z',
     automatic: false,
   };

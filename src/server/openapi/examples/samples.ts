@@ -131,7 +131,7 @@ export const LOGIN_HEALTH: Static<typeof TestDefinition>['health'] = {
   runsConsidered: 30,
   quarantine: {
     owner: TESTER_EMAIL,
-    reason: 'Times out on the lab Wi-Fi; see issue 812',
+    reason: 'Times out on the lab Wi-Fi; see LAB-812',
     expiresAt: '2026-03-16T09:00:00.000Z',
     expired: false,
   },

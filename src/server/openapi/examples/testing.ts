@@ -136,7 +136,7 @@ export const testingExamples = [
     },
   }),
   examplesOf(quarantineTest, {
-    request: { owner: TESTER_EMAIL, reason: 'Times out on the lab Wi-Fi; see issue 812', expiresAt: '2026-03-16T09:00:00.000Z' },
+    request: { owner: TESTER_EMAIL, reason: 'Times out on the lab Wi-Fi; see LAB-812', expiresAt: '2026-03-16T09:00:00.000Z' },
     responses: {
       200: {
         testId: LOGIN_TEST.id,
