@@ -66,7 +66,8 @@ export async function answerOf(
   url: string,
   headers: Record<string, string>,
 ): Promise<{ body: Uint8Array; headers: Record<string, string> }> {
-  const response = await fetch(url, { headers });
+  // fetch asks for gzip unless told otherwise; wrk asks for what `headers` say, so this does too.
+  const response = await fetch(url, { headers: { 'accept-encoding': 'identity', ...headers } });
   if (!response.ok) throw new Error(`GET ${url}: ${response.status}`);
   return { body: new Uint8Array(await response.arrayBuffer()), headers: Object.fromEntries(response.headers) };
 }
@@ -179,51 +180,42 @@ export async function readFigures(attest: Attest, set: ReadSet, dialect: 'sqlite
 
 /** F2: a completed run's results, identity and gzip, against node:http sending the same bytes. */
 async function resultsFigures(attest: Attest, set: ReadSet, dialect: 'sqlite' | 'postgres', settings: Settings): Promise<Figure[]> {
-  const figures: Figure[] = [];
   const std = { 'service.api-token': attest.key };
-  const f2Threshold = 0.6;
   settings.step(`F2 completed run results (${dialect})`);
   const resultsUrl = `${attest.url}/api/v1/testmgmt/testruns/${set.runId}/results`;
-  const results = await answerOf(resultsUrl, std);
-  const bareResults = await bareServer(results.body, results.headers);
-  const f2 = await interleaved(
-    settings,
-    { url: resultsUrl, headers: std, pid: attest.pid },
-    { url: bareResults.url, pid: bareResults.pid },
-  );
-  figures.push(
-    readFigure(
-      'F2',
-      `results of a completed 1,000-step run (${Math.round(results.body.length / 1024)} KB)`,
-      dialect,
-      f2Threshold,
-      'bare node:http',
-      f2,
+  const against = async (headers: Record<string, string>, named: (answer: WireAnswer) => string, threshold?: number) => {
+    const answer = await wireAnswerOf(resultsUrl, headers);
+    const bare = await bareServer(answer.wire, answer.headers);
+    try {
+      const measured = await interleaved(settings, { url: resultsUrl, headers, pid: attest.pid }, { url: bare.url, pid: bare.pid });
+      return readFigure('F2', named(answer), dialect, threshold, 'bare node:http', measured);
+    } finally {
+      await bare.stop();
+    }
+  };
+  const kb = (bytes: Uint8Array) => Math.round(bytes.length / 1024);
+  return [
+    await against(std, (answer) => `results of a completed 1,000-step run (${kb(answer.wire)} KB)`, 0.6),
+    await against({ ...std, 'accept-encoding': 'gzip' }, (answer) =>
+      answer.gzipped
+        ? `the same, Accept-Encoding: gzip (${kb(answer.wire)} KB gzip)`
+        : 'the same, Accept-Encoding: gzip (sent uncompressed)',
     ),
-  );
-  await bareResults.stop();
-  const gzip = { ...std, 'accept-encoding': 'gzip' };
-  const zipped = await answerOf(resultsUrl, gzip);
-  // fetch decodes gzip: the bytes on the wire are what Attest sent, compressed again here only if it did.
-  const wireBody = zipped.headers['content-encoding'] === 'gzip' ? gzipSync(zipped.body) : zipped.body;
-  const bareZipped = await bareServer(wireBody, zipped.headers);
-  const f2gzip = await interleaved(
-    settings,
-    { url: resultsUrl, headers: gzip, pid: attest.pid },
-    { url: bareZipped.url, pid: bareZipped.pid },
-  );
-  figures.push(
-    readFigure(
-      'F2',
-      `the same, Accept-Encoding: gzip (${zipped.headers['content-encoding'] === 'gzip' ? `${Math.round(wireBody.length / 1024)} KB gzip` : 'sent uncompressed'})`,
-      dialect,
-      undefined,
-      'bare node:http',
-      f2gzip,
-    ),
-  );
-  await bareZipped.stop();
-  return figures;
+  ];
+}
+
+interface WireAnswer {
+  /** The bytes as Attest put them on the wire. */
+  wire: Uint8Array;
+  headers: Record<string, string>;
+  gzipped: boolean;
+}
+
+/** Attest's answer to `url`, as its bytes on the wire: fetch decodes gzip, so a gzipped body is compressed again here. */
+async function wireAnswerOf(url: string, headers: Record<string, string>): Promise<WireAnswer> {
+  const answer = await answerOf(url, headers);
+  const gzipped = answer.headers['content-encoding'] === 'gzip';
+  return { wire: gzipped ? gzipSync(answer.body) : answer.body, headers: answer.headers, gzipped };
 }
 
 /** F3: a hot image against nginx and a streaming node:http; its 304 against a minimal Fastify app, interleaved. */

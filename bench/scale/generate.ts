@@ -9,6 +9,7 @@ import { TRIAGE_DEFAULTS } from '../../src/api/v1/projects.ts';
 import { loadConfig } from '../../src/server/config.ts';
 import { insertRows } from '../../src/server/db/chunks.ts';
 import { createDatabase } from '../../src/server/db/database.ts';
+import { newRunRow } from '../../src/server/db/repositories/runs.ts';
 import { CachingSqliteDialect } from '../../src/server/db/sqlite-driver.ts';
 import type {
   Database,
@@ -18,10 +19,11 @@ import type {
   TestHealthTable,
   TestRunsTable,
 } from '../../src/server/db/types.ts';
-import { LIMITS, normaliseFailure } from '../../src/server/failures/normalise.ts';
-import { DEFAULT_BRANCH_JOBS } from '../../src/server/services/default-branch.ts';
-import { RUNS_MARGIN, scoreHealth, widestWindow } from '../../src/server/services/health.ts';
-import { type HealthRun, healthOutcomes } from '../../src/server/services/outcomes.ts';
+import { normaliseFailure } from '../../src/server/failures/normalise.ts';
+import { DEFAULT_BRANCH_JOBS } from '../../src/server/services/triage/default-branch.ts';
+import { groupRowOf } from '../../src/server/services/triage/failure-recording.ts';
+import { RUNS_MARGIN, scoreHealth, widestWindow } from '../../src/server/services/triage/health.ts';
+import { type HealthRun, healthOutcomes } from '../../src/server/services/triage/outcomes.ts';
 import { failureOf } from '../suite.ts';
 
 // The scale data set of `npm run bench -- --scale`: one project family filled to N runs,
@@ -420,16 +422,58 @@ interface Run {
   failedStep?: number;
 }
 
-/** Fills an empty database (migrated here first, by the server's own code) to `runs` runs. */
-export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
-  const started = performance.now();
+type Blob = { sha256: string; size: number; imageId: string };
+type Usage = { runs: number; artifacts: number; logical: number; blobRefs: Map<number, number> };
+type HealthState = { project: number; rings: Map<string, HealthRun[]>; lastFinished: string };
+
+/** Everything a generation keeps between its steps: where rows go, what it made so far, and what the triggers would keep. */
+interface Generation {
+  options: ScaleOptions;
+  seed: number;
+  bypass: boolean;
+  random: ReturnType<typeof prng>;
+  endsAt: Date;
+  firstDay: number;
+  /** When the projects, devices, tests and images were made: the day before the first. */
+  createdAt: string;
+  sink: Sink;
+  counts: Record<string, number>;
+  projects: { id: string; key: string }[];
+  deviceIds: string[];
+  tests: { id: string; name: string; fullName: string }[][];
+  blobs: Blob[];
+  blobCount: number;
+  /** Usage as migration 0006's triggers keep it, artifact counts as 0007's. */
+  usage: Usage[];
+  /** The dashboard's rollup as migration 0023's triggers keep it (no retries here: nothing is superseded). */
+  runDays: Map<string, RunDay>;
+  groups: Map<string, GroupState>;
+  /** Each test's latest runs on each branch: health is scored on the project's default branch (TRIAGE-11). */
+  health: Map<string, HealthState>;
+  /** Each project's jobs (created, id, branch): its default branch is inferred from the latest of them (TRIAGE-16). */
+  projectJobs: { createdAt: string; id: string; branch: string }[][];
+  failureRows: Map<string, ReturnType<typeof normaliseFailure>>;
+  /** job → group → failed tests */
+  jobFailures: Map<string, Map<string, Set<string>>>;
+  /** Kept until the groups they reference are written, at the end (with their final counters). */
+  occurrences: FailureOccurrencesTable[];
+  sample: ScaleMeta['sample'] | undefined;
+  done: number;
+  sequence: number;
+}
+
+/** Counts the row and hands it to the sink. */
+function add(gen: Generation, table: keyof Database & string, row: Row): Promise<void> {
+  gen.counts[table] = (gen.counts[table] ?? 0) + 1;
+  return gen.sink.add(table, row);
+}
+
+/** The schema, as the server makes it, and the generation's state before any row. */
+async function startGeneration(options: ScaleOptions): Promise<Generation> {
   const seed = options.seed ?? 33;
   const bypass = (options.triggers ?? 'bypass') === 'bypass';
-  const random = prng(seed);
   const endsAt = options.endsAt ?? new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000);
   const firstDay = Math.floor(endsAt.getTime() / DAY) * DAY - (SHAPE.days - 1) * DAY;
-
-  // The schema, as the server makes it.
   fs.mkdirSync(options.dataDir, { recursive: true });
   const config = loadConfig({
     ATTEST_DATA_DIR: options.dataDir,
@@ -437,46 +481,71 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
   });
   await (await createDatabase(config)).close();
   const sink = options.databaseUrl ? await postgresSink(options.databaseUrl, bypass) : await sqliteSink(options.dataDir, bypass);
-  const counts: Record<string, number> = {};
-  const add = (table: keyof Database & string, row: Row) => {
-    counts[table] = (counts[table] ?? 0) + 1;
-    return sink.add(table, row);
+  return {
+    options,
+    seed,
+    bypass,
+    random: prng(seed),
+    endsAt,
+    firstDay,
+    createdAt: iso(firstDay - DAY),
+    sink,
+    counts: {},
+    projects: [],
+    deviceIds: [],
+    tests: [],
+    blobs: [],
+    blobCount: options.blobs ?? SHAPE.blobs,
+    usage: [],
+    runDays: new Map(),
+    groups: new Map(),
+    health: new Map(),
+    projectJobs: [],
+    failureRows: new Map(),
+    jobFailures: new Map(),
+    occurrences: [],
+    sample: undefined,
+    done: 0,
+    sequence: 0,
   };
+}
 
-  const createdAt = iso(firstDay - DAY);
-  // Projects with their triggers (their usage row); the rest of the load in one transaction per day.
-  const projects = PROJECT_KEYS.map((key) => ({ id: random.uuid(), key }));
-  await sink.begin();
-  for (const project of projects)
-    await add('projects', {
+/** Projects with their triggers (their usage row), in a transaction of their own. */
+async function writeProjects(gen: Generation): Promise<void> {
+  gen.projects = PROJECT_KEYS.map((key) => ({ id: gen.random.uuid(), key }));
+  gen.usage = gen.projects.map(() => ({ runs: 0, artifacts: 0, logical: 0, blobRefs: new Map<number, number>() }));
+  gen.projectJobs = gen.projects.map(() => []);
+  await gen.sink.begin();
+  for (const project of gen.projects)
+    await add(gen, 'projects', {
       id: project.id,
       key: project.key,
       name: `Shop ${project.key.toLowerCase()}`,
       description: 'The scale data set (SCALE-8)',
-      created_at: createdAt,
-      updated_at: createdAt,
+      created_at: gen.createdAt,
+      updated_at: gen.createdAt,
       created_by: null,
       retention: null,
       quota_bytes: null,
       failure_rules: null,
       triage_settings: null,
     });
-  await sink.commit();
-  if (bypass && options.databaseUrl) {
+  await gen.sink.commit();
+  if (gen.bypass && gen.options.databaseUrl) {
     // Replica mode skipped the projects' own trigger too: their usage rows, as it makes them.
-    await sink.begin();
-    for (const project of projects)
-      await add('project_usage', { project_id: project.id, runs: 0, artifacts: 0, logical_bytes: 0, stored_bytes: 0 });
-    await sink.commit();
+    await gen.sink.begin();
+    for (const project of gen.projects)
+      await add(gen, 'project_usage', { project_id: project.id, runs: 0, artifacts: 0, logical_bytes: 0, stored_bytes: 0 });
+    await gen.sink.commit();
   }
+}
 
-  await sink.begin();
-  const deviceIds: string[] = [];
+async function writeDevices(gen: Generation): Promise<void> {
   for (let d = 0; d < SHAPE.devices; d++) {
     const id = `device-${String(d + 1).padStart(2, '0')}`;
-    deviceIds.push(id);
+    gen.deviceIds.push(id);
     const labels = [d % 2 ? 'android' : 'ios', `lab-${d % 3}`];
-    await add('devices', {
+    await add(gen, 'devices', {
       id,
       name: `Phone ${d + 1}`,
       platform: d % 2 ? 'android' : 'ios',
@@ -485,24 +554,25 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
       manufacturer: d % 2 ? 'Acme' : 'Fruit',
       status: 'available',
       labels: JSON.stringify(labels),
-      last_seen_at: createdAt,
-      created_at: createdAt,
-      updated_at: createdAt,
+      last_seen_at: gen.createdAt,
+      created_at: gen.createdAt,
+      updated_at: gen.createdAt,
     });
-    for (const label of labels) await add('device_labels', { device_id: id, label });
+    for (const label of labels) await add(gen, 'device_labels', { device_id: id, label });
   }
-  const tests = projects.map((project) =>
+}
+
+async function writeTests(gen: Generation): Promise<void> {
+  gen.tests = gen.projects.map((project) =>
     Array.from({ length: SHAPE.testsPerProject }, (_, t) => ({
-      id: random.uuid(),
+      id: gen.random.uuid(),
       name: `case ${t}`,
       fullName: `com.example.${project.key.toLowerCase()}.Suite${Math.floor(t / 20)} › case ${t}`,
     })),
   );
-
-  // 0 until their health is scored (migration 0021).
-  for (const [p, project] of projects.entries())
-    for (const test of tests[p] ?? [])
-      await add('tests', {
+  for (const [p, project] of gen.projects.entries())
+    for (const test of gen.tests[p] ?? [])
+      await add(gen, 'tests', {
         id: test.id,
         project_id: project.id,
         name: test.name,
@@ -512,27 +582,29 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
         source_format: 'json',
         source: null,
         full_name: test.fullName,
-        created_at: createdAt,
+        created_at: gen.createdAt,
         created_by: null,
         suite: test.fullName.split(' › ')[0],
         links: '[]',
         version: 1,
-        updated_at: createdAt,
+        updated_at: gen.createdAt,
         updated_by: null,
+        // 0 until their health is scored (migration 0021).
         flaky_milli: 0,
       });
-  // The blobs: real files in the store, their image rows.
-  const blobs: { sha256: string; size: number; imageId: string }[] = [];
-  const blobCount = options.blobs ?? SHAPE.blobs;
-  for (let b = 0; b < blobCount; b++) {
-    const bytes = pngOf(seed * 10_000 + b, 24 + (b % 41), 16 + (b % 23));
+}
+
+/** The blobs: real files in the store, their image rows. */
+async function writeBlobs(gen: Generation): Promise<void> {
+  for (let b = 0; b < gen.blobCount; b++) {
+    const bytes = pngOf(gen.seed * 10_000 + b, 24 + (b % 41), 16 + (b % 23));
     const sha256 = createHash('sha256').update(bytes).digest('hex');
-    const file = path.join(options.dataDir, 'blobs', sha256.slice(0, 2), sha256.slice(2, 4), sha256);
+    const file = path.join(gen.options.dataDir, 'blobs', sha256.slice(0, 2), sha256.slice(2, 4), sha256);
     fs.mkdirSync(path.dirname(file), { recursive: true });
     fs.writeFileSync(file, bytes);
-    const imageId = random.uuid();
-    blobs.push({ sha256, size: bytes.length, imageId });
-    await add('images', {
+    const imageId = gen.random.uuid();
+    gen.blobs.push({ sha256, size: bytes.length, imageId });
+    await add(gen, 'images', {
       id: imageId,
       sha256,
       content_type: 'image/png',
@@ -540,359 +612,361 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
       height: 16 + (b % 23),
       size: bytes.length,
       thumbnail_sha256: null,
-      created_at: createdAt,
+      created_at: gen.createdAt,
     });
   }
-  await sink.commit();
+}
 
-  // Usage as migration 0006's triggers keep it, artifact counts as 0007's.
-  const usage = projects.map(() => ({ runs: 0, artifacts: 0, logical: 0, blobRefs: new Map<number, number>() }));
-  // The dashboard's rollup as migration 0023's triggers keep it (no retries here: nothing is superseded).
-  const runDays = new Map<string, RunDay>();
-  const groups = new Map<string, GroupState>();
-  // Each test's latest runs on each branch: health is scored on the project's default branch (TRIAGE-11).
-  const health = new Map<string, { project: number; rings: Map<string, HealthRun[]>; lastFinished: string }>();
-  // Each project's jobs (created, id, branch): its default branch is inferred from the latest of them (TRIAGE-16).
-  const projectJobs = projects.map(() => [] as { createdAt: string; id: string; branch: string }[]);
-  const failureRows = new Map<string, ReturnType<typeof normaliseFailure>>();
-  const jobFailures = new Map<string, Map<string, Set<string>>>(); // job → group → failed tests
-  const jobProject = new Map<string, string>();
-  // Kept until the groups they reference are written, at the end (with their final counters).
-  const occurrences: FailureOccurrencesTable[] = [];
-  let sample: ScaleMeta['sample'] | undefined;
-  let done = 0;
-  let sequence = 0;
+/** One job of a day as it is planned: where it runs, and what its runs share. */
+interface PlannedJob {
+  p: number;
+  b: number;
+  day: number;
+  nth: number;
+  size: number;
+}
 
-  await sink.begin();
-  for (let day = 0; day < SHAPE.days; day++) {
-    const dayStart = firstDay + day * DAY;
-    const runs: Run[] = [];
-    const jobs: Row[] = [];
-    for (let p = 0; p < SHAPE.projects; p++) {
-      // The day's runs at full size, as a branch's jobs: each job keeps that size at every set size.
-      const ofDay = share(SHAPE.fullRuns, SHAPE.days * SHAPE.projects, day * SHAPE.projects + p);
-      const main = Math.round(ofDay * 0.4);
-      for (let b = 0; b < SHAPE.branches; b++) {
-        let nth = 0;
-        const n = b === 0 ? main : share(ofDay - main, SHAPE.branches - 1, b - 1);
-        const parts = Math.ceil(n / SHAPE.jobMaxRuns);
-        for (let part = 0; part < parts; part++) {
-          const stream = (p * SHAPE.branches + b) * Math.ceil(SHAPE.fullRuns / SHAPE.jobMaxRuns) + part;
-          for (let j = 0; j < jobsOn(stream, day, options.runs / SHAPE.fullRuns); j++) {
-            const size = share(n, parts, part);
-            nth++;
-            const jobId = random.uuid();
-            const branch = BRANCHES[b] as string;
-            const jobStart = dayStart + Math.floor(random.next() * 20 * 3_600_000);
-            const commit = createHash('sha1').update(`${p}:${b}:${day}`).digest('hex');
-            const environment = ENVIRONMENTS[(b + nth - 1) % ENVIRONMENTS.length] as string;
-            const build = `${day + 1}.${nth}`;
-            const offset = random.int(SHAPE.testsPerProject);
-            let last = jobStart;
-            for (let k = 0; k < size; k++) {
-              const t = (offset + k * 7) % SHAPE.testsPerProject;
-              const test = tests[p]?.[t] as { id: string; name: string };
-              const created = jobStart + k * 2500 + random.int(1000);
-              const finished = created + 200 + random.int(1200);
-              last = Math.max(last, finished);
-              const i = p * SHAPE.testsPerProject + t;
-              const cause = Math.floor(i / 25) % 60;
-              const slot = i % 25;
-              const turn = Math.floor(i / 25) % SHAPE.days;
-              const fails =
-                slot === 0 ||
-                (slot === 7 && random.next() < 0.5) ||
-                (slot === 13 && day >= turn) ||
-                (slot === 19 && day < turn) ||
-                random.next() < 0.01;
-              const skipped = !fails && slot === 22 && random.next() < 0.3;
-              const verdict = fails ? (Math.floor(cause / 5) === 4 ? 'broken' : 'failed') : skipped ? 'skipped' : 'passed';
-              const run: Run = {
-                test: t,
-                project: p,
-                row: {
-                  id: random.uuid(),
-                  project_id: projects[p]?.id as string,
-                  test_id: test.id,
-                  job_id: jobId,
-                  device_id: null,
-                  name: test.name,
-                  status: 'completed',
-                  verdict,
-                  environment,
-                  branch,
-                  build,
-                  commit_sha: commit,
-                  created_at: iso(created),
-                  started_at: iso(created + 5),
-                  finished_at: iso(finished),
-                  created_by: null,
-                  lease_owner: null,
-                  lease_expires_at: null,
-                  idempotency_key: null,
-                  idempotency_fingerprint: null,
-                  keep: 0,
-                  superseded: 0, // kept by the run_days triggers (migration 0023)
-                  artifact_count: 0,
-                  ci_url: null,
-                  failure_group_id: null,
-                  attempt: 0,
-                  test_version: 1,
-                },
-              };
-              if (fails) {
-                run.cause = cause;
-                run.failure = failureOf(cause, sequence++, i);
-                run.failedStep = 3 + (cause % 6);
-              }
-              runs.push(run);
-            }
-            jobProject.set(jobId, projects[p]?.id as string);
-            projectJobs[p]?.push({ createdAt: iso(jobStart), id: jobId, branch });
-            jobs.push({
-              id: jobId,
-              project_id: projects[p]?.id,
-              name: `${branch} ${environment} ${build}`,
-              request: JSON.stringify({
-                testIds: [],
-                deviceIds: [],
-                deviceLabels: [],
-                environment,
-                branch,
-                build,
-                commit,
-                repository: null,
-              }),
-              cancelled_at: null,
-              created_at: iso(jobStart),
-              created_by: null,
-              idempotency_key: null,
-              idempotency_fingerprint: null,
-              closed_at: iso(last + 1000),
-              ci_url: `https://ci.example.com/${projects[p]?.key}/${day + 1}/${b}/${nth}`,
-              incident_group_id: null,
-              incident_failed_runs: null,
-            });
-            if (p === 0 && b === 0 && day === SHAPE.days - 1 && nth === 1)
-              sample = {
-                projectId: projects[0]?.id as string,
-                jobId,
-                testId: tests[0]?.[0]?.id as string,
-                runId: '',
-                deviceId: deviceIds[0] as string,
-              };
-          }
+/**
+ * The day's jobs, in the order they are made: for each project and branch the day's runs at full
+ * size, cut into jobs of at most `jobMaxRuns`; each job keeps that size at every set size, and a
+ * smaller set runs fewer of them (`jobsOn`).
+ */
+function jobsOfDay(gen: Generation, day: number, visit: (job: PlannedJob) => void): void {
+  for (let p = 0; p < SHAPE.projects; p++) {
+    const ofDay = share(SHAPE.fullRuns, SHAPE.days * SHAPE.projects, day * SHAPE.projects + p);
+    const main = Math.round(ofDay * 0.4);
+    for (let b = 0; b < SHAPE.branches; b++) {
+      let nth = 0;
+      const n = b === 0 ? main : share(ofDay - main, SHAPE.branches - 1, b - 1);
+      const parts = Math.ceil(n / SHAPE.jobMaxRuns);
+      for (let part = 0; part < parts; part++) {
+        const stream = (p * SHAPE.branches + b) * Math.ceil(SHAPE.fullRuns / SHAPE.jobMaxRuns) + part;
+        for (let j = 0; j < jobsOn(stream, day, gen.options.runs / SHAPE.fullRuns); j++) {
+          nth++;
+          visit({ p, b, day, nth, size: share(n, parts, part) });
         }
       }
     }
-
-    // Completion, in the order the runs finished: groups, occurrences, health (failure-recording.ts, health.ts).
-    runs.sort((a, b) => (a.row.finished_at as string).localeCompare(b.row.finished_at as string) || a.row.id.localeCompare(b.row.id));
-    const ofDay: FailureOccurrencesTable[] = [];
-    for (const run of runs) {
-      const { row } = run;
-      const at = row.finished_at as string;
-      if (bypass) addToRunDays(runDays, row);
-      if (run.failure) {
-        const key = `${run.failure.message}\u0000${run.failure.stack}`;
-        let normalised = failureRows.get(key);
-        if (!normalised) {
-          normalised = normaliseFailure({ message: run.failure.message, trace: run.failure.stack });
-          failureRows.set(key, normalised);
-        }
-        const groupKey = `${row.project_id}\u0000${normalised.fingerprint}`;
-        let group = groups.get(groupKey);
-        if (!group) {
-          group = {
-            tests: new Set(),
-            branches: new Set(),
-            row: {
-              id: random.uuid(),
-              project_id: row.project_id,
-              fingerprint: normalised.fingerprint,
-              title: normalised.title,
-              message: run.failure.message.slice(0, LIMITS.messageChars),
-              frames: JSON.stringify(normalised.frames.map((frame) => `${frame.file}:${frame.function}`)),
-              category: normalised.signature.category,
-              action: normalised.signature.action?.slice(0, 1000) ?? null,
-              target: normalised.signature.target?.slice(0, 1000) ?? null,
-              rule: null,
-              status: 'new',
-              defect_type: 'to_investigate',
-              comment: null,
-              issue_url: null,
-              assignee: null,
-              first_seen_at: at,
-              first_seen_run_id: row.id,
-              first_seen_job_id: row.job_id,
-              last_seen_at: at,
-              last_seen_run_id: row.id,
-              last_seen_job_id: row.job_id,
-              occurrences: 0,
-              affected_tests: 0,
-              affected_branches: 0,
-              triaged_at: null,
-              triaged_by: null,
-              created_at: at,
-              updated_at: at,
-            },
-          };
-          groups.set(groupKey, group);
-        }
-        const g = group.row;
-        if (at > g.last_seen_at || (g.occurrences === 0 && row.id !== g.last_seen_run_id))
-          Object.assign(g, { last_seen_at: at, last_seen_run_id: row.id, last_seen_job_id: row.job_id });
-        if (g.status === 'new' && row.id !== g.first_seen_run_id && (g.first_seen_job_id === null || row.job_id !== g.first_seen_job_id))
-          g.status = 'known';
-        g.occurrences++;
-        g.updated_at = at;
-        group.tests.add(row.test_id as string);
-        if (row.branch !== null) group.branches.add(row.branch);
-        g.affected_tests = group.tests.size;
-        g.affected_branches = group.branches.size;
-        row.failure_group_id = g.id;
-        ofDay.push({
-          group_id: g.id,
-          run_id: row.id,
-          project_id: row.project_id,
-          job_id: row.job_id,
-          step_id: null, // set below, once the step has its id
-          test_key: row.test_id as string,
-          branch: row.branch,
-          at,
-        });
-        const byGroup = jobFailures.get(row.job_id as string) ?? new Map<string, Set<string>>();
-        jobFailures.set(row.job_id as string, byGroup);
-        const failedTests = byGroup.get(g.id) ?? new Set<string>();
-        byGroup.set(g.id, failedTests);
-        failedTests.add(row.test_id as string);
-      }
-      const testId = row.test_id as string;
-      const state = health.get(testId) ?? { project: run.project, rings: new Map(), lastFinished: at };
-      health.set(testId, state);
-      const ring = state.rings.get(row.branch ?? '') ?? [];
-      state.rings.set(row.branch ?? '', ring);
-      ring.push({
-        id: row.id,
-        job_id: row.job_id,
-        device_id: row.device_id,
-        status: row.status,
-        verdict: row.verdict,
-        attempt: row.attempt,
-        created_at: row.created_at,
-        branch: row.branch,
-        commit_sha: row.commit_sha,
-      });
-      if (ring.length > HEALTH_RUNS * 2) ring.splice(0, HEALTH_RUNS);
-      state.lastFinished = at;
-    }
-
-    // The day's rows.
-    for (const job of jobs) await add('jobs', job);
-    let occurrence = 0;
-    for (const run of runs) {
-      const { row } = run;
-      const u = usage[run.project] as (typeof usage)[number];
-      u.runs++;
-      const created = Date.parse(row.created_at);
-      const stepIds: string[] = [];
-      for (let s = 0; s < SHAPE.steps; s++) stepIds.push(random.uuid());
-      const shot = run.failure ? run.failedStep : random.next() < 0.1 ? SHAPE.steps - 1 : undefined;
-      const blob = shot === undefined ? undefined : (blobs[random.int(blobCount)] as (typeof blobs)[number]);
-      if (blob) row.artifact_count = bypass ? 1 : 0;
-      await add('test_runs', row as unknown as Row);
-      for (let s = 0; s < SHAPE.steps; s++) {
-        const status =
-          row.verdict === 'skipped'
-            ? 'skipped'
-            : run.failedStep === undefined || s < run.failedStep
-              ? 'passed'
-              : s === run.failedStep
-                ? (row.verdict as 'failed' | 'broken')
-                : 'skipped';
-        await add('steps', {
-          id: stepIds[s],
-          run_id: row.id,
-          parent_id: null,
-          depth: 1,
-          client_key: null,
-          position: s,
-          title: STEP_TITLES[s],
-          status,
-          started_at: iso(created + 5 + s * 50),
-          duration_ms: status === 'skipped' ? 0 : 20 + ((s * 37 + created) % 400),
-          error_message: s === run.failedStep ? (run.failure?.message ?? null) : null,
-          created_at: row.created_at,
-          failure_group_id: s === run.failedStep ? row.failure_group_id : null,
-        });
-      }
-      await add('text_cells', {
-        id: random.uuid(),
-        run_id: row.id,
-        step_id: null,
-        client_key: null,
-        position: SHAPE.steps,
-        name: 'stdout',
-        media_type: 'text/plain',
-        text: `${row.name} ran on ${row.environment} (${row.branch} ${row.build})\nbrowser: chromium 131, viewport 1280x720\n`,
-        created_at: row.created_at,
-      });
-      await add('text_cells', {
-        id: random.uuid(),
-        run_id: row.id,
-        step_id: run.failure ? stepIds[run.failedStep as number] : stepIds[0],
-        client_key: null,
-        position: SHAPE.steps + 1,
-        name: run.failure ? 'trace' : 'log',
-        media_type: 'text/plain',
-        text: run.failure ? run.failure.stack : `GET /start 200 in ${(created % 90) + 10} ms`,
-        created_at: row.created_at,
-      });
-      if (run.failure) {
-        const entry = ofDay[occurrence++] as FailureOccurrencesTable;
-        entry.step_id = stepIds[run.failedStep as number] as string;
-        occurrences.push(entry);
-      }
-      if (blob && shot !== undefined) {
-        const artifactId = random.uuid();
-        const blobIndex = blobs.indexOf(blob);
-        await add('artifacts', {
-          id: artifactId,
-          project_id: row.project_id,
-          run_id: row.id,
-          step_id: stepIds[shot],
-          kind: 'screenshot',
-          name: run.failure ? 'failure.png' : 'final.png',
-          content_type: 'image/png',
-          size: blob.size,
-          sha256: blob.sha256,
-          idempotency_key: null,
-          created_at: row.finished_at,
-          created_by: null,
-        });
-        await add('artifact_images', { artifact_id: artifactId, image_id: blob.imageId, role: 'screenshot', position: 0 });
-        u.artifacts++;
-        u.logical += blob.size;
-        // The artifact's own content, then its image link: two references to the one blob.
-        u.blobRefs.set(blobIndex, (u.blobRefs.get(blobIndex) ?? 0) + 2);
-        if (sample && !sample.runId && row.project_id === sample.projectId && day === SHAPE.days - 1 && run.failure) sample.runId = row.id;
-      }
-      done++;
-    }
-    await sink.commit();
-    options.progress?.(done);
-    await sink.begin();
   }
+}
 
-  // What completing the runs left behind, beside them: the groups and their reach, each test's health.
-  for (const group of groups.values()) {
-    await add('failure_groups', group.row as unknown as Row);
-    for (const test of group.tests) await add('failure_group_tests', { group_id: group.row.id, test_key: test });
-    for (const branch of group.branches) await add('failure_group_branches', { group_id: group.row.id, branch });
+/** What a job's runs share. */
+interface JobLabels {
+  jobId: string;
+  branch: string;
+  environment: string;
+  build: string;
+  commit: string;
+  jobStart: number;
+}
+
+/** The `k`th run of a job: its test, times and verdict (broken, flaky, regressed, fixed and noisy tests, as bench/suite.ts's). */
+function runOfJob(gen: Generation, job: PlannedJob, labels: JobLabels, offset: number, k: number): Run {
+  const { random } = gen;
+  const t = (offset + k * 7) % SHAPE.testsPerProject;
+  const test = gen.tests[job.p]?.[t] as { id: string; name: string };
+  const created = labels.jobStart + k * 2500 + random.int(1000);
+  const finished = created + 200 + random.int(1200);
+  const i = job.p * SHAPE.testsPerProject + t;
+  const cause = Math.floor(i / 25) % 60;
+  const slot = i % 25;
+  const turn = Math.floor(i / 25) % SHAPE.days;
+  const fails =
+    slot === 0 ||
+    (slot === 7 && random.next() < 0.5) ||
+    (slot === 13 && job.day >= turn) ||
+    (slot === 19 && job.day < turn) ||
+    random.next() < 0.01;
+  const skipped = !fails && slot === 22 && random.next() < 0.3;
+  const verdict = fails ? (Math.floor(cause / 5) === 4 ? 'broken' : 'failed') : skipped ? 'skipped' : 'passed';
+  const run: Run = {
+    test: t,
+    project: job.p,
+    row: newRunRow({
+      id: random.uuid(),
+      project_id: gen.projects[job.p]?.id as string,
+      test_id: test.id,
+      job_id: labels.jobId,
+      name: test.name,
+      status: 'completed',
+      verdict,
+      environment: labels.environment,
+      branch: labels.branch,
+      build: labels.build,
+      commit_sha: labels.commit,
+      created_at: iso(created),
+      started_at: iso(created + 5),
+      finished_at: iso(finished),
+      test_version: 1,
+    }),
+  };
+  if (fails) {
+    run.cause = cause;
+    run.failure = failureOf(cause, gen.sequence++, i);
+    run.failedStep = 3 + (cause % 6);
   }
-  for (const entry of occurrences) await add('failure_occurrences', entry as unknown as Row);
+  return run;
+}
+
+/** A planned job's runs (pushed to `runs`) and its row. */
+function makeJob(gen: Generation, job: PlannedJob, dayStart: number, runs: Run[]): Row {
+  const { random } = gen;
+  const { p, b, day, nth } = job;
+  const jobId = random.uuid();
+  const branch = BRANCHES[b] as string;
+  const jobStart = dayStart + Math.floor(random.next() * 20 * 3_600_000);
+  const commit = createHash('sha1').update(`${p}:${b}:${day}`).digest('hex');
+  const environment = ENVIRONMENTS[(b + nth - 1) % ENVIRONMENTS.length] as string;
+  const build = `${day + 1}.${nth}`;
+  const labels = { jobId, branch, environment, build, commit, jobStart };
+  const offset = random.int(SHAPE.testsPerProject);
+  let last = jobStart;
+  for (let k = 0; k < job.size; k++) {
+    const run = runOfJob(gen, job, labels, offset, k);
+    last = Math.max(last, Date.parse(run.row.finished_at as string));
+    runs.push(run);
+  }
+  gen.projectJobs[p]?.push({ createdAt: iso(jobStart), id: jobId, branch });
+  if (p === 0 && b === 0 && day === SHAPE.days - 1 && nth === 1)
+    gen.sample = {
+      projectId: gen.projects[0]?.id as string,
+      jobId,
+      testId: gen.tests[0]?.[0]?.id as string,
+      runId: '',
+      deviceId: gen.deviceIds[0] as string,
+    };
+  return {
+    id: jobId,
+    project_id: gen.projects[p]?.id,
+    name: `${branch} ${environment} ${build}`,
+    request: JSON.stringify({ testIds: [], deviceIds: [], deviceLabels: [], environment, branch, build, commit, repository: null }),
+    cancelled_at: null,
+    created_at: iso(jobStart),
+    created_by: null,
+    idempotency_key: null,
+    idempotency_fingerprint: null,
+    closed_at: iso(last + 1000),
+    ci_url: `https://ci.example.com/${gen.projects[p]?.key}/${day + 1}/${b}/${nth}`,
+    incident_group_id: null,
+    incident_failed_runs: null,
+  };
+}
+
+/** A failed run's group (made or counted) and its occurrence, as failure-recording.ts records them. */
+function recordFailure(gen: Generation, row: TestRunsTable, failure: { message: string; stack: string }): FailureOccurrencesTable {
+  const at = row.finished_at as string;
+  const key = `${failure.message}\u0000${failure.stack}`;
+  let normalised = gen.failureRows.get(key);
+  if (!normalised) {
+    normalised = normaliseFailure({ message: failure.message, trace: failure.stack });
+    gen.failureRows.set(key, normalised);
+  }
+  const groupKey = `${row.project_id}\u0000${normalised.fingerprint}`;
+  let group = gen.groups.get(groupKey);
+  if (!group) {
+    group = {
+      tests: new Set(),
+      branches: new Set(),
+      row: groupRowOf(gen.random.uuid(), row, { message: failure.message, normalised }, undefined, at),
+    };
+    gen.groups.set(groupKey, group);
+  }
+  const g = group.row;
+  if (at > g.last_seen_at || (g.occurrences === 0 && row.id !== g.last_seen_run_id))
+    Object.assign(g, { last_seen_at: at, last_seen_run_id: row.id, last_seen_job_id: row.job_id });
+  if (g.status === 'new' && row.id !== g.first_seen_run_id && (g.first_seen_job_id === null || row.job_id !== g.first_seen_job_id))
+    g.status = 'known';
+  g.occurrences++;
+  g.updated_at = at;
+  group.tests.add(row.test_id as string);
+  if (row.branch !== null) group.branches.add(row.branch);
+  g.affected_tests = group.tests.size;
+  g.affected_branches = group.branches.size;
+  row.failure_group_id = g.id;
+  const byGroup = gen.jobFailures.get(row.job_id as string) ?? new Map<string, Set<string>>();
+  gen.jobFailures.set(row.job_id as string, byGroup);
+  const failedTests = byGroup.get(g.id) ?? new Set<string>();
+  byGroup.set(g.id, failedTests);
+  failedTests.add(row.test_id as string);
+  // step_id is set when the day is written, once the step has its id.
+  return {
+    group_id: g.id,
+    run_id: row.id,
+    project_id: row.project_id,
+    job_id: row.job_id,
+    step_id: null,
+    test_key: row.test_id as string,
+    branch: row.branch,
+    at,
+  };
+}
+
+/** The run joins its test's latest runs on its branch, which its health is scored on. */
+function recordHealthRun(gen: Generation, run: Run): void {
+  const { row } = run;
+  const testId = row.test_id as string;
+  const at = row.finished_at as string;
+  const state = gen.health.get(testId) ?? { project: run.project, rings: new Map(), lastFinished: at };
+  gen.health.set(testId, state);
+  const ring = state.rings.get(row.branch ?? '') ?? [];
+  state.rings.set(row.branch ?? '', ring);
+  ring.push({
+    id: row.id,
+    job_id: row.job_id,
+    device_id: row.device_id,
+    status: row.status,
+    verdict: row.verdict,
+    attempt: row.attempt,
+    created_at: row.created_at,
+    branch: row.branch,
+    commit_sha: row.commit_sha,
+  });
+  if (ring.length > HEALTH_RUNS * 2) ring.splice(0, HEALTH_RUNS);
+  state.lastFinished = at;
+}
+
+/** Completion, in the order the runs finished: groups, occurrences, health (failure-recording.ts, health.ts); answers the day's occurrences. */
+function completeRuns(gen: Generation, runs: Run[]): FailureOccurrencesTable[] {
+  runs.sort((a, b) => (a.row.finished_at as string).localeCompare(b.row.finished_at as string) || a.row.id.localeCompare(b.row.id));
+  const ofDay: FailureOccurrencesTable[] = [];
+  for (const run of runs) {
+    if (gen.bypass) addToRunDays(gen.runDays, run.row);
+    if (run.failure) ofDay.push(recordFailure(gen, run.row, run.failure));
+    recordHealthRun(gen, run);
+  }
+  return ofDay;
+}
+
+/** A run's ten steps, the failed one failed and those after it skipped. */
+async function writeSteps(gen: Generation, run: Run, stepIds: readonly string[]): Promise<void> {
+  const { row } = run;
+  const created = Date.parse(row.created_at);
+  for (let s = 0; s < SHAPE.steps; s++) {
+    const status =
+      row.verdict === 'skipped'
+        ? 'skipped'
+        : run.failedStep === undefined || s < run.failedStep
+          ? 'passed'
+          : s === run.failedStep
+            ? (row.verdict as 'failed' | 'broken')
+            : 'skipped';
+    await add(gen, 'steps', {
+      id: stepIds[s],
+      run_id: row.id,
+      parent_id: null,
+      depth: 1,
+      client_key: null,
+      position: s,
+      title: STEP_TITLES[s],
+      status,
+      started_at: iso(created + 5 + s * 50),
+      duration_ms: status === 'skipped' ? 0 : 20 + ((s * 37 + created) % 400),
+      error_message: s === run.failedStep ? (run.failure?.message ?? null) : null,
+      created_at: row.created_at,
+      failure_group_id: s === run.failedStep ? row.failure_group_id : null,
+    });
+  }
+}
+
+/** A run's two text cells: its stdout, and the failing step's stack or the first step's log. */
+async function writeCells(gen: Generation, run: Run, stepIds: readonly string[]): Promise<void> {
+  const { row } = run;
+  const created = Date.parse(row.created_at);
+  await add(gen, 'text_cells', {
+    id: gen.random.uuid(),
+    run_id: row.id,
+    step_id: null,
+    client_key: null,
+    position: SHAPE.steps,
+    name: 'stdout',
+    media_type: 'text/plain',
+    text: `${row.name} ran on ${row.environment} (${row.branch} ${row.build})\nbrowser: chromium 131, viewport 1280x720\n`,
+    created_at: row.created_at,
+  });
+  await add(gen, 'text_cells', {
+    id: gen.random.uuid(),
+    run_id: row.id,
+    step_id: run.failure ? stepIds[run.failedStep as number] : stepIds[0],
+    client_key: null,
+    position: SHAPE.steps + 1,
+    name: run.failure ? 'trace' : 'log',
+    media_type: 'text/plain',
+    text: run.failure ? run.failure.stack : `GET /start 200 in ${(created % 90) + 10} ms`,
+    created_at: row.created_at,
+  });
+}
+
+/** A run's screenshot on step `shot`: the artifact, its image link and their share of the project's usage. */
+async function writeScreenshot(gen: Generation, run: Run, blob: Blob, stepId: string | undefined, day: number): Promise<void> {
+  const { row } = run;
+  const u = gen.usage[run.project] as Usage;
+  const artifactId = gen.random.uuid();
+  const blobIndex = gen.blobs.indexOf(blob);
+  await add(gen, 'artifacts', {
+    id: artifactId,
+    project_id: row.project_id,
+    run_id: row.id,
+    step_id: stepId,
+    kind: 'screenshot',
+    name: run.failure ? 'failure.png' : 'final.png',
+    content_type: 'image/png',
+    size: blob.size,
+    sha256: blob.sha256,
+    idempotency_key: null,
+    created_at: row.finished_at,
+    created_by: null,
+  });
+  await add(gen, 'artifact_images', { artifact_id: artifactId, image_id: blob.imageId, role: 'screenshot', position: 0 });
+  u.artifacts++;
+  u.logical += blob.size;
+  // The artifact's own content, then its image link: two references to the one blob.
+  u.blobRefs.set(blobIndex, (u.blobRefs.get(blobIndex) ?? 0) + 2);
+  const { sample } = gen;
+  if (sample && !sample.runId && row.project_id === sample.projectId && day === SHAPE.days - 1 && run.failure) sample.runId = row.id;
+}
+
+/** The day's rows: its jobs, then each run with its steps, cells, occurrence and screenshot. */
+async function writeDay(
+  gen: Generation,
+  day: number,
+  jobs: readonly Row[],
+  runs: readonly Run[],
+  ofDay: FailureOccurrencesTable[],
+): Promise<void> {
+  const { random } = gen;
+  for (const job of jobs) await add(gen, 'jobs', job);
+  let occurrence = 0;
+  for (const run of runs) {
+    const { row } = run;
+    (gen.usage[run.project] as Usage).runs++;
+    const stepIds: string[] = [];
+    for (let s = 0; s < SHAPE.steps; s++) stepIds.push(random.uuid());
+    const shot = run.failure ? run.failedStep : random.next() < 0.1 ? SHAPE.steps - 1 : undefined;
+    const blob = shot === undefined ? undefined : (gen.blobs[random.int(gen.blobCount)] as Blob);
+    if (blob) row.artifact_count = gen.bypass ? 1 : 0;
+    await add(gen, 'test_runs', row as unknown as Row);
+    await writeSteps(gen, run, stepIds);
+    await writeCells(gen, run, stepIds);
+    if (run.failure) {
+      const entry = ofDay[occurrence++] as FailureOccurrencesTable;
+      entry.step_id = stepIds[run.failedStep as number] as string;
+      gen.occurrences.push(entry);
+    }
+    if (blob && shot !== undefined) await writeScreenshot(gen, run, blob, stepIds[shot], day);
+    gen.done++;
+  }
+}
+
+/** The groups and their reach, the occurrences; answers each job's incident (TRIAGE-8), set on its row. */
+async function writeGroups(gen: Generation): Promise<Map<string, { groupId: string; tests: number }>> {
+  for (const group of gen.groups.values()) {
+    await add(gen, 'failure_groups', group.row as unknown as Row);
+    for (const test of group.tests) await add(gen, 'failure_group_tests', { group_id: group.row.id, test_key: test });
+    for (const branch of group.branches) await add(gen, 'failure_group_branches', { group_id: group.row.id, branch });
+  }
+  for (const entry of gen.occurrences) await add(gen, 'failure_occurrences', entry as unknown as Row);
   const incidents = new Map<string, { groupId: string; tests: number }>();
-  for (const [jobId, byGroup] of jobFailures) {
+  for (const [jobId, byGroup] of gen.jobFailures) {
     let total = 0;
     let top: { groupId: string; tests: number } | undefined;
     for (const [groupId, failed] of byGroup) {
@@ -902,11 +976,16 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
     if (top && total >= TRIAGE_DEFAULTS.incidentMinFailures && top.tests > TRIAGE_DEFAULTS.incidentShare * total) incidents.set(jobId, top);
   }
   for (const [jobId, incident] of incidents)
-    await sink.exec(
+    await gen.sink.exec(
       `UPDATE jobs SET incident_group_id = '${incident.groupId}', incident_failed_runs = ${incident.tests} WHERE id = '${jobId}'`,
     );
-  const defaultBranches = projectJobs.map(defaultBranchOfJobs);
-  for (const [testId, state] of health) {
+  return incidents;
+}
+
+/** Each test's health, scored on its project's default branch over its latest runs outside incidents. */
+async function writeHealth(gen: Generation, incidents: ReadonlyMap<string, unknown>): Promise<void> {
+  const defaultBranches = gen.projectJobs.map(defaultBranchOfJobs);
+  for (const [testId, state] of gen.health) {
     const branch = defaultBranches[state.project] ?? null;
     const runs = branch === null ? [...state.rings.values()].flat() : (state.rings.get(branch) ?? []);
     const latest = runs
@@ -916,7 +995,7 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
     const score = scoreHealth(healthOutcomes(latest), HEALTH);
     const row: TestHealthTable = {
       test_id: testId,
-      project_id: projects[state.project]?.id as string,
+      project_id: gen.projects[state.project]?.id as string,
       state: score.state,
       flaky_score: score.flakyScore,
       runs_considered: score.runsConsidered,
@@ -926,49 +1005,79 @@ export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
       branch,
       evidence: score.evidence === null ? null : JSON.stringify(score.evidence),
     };
-    await add('test_health', row as unknown as Row);
+    await add(gen, 'test_health', row as unknown as Row);
   }
   // What 0021's trigger writes on each test_health insert with a score that is not 0.
-  if (bypass)
-    await sink.exec(
+  if (gen.bypass)
+    await gen.sink.exec(
       'UPDATE tests SET flaky_milli = (SELECT cast(round(h.flaky_score * 1000) AS integer) FROM test_health h WHERE h.test_id = tests.id) ' +
         'WHERE EXISTS (SELECT 1 FROM test_health h WHERE h.test_id = tests.id AND h.flaky_score <> 0)',
     );
-  if (bypass) {
-    for (const day of runDays.values()) await add('run_days', day);
-    // The top groups' rollup, as migration 0025's triggers keep it.
-    const groupDays = new Map<string, { project_id: string; day: string; group_id: string; occurrences: number }>();
-    for (const entry of occurrences) {
-      const day = entry.at.slice(0, 10);
-      const key = `${entry.group_id}\u0000${day}`;
-      const row = groupDays.get(key) ?? { project_id: entry.project_id, day, group_id: entry.group_id, occurrences: 0 };
-      row.occurrences++;
-      groupDays.set(key, row);
-    }
-    for (const row of groupDays.values()) await add('group_days', row);
-    for (const [p, project] of projects.entries()) {
-      const u = usage[p] as (typeof usage)[number];
-      let stored = 0;
-      for (const [blobIndex, refs] of u.blobRefs) {
-        const blob = blobs[blobIndex] as (typeof blobs)[number];
-        stored += blob.size;
-        await add('project_blobs', { project_id: project.id, sha256: blob.sha256, size: blob.size, refs });
-      }
-      await sink.exec(
-        `UPDATE project_usage SET runs = ${u.runs}, artifacts = ${u.artifacts}, logical_bytes = ${u.logical}, stored_bytes = ${stored} WHERE project_id = '${project.id}'`,
-      );
-    }
+}
+
+/** With the triggers bypassed, what they would have kept: the two rollups (0023, 0025), the blobs' references and the usage (0006). */
+async function writeRollups(gen: Generation): Promise<void> {
+  for (const day of gen.runDays.values()) await add(gen, 'run_days', day);
+  const groupDays = new Map<string, { project_id: string; day: string; group_id: string; occurrences: number }>();
+  for (const entry of gen.occurrences) {
+    const day = entry.at.slice(0, 10);
+    const key = `${entry.group_id}\u0000${day}`;
+    const row = groupDays.get(key) ?? { project_id: entry.project_id, day, group_id: entry.group_id, occurrences: 0 };
+    row.occurrences++;
+    groupDays.set(key, row);
   }
-  await sink.commit();
-  await sink.close();
-  if (!sample) throw new Error('no sample job: too few runs for one on the last day');
+  for (const row of groupDays.values()) await add(gen, 'group_days', row);
+  for (const [p, project] of gen.projects.entries()) {
+    const u = gen.usage[p] as Usage;
+    let stored = 0;
+    for (const [blobIndex, refs] of u.blobRefs) {
+      const blob = gen.blobs[blobIndex] as Blob;
+      stored += blob.size;
+      await add(gen, 'project_blobs', { project_id: project.id, sha256: blob.sha256, size: blob.size, refs });
+    }
+    await gen.sink.exec(
+      `UPDATE project_usage SET runs = ${u.runs}, artifacts = ${u.artifacts}, logical_bytes = ${u.logical}, stored_bytes = ${stored} WHERE project_id = '${project.id}'`,
+    );
+  }
+}
+
+/** Fills an empty database (migrated here first, by the server's own code) to `runs` runs. */
+export async function generateScale(options: ScaleOptions): Promise<ScaleMeta> {
+  const started = performance.now();
+  const gen = await startGeneration(options);
+  await writeProjects(gen);
+  // The rest of the load: the fixtures in one transaction, then one per day.
+  await gen.sink.begin();
+  await writeDevices(gen);
+  await writeTests(gen);
+  await writeBlobs(gen);
+  await gen.sink.commit();
+  await gen.sink.begin();
+  for (let day = 0; day < SHAPE.days; day++) {
+    const dayStart = gen.firstDay + day * DAY;
+    const runs: Run[] = [];
+    const jobs: Row[] = [];
+    jobsOfDay(gen, day, (job) => jobs.push(makeJob(gen, job, dayStart, runs)));
+    const ofDay = completeRuns(gen, runs);
+    await writeDay(gen, day, jobs, runs, ofDay);
+    await gen.sink.commit();
+    options.progress?.(gen.done);
+    await gen.sink.begin();
+  }
+  // What completing the runs left behind, beside them: the groups and their reach, each test's health.
+  const incidents = await writeGroups(gen);
+  await writeHealth(gen, incidents);
+  if (gen.bypass) await writeRollups(gen);
+  await gen.sink.commit();
+  await gen.sink.close();
+  if (!gen.sample) throw new Error('no sample job: too few runs for one on the last day');
   return {
-    runs: done,
-    seed,
-    endsAt: endsAt.toISOString(),
+    runs: gen.done,
+    seed: gen.seed,
+    endsAt: gen.endsAt.toISOString(),
     seconds: (performance.now() - started) / 1000,
-    projects,
-    sample,
-    counts,
+    projects: gen.projects,
+    sample: gen.sample,
+    counts: gen.counts,
   };
 }

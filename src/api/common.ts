@@ -6,6 +6,14 @@ export const TEXT_MAX = 64 * 1024;
 export const LABEL_MAX = 128;
 export const LABELS_MAX = 50;
 
+/**
+ * The text of a UUID in any case, unanchored: the one pattern every check of a UUID builds on (ids,
+ * old-format keys, project references, log masking).
+ */
+export const UUID_PATTERN = '[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}';
+/** A value that is one UUID and nothing else, in any case. */
+export const IS_UUID = new RegExp(`^${UUID_PATTERN}$`);
+
 export const Uuid = Type.String({ format: 'uuid', maxLength: 36, description: 'A random UUID (version 4).' });
 export const Timestamp = Type.String({ format: 'date-time', maxLength: 40, description: 'RFC 3339 time, UTC.' });
 export const Email = Type.String({ format: 'email', minLength: 3, maxLength: 254 });

@@ -59,10 +59,54 @@ type StaticOr<T, F> = T extends TSchema ? Static<T> : F;
 export type ParamsOf<E extends Endpoint> = StaticOr<E['params'], Record<string, never>>;
 export type QueryOf<E extends Endpoint> = StaticOr<E['querystring'], Record<string, never>>;
 export type BodyOf<E extends Endpoint> = StaticOr<E['body'], undefined>;
-type SuccessStatus<E extends Endpoint> = Extract<keyof E['responses'], 200 | 201>;
-export type ReplyOf<E extends Endpoint> =
-  SuccessStatus<E> extends never
-    ? undefined
-    : E['responses'][SuccessStatus<E>] extends TSchema
-      ? Static<E['responses'][SuccessStatus<E>]>
-      : unknown;
+
+/** A response described by media types rather than a JSON schema (a download, an image). */
+type ContentSpec = { description: string; content: Record<string, { schema: TSchema }> };
+type Responses<E extends Endpoint> = E['responses'];
+/** The statuses of E whose success body is JSON described by a schema (200, 201 and 202). */
+type JsonStatus<E extends Endpoint> = {
+  [S in keyof Responses<E>]: S extends 200 | 201 | 202
+    ? Responses<E>[S] extends null
+      ? never
+      : Responses<E>[S] extends ContentSpec
+        ? never
+        : S
+    : never;
+}[keyof Responses<E>];
+/** The statuses of E whose body is described by media types: a download, sent by the server as a stream or bytes. */
+type ContentStatus<E extends Endpoint> = {
+  [S in keyof Responses<E>]: Responses<E>[S] extends ContentSpec ? S : never;
+}[keyof Responses<E>];
+
+/** The JSON success body of E: the union over its JSON success statuses, `never` when it has none. */
+export type JsonReplyOf<E extends Endpoint> = {
+  [S in JsonStatus<E>]: Responses<E>[S] extends TSchema ? Static<Responses<E>[S]> : never;
+}[JsonStatus<E>];
+/** Whether E declares `status` without a body (204 No Content, 304 Not Modified). */
+export type HasEmpty<E extends Endpoint, Status extends number> = Status extends keyof Responses<E>
+  ? Responses<E>[Status] extends null
+    ? true
+    : false
+  : false;
+/** Whether E answers with a body described by media types (a download) at some status. */
+export type HasContent<E extends Endpoint> = [ContentStatus<E>] extends [never] ? false : true;
+
+/**
+ * What a client reads from E's success answer: its JSON body; `unknown` for a download (not
+ * JSON); `undefined` when no success answer has a body.
+ */
+export type ReplyOf<E extends Endpoint> = [JsonStatus<E>] extends [never]
+  ? HasContent<E> extends true
+    ? unknown
+    : undefined
+  : JsonReplyOf<E>;
+
+declare const jsonOf: unique symbol;
+/**
+ * The JSON text of a `T`, serialised from a value the compiler saw to be a `T`: text kept or
+ * built ahead and sent as it is stays tied to the reply type it was made from.
+ */
+export type JsonText<T> = string & { readonly [jsonOf]: T };
+
+/** `value` as JSON text, typed by what it was made from. */
+export const jsonText = <T>(value: T): JsonText<T> => JSON.stringify(value) as JsonText<T>;

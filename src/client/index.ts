@@ -1,3 +1,4 @@
+import { IS_UUID } from '../api/common.ts';
 import type { BodyOf, Endpoint, ParamsOf, QueryOf, ReplyOf } from '../api/endpoint.ts';
 import { completeJob, exportJob } from '../api/v1/jobs.ts';
 import type { EXPORT_FORMATS } from '../api/v1/results.ts';
@@ -44,7 +45,7 @@ export class ClientConfigError extends Error {
 }
 
 /** The shape of an old-format key (SPEC-1.3): a UUID. Such a key is only valid with its owner's e-mail. */
-export const OLD_FORMAT_KEY = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+export const OLD_FORMAT_KEY = IS_UUID;
 
 type Optional<T> = T extends Record<string, never> | undefined ? T | undefined : T;
 

@@ -119,27 +119,47 @@ export function slug(text: string, max = 48): string {
   return cleaned || 'untitled';
 }
 
+/** An artifact with its step (none for the run's own) and its place: its folder, and its number there from 1. */
+interface Placed {
+  artifact: Artifact;
+  detail: Details;
+  step: Step | undefined;
+  folder: string;
+  ordinal: number;
+}
+
+/**
+ * The artifacts with images (`images`) or without (`files`), in listing order, each placed in
+ * `<root>/<nn>-<step title>/` for the step that is <nn>th in the results, `<root>/run/` for the run's.
+ */
+function* placed(answers: RunAnswers, root: 'images' | 'files'): Generator<Placed> {
+  const steps = answers.results.value.steps;
+  const width = String(steps.length).length;
+  const stepIndex = new Map(steps.map((step, index) => [step.id, index]));
+  const details = new Map(answers.details.flatMap((page) => page.value.items).map((item) => [item.id, item]));
+  const perFolder = new Map<string, number>();
+  const withImages = root === 'images';
+  for (const artifact of answers.listing.value.items) {
+    const detail = details.get(artifact.id);
+    if (!detail || detail.images.length > 0 !== withImages) continue;
+    const index = artifact.stepId === null ? undefined : stepIndex.get(artifact.stepId);
+    const step = index === undefined ? undefined : steps[index];
+    const folder = step === undefined ? `${root}/run` : `${root}/${String(index! + 1).padStart(width, '0')}-${slug(step.title)}`;
+    const ordinal = (perFolder.get(folder) ?? 0) + 1;
+    perFolder.set(folder, ordinal);
+    yield { artifact, detail, step, folder, ordinal };
+  }
+}
+
 /**
  * Names every image so a person finds a step's screenshots: `images/<nn>-<step title>/` holds the
  * images of the step that is <nn>th in the results (run-level ones go to `images/run/`), each file
  * `<mm>-<artifact name>` (and `-baseline`, `-actual`, `-diff` for a visual diff).
  */
 export function planImages(answers: RunAnswers): ImageEntry[] {
-  const steps = answers.results.value.steps;
-  const width = String(steps.length).length;
-  const stepIndex = new Map(steps.map((step, index) => [step.id, index]));
-  const details = new Map(answers.details.flatMap((page) => page.value.items).map((item) => [item.id, item]));
-  const perFolder = new Map<string, number>();
   const used = new Set<string>();
   const entries: ImageEntry[] = [];
-  for (const artifact of answers.listing.value.items) {
-    const detail = details.get(artifact.id);
-    if (!detail || detail.images.length === 0) continue;
-    const index = artifact.stepId === null ? undefined : stepIndex.get(artifact.stepId);
-    const step = index === undefined ? undefined : steps[index];
-    const folder = step === undefined ? 'images/run' : `images/${String(index! + 1).padStart(width, '0')}-${slug(step.title)}`;
-    const ordinal = (perFolder.get(folder) ?? 0) + 1;
-    perFolder.set(folder, ordinal);
+  for (const { artifact, detail, step, folder, ordinal } of placed(answers, 'images')) {
     const base = `${String(ordinal).padStart(2, '0')}-${slug(artifact.name.replace(/\.[a-z0-9]{1,5}$/i, ''))}`;
     for (const image of detail.images) {
       const suffix = image.role === 'screenshot' ? '' : `-${image.role}`;
@@ -205,20 +225,8 @@ function extensionOf(name: string, contentType: string): string {
  * `files/<nn>-<step title>/` for a step's, `files/run/` for the run's, each `<mm>-<name>.<ext>`.
  */
 export function planAttachments(answers: RunAnswers): AttachmentEntry[] {
-  const steps = answers.results.value.steps;
-  const width = String(steps.length).length;
-  const stepIndex = new Map(steps.map((step, index) => [step.id, index]));
-  const details = new Map(answers.details.flatMap((page) => page.value.items).map((item) => [item.id, item]));
-  const perFolder = new Map<string, number>();
   const entries: AttachmentEntry[] = [];
-  for (const artifact of answers.listing.value.items) {
-    const detail = details.get(artifact.id);
-    if (!detail || detail.images.length > 0) continue;
-    const index = artifact.stepId === null ? undefined : stepIndex.get(artifact.stepId);
-    const step = index === undefined ? undefined : steps[index];
-    const folder = step === undefined ? 'files/run' : `files/${String(index! + 1).padStart(width, '0')}-${slug(step.title)}`;
-    const ordinal = (perFolder.get(folder) ?? 0) + 1;
-    perFolder.set(folder, ordinal);
+  for (const { artifact, step, folder, ordinal } of placed(answers, 'files')) {
     const base = slug(artifact.name.replace(/\.[a-z0-9]{1,8}$/i, ''));
     entries.push({
       artifactId: artifact.id,

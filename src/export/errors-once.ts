@@ -1,5 +1,6 @@
-// Where each error of a run is shown, once: the rule the HTML export (formats/html.ts) and the web
-// interface's run page (web/src/run/steps.ts) share, on their own step trees.
+// Where each error of a run is shown, once, and each step's cell text once: the rules the HTML
+// export (formats/html.ts) and the web interface's run page (web/src/run/steps.ts) share, on their
+// own step trees.
 
 /** The run cells an import writes a run's failure into: Playwright's `error`, a JUnit `failure`. */
 export const ERROR_CELLS: ReadonlySet<string> = new Set(['error', 'failure']);
@@ -63,4 +64,19 @@ export function errorsShownOnce<N extends ErrorNode<N>, C extends { name: string
     return true;
   });
   return { shown, shownBelow, runCells: cells };
+}
+
+/**
+ * A step's cells that say something its error, or a cell before them, has not said already. A step
+ * failed by hand keeps its actual result as its error and as its `actual` cell (docs/test-management.md),
+ * a blocked one as its `blocked` and `actual` cells: each text is shown once, under its first name.
+ */
+export function cellsNotRepeating<C extends { text: string }>(step: { error?: string | null | undefined; cells: readonly C[] }): C[] {
+  const said = new Set(step.error ? [step.error.trim()] : []);
+  return step.cells.filter((cell) => {
+    const text = cell.text.trim();
+    if (said.has(text)) return false;
+    said.add(text);
+    return true;
+  });
 }

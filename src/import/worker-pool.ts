@@ -127,82 +127,102 @@ function release(slot: Slot, keep: boolean): void {
  * answer that cannot be read, an answer later than `answerMs` or `signal` aborting fails what is
  * awaited (and the exchange, so the worker is not used again).
  */
-function converse(worker: Worker, fileName: string, answerMs: number, signal: AbortSignal | undefined) {
-  const inbox: WorkerMessage[] = [];
-  let pending: { resolve: (message: WorkerMessage) => void; reject: (error: unknown) => void } | undefined;
-  let failure: unknown;
-  let rejectEnded: (error: unknown) => void = () => {};
-  const ended = new Promise<never>((_, reject) => {
-    rejectEnded = reject;
+class Exchange {
+  readonly #worker: Worker;
+  readonly #fileName: string;
+  readonly #answerMs: number;
+  readonly #signal: AbortSignal | undefined;
+  readonly #inbox: WorkerMessage[] = [];
+  #pending: { resolve: (message: WorkerMessage) => void; reject: (error: unknown) => void } | undefined;
+  #failure: unknown;
+  #rejectEnded: (error: unknown) => void = () => {};
+  /** Rejects with the failure once the exchange fails. */
+  readonly ended = new Promise<never>((_, reject) => {
+    this.#rejectEnded = reject;
   });
-  ended.catch(() => {});
-  const fail = (error: unknown) => {
-    failure ??= error;
-    rejectEnded(failure);
-    pending?.reject(failure);
-    pending = undefined;
+
+  constructor(worker: Worker, fileName: string, answerMs: number, signal: AbortSignal | undefined) {
+    this.#worker = worker;
+    this.#fileName = fileName;
+    this.#answerMs = answerMs;
+    this.#signal = signal;
+    this.ended.catch(() => {});
+    worker.on('message', this.#onMessage);
+    worker.on('messageerror', this.#onMessageError);
+    worker.on('error', this.#onError);
+    worker.on('exit', this.#onExit);
+    signal?.addEventListener('abort', this.#onAbort, { once: true });
+    if (signal?.aborted) this.#onAbort();
+  }
+
+  get broken(): boolean {
+    return this.#failure !== undefined;
+  }
+
+  send(message: HostMessage, transfer: ArrayBuffer[] = []): void {
+    if (this.#failure === undefined) this.#worker.postMessage(message, transfer);
+  }
+
+  receive(): Promise<WorkerMessage> {
+    const next = this.#inbox.shift();
+    if (next) return Promise.resolve(next);
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    return new Promise((resolve, reject) => {
+      const late = `took the import worker longer than ${this.#answerMs / 1000} s to read; it was stopped`;
+      const timer = setTimeout(() => this.#fail(new ImportInputError(this.#fileName, late)), this.#answerMs);
+      this.#pending = {
+        resolve: (message) => {
+          clearTimeout(timer);
+          resolve(message);
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      };
+    });
+  }
+
+  close(): void {
+    this.#worker.off('message', this.#onMessage);
+    this.#worker.off('messageerror', this.#onMessageError);
+    this.#worker.off('error', this.#onError);
+    this.#worker.off('exit', this.#onExit);
+    this.#signal?.removeEventListener('abort', this.#onAbort);
+  }
+
+  #fail = (error: unknown) => {
+    this.#failure ??= error;
+    this.#rejectEnded(this.#failure);
+    this.#pending?.reject(this.#failure);
+    this.#pending = undefined;
   };
-  const onMessage = (message: WorkerMessage) => {
-    if (pending) {
-      pending.resolve(message);
-      pending = undefined;
-    } else inbox.push(message);
+
+  #onMessage = (message: WorkerMessage) => {
+    if (this.#pending) {
+      this.#pending.resolve(message);
+      this.#pending = undefined;
+    } else this.#inbox.push(message);
   };
-  const onError = (error: Error & { code?: string }) => {
+
+  #onError = (error: Error & { code?: string }) => {
     if (error.code === 'ERR_WORKER_OUT_OF_MEMORY') {
-      fail(new ImportInputError(fileName, `needs more memory to be read than an import may use (${HEAP_MB} MB)`));
-    } else fail(error);
+      this.#fail(new ImportInputError(this.#fileName, `needs more memory to be read than an import may use (${HEAP_MB} MB)`));
+    } else this.#fail(error);
   };
-  const onExit = (code: number) => fail(new Error(`the import worker stopped (exit code ${code})`));
+
+  #onExit = (code: number) => this.#fail(new Error(`the import worker stopped (exit code ${code})`));
+
   // A message V8 cannot deserialize here (a tree nested too deep for the host's stack) is no
   // `message` at all: without this, the answer it was is awaited forever.
-  const onMessageError = (error: Error) =>
-    fail(new ImportInputError(fileName, `could not be handed over by the import worker (${error.message})`));
-  const onAbort = () => fail(signal?.reason ?? new Error('the reading was stopped'));
-  worker.on('message', onMessage);
-  worker.on('messageerror', onMessageError);
-  worker.on('error', onError);
-  worker.on('exit', onExit);
-  signal?.addEventListener('abort', onAbort, { once: true });
-  if (signal?.aborted) onAbort();
-  return {
-    get broken() {
-      return failure !== undefined;
-    },
-    /** Rejects with the failure once the exchange fails. */
-    ended,
-    send(message: HostMessage, transfer: ArrayBuffer[] = []) {
-      if (failure === undefined) worker.postMessage(message, transfer);
-    },
-    receive(): Promise<WorkerMessage> {
-      const next = inbox.shift();
-      if (next) return Promise.resolve(next);
-      if (failure !== undefined) return Promise.reject(failure);
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(
-          () => fail(new ImportInputError(fileName, `took the import worker longer than ${answerMs / 1000} s to read; it was stopped`)),
-          answerMs,
-        );
-        pending = {
-          resolve: (message) => {
-            clearTimeout(timer);
-            resolve(message);
-          },
-          reject: (error) => {
-            clearTimeout(timer);
-            reject(error);
-          },
-        };
-      });
-    },
-    close() {
-      worker.off('message', onMessage);
-      worker.off('messageerror', onMessageError);
-      worker.off('error', onError);
-      worker.off('exit', onExit);
-      signal?.removeEventListener('abort', onAbort);
-    },
-  };
+  #onMessageError = (error: Error) =>
+    this.#fail(new ImportInputError(this.#fileName, `could not be handed over by the import worker (${error.message})`));
+
+  #onAbort = () => this.#fail(this.#signal?.reason ?? new Error('the reading was stopped'));
+}
+
+function converse(worker: Worker, fileName: string, answerMs: number, signal: AbortSignal | undefined): Exchange {
+  return new Exchange(worker, fileName, answerMs, signal);
 }
 
 /** The worker's answer as what it is: an ImportInputError with the same message, or a server fault. */

@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyHttpOptions, type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { createContext } from './context.ts';
 import { clientAddress } from './http/client-address.ts';
 import { redactUrl, requestLogger } from './http/request-logger.ts';
+import { backgroundPlugin } from './plugins/background.ts';
 import { clusterPlugin } from './plugins/cluster.ts';
 import { compressionPlugin } from './plugins/compression.ts';
 import { API_VERSIONS, contractPlugin } from './plugins/contract.ts';
 import { durableAnswersPlugin } from './plugins/durable-answers.ts';
 import { answerFrameworkError, clientErrorAnswerer, errorsPlugin, hasUnreadBody } from './plugins/errors.ts';
-import { importsPlugin } from './plugins/imports.ts';
-import { integrationsPlugin } from './plugins/integrations.ts';
 import { methodNotAllowedPlugin } from './plugins/method-not-allowed.ts';
 import { openRoutesPlugin } from './plugins/open-routes.ts';
 import { parsersPlugin } from './plugins/parsers.ts';
@@ -21,7 +21,7 @@ import { securityHeadersPlugin } from './plugins/security-headers.ts';
 import { upkeepPlugin } from './plugins/upkeep.ts';
 import { webPlugin } from './plugins/web.ts';
 import type { LegacyKeyDigests } from './security/legacy-key-digests.ts';
-import { bootstrapAdmin } from './services/bootstrap.ts';
+import { bootstrapAdmin } from './services/access/bootstrap.ts';
 import { createValidatorCompiler, lazySerializers } from './validation.ts';
 
 export { API_VERSIONS, type ApiVersion } from './plugins/contract.ts';
@@ -34,14 +34,17 @@ export interface BuildOptions {
   logStream?: NodeJS.WritableStream;
 }
 
-/** Builds the production application: every Fastify option here, every concern a named plugin. */
-export async function buildApp(options: BuildOptions): Promise<FastifyInstance> {
+/**
+ * Every Fastify option of the application. `live` answers what exists only once the app is built:
+ * its log, and the legacy keys' digests the request log masks URLs with.
+ */
+function fastifyOptions(
+  options: BuildOptions,
+  lingering: Set<Socket>,
+  live: { legacyKeys: () => LegacyKeyDigests | undefined; log: () => FastifyBaseLogger },
+): FastifyHttpOptions<Server> {
   const { config } = options;
-  // The request log masks old-format keys pasted into URLs: it needs their digests, which the context holds.
-  let legacyKeys: LegacyKeyDigests | undefined;
-  // Connections reading and dropping what a refused request still sends (LOAD-4b), ended on shutdown.
-  const lingering = new Set<Socket>();
-  const app: FastifyInstance = Fastify({
+  return {
     logger: {
       level: config.logLevel,
       redact: {
@@ -51,7 +54,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       serializers: {
         req: (req: { method: string; url: string; ip?: string; params?: unknown }) => ({
           method: req.method,
-          url: redactUrl(req.url, req.params, legacyKeys?.isKey),
+          url: redactUrl(req.url, req.params, live.legacyKeys()?.isKey),
           remoteAddress: clientAddress(req as Parameters<typeof clientAddress>[0]),
         }),
       },
@@ -76,8 +79,18 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     routerOptions: { maxParamLength: 500, ignoreTrailingSlash: true },
     schemaController: { compilersFactory: { buildValidator: createValidatorCompiler as never, buildSerializer: lazySerializers } },
     frameworkErrors: answerFrameworkError,
-    clientErrorHandler: clientErrorAnswerer(() => app.log, config, lingering),
-  });
+    clientErrorHandler: clientErrorAnswerer(live.log, config, lingering),
+  };
+}
+
+/** Builds the production application: every Fastify option here, every concern a named plugin. */
+export async function buildApp(options: BuildOptions): Promise<FastifyInstance> {
+  const { config } = options;
+  // The request log masks old-format keys pasted into URLs: it needs their digests, which the context holds.
+  let legacyKeys: LegacyKeyDigests | undefined;
+  // Connections reading and dropping what a refused request still sends (LOAD-4b), ended on shutdown.
+  const lingering = new Set<Socket>();
+  const app: FastifyInstance = Fastify(fastifyOptions(options, lingering, { legacyKeys: () => legacyKeys, log: () => app.log }));
 
   let state: 'starting' | 'ready' | 'stopping' = 'starting';
   const ctx = await createContext(config, { log: app.log, clock: options.clock, readiness: () => state }).catch((error: unknown) => {
@@ -115,11 +128,10 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(recoveryPlugin, { ctx });
   await app.register(clusterPlugin, { ctx });
   await app.register(upkeepPlugin, { ctx });
-  await app.register(integrationsPlugin, { ctx });
   app.addHook('onReady', async () => {
     state = 'ready';
   });
-  await app.register(importsPlugin, { ctx });
+  await app.register(backgroundPlugin, { ctx });
   return app;
 }
 

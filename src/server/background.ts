@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Lease, runUnderLease, TaskInterrupted, type TaskTimedOut } from './background/lease.ts';
 import type { Task, TaskPeers, TaskStore } from './background/store.ts';
 
-export { type Lease, TaskInterrupted, TaskTimedOut } from './background/lease.ts';
+export { type HeldLease, type Lease, type TaskHold, TaskInterrupted, TaskTimedOut } from './background/lease.ts';
 export type { ClaimedTask, Task, TaskPeers, TaskStore } from './background/store.ts';
 
 // Background work through the database (SCALE-5): tasks are rows, and any instance claims a due
@@ -138,6 +138,11 @@ export class TaskRunner {
     }
     this.switchedOff.delete(kind);
     this.kinds.set(kind, { handler: (_task, lease) => handler(lease), everyMs });
+  }
+
+  /** Every kind registered, the periodic ones switched off (period 0) included, in the order registered. */
+  registeredKinds(): string[] {
+    return [...new Set([...this.kinds.keys(), ...this.switchedOff])];
   }
 
   /** The wall-clock time tasks are due by: a task enqueued with this as `runAt` is due at once. */

@@ -55,6 +55,13 @@ export interface Config {
    */
   cacheTtlSeconds: number;
   /**
+   * Whether answers are kept in memory at all (`ATTEST_ANSWER_CACHES`, `on` by default): `off`
+   * turns every one off at once (completed runs' results, device answers, image uses, owners, hot
+   * images, key principals), so every request reads the database; for diagnosis and the
+   * coherence test (PERF-8).
+   */
+  answerCaches: 'on' | 'off';
+  /**
    * Background tasks (imports, retention, garbage collection): how long a claimed task's lease
    * lasts before another instance may take it over (`ATTEST_TASK_LEASE_SECONDS`, default 30; the
    * holder renews it every third of that), and how often an idle instance looks for work
@@ -212,19 +219,9 @@ export class ConfigError extends Error {
   }
 }
 
-/** Reads and validates the whole configuration; throws a ConfigError listing every problem. */
-export function loadConfig(env: Env = process.env): Config {
-  const r = new Reader(env);
-  const publicUrl = r.url('ATTEST_PUBLIC_URL', ['http:', 'https:']);
-  const adminEmail = r.string('ATTEST_ADMIN_EMAIL');
-  const adminApiKey = r.string('ATTEST_ADMIN_API_KEY');
-  if ((adminEmail === undefined) !== (adminApiKey === undefined)) {
-    r.problems.push('ATTEST_ADMIN_EMAIL and ATTEST_ADMIN_API_KEY must be set together');
-  }
-  if (adminEmail !== undefined && !/^[^\s@]+@[^\s@]+$/.test(adminEmail)) {
-    r.problems.push('ATTEST_ADMIN_EMAIL must be an e-mail address');
-  }
-  const config: Config = {
+/** Where the server listens and what it runs on: its data, database, blobs, cache and task runner. */
+function serviceSettings(r: Reader) {
+  return {
     port: r.int('PORT', 8080, 0, 65535),
     host: r.string('HOST') ?? '0.0.0.0',
     dataDir: path.resolve(r.string('ATTEST_DATA_DIR') ?? './data'),
@@ -240,9 +237,30 @@ export function loadConfig(env: Env = process.env): Config {
     readinessTimeoutMs: r.int('ATTEST_READINESS_TIMEOUT_MS', 1500, 100, 60_000),
     redisUrl: r.url('ATTEST_REDIS_URL', ['redis:', 'rediss:']),
     cacheTtlSeconds: r.int('ATTEST_CACHE_TTL_SECONDS', 10, 1, 3600),
+    answerCaches: r.oneOf('ATTEST_ANSWER_CACHES', 'on', ['on', 'off'] as const),
     taskLeaseSeconds: r.int('ATTEST_TASK_LEASE_SECONDS', 30, 3, 3600),
     taskPollMs: r.int('ATTEST_TASK_POLL_MS', 1000, 10, 60_000),
     taskTimeoutSeconds: r.int('ATTEST_TASK_TIMEOUT_SECONDS', 900, 1, 86_400),
+  };
+}
+
+/** The public address and the admin key (both e-mail and key, or neither). */
+function adminSettings(r: Reader) {
+  const publicUrl = r.url('ATTEST_PUBLIC_URL', ['http:', 'https:']);
+  const adminEmail = r.string('ATTEST_ADMIN_EMAIL');
+  const adminApiKey = r.string('ATTEST_ADMIN_API_KEY');
+  if ((adminEmail === undefined) !== (adminApiKey === undefined)) {
+    r.problems.push('ATTEST_ADMIN_EMAIL and ATTEST_ADMIN_API_KEY must be set together');
+  }
+  if (adminEmail !== undefined && !/^[^\s@]+@[^\s@]+$/.test(adminEmail)) {
+    r.problems.push('ATTEST_ADMIN_EMAIL must be an e-mail address');
+  }
+  return { publicUrl, adminEmail, adminApiKey };
+}
+
+/** Who may get in, and how: the admin key, keys, sessions and single sign-on. */
+function accessSettings(r: Reader, { publicUrl, adminEmail, adminApiKey }: ReturnType<typeof adminSettings>) {
+  return {
     publicUrl: publicUrl?.replace(/\/+$/, ''),
     adminEmail,
     adminApiKey,
@@ -257,6 +275,12 @@ export function loadConfig(env: Env = process.env): Config {
     sso: readSsoConfig(r),
     passwordLogin: r.bool('ATTEST_PASSWORD_LOGIN', true),
     maxKeysPerUser: r.int('ATTEST_MAX_KEYS_PER_USER', 50, 1, 10_000),
+  };
+}
+
+/** The bounds on what a request may send and the server keeps in memory. */
+function limitSettings(r: Reader) {
+  return {
     bodyLimit: r.int('ATTEST_BODY_LIMIT', 1 * MiB, 1024, 1024 * MiB),
     bulkBodyLimit: r.int('ATTEST_BULK_BODY_LIMIT', 16 * MiB, 1024, 1024 * MiB),
     pageSizeDefault: r.int('ATTEST_PAGE_SIZE_DEFAULT', 50, 1, 10_000),
@@ -279,6 +303,12 @@ export function loadConfig(env: Env = process.env): Config {
     maxImportBytes: r.int('ATTEST_MAX_IMPORT_BYTES', 256 * MiB, 1024, 4096 * MiB),
     maxImportExpandedBytes: r.int('ATTEST_MAX_IMPORT_EXPANDED_BYTES', 1024 * MiB, 1024, 16_384 * MiB),
     maxImportEntries: r.int('ATTEST_MAX_IMPORT_ENTRIES', 20_000, 1, 1_000_000),
+  };
+}
+
+/** Retention, storage safety, timeouts and the background sweeps. */
+function operationSettings(r: Reader) {
+  return {
     retentionDays: r.int('ATTEST_RETENTION_DAYS', 0, 0, 36_500),
     retentionFailedDays: r.int('ATTEST_RETENTION_FAILED_DAYS', 0, 0, 36_500),
     retentionLastRuns: r.int('ATTEST_RETENTION_LAST_RUNS', 0, 0, 100_000),
@@ -301,8 +331,11 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: r.bool('ATTEST_WEBHOOK_ALLOW_PRIVATE', false),
     webhookTimeoutMs: r.int('ATTEST_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     imageLinkTtlSeconds: r.int('ATTEST_IMAGE_LINK_TTL_SECONDS', 86_400, 60, 30 * 86_400),
-    crashAt: undefined,
   };
+}
+
+/** The test hook and the settings that contradict one another. */
+function checkSettings(r: Reader, env: Env, config: Config): void {
   const crashAt = r.string('ATTEST_CRASH_AT');
   if (crashAt !== undefined) {
     // A production server must never kill itself on a leftover variable: the hook needs both.
@@ -333,6 +366,21 @@ export function loadConfig(env: Env = process.env): Config {
   if (config.corsOrigins.includes('*')) {
     r.problems.push('ATTEST_CORS_ORIGINS must list origins explicitly ("*" is not allowed)');
   }
+}
+
+/** Reads and validates the whole configuration; throws a ConfigError listing every problem. */
+export function loadConfig(env: Env = process.env): Config {
+  const r = new Reader(env);
+  // Read in this order, so the problems are listed in it.
+  const admin = adminSettings(r);
+  const config: Config = {
+    ...serviceSettings(r),
+    ...accessSettings(r, admin),
+    ...limitSettings(r),
+    ...operationSettings(r),
+    crashAt: undefined,
+  };
+  checkSettings(r, env, config);
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;
 }

@@ -16,14 +16,15 @@ import type { DB, Dialect } from './db/types.ts';
 import { FrozenAnswers } from './http/frozen-answers.ts';
 import { HotBlobs } from './http/hot-blobs.ts';
 import {
+  type AnswerSwitch,
   DEVICE_ANSWERS_BYTES,
   IMAGE_USES_BYTES,
   type ImageUses,
   imageUsesBytes,
   KeptAnswers,
   KeptOwners,
-  textBytes,
 } from './http/kept-answers.ts';
+import { KeptTexts } from './http/kept-routes.ts';
 import { ThumbnailRenderer } from './media/thumbnails.ts';
 import { CREDENTIALS_CACHE_ENTRIES, CredentialsCache } from './security/credentials-cache.ts';
 import type { FailureCounts } from './security/failure-limiter.ts';
@@ -71,10 +72,15 @@ export interface ServiceContext {
 
 /** Answers the HTTP layer keeps in memory, each until a change may have made it stale. */
 export interface KeptHttpAnswers {
+  /**
+   * Whether any answer is kept (`ATTEST_ANSWER_CACHES`, PERF-8): read by every keeper here and by
+   * `credentials`. Off from the start when configured so; the coherence test turns it off for a moment.
+   */
+  answerCaches: AnswerSwitch;
   /** Completed runs' results as bytes (PERF-2). */
   frozenResults: FrozenAnswers;
   /** Serialised device answers, each until a write to its device (PERF-5). */
-  deviceAnswers: KeptAnswers<string>;
+  deviceAnswers: KeptTexts;
   /** Images with the projects known to use them, until a deletion (PERF-6). */
   imageUses: KeptAnswers<ImageUses>;
   /** The project that owns a run, test, job or artifact, or has a key or an id, until a deletion (PERF-7). */
@@ -117,6 +123,7 @@ export async function createContext(config: Config, parts: ContextParts = {}): P
     log.warn({ err: error }, 'a PostgreSQL connection of the task runner broke while idle; the pool opens a new one');
   const cluster = await createCluster(config, database, log);
   const limits = authLimits(cluster, config);
+  const answerCaches: AnswerSwitch = { on: config.answerCaches === 'on' };
   const ctx: AppContext = {
     config,
     readiness: parts.readiness ?? (() => 'starting'),
@@ -133,7 +140,7 @@ export async function createContext(config: Config, parts: ContextParts = {}): P
     authFailures: limits.authFailures,
     logins: limits.logins,
     legacyKeys: new LegacyKeyDigests(),
-    credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES, config.cacheTtlSeconds * 1000),
+    credentials: new CredentialsCache(CREDENTIALS_CACHE_ENTRIES, config.cacheTtlSeconds * 1000, answerCaches),
     thumbnails: new ThumbnailRenderer(config),
     background: new TaskRunner({
       // On PostgreSQL the runner claims and renews on connections of its own (lease-connections.ts).
@@ -149,11 +156,12 @@ export async function createContext(config: Config, parts: ContextParts = {}): P
       timeoutMs: config.taskTimeoutSeconds * 1000,
       peers: taskPeers(cluster.notifications, log),
     }),
-    frozenResults: new FrozenAnswers(config.resultsCacheBytes),
-    deviceAnswers: new KeptAnswers(DEVICE_ANSWERS_BYTES, textBytes),
-    imageUses: new KeptAnswers(IMAGE_USES_BYTES, imageUsesBytes),
-    owners: new KeptOwners(),
-    hotBlobs: new HotBlobs(config.imageCacheBytes),
+    answerCaches,
+    frozenResults: new FrozenAnswers(config.resultsCacheBytes, answerCaches),
+    deviceAnswers: new KeptTexts(DEVICE_ANSWERS_BYTES, answerCaches),
+    imageUses: new KeptAnswers(IMAGE_USES_BYTES, imageUsesBytes, answerCaches),
+    owners: new KeptOwners(undefined, answerCaches),
+    hotBlobs: new HotBlobs(config.imageCacheBytes, answerCaches),
   };
   ctx.changes.on((change) => forgetStale(ctx, change));
   relayChanges(ctx.changes, cluster.notifications, log);

@@ -2,6 +2,7 @@ import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Static, TSchema } from 'typebox';
+import { IS_UUID } from '../api/common.ts';
 import { AppError, type FieldError, invalid, shortPointer } from './errors.ts';
 
 /**
@@ -128,10 +129,8 @@ export function rejectNulCharacters(value: unknown, pointer: string): void {
   }
 }
 
-const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** Whether a raw value can be one of our ids (random UUIDs); anything else cannot name a row. */
-export const isUuid = (value: string): boolean => UUID_SHAPE.test(value);
+export const isUuid = (value: string): boolean => IS_UUID.test(value);
 
 /**
  * Fastify's validator compiler. Path and query strings arrive as text and are coerced to the schema

@@ -14,7 +14,7 @@ import { gifWithFrames, pixelFloodPng, pngClaiming, randomAnimation, randomGif, 
 import { addSteps, completeRun, startRun } from '../helpers/records.ts';
 import { blobEnv, leftoverUploads } from '../helpers/s3.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { filesUnder, upload, uploadHead } from '../helpers/uploads.ts';
+import { type FilePart, filesUnder, upload, uploadHead } from '../helpers/uploads.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const MiB = 1024 * 1024;
@@ -61,6 +61,9 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(unhandled, [], 'no request ended in an unhandled error');
     });
 
+    /** One file part (`file`) uploaded by the project's tester. */
+    const testerUpload = (metadata: Record<string, unknown>, file: FilePart) =>
+      upload(server.url, tester.key, projectId, metadata, { file });
     const db = () => server.app.attest.db;
     /** The digests the blob store holds, whichever store it is. */
     const storedBlobs = async () => {
@@ -339,29 +342,17 @@ for (const dialect of DIALECTS) {
 
         test('other kinds keep the detected type, or application/octet-stream, and never take the declared one', async () => {
           const runId = await newRun();
-          const log = await upload(
-            server.url,
-            tester.key,
-            projectId,
+          const log = await testerUpload(
             { testRunId: runId, kind: 'log', name: 'console' },
-            { file: { bytes: Buffer.from('line 1\n'), type: 'text/html' } },
+            { bytes: Buffer.from('line 1\n'), type: 'text/html' },
           );
           assert.equal(log.status, 201);
           assert.equal(log.body.contentType, 'application/octet-stream', 'no signature and no extension that names a text kind');
-          const page = await upload(
-            server.url,
-            tester.key,
-            projectId,
-            { testRunId: runId, kind: 'file', name: 'page' },
-            { file: { bytes: HTML, type: 'text/html' } },
-          );
+          const page = await testerUpload({ testRunId: runId, kind: 'file', name: 'page' }, { bytes: HTML, type: 'text/html' });
           assert.equal(page.body.contentType, 'application/octet-stream', 'the declared text/html is never taken');
-          const png = await upload(
-            server.url,
-            tester.key,
-            projectId,
+          const png = await testerUpload(
             { testRunId: runId, kind: 'file', name: 'chart' },
-            { file: { bytes: await randomPng(), type: 'text/plain' } },
+            { bytes: await randomPng(), type: 'text/plain' },
           );
           assert.equal(png.body.contentType, 'image/png');
           assert.deepEqual(png.body.images, [], 'only screenshots and visual diffs have images');
@@ -447,13 +438,7 @@ for (const dialect of DIALECTS) {
         );
         assert.doesNotMatch(String(raw.headers['content-disposition']), /[\r\n]/);
         assert.equal(raw.headers.x, undefined, 'no header was injected');
-        const long = await upload(
-          server.url,
-          tester.key,
-          projectId,
-          { testRunId: runId, kind: 'log', name: `${'é'.repeat(200)}` },
-          { file: { bytes: Buffer.from('x') } },
-        );
+        const long = await testerUpload({ testRunId: runId, kind: 'log', name: `${'é'.repeat(200)}` }, { bytes: Buffer.from('x') });
         assert.equal(Buffer.byteLength(String(long.body.name)), 254, 'cut to at most 255 bytes on a character boundary');
       });
 
@@ -674,15 +659,8 @@ for (const dialect of DIALECTS) {
         const first = (
           await upload(server.url, tester.key, projectId, shot(runId, { stepKey: 'a' }), { file: { bytes: await randomPng() } })
         ).body as unknown as ArtifactBody;
-        const second = (
-          await upload(
-            server.url,
-            tester.key,
-            projectId,
-            { testRunId: runId, kind: 'video', name: 'run.webm' },
-            { file: { bytes: randomBytes(5000) } },
-          )
-        ).body as unknown as ArtifactBody;
+        const second = (await testerUpload({ testRunId: runId, kind: 'video', name: 'run.webm' }, { bytes: randomBytes(5000) }))
+          .body as unknown as ArtifactBody;
         const details = await viewer.client.call(v1.artifacts.getArtifacts, { query: { ids: `${second.id},${first.id}` } });
         assert.deepEqual(details.missing, []);
         assert.deepEqual(
@@ -721,13 +699,7 @@ for (const dialect of DIALECTS) {
       test('downloads a non-image as an attachment with the FILE-5 headers, and supports ranges', async () => {
         const runId = await newRun();
         const bytes = randomBytes(10_000);
-        const created = await upload(
-          server.url,
-          tester.key,
-          projectId,
-          { testRunId: runId, kind: 'trace', name: 'trace ünïcode.zip' },
-          { file: { bytes } },
-        );
+        const created = await testerUpload({ testRunId: runId, kind: 'trace', name: 'trace ünïcode.zip' }, { bytes });
         const raw = await rawGet(`/api/v1/artifact/artifacts/${created.body.id}/content`, viewer.key);
         assert.equal(raw.status, 200);
         assert.deepEqual(raw.body, bytes);
@@ -748,13 +720,7 @@ for (const dialect of DIALECTS) {
 
       test('serves an HTML file uploaded as a file as a text/html attachment, and a screenshot inline', async () => {
         const runId = await newRun();
-        const page = await upload(
-          server.url,
-          tester.key,
-          projectId,
-          { testRunId: runId, kind: 'file', name: 'page.html' },
-          { file: { bytes: HTML, type: 'text/html' } },
-        );
+        const page = await testerUpload({ testRunId: runId, kind: 'file', name: 'page.html' }, { bytes: HTML, type: 'text/html' });
         const html = await rawGet(`/api/v1/artifact/artifacts/${page.body.id}/content`, viewer.key);
         assert.equal(html.headers['content-type'], 'text/html');
         assert.match(String(html.headers['content-disposition']), /^attachment;/);

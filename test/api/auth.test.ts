@@ -40,6 +40,10 @@ async function send(server: TestServer, method: string, url: string, headers: Re
 const me = (server: TestServer, headers: Record<string, string>) =>
   send(server, 'GET', '/api/v1/me', { accept: 'application/json', 'content-type': 'application/json', ...headers });
 
+/** POST /auth/login with `body` as JSON (an e-mail and a password, or what a test sends instead). */
+const postLogin = (server: TestServer, body: object) =>
+  send(server, 'POST', '/api/v1/auth/login', { 'content-type': 'application/json', accept: 'application/json' }, JSON.stringify(body));
+
 /** A request as seen from a given local address (the loopback has all of 127/8), for per-address limits. */
 const meFrom = (server: TestServer, localAddress: string, headers: Record<string, string>) =>
   rawRequest(`${server.url}/api/v1/me`, { headers, localAddress });
@@ -412,13 +416,7 @@ for (const dialect of DIALECTS) {
         const password = `pw-${unique()}-long-enough`;
         await user.client.call(v1.users.setUserPassword, { params: { email: user.email }, body: { password } });
         secrets.push(password);
-        const login = await send(
-          server,
-          'POST',
-          '/api/v1/auth/login',
-          { 'content-type': 'application/json', accept: 'application/json' },
-          JSON.stringify({ email: user.email.toUpperCase(), password }),
-        );
+        const login = await postLogin(server, { email: user.email.toUpperCase(), password });
         assert.equal(login.status, 200, login.text);
         const key = login.json.key as string;
         secrets.push(key);
@@ -437,14 +435,7 @@ for (const dialect of DIALECTS) {
           params: { email: user.email },
           body: { password: 'correct horse battery' },
         });
-        const login = (body: object) =>
-          send(
-            server,
-            'POST',
-            '/api/v1/auth/login',
-            { 'content-type': 'application/json', accept: 'application/json' },
-            JSON.stringify(body),
-          );
+        const login = (body: object) => postLogin(server, body);
         // The login is rate limited per address like any call, so its counter headers move between requests.
         const shape = (raw: Raw) => {
           const { status, headers, body } = failureShape(raw);
@@ -536,13 +527,7 @@ for (const dialect of DIALECTS) {
       await waitFor(async () => (await lastUsedOf(user.email, legacy.id)) != null, { message: 'the old-format key use is recorded' });
       server.clock.advance(10 * 86_400_000);
       assert.equal((await me(server, { 'service.api-token': recent.key })).status, 200);
-      const login = await send(
-        server,
-        'POST',
-        '/api/v1/auth/login',
-        { 'content-type': 'application/json', accept: 'application/json' },
-        JSON.stringify({ email: user.email, password }),
-      );
+      const login = await postLogin(server, { email: user.email, password });
       assert.equal(login.status, 200, login.text);
       await waitFor(async () => (await lastUsedOf(user.email, recent.id)) != null, { message: 'the use of `recent` is recorded' });
       server.clock.advance(3_600_000);
@@ -578,13 +563,7 @@ for (const dialect of DIALECTS) {
       const password = `pw-${unique()}-long-enough`;
       await user.client.call(v1.users.setUserPassword, { params: { email: user.email }, body: { password } });
       const login = async () => {
-        const raw = await send(
-          server,
-          'POST',
-          '/api/v1/auth/login',
-          { 'content-type': 'application/json', accept: 'application/json' },
-          JSON.stringify({ email: user.email, password }),
-        );
+        const raw = await postLogin(server, { email: user.email, password });
         assert.equal(raw.status, 200, raw.text);
         return raw.json as { key: string; expiresAt: string };
       };

@@ -64,11 +64,46 @@ async function setUp(server: TestServer, receiver: WebhookReceiver): Promise<Set
   return { projectId, tester, manager, hookId: hook.id };
 }
 
+/** What a suite stands up besides its servers: the late proxy in front of a new bucket, the webhook receiver, the project. */
+interface Stand extends Setup {
+  proxy: FaultyProxy;
+  receiver: WebhookReceiver;
+  /** The digests of the uploads whose GETs the proxy answers late. */
+  delayed: Set<string>;
+  /** Closes the receiver and the proxy (the suite closes its servers first). */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the proxy and the receiver, then the servers `start` makes with the environment they
+ * share (answering the one to set the project up on), and delays the GETs of the uploads that
+ * stuckImport adds. Closes what it started if a step fails.
+ */
+async function standUp(start: (shared: ReturnType<typeof env>) => Promise<TestServer>): Promise<Stand> {
+  const proxy = await faultyProxy(s3.endpoint);
+  let receiver: WebhookReceiver | undefined;
+  const close = async () => {
+    await receiver?.close();
+    await proxy.close();
+  };
+  try {
+    receiver = await startWebhookReceiver();
+    const setup = await setUp(await start(env(proxy, await s3.createBucket())), receiver);
+    const delayed = new Set<string>();
+    delayUploads(proxy, delayed);
+    return { ...setup, proxy, receiver, delayed, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
 /** Posts a JUnit import whose upload GETs the proxy answers late; answers its id once the store has that GET. */
-async function stuckImport(setup: Setup, proxy: FaultyProxy, delayed: Set<string>): Promise<string> {
+async function stuckImport(stand: Stand): Promise<string> {
+  const { proxy } = stand;
   const bytes = junit(unique('com.example.Stuck'));
-  delayed.add(sha256(bytes));
-  const accepted = await setup.tester.client.importReport(setup.projectId, { name: 'stuck.xml', bytes });
+  stand.delayed.add(sha256(bytes));
+  const accepted = await stand.tester.client.importReport(stand.projectId, { name: 'stuck.xml', bytes });
   const seen = proxy.answers.filter((answer) => answer === 'delayed').length;
   await waitFor(() => proxy.answers.filter((answer) => answer === 'delayed').length > seen, {
     timeoutMs: 20_000,
@@ -81,13 +116,14 @@ const readImport = (setup: Setup, importId: string) =>
   setup.tester.client.call(v1.imports.getImport, { params: { projectId: setup.projectId, importId } });
 
 /** Sends the test event and answers the import states at the moment the receiver had it. */
-async function deliveredWhile(setup: Setup, receiver: WebhookReceiver, importIds: string[]) {
+async function deliveredWhile(stand: Stand, importIds: string[]) {
+  const { receiver } = stand;
   const before = receiver.received.length;
   const asked = Date.now();
-  await setup.manager.client.call(v1.webhooks.testWebhook, { params: { projectId: setup.projectId, webhookId: setup.hookId } });
+  await stand.manager.client.call(v1.webhooks.testWebhook, { params: { projectId: stand.projectId, webhookId: stand.hookId } });
   await waitFor(() => receiver.received.length > before, { timeoutMs: 30_000, message: 'the test event was delivered' });
   const tookMs = Date.now() - asked;
-  const states = await Promise.all(importIds.map(async (id) => (await readImport(setup, id)).status));
+  const states = await Promise.all(importIds.map(async (id) => (await readImport(stand, id)).status));
   return { tookMs, states, delivery: receiver.received.at(-1) };
 }
 
@@ -118,36 +154,31 @@ async function failsAtTheLimit(server: TestServer, setup: Setup, importId: strin
 for (const dialect of DIALECTS) {
   describe(`[${dialect}] a stuck import (SCALE-9)`, () => {
     let server: TestServer;
-    let proxy: FaultyProxy;
-    let receiver: WebhookReceiver;
-    let setup: Setup;
-    const delayed = new Set<string>();
+    let stand: Stand;
 
     before(async () => {
-      proxy = await faultyProxy(s3.endpoint);
-      receiver = await startWebhookReceiver();
-      server = await startTestServer(dialect, env(proxy, await s3.createBucket()));
-      setup = await setUp(server, receiver);
-      delayUploads(proxy, delayed);
+      stand = await standUp(async (shared) => {
+        server = await startTestServer(dialect, shared);
+        return server;
+      });
     });
     after(async () => {
       await server?.close();
-      await receiver?.close();
-      await proxy?.close();
+      await stand?.close();
     });
 
     test('delays no webhook delivery, ends failed at its time limit, and the next import completes', { timeout: 120_000 }, async () => {
-      const importId = await stuckImport(setup, proxy, delayed);
-      const { tookMs, states, delivery } = await deliveredWhile(setup, receiver, [importId]);
+      const importId = await stuckImport(stand);
+      const { tookMs, states, delivery } = await deliveredWhile(stand, [importId]);
       assert.deepEqual(states, ['queued'], `delivered after ${tookMs} ms, while the import was still stuck`);
       assert.equal(delivery?.verifyError, undefined);
       assert.equal((delivery?.verified as { type?: string } | undefined)?.type, 'webhook.test');
 
-      await failsAtTheLimit(server, setup, importId);
-      const next = await setup.tester.client.importReport(setup.projectId, { name: 'next.xml', bytes: junit(unique('com.example.Next')) });
+      await failsAtTheLimit(server, stand, importId);
+      const next = await stand.tester.client.importReport(stand.projectId, { name: 'next.xml', bytes: junit(unique('com.example.Next')) });
       const record = await waitFor(
         async () => {
-          const read = await readImport(setup, String(next.id));
+          const read = await readImport(stand, String(next.id));
           return read.status === 'completed' || read.status === 'failed' ? read : undefined;
         },
         { timeoutMs: 30_000, message: 'the next import ended' },
@@ -162,31 +193,25 @@ if (DIALECTS.includes('postgres')) {
   describe('[postgres] a stuck import on each of two instances (SCALE-9)', () => {
     let first: TestServer;
     let second: TestServer;
-    let proxy: FaultyProxy;
-    let receiver: WebhookReceiver;
-    let setup: Setup;
-    const delayed = new Set<string>();
+    let stand: Stand;
 
     before(async () => {
-      proxy = await faultyProxy(s3.endpoint);
-      receiver = await startWebhookReceiver();
-      const shared = env(proxy, await s3.createBucket());
-      first = await startTestServer('postgres', shared);
-      second = await startPeerServer(first, shared);
-      setup = await setUp(first, receiver);
-      delayUploads(proxy, delayed);
+      stand = await standUp(async (shared) => {
+        first = await startTestServer('postgres', shared);
+        second = await startPeerServer(first, shared);
+        return first;
+      });
     });
     after(async () => {
       await second?.close();
       await first?.close();
-      await receiver?.close();
-      await proxy?.close();
+      await stand?.close();
     });
 
     test('two stuck imports, one on each instance, delay no webhook delivery and both fail at their time limit', {
       timeout: 120_000,
     }, async () => {
-      const ids = [await stuckImport(setup, proxy, delayed), await stuckImport(setup, proxy, delayed)];
+      const ids = [await stuckImport(stand), await stuckImport(stand)];
       const owners = await Promise.all(
         ids.map(async (id) => (await findTaskByKey(first.app.attest.db, `import:${id}`))?.lease_owner ?? undefined),
       );
@@ -195,9 +220,9 @@ if (DIALECTS.includes('postgres')) {
         new Set([first.app.attest.background.instanceId, second.app.attest.background.instanceId]),
         'each instance holds one',
       );
-      const { tookMs, states } = await deliveredWhile(setup, receiver, ids);
+      const { tookMs, states } = await deliveredWhile(stand, ids);
       assert.deepEqual(states, ['queued', 'queued'], `delivered after ${tookMs} ms, while both imports were still stuck`);
-      for (const id of ids) await failsAtTheLimit(first, setup, id);
+      for (const id of ids) await failsAtTheLimit(first, stand, id);
     });
   });
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type ApiError, v1 } from '../../src/client/index.ts';
-import { collectGarbage, verifyStorage } from '../../src/server/services/maintenance.ts';
+import { collectGarbage, verifyStorage } from '../../src/server/services/operations/maintenance.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { type ServerWithManagedProject, serverWithManagedProject, unique } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Static } from 'typebox';
+import type { BodyOf } from '../../src/api/endpoint.ts';
 import type { FailureGroup } from '../../src/api/v1/failures.ts';
 import { type ApiError, type AttestClient, v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
@@ -129,6 +130,12 @@ for (const dialect of DIALECTS) {
       viewer.client.call(v1.failures.getFailureGroup, { params: { projectId, groupId } });
 
     /** The groups of the job's failed runs, by run name. */
+    /** A live run of the tester's, as a reporter sends one: created, `results` appended, then PATCHed completed and failed; answers the PATCH. */
+    const liveFailedRun = async (name: string, results: BodyOf<typeof v1.results.appendResults>) => {
+      const run = await tester.client.call(v1.runs.createRun, { body: { projectId: projectA, name } });
+      await tester.client.call(v1.results.appendResults, { params: { testRunId: run.id }, body: results });
+      return tester.client.call(v1.runs.updateRun, { params: { testRunId: run.id }, body: { status: 'completed', verdict: 'failed' } });
+    };
     const groupsByRunName = async (jobId: string) =>
       new Map((await runsOfJob(jobId)).filter((run) => run.failureGroupId !== null).map((run) => [run.name, run.failureGroupId as string]));
 
@@ -203,27 +210,19 @@ for (const dialect of DIALECTS) {
       test('a live run (a failed step with its trace, then PATCH completed) and an imported split message and stack share a group', async () => {
         const message = 'expected order total 42.00 but got 41.99 (order 7f3a9c01-2b4d-4e6f-8a1b-3c5d7e9f1a2b)';
         const stack = '    at checkTotal (tests/totals.spec.ts:88:14)\n    at Context.<anonymous> (tests/totals.spec.ts:20:3)';
-        const run = await tester.client.call(v1.runs.createRun, { body: { projectId: projectA, name: 'live totals' } });
-        await tester.client.call(v1.results.appendResults, {
-          params: { testRunId: run.id },
-          body: {
-            steps: [
-              {
-                key: 'total',
-                title: 'Check the total',
-                status: 'failed',
-                error: message,
-                cells: [{ name: 'trace', mediaType: 'text/plain', text: `AssertionError: ${message}\n${stack}` }],
-              },
-            ],
-          },
-        });
-        const completed = await tester.client.call(v1.runs.updateRun, {
-          params: { testRunId: run.id },
-          body: { status: 'completed', verdict: 'failed' },
+        const completed = await liveFailedRun('live totals', {
+          steps: [
+            {
+              key: 'total',
+              title: 'Check the total',
+              status: 'failed',
+              error: message,
+              cells: [{ name: 'trace', mediaType: 'text/plain', text: `AssertionError: ${message}\n${stack}` }],
+            },
+          ],
         });
         assert.ok(completed.failureGroupId, 'the PATCH answer names the group');
-        const read = await viewer.client.call(v1.runs.getRun, { params: { testRunId: run.id } });
+        const read = await viewer.client.call(v1.runs.getRun, { params: { testRunId: completed.id } });
         assert.equal(read.failureGroupId, completed.failureGroupId);
 
         const other = message.replace('7f3a9c01-2b4d-4e6f-8a1b-3c5d7e9f1a2b', '0d1e2f3a-4b5c-4d6e-9f80-112233445566');
@@ -334,24 +333,18 @@ for (const dialect of DIALECTS) {
 
         // Live: a step with the first line as its message and the printed error as its trace.
         const live = async (locator: string, line: number) => {
-          const run = await tester.client.call(v1.runs.createRun, { body: { projectId: projectA, name: `live ${locator}` } });
-          await tester.client.call(v1.results.appendResults, {
-            params: { testRunId: run.id },
-            body: {
-              steps: [
-                {
-                  key: 'click',
-                  title: 'Click',
-                  status: 'failed',
-                  error: first,
-                  cells: [{ name: 'trace', mediaType: 'text/plain', text: printed(locator, line, 5173) }],
-                },
-              ],
-            },
+          const completed = await liveFailedRun(`live ${locator}`, {
+            steps: [
+              {
+                key: 'click',
+                title: 'Click',
+                status: 'failed',
+                error: first,
+                cells: [{ name: 'trace', mediaType: 'text/plain', text: printed(locator, line, 5173) }],
+              },
+            ],
           });
-          return (
-            await tester.client.call(v1.runs.updateRun, { params: { testRunId: run.id }, body: { status: 'completed', verdict: 'failed' } })
-          ).failureGroupId as string;
+          return completed.failureGroupId as string;
         };
         const livePay = await live(pay, 44);
         assert.equal(livePay, fromJunit.get('pays'), 'the live run falls into the imported group of its locator');
@@ -363,19 +356,11 @@ for (const dialect of DIALECTS) {
         const stack = (line: number) => `    at /home/runner/work/shop/shop/tests/visual.spec.ts:${line}:44`;
         // As the live reporter sends Playwright's failure: the step's message alone, the run's `error` cell with its stack.
         const send = async (stepErrors: string[], cell: string) => {
-          const run = await tester.client.call(v1.runs.createRun, { body: { projectId: projectA, name: unique('visual ') } });
-          await tester.client.call(v1.results.appendResults, {
-            params: { testRunId: run.id },
-            body: {
-              steps: stepErrors.map((error, i) => ({ key: `s${i}`, title: `Step ${i}`, status: 'failed' as const, error })),
-              cells: [{ name: 'error', mediaType: 'text/plain', text: cell }],
-            },
+          const completed = await liveFailedRun(unique('visual '), {
+            steps: stepErrors.map((error, i) => ({ key: `s${i}`, title: `Step ${i}`, status: 'failed' as const, error })),
+            cells: [{ name: 'error', mediaType: 'text/plain', text: cell }],
           });
-          const completed = await tester.client.call(v1.runs.updateRun, {
-            params: { testRunId: run.id },
-            body: { status: 'completed', verdict: 'failed' },
-          });
-          const results = await viewer.client.call(v1.results.getResults, { params: { testRunId: run.id } });
+          const results = await viewer.client.call(v1.results.getResults, { params: { testRunId: completed.id } });
           return { run: completed.failureGroupId as string, steps: results.steps.map((step) => step.failureGroupId as string) };
         };
         const one = await send([statement, statement], `${statement}\n\nCall log:\n  - waiting\n${stack(8)}`);

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { v1 } from '../../src/client/index.ts';
 import { CHANNEL, type PgNotificationBus } from '../../src/server/cluster/pg-notification-bus.ts';
-import { knownPrincipal } from '../../src/server/services/authenticate.ts';
+import { knownPrincipal } from '../../src/server/services/access/authenticate.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, unique } from '../helpers/factories.ts';
 import { databaseSettled, startPeerServer, startTestServer, type TestServer } from '../helpers/server.ts';

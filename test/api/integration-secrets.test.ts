@@ -9,6 +9,7 @@ import { createProject, createUser, type TestUser, unique } from '../helpers/fac
 import { type StandIn, startStandIn } from '../helpers/forge-stand-in.ts';
 import { type RawResponse, rawRequest } from '../helpers/http.ts';
 import { firstError, firstPointer } from '../helpers/problems.ts';
+import { failedGroup as failedGroupOf } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -144,18 +145,7 @@ for (const dialect of DIALECTS) {
       return id;
     }
 
-    async function failedGroup(project: string) {
-      const run = await tester.client.call(v1.runs.createRun, {
-        body: {
-          projectId: project,
-          name: `checkout ${unique()}`,
-          verdict: 'failed',
-          results: { steps: [{ title: 'pay', status: 'failed', error: `payment declined ${unique()}` }] },
-        },
-      });
-      const read = await tester.client.call(v1.runs.getRun, { params: { testRunId: run.id } });
-      return { runId: run.id, groupId: read.failureGroupId as string };
-    }
+    const failedGroup = (project: string) => failedGroupOf(tester.client, project);
 
     const checkOf = (jobId: string) =>
       waitFor(

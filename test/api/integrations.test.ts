@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { type ApiError, v1 } from '../../src/client/index.ts';
-import { sweepIssueLinks } from '../../src/server/services/issue-links.ts';
+import { sweepIssueLinks } from '../../src/server/services/integrations/issue-links.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
 import { MERGE_REQUEST_IID, PULL_NUMBER, type RecordedRequest, type StandIn, startStandIn } from '../helpers/forge-stand-in.ts';
+import { failedGroup as failedGroupOf } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -302,18 +303,7 @@ for (const dialect of DIALECTS) {
     });
 
     describe('issue links (FORGE-5, FORGE-6)', () => {
-      async function failedGroup(project: string) {
-        const run = await tester.client.call(v1.runs.createRun, {
-          body: {
-            projectId: project,
-            name: `checkout ${unique()}`,
-            verdict: 'failed',
-            results: { steps: [{ title: 'pay', status: 'failed', error: `payment declined ${unique()}` }] },
-          },
-        });
-        const read = await tester.client.call(v1.runs.getRun, { params: { testRunId: run.id } });
-        return { runId: run.id, groupId: read.failureGroupId as string };
-      }
+      const failedGroup = (project: string) => failedGroupOf(tester.client, project);
 
       test('files a Jira issue for an error group with the failure, the steps and links, and stores its key as the issueUrl', async () => {
         await rejectsWith(

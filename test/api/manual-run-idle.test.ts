@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { v1 } from '../../src/client/index.ts';
-import { endIdleManualRuns, IDLE_NOTE_CELL } from '../../src/server/services/manual-runs.ts';
+import { endIdleManualRuns, IDLE_NOTE_CELL } from '../../src/server/services/tests/manual-runs.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
-import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
+import { createProject, createUser, type TestUser } from '../helpers/factories.ts';
 import { firstPointer, isProblem } from '../helpers/problems.ts';
+import { createOneStepTest } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
@@ -52,12 +53,7 @@ for (const dialect of DIALECTS) {
       await server.close();
     });
 
-    const newTest = async (project = projectId) =>
-      (
-        await server.admin.client.call(v1.tests.createTest, {
-          body: { projectId: project, name: unique('test-'), steps: [{ action: 'Do it', expected: 'Done' }] },
-        })
-      ).id;
+    const newTest = (project = projectId) => createOneStepTest(server.admin.client, project);
     /** A completed run of the test, a second after the one before. */
     const record = async (
       testId: string,

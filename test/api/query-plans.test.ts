@@ -11,7 +11,7 @@ import { listDevices } from '../../src/server/db/repositories/devices.ts';
 import { type GroupSort, listFailureGroups } from '../../src/server/db/repositories/failure-groups.ts';
 import { listTestsByHealth } from '../../src/server/db/repositories/health.ts';
 import { listImports } from '../../src/server/db/repositories/imports.ts';
-import { listJobs } from '../../src/server/db/repositories/jobs.ts';
+import { jobRunSummaries, listJobs } from '../../src/server/db/repositories/jobs.ts';
 import { listProjects } from '../../src/server/db/repositories/projects.ts';
 import { expiredRuns } from '../../src/server/db/repositories/retention.ts';
 import { latestRunsOfTest, listRuns, type RunFilter } from '../../src/server/db/repositories/runs.ts';
@@ -34,6 +34,7 @@ import { waitFor } from '../helpers/wait.ts';
 /** Tables that grow with the data: a whole scan of one, or a sort of its rows, is what the test refuses. */
 const LARGE = new Set([
   'test_runs',
+  'job_rollups',
   'steps',
   'text_cells',
   'artifacts',
@@ -69,6 +70,8 @@ function sqliteProblems(details: readonly string[], query: string): string[] {
 interface PgPlanNode {
   'Node Type': string;
   'Relation Name'?: string;
+  'Index Name'?: string;
+  'Index Cond'?: string;
   'Sort Key'?: string[];
   Plans?: PgPlanNode[];
 }
@@ -85,6 +88,12 @@ function postgresProblems(node: PgPlanNode): string[] {
   return problems;
 }
 
+/** The index scans of a PostgreSQL plan, walked whole: each index's name and its condition. */
+function postgresIndexScans(node: PgPlanNode): string[] {
+  const own = node['Index Name'] ? [`${node['Index Name']} ${node['Index Cond'] ?? ''}`] : [];
+  return [...own, ...(node.Plans ?? []).flatMap(postgresIndexScans)];
+}
+
 const JUNIT = (round: number) => `<?xml version="1.0" encoding="UTF-8"?>
 <testsuites>
   <testsuite name="checkout" tests="3">
@@ -98,7 +107,8 @@ for (const dialect of DIALECTS) {
   describe(`[${dialect}] list queries read through indexes (SCALE-8)`, () => {
     let server: TestServer;
     let db: Kysely<Schema>;
-    let explain: (query: CompiledQuery) => Promise<string[]>;
+    /** SQLite's plan lines of a query, or PostgreSQL's plan with sequential scans and sorts disabled. */
+    let explain: (query: CompiledQuery) => Promise<string[] | PgPlanNode>;
     let close: () => Promise<void>;
     const captured: CompiledQuery[] = [];
     const seeded = { projectId: '', jobId: '', runId: '', testId: '', userId: '' };
@@ -150,7 +160,7 @@ for (const dialect of DIALECTS) {
             await client.query('set local enable_sort = off');
             const { rows } = await client.query(`explain (format json) ${query.sql}`, query.parameters as unknown[]);
             await client.query('rollback');
-            return postgresProblems((rows[0]['QUERY PLAN'] as [{ Plan: PgPlanNode }])[0].Plan);
+            return (rows[0]['QUERY PLAN'] as [{ Plan: PgPlanNode }])[0].Plan;
           } finally {
             client.release();
           }
@@ -172,6 +182,12 @@ for (const dialect of DIALECTS) {
       await close?.();
       await server?.close();
     });
+
+    /** The indexes a query's plan reads, with their conditions: SQLite's plan lines, PostgreSQL's index scans. */
+    async function indexesOf(query: CompiledQuery): Promise<string[]> {
+      const plan = await explain(query);
+      return Array.isArray(plan) ? plan : postgresIndexScans(plan);
+    }
 
     /** A list's first page of one item and, when there is one, the page after it: both queries are explained. */
     async function pages(list: (page: { limit: number; cursor?: string }) => Promise<{ nextCursor: string | null }>) {
@@ -251,11 +267,57 @@ for (const dialect of DIALECTS) {
       assert.ok(captured.length >= 60, `${captured.length} queries captured`);
       const failures: string[] = [];
       for (const query of captured) {
-        const result = await explain(query);
-        const problems = dialect === 'sqlite' ? sqliteProblems(result, query.sql) : result;
+        const plan = await explain(query);
+        const problems = Array.isArray(plan) ? sqliteProblems(plan, query.sql) : postgresProblems(plan);
         if (problems.length > 0) failures.push(`${query.sql}\n    ${problems.join('\n    ')}`);
       }
       assert.deepEqual(failures, [], `queries that read more than their page:\n${failures.join('\n')}`);
+    });
+
+    test('a branch, a job and its failures, and a deep page each seek the index made for them, and jobs read their rollup (SCALE-11)', async () => {
+      const { projectId, jobId } = seeded;
+      const seeks: [RunFilter, string][] = [
+        [{ branch: 'main', verdict: 'failed' }, 'test_runs_branch'],
+        [{ jobId }, 'test_runs_job'],
+        [{ jobId, verdict: 'failed' }, 'test_runs_job_verdict'],
+      ];
+      for (const [filter, index] of seeks) {
+        captured.length = 0;
+        const first = await listRuns(db, projectId, filter, { limit: 1 });
+        assert.ok(first.nextCursor, `a second page of ${JSON.stringify(filter)}`);
+        await listRuns(db, projectId, filter, { limit: 1, cursor: first.nextCursor });
+        for (const query of captured) {
+          const plan = await indexesOf(query);
+          assert.ok(
+            plan.some((line) => new RegExp(`\\b${index}\\b`).test(line)),
+            `${JSON.stringify(filter)} reads ${index}: ${plan.join('; ')}`,
+          );
+        }
+      }
+      // A cursor page of the whole list seeks where the cursor is: the row comparison is the index's
+      // condition, not a filter of what comes before it.
+      captured.length = 0;
+      const first = await listRuns(db, projectId, {}, { limit: 1 });
+      await listRuns(db, projectId, {}, { limit: 1, cursor: first.nextCursor as string });
+      const plan = await indexesOf(captured[1] as CompiledQuery);
+      assert.ok(
+        plan.some(
+          (line) =>
+            /test_runs_project/.test(line) &&
+            (dialect === 'sqlite' ? /\(project_id=\? AND \(created_at,id\)<\(\?,\?\)\)/ : /ROW\(created_at, id\) < ROW/).test(line),
+        ),
+        plan.join('; '),
+      );
+      // A page of jobs reads one rollup row per job, by its key, and none of their runs.
+      captured.length = 0;
+      const summaries = await jobRunSummaries(db, [jobId]);
+      assert.equal(summaries.get(jobId)?.completed, 3);
+      assert.equal(captured.length, 1);
+      const rollup = await indexesOf(captured[0] as CompiledQuery);
+      assert.ok(
+        rollup.some((line) => /job_rollups/.test(line) && !/test_runs/.test(line)),
+        rollup.join('; '),
+      );
     });
   });
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type ApiError, v1 } from '../../src/client/index.ts';
 import { deleteRuns, expiredRuns, type Policy } from '../../src/server/db/repositories/retention.ts';
-import { sweepRetention } from '../../src/server/services/retention.ts';
+import { sweepRetention } from '../../src/server/services/operations/retention.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type ApiError, v1 } from '../../src/client/index.ts';
-import { requeueExpiredRuns } from '../../src/server/services/run-claims.ts';
+import { requeueExpiredRuns } from '../../src/server/services/records/run-claims.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
 import { startPeerServer, startTestServer, type TestServer } from '../helpers/server.ts';

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import type { BodyOf } from '../../src/api/endpoint.ts';
 import { LEASE_SECONDS_DEFAULT } from '../../src/api/v1/runs.ts';
 import { type ApiError, v1 } from '../../src/client/index.ts';
-import { requeueExpiredRuns } from '../../src/server/services/run-claims.ts';
+import { requeueExpiredRuns } from '../../src/server/services/records/run-claims.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
 import { firstPointer } from '../helpers/problems.ts';

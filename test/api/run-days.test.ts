@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { v1 } from '../../src/client/index.ts';
-import { sweepRetention } from '../../src/server/services/retention.ts';
+import { type JobRunSummary, jobRunSummaries } from '../../src/server/db/repositories/jobs.ts';
+import { sweepRetention } from '../../src/server/services/operations/retention.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, createUser, type TestUser, unique } from '../helpers/factories.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -11,7 +12,8 @@ import { waitFor } from '../helpers/wait.ts';
 // The dashboard's rollups (TRIAGE-8): every path that writes runs keeps `run_days` (migration 0023)
 // equal to what aggregating the runs themselves gives, with TRIAGE-5's rule (a failed attempt that a
 // later attempt of its test in its job superseded is not a failure) read from the runs directly, and
-// `group_days` (migration 0025) equal to the failure occurrences counted per group and day.
+// `group_days` (migration 0025) equal to the failure occurrences counted per group and day, and
+// `job_rollups` (migration 0035, SCALE-11), as the jobs views read it, equal to the jobs' runs recounted.
 
 const DAY = 86_400_000;
 const ago = (days: number) => new Date(Date.now() - days * DAY).toISOString();
@@ -97,8 +99,39 @@ for (const dialect of DIALECTS) {
           group by project_id, substr(at, 1, 10), group_id order by project_id, day, group_id`.execute(server.app.attest.db)
       ).rows.map((row) => ({ ...row, occurrences: Number(row.occurrences) }));
 
+    /** Every job's run summary as the jobs views read it (the `job_rollups` rows, SCALE-11), and as recounted from the runs. */
+    const jobSummaries = async () => {
+      const db = server.app.attest.db;
+      const jobIds = (await db.selectFrom('jobs').select('id').orderBy('id').execute()).map((row) => row.id);
+      const read = await jobRunSummaries(db, jobIds);
+      const recounted = new Map<string, JobRunSummary>();
+      const runs = await db
+        .selectFrom('test_runs')
+        .select(['job_id', 'status', 'verdict', 'started_at', 'finished_at', 'created_at'])
+        .where('job_id', 'is not', null)
+        .execute();
+      for (const r of runs) {
+        const summary = recounted.get(r.job_id as string) ?? {
+          ...{ queued: 0, running: 0, completed: 0, aborted: 0, passed: 0, failed: 0, broken: 0, skipped: 0 },
+          ...{ firstStarted: null, lastFinished: null, lastCreated: null },
+        };
+        summary[r.status] += 1;
+        if (r.status === 'completed' && r.verdict) summary[r.verdict] += 1;
+        const earliest = (a: string | null, b: string | null) => (a === null || (b !== null && b < a) ? b : a);
+        const latest = (a: string | null, b: string | null) => (a === null || (b !== null && b > a) ? b : a);
+        summary.firstStarted = earliest(summary.firstStarted, r.started_at);
+        summary.lastFinished = latest(summary.lastFinished, r.finished_at);
+        summary.lastCreated = latest(summary.lastCreated, r.created_at);
+        recounted.set(r.job_id as string, summary);
+      }
+      const sorted = (map: Map<string, JobRunSummary>) => [...map].sort(([a], [b]) => (a < b ? -1 : 1));
+      return { read: sorted(read), recounted: sorted(recounted) };
+    };
+
     const agrees = async (what: string) => {
       assert.deepEqual(await rollup(), await fromRuns(), what);
+      const jobs = await jobSummaries();
+      assert.deepEqual(jobs.read, jobs.recounted, `${what}: the jobs' rollup`);
       assert.deepEqual(await groupRollup(), await fromOccurrences(), `${what}: the top groups' rollup`);
     };
 

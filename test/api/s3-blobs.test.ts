@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { v1 } from '../../src/client/index.ts';
-import { collectGarbage, verifyStorage } from '../../src/server/services/maintenance.ts';
+import { collectGarbage, verifyStorage } from '../../src/server/services/operations/maintenance.ts';
 import { sha256 } from '../helpers/blob-files.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject } from '../helpers/factories.ts';
@@ -10,7 +10,7 @@ import { randomPng } from '../helpers/png.ts';
 import { addSteps, startRun } from '../helpers/records.ts';
 import { startS3 } from '../helpers/s3.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { upload } from '../helpers/uploads.ts';
+import { adminUpload } from '../helpers/uploads.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 // SCALE-1: with ATTEST_BLOB_URL=s3://… the API keeps its bytes in the bucket and behaves as on disk
@@ -43,12 +43,11 @@ for (const dialect of DIALECTS) {
     const blobKeys = async () => (await s3.keys(bucket, 'attest/blobs/')).map((key) => key.split('/').at(-1));
 
     async function uploadShot(png: Buffer, name = 'shot.png') {
-      const answer = await upload(
-        server.url,
-        server.admin.key,
+      const answer = await adminUpload(
+        server,
         projectId,
         { testRunId: runId, stepId, kind: 'screenshot', name },
-        { file: { bytes: png, type: 'image/png' } },
+        { bytes: png, type: 'image/png' },
       );
       return answer;
     }
@@ -63,12 +62,11 @@ for (const dialect of DIALECTS) {
       const shot = await uploadShot(png);
       assert.equal(shot.status, 201, JSON.stringify(shot.body));
       const log = randomBytes(7 * 1024 * 1024); // past the store's buffering: a multipart upload
-      const file = await upload(
-        server.url,
-        server.admin.key,
+      const file = await adminUpload(
+        server,
         projectId,
         { testRunId: runId, kind: 'log', name: 'device.log' },
-        { file: { bytes: log, type: 'text/plain' } },
+        { bytes: log, type: 'text/plain' },
       );
       assert.equal(file.status, 201, JSON.stringify(file.body));
       assert.deepEqual((await blobKeys()).sort(), [sha256(png), sha256(log)].sort(), 'both are objects in the bucket');
@@ -114,12 +112,11 @@ for (const dialect of DIALECTS) {
     test('deleting the run and collecting garbage removes its objects from the bucket; verify finds the rest sound', async () => {
       const run = await startRun(server.admin.client, projectId);
       const png = await randomPng(30, 10);
-      const answer = await upload(
-        server.url,
-        server.admin.key,
+      const answer = await adminUpload(
+        server,
         projectId,
         { testRunId: run.id, kind: 'screenshot', name: 'gone.png' },
-        { file: { bytes: png, type: 'image/png' } },
+        { bytes: png, type: 'image/png' },
       );
       assert.equal(answer.status, 201);
       assert.ok((await blobKeys()).includes(sha256(png)));
@@ -134,12 +131,11 @@ for (const dialect of DIALECTS) {
     });
 
     test('the store stopped while uploads run: 503 with Retry-After, nothing acknowledged is missing, uploads succeed once it is back; reads while down are 503', async () => {
-      const logArtifact = await upload(
-        server.url,
-        server.admin.key,
+      const logArtifact = await adminUpload(
+        server,
         projectId,
         { testRunId: runId, kind: 'log', name: 'before.log' },
-        { file: { bytes: randomBytes(2000), type: 'text/plain' } },
+        { bytes: randomBytes(2000), type: 'text/plain' },
       );
       assert.equal(logArtifact.status, 201);
       const shotBefore = await uploadShot(await randomPng(40, 40), 'before.png');
@@ -195,19 +191,17 @@ for (const dialect of DIALECTS) {
       const run = await admin.call(v1.runs.createRun, { body: { projectId, name: 'exported', jobId: job.id } });
       const step = (await addSteps(admin, run.id, ['shown'])).shown as string;
       // Fresh bytes, never read yet: no instance keeps them in memory (PERF-3).
-      const shot = await upload(
-        server.url,
-        server.admin.key,
+      const shot = await adminUpload(
+        server,
         projectId,
         { testRunId: run.id, stepId: step, kind: 'screenshot', name: 'exported.png' },
-        { file: { bytes: await randomPng(20, 20), type: 'image/png' } },
+        { bytes: await randomPng(20, 20), type: 'image/png' },
       );
-      const file = await upload(
-        server.url,
-        server.admin.key,
+      const file = await adminUpload(
+        server,
         projectId,
         { testRunId: run.id, kind: 'log', name: 'exported.log' },
-        { file: { bytes: randomBytes(300), type: 'text/plain' } },
+        { bytes: randomBytes(300), type: 'text/plain' },
       );
       assert.deepEqual([shot.status, file.status], [201, 201]);
       await admin.call(v1.runs.updateRun, { params: { testRunId: run.id }, body: { status: 'completed', verdict: 'passed' } });

@@ -5,6 +5,7 @@ import { DIALECTS } from '../helpers/dialects.ts';
 import { type ServerWithTwoProjects, serverWithTwoProjects, unique } from '../helpers/factories.ts';
 import { jsonHeaders, rawRequest } from '../helpers/http.ts';
 import { firstPointer, isProblem } from '../helpers/problems.ts';
+import { createOneStepTest } from '../helpers/records.ts';
 
 // TRIAGE-5 (retries folded into their test) and TRIAGE-6 (health and quarantine), docs/triage.md.
 
@@ -49,12 +50,7 @@ for (const dialect of DIALECTS) {
     });
     after(() => server.close());
 
-    const newTest = async (projectId = projectA) =>
-      (
-        await server.admin.client.call(v1.tests.createTest, {
-          body: { projectId, name: unique('test-'), steps: [{ action: 'Do it', expected: 'Done' }] },
-        })
-      ).id;
+    const newTest = (projectId = projectA) => createOneStepTest(server.admin.client, projectId);
 
     /** A completed run of the test without a job (an outcome of its own), a second after the one before. */
     const record = async (testId: string, verdict: 'passed' | 'failed' | 'broken', labels: { branch?: string; commit?: string } = {}) => {

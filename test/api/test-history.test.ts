@@ -4,8 +4,9 @@ import type { Static } from 'typebox';
 import type { Verdict as VerdictSchema } from '../../src/api/v1/run-states.ts';
 import { type ApiError, v1 } from '../../src/client/index.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
-import { type ServerWithTwoProjects, serverWithTwoProjects, unique } from '../helpers/factories.ts';
+import { type ServerWithTwoProjects, serverWithTwoProjects } from '../helpers/factories.ts';
 import { firstPointer, isProblem } from '../helpers/problems.ts';
+import { createOneStepTest } from '../helpers/records.ts';
 
 type Verdict = Static<typeof VerdictSchema>;
 
@@ -19,12 +20,7 @@ for (const dialect of DIALECTS) {
     });
     after(() => server.close());
 
-    const newTest = async (projectId = projectA) =>
-      (
-        await server.admin.client.call(v1.tests.createTest, {
-          body: { projectId, name: unique('test-'), steps: [{ action: 'Do it', expected: 'Done' }] },
-        })
-      ).id;
+    const newTest = (projectId = projectA) => createOneStepTest(server.admin.client, projectId);
 
     /** A completed run of the test (or a running one, for `null`), a second after the one before. */
     const record = async (testId: string, verdict: Verdict | null, labels: { branch?: string; build?: string } = {}) => {

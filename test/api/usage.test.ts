@@ -8,8 +8,8 @@ import * as runCountMigration from '../../src/server/db/migrations/2026-11-26-00
 import * as runDaysMigration from '../../src/server/db/migrations/2026-11-28-0023-run-days.ts';
 import * as blobRefsMigration from '../../src/server/db/migrations/2026-11-28-0024-blob-refs-by-key.ts';
 import { recountRunArtifacts, recountUsage } from '../../src/server/db/repositories/usage.ts';
-import { verifyStorage } from '../../src/server/services/maintenance.ts';
-import { sweepRetention } from '../../src/server/services/retention.ts';
+import { verifyStorage } from '../../src/server/services/operations/maintenance.ts';
+import { sweepRetention } from '../../src/server/services/operations/retention.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject, type ServerWithManagedProject, serverWithManagedProject, unique } from '../helpers/factories.ts';
 import { jsonHeaders, rawRequest } from '../helpers/http.ts';

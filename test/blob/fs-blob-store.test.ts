@@ -33,20 +33,45 @@ describe('FsBlobStore on disk', () => {
     return store;
   }
 
-  /** The node file system with each fsync recorded in `calls` as `fsync <path>`, the path it was opened by, relative to the root. */
-  function fsyncRecorder(): { calls: string[]; recording: BlobFs } {
+  /**
+   * The node file system with each call of the kinds in `record` written to `calls`: `fsync <path>`,
+   * `rename <from> -> <to>` and so on, each path relative to the root (a descriptor's, the path it was
+   * opened by) and a temp file's random name as `<uuid>.part`.
+   */
+  function fsRecorder(record: ('open' | 'write' | 'fsync' | 'unlink' | 'rename' | 'mkdir')[]): { calls: string[]; recording: BlobFs } {
     const calls: string[] = [];
     const opened = new Map<number, string>();
+    const rel = (file: string) => path.relative(root, file).replace(/[0-9a-f-]{36}\.part$/, '<uuid>.part');
+    const note = (call: (typeof record)[number], what: string) => {
+      if (record.includes(call)) calls.push(`${call} ${what}`);
+    };
     const recording: BlobFs = {
       ...nodeBlobFs,
       open: async (file, flags, mode) => {
         const fd = await nodeBlobFs.open(file, flags, mode);
-        opened.set(fd, path.relative(root, file));
+        opened.set(fd, rel(file));
+        note('open', rel(file));
         return fd;
       },
+      write: async (fd, buffer, offset, length) => {
+        note('write', `${opened.get(fd)}`);
+        return nodeBlobFs.write(fd, buffer, offset, length);
+      },
       fsync: async (fd) => {
-        calls.push(`fsync ${opened.get(fd)}`);
+        note('fsync', `${opened.get(fd)}`);
         await nodeBlobFs.fsync(fd);
+      },
+      unlink: async (file) => {
+        note('unlink', rel(file));
+        await nodeBlobFs.unlink(file);
+      },
+      rename: async (from, to) => {
+        note('rename', `${rel(from)} -> ${rel(to)}`);
+        await nodeBlobFs.rename(from, to);
+      },
+      mkdir: async (dir) => {
+        note('mkdir', rel(dir));
+        await nodeBlobFs.mkdir(dir);
       },
     };
     return { calls, recording };
@@ -65,25 +90,7 @@ describe('FsBlobStore on disk', () => {
   });
 
   test('makes each step durable in order: file fsync, rename, then the directories up to blobs/', async () => {
-    const calls: string[] = [];
-    const opened = new Map<number, string>();
-    const rel = (file: string) => path.relative(root, file).replace(/[0-9a-f-]{36}\.part$/, '<uuid>.part');
-    const recording: BlobFs = {
-      ...nodeBlobFs,
-      open: async (file, flags, mode) => {
-        const fd = await nodeBlobFs.open(file, flags, mode);
-        opened.set(fd, rel(file));
-        return fd;
-      },
-      fsync: async (fd) => {
-        calls.push(`fsync ${opened.get(fd)}`);
-        await nodeBlobFs.fsync(fd);
-      },
-      rename: async (from, to) => {
-        calls.push(`rename ${rel(from)} -> ${rel(to)}`);
-        await nodeBlobFs.rename(from, to);
-      },
-    };
+    const { calls, recording } = fsRecorder(['fsync', 'rename']);
     const steps: string[] = [];
     const store = await ready({ fs: recording, onDurabilityStep: (step) => steps.push(step) });
     calls.length = 0;
@@ -114,56 +121,18 @@ describe('FsBlobStore on disk', () => {
       if (other !== undefined) pair = [other, text];
       else byPrefix.set(prefix, text);
     }
-    const { calls, recording } = fsyncRecorder();
-    const store = await ready({
-      fs: {
-        ...recording,
-        mkdir: async (dir) => {
-          calls.push(`mkdir ${path.relative(root, dir)}`);
-          await nodeBlobFs.mkdir(dir);
-        },
-      },
-    });
+    const { calls, recording } = fsRecorder(['fsync', 'mkdir']);
+    const store = await ready({ fs: recording });
     await store.put(chunks(pair[0]));
     calls.length = 0;
     const second = await store.put(chunks(pair[1]));
     const bb = path.join('blobs', second.sha256.slice(0, 2), second.sha256.slice(2, 4));
-    assert.deepEqual(
-      calls.map((c) => c.replace(/[0-9a-f-]{36}\.part$/, '<uuid>.part')),
-      ['fsync tmp/<uuid>.part', `fsync ${bb}`],
-    );
+    assert.deepEqual(calls, ['fsync tmp/<uuid>.part', `fsync ${bb}`]);
   });
 
   /** A store whose open, write, fsync, unlink and rename calls are recorded, paths relative to the root. */
   async function recordingStore() {
-    const calls: string[] = [];
-    const opened = new Map<number, string>();
-    const rel = (file: string) => path.relative(root, file).replace(/[0-9a-f-]{36}\.part$/, '<uuid>.part');
-    const recording: BlobFs = {
-      ...nodeBlobFs,
-      open: async (file, flags, mode) => {
-        const fd = await nodeBlobFs.open(file, flags, mode);
-        opened.set(fd, rel(file));
-        calls.push(`open ${rel(file)}`);
-        return fd;
-      },
-      write: async (fd, buffer, offset, length) => {
-        calls.push(`write ${opened.get(fd)}`);
-        return nodeBlobFs.write(fd, buffer, offset, length);
-      },
-      fsync: async (fd) => {
-        calls.push(`fsync ${opened.get(fd)}`);
-        await nodeBlobFs.fsync(fd);
-      },
-      unlink: async (file) => {
-        calls.push(`unlink ${rel(file)}`);
-        await nodeBlobFs.unlink(file);
-      },
-      rename: async (from, to) => {
-        calls.push(`rename ${rel(from)} -> ${rel(to)}`);
-        await nodeBlobFs.rename(from, to);
-      },
-    };
+    const { calls, recording } = fsRecorder(['open', 'write', 'fsync', 'unlink', 'rename']);
     const store = await ready({ fs: recording });
     calls.length = 0; // start-up recovery's own fsync
     return { store, calls };
@@ -308,7 +277,7 @@ describe('FsBlobStore on disk', () => {
   });
 
   test('an upload into a shard folder a deletion removed makes it again, durably (DUR-6)', async () => {
-    const { calls, recording } = fsyncRecorder();
+    const { calls, recording } = fsRecorder(['fsync']);
     const store = await ready({ fs: recording });
     const bytes = 'comes and goes';
     const stored = await store.put(chunks(bytes));
@@ -319,7 +288,7 @@ describe('FsBlobStore on disk', () => {
     again.release();
     const bb = path.join('blobs', again.sha256.slice(0, 2), again.sha256.slice(2, 4));
     assert.deepEqual(
-      calls.map((c) => c.replace(/[0-9a-f-]{36}\.part$/, '<uuid>.part')),
+      calls,
       ['fsync tmp/<uuid>.part', `fsync ${bb}`, `fsync ${path.dirname(bb)}`, 'fsync blobs'],
       'the recreated folders are made durable again',
     );

@@ -1,19 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type { AttestClient } from '../../src/client/index.ts';
 import { ApiError, v1 } from '../../src/client/index.ts';
-import {
-  type AxeViolation,
-  browserAvailable,
-  descriptionOf,
-  FEATURE_FIXED,
-  FEATURE_WITH_A_TYPO,
-  launchChromium,
-  seriousAxeViolations,
-  signIn,
-  watchedContext,
-} from '../helpers/browser.ts';
+import { axeRecord, browserAvailable, descriptionOf, FEATURE_FIXED, FEATURE_WITH_A_TYPO, openWatchedPage } from '../helpers/browser.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -39,20 +29,18 @@ describe('writing tests, launching jobs and managing a project in the web interf
   let server: TestServer;
   let client: AttestClient;
   let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
   let projectId: string;
   let testId: string;
   let jobId: string;
   const consoleErrors: string[] = [];
   const scripts = new Map<string, number>();
-  const axeFound = new Map<string, AxeViolation[]>();
+  const axe = axeRecord();
   const narrowOverflow = new Map<string, string[]>();
 
   /** axe-core on the page as it is, and whether it fits 390 px without scrolling sideways. */
   const check = async (view: string) => {
-    const found = await seriousAxeViolations(page);
-    if (found.length > 0) axeFound.set(view, found);
+    await axe.check(page, view);
     await page.setViewportSize({ width: 390, height: 844 });
     // What sticks out past the right edge, named by tag and class, for the failure message.
     const wide = (await page.evaluate(`(() => {
@@ -69,11 +57,7 @@ describe('writing tests, launching jobs and managing a project in the web interf
   before(async () => {
     server = await startTestServer('sqlite');
     client = server.admin.client;
-    await client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password: PASSWORD } });
-    browser = await launchChromium();
-    context = await watchedContext(browser, { consoleErrors, scripts });
-    page = await context.newPage();
-    await signIn(page, server.url, server.admin.email, PASSWORD);
+    ({ browser, page } = await openWatchedPage({ consoleErrors, scripts }, { server, password: PASSWORD, signIn: true }));
   });
   after(async () => {
     await browser?.close();
@@ -352,7 +336,7 @@ describe('writing tests, launching jobs and managing a project in the web interf
   });
 
   test('no serious or critical axe-core violation, nothing wider than 390 px, no console error, within the JavaScript budget', () => {
-    assert.deepEqual(Object.fromEntries(axeFound), {});
+    assert.deepEqual(Object.fromEntries(axe.found), {});
     assert.deepEqual(Object.fromEntries(narrowOverflow), {});
     // The two refusals the tests provoke (a key taken, a feature that does not parse) are logged by Chromium; nothing else.
     const provoked = [

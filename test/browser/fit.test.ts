@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { type AttestClient, v1 } from '../../src/client/index.ts';
-import { endIdleManualRuns } from '../../src/server/services/manual-runs.ts';
-import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, signIn, watchedContext } from '../helpers/browser.ts';
+import { endIdleManualRuns } from '../../src/server/services/tests/manual-runs.ts';
+import { axeRecord, browserAvailable, openWatchedPage } from '../helpers/browser.ts';
 import { createProject, unique } from '../helpers/factories.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -64,26 +64,18 @@ describe('pages that fit at 1280 px, in Chromium (UI-14)', { skip: !browserAvail
   let client: AttestClient;
   let receiver: WebhookReceiver;
   let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
   let project: { id: string; key: string };
   const consoleErrors: string[] = [];
-  const axeFound = new Map<string, AxeViolation[]>();
-  const check = async (view: string) => {
-    const found = await seriousAxeViolations(page);
-    if (found.length > 0) axeFound.set(view, found);
-  };
+  const axe = axeRecord();
+  const check = (view: string) => axe.check(page, view);
 
   before(async () => {
     server = await startTestServer('sqlite', { ATTEST_WEBHOOK_ALLOW_PRIVATE: 'true', ATTEST_LAUNCH_IDLE_MINUTES: '30' });
     client = server.admin.client;
     receiver = await startWebhookReceiver();
-    await client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password: PASSWORD } });
     project = await createProject(server, 'Fit shop');
-    browser = await launchChromium();
-    context = await watchedContext(browser, { consoleErrors });
-    page = await context.newPage();
-    await signIn(page, server.url, server.admin.email, PASSWORD);
+    ({ browser, page } = await openWatchedPage({ consoleErrors }, { server, password: PASSWORD, signIn: true }));
   });
   after(async () => {
     await browser?.close();
@@ -300,7 +292,7 @@ describe('pages that fit at 1280 px, in Chromium (UI-14)', { skip: !browserAvail
   });
 
   test('no serious or critical axe-core violation, and no console error', () => {
-    assert.deepEqual(Object.fromEntries(axeFound), {});
+    assert.deepEqual(Object.fromEntries(axe.found), {});
     assert.deepEqual(consoleErrors, []);
   });
 });

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { v1 } from '../../src/client/index.ts';
-import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, signIn, watchedContext } from '../helpers/browser.ts';
+import { axeRecord, browserAvailable, openWatchedPage } from '../helpers/browser.ts';
 import { createProject, unique } from '../helpers/factories.ts';
 import { type StandIn, startStandIn } from '../helpers/forge-stand-in.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -19,22 +19,17 @@ describe('integrations in Chromium (FORGE-1, FORGE-5, FORGE-6)', { skip: !browse
   let server: TestServer;
   let standIn: StandIn;
   let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
   let project: { id: string; key: string };
   const consoleErrors: string[] = [];
   const scripts = new Map<string, number>();
-  const axeFound = new Map<string, AxeViolation[]>();
+  const axe = axeRecord();
 
   before(async () => {
     standIn = await startStandIn();
     server = await startTestServer('sqlite', { ATTEST_INTEGRATIONS_ALLOW_PRIVATE: 'true' });
-    await server.admin.client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password: PASSWORD } });
     project = await createProject(server, 'Integrated shop');
-    browser = await launchChromium();
-    context = await watchedContext(browser, { consoleErrors, scripts });
-    page = await context.newPage();
-    await signIn(page, server.url, server.admin.email, PASSWORD);
+    ({ browser, page } = await openWatchedPage({ consoleErrors, scripts }, { server, password: PASSWORD, signIn: true }));
   });
   after(async () => {
     await browser?.close();
@@ -42,10 +37,7 @@ describe('integrations in Chromium (FORGE-1, FORGE-5, FORGE-6)', { skip: !browse
     await standIn?.close();
   });
 
-  const checkAccessibility = async (view: string) => {
-    const found = await seriousAxeViolations(page);
-    if (found.length > 0) axeFound.set(view, found);
-  };
+  const checkAccessibility = (view: string) => axe.check(page, view);
 
   test('the settings save a GitHub code host and a GitHub Issues tracker; the token is stored, never shown again', async () => {
     await page.goto(`${server.url}/projects/${project.key}/settings`);
@@ -105,7 +97,7 @@ describe('integrations in Chromium (FORGE-1, FORGE-5, FORGE-6)', { skip: !browse
   });
 
   test('no page had a serious accessibility problem or a console error', () => {
-    assert.deepEqual(Object.fromEntries(axeFound), {});
+    assert.deepEqual(Object.fromEntries(axe.found), {});
     assert.deepEqual(consoleErrors, []);
   });
 });

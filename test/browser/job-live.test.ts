@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { v1 } from '../../src/client/index.ts';
-import { browserAvailable, launchChromium, submitLogin, watchedContext } from '../helpers/browser.ts';
+import { browserAvailable, openWatchedPage, submitLogin } from '../helpers/browser.ts';
 import { createProject, unique } from '../helpers/factories.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { delay, waitFor } from '../helpers/wait.ts';
@@ -26,10 +26,8 @@ describe('the job page of a streamed launch (JOB-1, JOB-3)', { skip: !browserAva
 
   before(async () => {
     server = await startTestServer('sqlite');
-    await server.admin.client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password: PASSWORD } });
     projectId = (await createProject(server, 'Live jobs')).id;
-    browser = await launchChromium();
-    page = await (await watchedContext(browser, { consoleErrors })).newPage();
+    ({ browser, page } = await openWatchedPage({ consoleErrors }, { server, password: PASSWORD, signIn: false }));
   });
   after(async () => {
     await browser?.close();

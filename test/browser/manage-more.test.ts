@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type { AttestClient } from '../../src/client/index.ts';
 import { ApiError, v1 } from '../../src/client/index.ts';
-import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, signIn, watchedContext } from '../helpers/browser.ts';
+import { axeRecord, browserAvailable, openWatchedPage } from '../helpers/browser.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // UI-12 in Debian's Chromium against a real server: a manager deletes a
@@ -30,28 +30,20 @@ describe('deleting tests, jobs and artifacts and a device page in the web interf
   let server: TestServer;
   let client: AttestClient;
   let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
   let projectId: string;
   const consoleErrors: string[] = [];
-  const axeFound = new Map<string, AxeViolation[]>();
+  const axe = axeRecord();
   /** Requests the page made that the API refused on purpose in a test: not console errors of the page's own. */
   const expectedRefusals: string[] = [];
 
-  const check = async (view: string) => {
-    const found = await seriousAxeViolations(page);
-    if (found.length > 0) axeFound.set(view, found);
-  };
+  const check = (view: string) => axe.check(page, view);
 
   before(async () => {
     server = await startTestServer('sqlite');
     client = server.admin.client;
-    await client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password: PASSWORD } });
     projectId = (await client.call(v1.projects.createProject, { body: { key: 'LAB', name: 'Lab' } })).id;
-    browser = await launchChromium();
-    context = await watchedContext(browser, { consoleErrors });
-    page = await context.newPage();
-    await signIn(page, server.url, server.admin.email, PASSWORD);
+    ({ browser, page } = await openWatchedPage({ consoleErrors }, { server, password: PASSWORD, signIn: true }));
   });
   after(async () => {
     await browser?.close();
@@ -174,7 +166,7 @@ describe('deleting tests, jobs and artifacts and a device page in the web interf
   });
 
   test('no serious or critical axe-core violation on the new views, and no console error but the refusal asked for', () => {
-    assert.deepEqual(Object.fromEntries(axeFound), {});
+    assert.deepEqual(Object.fromEntries(axe.found), {});
     // The browser logs a failed request (the 404 of the artifact deleted meanwhile) as a console error.
     const unexpected = consoleErrors.filter((line) => !(expectedRefusals.length > 0 && /status of 404/.test(line)));
     assert.deepEqual(unexpected, []);

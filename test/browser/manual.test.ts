@@ -3,17 +3,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { v1 } from '../../src/client/index.ts';
-import {
-  type AxeViolation,
-  browserAvailable,
-  descriptionOf,
-  dropFile,
-  launchChromium,
-  pasteFile,
-  seriousAxeViolations,
-  submitLogin,
-  watchedContext,
-} from '../helpers/browser.ts';
+import { axeRecord, browserAvailable, descriptionOf, dropFile, openWatchedPage, pasteFile, submitLogin } from '../helpers/browser.ts';
 import { createProject } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -41,12 +31,10 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
   let runId: string;
   const consoleErrors: string[] = [];
   const scripts = new Map<string, number>();
-  const axeFound = new Map<string, AxeViolation[]>();
-  const axeChecked = new Set<string>();
+  const axe = axeRecord();
 
   before(async () => {
     server = await startTestServer('sqlite');
-    await server.admin.client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password: PASSWORD } });
     project = await createProject(server, 'Manual shop');
     const created = await server.admin.client.call(v1.tests.createTest, {
       body: {
@@ -61,20 +49,14 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
       },
     });
     testId = created.id;
-    browser = await launchChromium();
-    context = await watchedContext(browser, { consoleErrors, scripts });
-    page = await context.newPage();
+    ({ browser, context, page } = await openWatchedPage({ consoleErrors, scripts }, { server, password: PASSWORD, signIn: false }));
   });
   after(async () => {
     await browser?.close();
     await server?.close();
   });
 
-  const checkAccessibility = async (view: string) => {
-    axeChecked.add(view);
-    const found = await seriousAxeViolations(page);
-    if (found.length > 0) axeFound.set(view, found);
-  };
+  const checkAccessibility = (view: string) => axe.check(page, view);
   const storedSteps = async () =>
     (await server.admin.client.call(v1.results.getResults, { params: { testRunId: runId }, query: { partial: true } })).steps;
   const storedArtifacts = async () =>
@@ -319,7 +301,7 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
   });
 
   test('no serious or critical accessibility violation on any of these pages, and no console error', () => {
-    assert.deepEqual([...axeChecked].sort(), [
+    assert.deepEqual([...axe.checked].sort(), [
       'account',
       'audit',
       'devices-form',
@@ -329,7 +311,7 @@ describe('manual execution, imports and management in Chromium (UI-10..UI-12)', 
       'import-done',
       'run-delete-confirm',
     ]);
-    assert.deepEqual(Object.fromEntries(axeFound), {});
+    assert.deepEqual(Object.fromEntries(axe.found), {});
     // The refused import and device answer 400 on purpose; Chromium logs them.
     assert.deepEqual(
       consoleErrors.filter((e) => !e.includes('status of 400')),

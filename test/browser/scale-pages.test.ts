@@ -1,16 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { v1 } from '../../src/client/index.ts';
-import {
-  type AxeViolation,
-  browserAvailable,
-  launchChromium,
-  rendered,
-  seriousAxeViolations,
-  submitLogin,
-  watchedContext,
-} from '../helpers/browser.ts';
+import type { Browser, Page } from 'playwright-core';
+import { axeRecord, browserAvailable, openWatchedPage, rendered } from '../helpers/browser.ts';
 import { HISTORY_RUNS, JOB_RUNS, RUN_STEPS, type ScalePages, seedScalePages } from '../helpers/scale-pages.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -27,32 +18,22 @@ const PASSWORD = 'correct horse battery staple';
 describe('the web pages at scale', { skip: !browserAvailable() }, () => {
   let server: TestServer;
   let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
   let data: ScalePages;
   const consoleErrors: string[] = [];
-  const axeFound = new Map<string, AxeViolation[]>();
+  const axe = axeRecord();
 
   before(async () => {
     server = await startTestServer('sqlite');
-    await server.admin.client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password: PASSWORD } });
     data = await seedScalePages(server.admin.client, server.app.attest.db);
-    browser = await launchChromium();
-    context = await watchedContext(browser, { consoleErrors });
-    page = await context.newPage();
-    await page.goto(`${server.url}/login`);
-    await submitLogin(page, server.admin.email, PASSWORD);
-    await page.waitForURL((url) => url.pathname === '/');
+    ({ browser, page } = await openWatchedPage({ consoleErrors }, { server, password: PASSWORD, signIn: true }));
   });
   after(async () => {
     await browser?.close();
     await server?.close();
   });
 
-  const checkAccessibility = async (view: string) => {
-    const found = await seriousAxeViolations(page);
-    if (found.length > 0) axeFound.set(view, found);
-  };
+  const checkAccessibility = (view: string) => axe.check(page, view);
   /**
    * Scrolls the page to its bottom until `done`, as a person would, a screen at a time; with
    * `progress` (the rows loaded so far), only 30 s without any fails: loading 10,000 runs a page at
@@ -152,6 +133,6 @@ describe('the web pages at scale', { skip: !browserAvailable() }, () => {
 
   test('no console error and no serious accessibility violation on any of these pages', () => {
     assert.deepEqual(consoleErrors, []);
-    assert.deepEqual(Object.fromEntries(axeFound), {});
+    assert.deepEqual(Object.fromEntries(axe.found), {});
   });
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { v1 } from '../../src/client/index.ts';
-import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, watchedContext } from '../helpers/browser.ts';
+import { axeRecord, browserAvailable, launchChromium, watchedContext } from '../helpers/browser.ts';
 import { startIdentityProvider, type TestIdentityProvider } from '../helpers/identity-provider.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -17,8 +17,7 @@ describe('single sign-on in Chromium (SSO-1..SSO-4, SSO-6)', { skip: !browserAva
   let server: TestServer;
   let browser: Browser;
   const consoleErrors: string[] = [];
-  const axeFound = new Map<string, AxeViolation[]>();
-  const axeChecked = new Set<string>();
+  const axe = axeRecord();
   const contexts: BrowserContext[] = [];
 
   before(async () => {
@@ -37,12 +36,6 @@ describe('single sign-on in Chromium (SSO-1..SSO-4, SSO-6)', { skip: !browserAva
     await idp?.close();
   });
 
-  const checkAccessibility = async (page: Page, view: string) => {
-    axeChecked.add(view);
-    const found = await seriousAxeViolations(page);
-    if (found.length > 0) axeFound.set(view, found);
-  };
-
   /** A fresh browser (no provider session, no Attest session) signing in as `account` through the provider. */
   const signInThroughProvider = async (account: string, view: string): Promise<Page> => {
     const context = await watchedContext(browser, { consoleErrors });
@@ -52,7 +45,7 @@ describe('single sign-on in Chromium (SSO-1..SSO-4, SSO-6)', { skip: !browserAva
     const button = page.getByRole('button', { name: 'Sign in with Acme SSO' });
     await button.waitFor();
     assert.equal(await page.getByLabel('Password').count(), 0, 'password sign-in is off: no password field');
-    await checkAccessibility(page, `login-${view}`);
+    await axe.check(page, `login-${view}`);
     await button.click();
     await page.waitForURL((url) => url.origin === idp.issuer);
     await page.getByLabel('Account').fill(account);
@@ -66,7 +59,7 @@ describe('single sign-on in Chromium (SSO-1..SSO-4, SSO-6)', { skip: !browserAva
     await page.getByRole('heading', { name: 'Projects' }).waitFor();
     await page.getByText('Carol Baker').waitFor();
     assert.equal(await page.locator('.who .muted').textContent(), '(manager)');
-    await checkAccessibility(page, 'projects-manager');
+    await axe.check(page, 'projects-manager');
 
     const authorization = idp.authorizations.at(-1) as URLSearchParams;
     assert.equal(authorization.get('code_challenge_method'), 'S256');
@@ -93,7 +86,7 @@ describe('single sign-on in Chromium (SSO-1..SSO-4, SSO-6)', { skip: !browserAva
     const page = await signInThroughProvider('carol', 'second');
     await page.getByText('Carol Baker').waitFor();
     assert.equal(await page.locator('.who .muted').textContent(), '(viewer)');
-    await checkAccessibility(page, 'projects-viewer');
+    await axe.check(page, 'projects-viewer');
     const users = await server.admin.client.call(v1.users.listUsers, { query: { email: 'carol@acme.example' } });
     assert.deepEqual(
       users.items.map((u) => u.roles),
@@ -111,12 +104,12 @@ describe('single sign-on in Chromium (SSO-1..SSO-4, SSO-6)', { skip: !browserAva
     assert.match((await page.getByRole('alert').textContent()) ?? '', /not started in this tab/);
     assert.equal(await page.evaluate("sessionStorage.getItem('attest.session')"), null);
     assert.doesNotMatch(page.url(), /code=/, 'the code left the address bar');
-    await checkAccessibility(page, 'sso-refused');
+    await axe.check(page, 'sso-refused');
   });
 
   test('no serious or critical accessibility violation on any of these pages, and no console error', () => {
-    assert.deepEqual([...axeChecked].sort(), ['login-first', 'login-second', 'projects-manager', 'projects-viewer', 'sso-refused']);
-    assert.deepEqual(Object.fromEntries(axeFound), {});
+    assert.deepEqual([...axe.checked].sort(), ['login-first', 'login-second', 'projects-manager', 'projects-viewer', 'sso-refused']);
+    assert.deepEqual(Object.fromEntries(axe.found), {});
     // The test provider's own page has no favicon: only Attest's pages are held to this.
     assert.deepEqual(
       consoleErrors.filter((e) => !e.includes(idp.issuer)),

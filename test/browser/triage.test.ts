@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { zipSync } from 'fflate';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { AttestClient, v1 } from '../../src/client/index.ts';
-import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, signIn, watchedContext } from '../helpers/browser.ts';
+import { axeRecord, browserAvailable, openWatchedPage } from '../helpers/browser.ts';
 import { createProject } from '../helpers/factories.ts';
 import { shopScreen } from '../helpers/screens.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -50,15 +50,13 @@ describe('triage in the web interface, in Chromium (TRIAGE-8)', { skip: !browser
   let server: TestServer;
   let client: AttestClient;
   let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
   let project: { id: string; key: string };
   let nightly1: string;
   let nightly2: string;
   const consoleErrors: string[] = [];
   const scripts = new Map<string, number>();
-  const axeFound = new Map<string, AxeViolation[]>();
-  const axeChecked = new Set<string>();
+  const axe = axeRecord();
 
   /** A JSON answer of the API, as the admin. */
   const api = async <T>(method: string, path: string, body?: unknown): Promise<T> =>
@@ -78,11 +76,7 @@ describe('triage in the web interface, in Chromium (TRIAGE-8)', { skip: !browser
     return String(record.jobId);
   };
 
-  const checkAccessibility = async (view: string) => {
-    axeChecked.add(view);
-    const found = await seriousAxeViolations(page);
-    if (found.length > 0) axeFound.set(view, found);
-  };
+  const checkAccessibility = (view: string) => axe.check(page, view);
 
   /** The text of each cell of a table's body, row by row. */
   const cellsOf = (table: string) =>
@@ -101,7 +95,6 @@ describe('triage in the web interface, in Chromium (TRIAGE-8)', { skip: !browser
   before(async () => {
     server = await startTestServer('sqlite');
     client = server.admin.client;
-    await client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password: PASSWORD } });
     project = await createProject(server, 'Triage shop');
     const now = Date.now();
     // Nightly 1: a and d pass, b fails an assertion, c times out.
@@ -128,10 +121,7 @@ describe('triage in the web interface, in Chromium (TRIAGE-8)', { skip: !browser
       bytes: zipSync({ 'TEST-2.xml': report, 'shots/bad-password.png': await shopScreen(1) }),
     });
 
-    browser = await launchChromium();
-    context = await watchedContext(browser, { consoleErrors, scripts });
-    page = await context.newPage();
-    await signIn(page, server.url, server.admin.email, PASSWORD);
+    ({ browser, page } = await openWatchedPage({ consoleErrors, scripts }, { server, password: PASSWORD, signIn: true }));
   });
   after(async () => {
     await browser?.close();
@@ -312,8 +302,8 @@ describe('triage in the web interface, in Chromium (TRIAGE-8)', { skip: !browser
   });
 
   test('axe-core finds no serious or critical violation on the triage pages (UI-5)', () => {
-    const unchecked = VIEWS.filter((view) => !axeChecked.has(view));
-    assert.deepEqual({ unchecked, violations: Object.fromEntries(axeFound) }, { unchecked: [], violations: {} });
+    const unchecked = VIEWS.filter((view) => !axe.checked.has(view));
+    assert.deepEqual({ unchecked, violations: Object.fromEntries(axe.found) }, { unchecked: [], violations: {} });
   });
 
   test('the pages, the charts included, load under the 200 KB JavaScript budget, gzip (UI-3)', () => {

@@ -8,7 +8,7 @@ import { createProject, createUser, type TestUser } from '../helpers/factories.t
 import { randomGif } from '../helpers/png.ts';
 import { startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { upload } from '../helpers/uploads.ts';
+import { type FilePart, upload } from '../helpers/uploads.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 /**
@@ -54,6 +54,9 @@ describe('uploaded content opened in Chromium (FILE-5)', { skip: !browserAvailab
     await new Promise((resolve) => probe?.close(resolve));
   });
 
+  /** One file part (`file`) uploaded by the project's tester. */
+  const testerUpload = (metadata: Record<string, unknown>, file: FilePart) => upload(server.url, tester.key, projectId, metadata, { file });
+
   /** The control: the same script on a page without our headers does reach the probe. */
   async function expectControlHits(): Promise<void> {
     const page = await context.newPage();
@@ -71,13 +74,7 @@ describe('uploaded content opened in Chromium (FILE-5)', { skip: !browserAvailab
   test('a GIF/HTML polyglot screenshot renders as an image and its script never runs', async () => {
     const runId = (await startRun(tester.client, projectId)).id;
     const polyglot = Buffer.concat([await randomGif(24, 16), Buffer.from(attack())]);
-    const res = await upload(
-      server.url,
-      tester.key,
-      projectId,
-      { testRunId: runId, kind: 'screenshot', name: 'polyglot.gif' },
-      { file: { bytes: polyglot, type: 'text/html' } },
-    );
+    const res = await testerUpload({ testRunId: runId, kind: 'screenshot', name: 'polyglot.gif' }, { bytes: polyglot, type: 'text/html' });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const imageId = (res.body.images as { id: string }[])[0]?.id as string;
 
@@ -99,12 +96,9 @@ describe('uploaded content opened in Chromium (FILE-5)', { skip: !browserAvailab
 
   test('an HTML file uploaded as an artifact is only ever downloaded, never rendered', async () => {
     const runId = (await startRun(tester.client, projectId)).id;
-    const res = await upload(
-      server.url,
-      tester.key,
-      projectId,
+    const res = await testerUpload(
       { testRunId: runId, kind: 'file', name: 'report.html' },
-      { file: { bytes: Buffer.from(attack()), type: 'text/html' } },
+      { bytes: Buffer.from(attack()), type: 'text/html' },
     );
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const page = await context.newPage();

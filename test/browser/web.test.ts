@@ -2,17 +2,9 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { v1 } from '../../src/client/index.ts';
-import {
-  type AxeViolation,
-  browserAvailable,
-  launchChromium,
-  rendered,
-  seriousAxeViolations,
-  submitLogin,
-  watchedContext,
-} from '../helpers/browser.ts';
+import { axeRecord, browserAvailable, openWatchedPage, rendered, submitLogin } from '../helpers/browser.ts';
 import { tempDir } from '../helpers/data-folders.ts';
 import { runWithEvidence } from '../helpers/export-fixture.ts';
 import { createProject, createUser } from '../helpers/factories.ts';
@@ -56,7 +48,6 @@ type CSSStyle = { strokeWidth: string };
 describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable() }, () => {
   let server: TestServer;
   let browser: Browser;
-  let context: BrowserContext;
   let project: { id: string; key: string };
   let runId: string;
   /** One tab for the whole walk: the session lives in the tab's sessionStorage, as it does for a person. */
@@ -67,16 +58,13 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
   /** Every script the pages loaded, by URL, with its gzip size. */
   const scripts = new Map<string, number>();
   /** axe-core's serious and critical violations, by view, and the views it checked. */
-  const axeFound = new Map<string, AxeViolation[]>();
-  const axeChecked = new Set<string>();
+  const axe = axeRecord();
 
   before(async () => {
     server = await startTestServer('sqlite');
-    await server.admin.client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password: PASSWORD } });
     project = await createProject(server, 'Web shop');
     runId = (await runWithEvidence(server, 6, { projectId: project.id, image: shopScreen })).runId;
-    browser = await launchChromium();
-    context = await watchedContext(browser, { consoleErrors, scripts });
+    ({ browser, page } = await openWatchedPage({ consoleErrors, scripts }, { server, password: PASSWORD, signIn: false }));
   });
   after(async () => {
     await browser?.close();
@@ -85,20 +73,13 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
 
   const signIn = (page: Page) => submitLogin(page, server.admin.email, PASSWORD);
   const shoot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: false });
-  /** Runs axe-core on the view as it is now; the last test asserts that no view had a serious or critical violation. */
-  const checkAccessibility = async (page: Page, view: string) => {
-    axeChecked.add(view);
-    const found = await seriousAxeViolations(page);
-    if (found.length > 0) axeFound.set(view, found);
-  };
 
   test('a deep link without a session goes to the login page, and after signing in to the page asked for', async () => {
-    page = await context.newPage();
     await page.goto(`${server.url}/runs/${runId}`);
     await page.waitForURL(/\/login\?next=/);
     assert.equal(new URL(page.url()).searchParams.get('next'), `/runs/${runId}`);
     await shoot(page, 'login');
-    await checkAccessibility(page, 'login');
+    await axe.check(page, 'login');
     await signIn(page);
     await page.waitForURL(`${server.url}/runs/${runId}`);
     await page.getByRole('heading', { name: 'Checkout: pay by card' }).waitFor();
@@ -118,7 +99,7 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     }
     await page.evaluate('window.scrollTo(0, 0)');
     await shoot(page, 'run');
-    await checkAccessibility(page, 'run');
+    await axe.check(page, 'run');
 
     await thumbnails.first().click();
     const full = page.getByTestId('lightbox-image');
@@ -127,7 +108,7 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     await page.keyboard.press('ArrowRight');
     await waitFor(async () => (await full.getAttribute('alt')) !== first, { message: 'the next screenshot shows' });
     await shoot(page, 'lightbox');
-    await checkAccessibility(page, 'lightbox');
+    await axe.check(page, 'lightbox');
     await page.keyboard.press('Escape');
     await waitFor(async () => (await full.count()) === 0, { message: 'Escape closes the viewer' });
 
@@ -138,7 +119,7 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     for (let i = 0; i < 10; i++) await page.keyboard.press('ArrowLeft');
     assert.notEqual(await slider.inputValue(), before, 'the slider moved');
     await shoot(page, 'visual-diff');
-    await checkAccessibility(page, 'visual-diff');
+    await axe.check(page, 'visual-diff');
   });
 
   test('the main pages open by their addresses: projects, a project, a job, a test, devices', async () => {
@@ -166,12 +147,12 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
       await page.goto(`${server.url}${address}`);
       await page.getByRole('main').getByText(shows).first().waitFor();
       await shoot(page, name);
-      await checkAccessibility(page, name);
+      await axe.check(page, name);
     }
     // An address the server answers with the application (under /admin/), that no page has.
     await page.goto(`${server.url}/admin/no-such-page`);
     await page.getByRole('heading', { name: 'Not found' }).waitFor();
-    await checkAccessibility(page, 'not-found');
+    await axe.check(page, 'not-found');
     await page.setViewportSize({ width: 768, height: 1000 });
     await page.goto(`${server.url}/runs/${runId}`);
     await page.getByRole('heading', { name: 'Checkout: pay by card' }).waitFor();
@@ -259,7 +240,7 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     await page.getByTestId('save-roles').click();
     await page.getByTestId('roles-result').waitFor();
     await shoot(page, 'users');
-    await checkAccessibility(page, 'users');
+    await axe.check(page, 'users');
     await waitFor(
       async () =>
         await write()
@@ -272,7 +253,7 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
   test('an API key created in the page is shown once and works with the API', async () => {
     await page.goto(`${server.url}/keys`);
     await page.getByLabel('Name').waitFor();
-    await checkAccessibility(page, 'keys');
+    await axe.check(page, 'keys');
     await page.getByLabel('Name').fill('made in the browser');
     // A web session confirms a new key with its password (SEC-2f).
     await page.getByLabel('Your password').fill(PASSWORD);
@@ -280,7 +261,7 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     const secret = (await page.getByTestId('new-key-secret').textContent())?.trim() ?? '';
     assert.ok(secret.length > 20, secret);
     await shoot(page, 'keys');
-    await checkAccessibility(page, 'keys-secret');
+    await axe.check(page, 'keys-secret');
     const me = await server.client(secret).call(v1.meta.getMe);
     assert.equal(me.email, server.admin.email);
     await page.reload();
@@ -385,12 +366,12 @@ describe('the web interface in Chromium (UI-1..UI-4)', { skip: !browserAvailable
     );
     await page.keyboard.press('PageDown');
     await waitFor(() => error.evaluate((box) => box.scrollTop > 0), { message: 'PageDown scrolls the focused error' });
-    await checkAccessibility(page, 'run-keyboard');
+    await axe.check(page, 'run-keyboard');
   });
 
   test('axe-core finds no serious or critical accessibility violation on any page (UI-5)', () => {
-    const unchecked = AXE_VIEWS.filter((view) => !axeChecked.has(view));
-    assert.deepEqual({ unchecked, violations: Object.fromEntries(axeFound) }, { unchecked: [], violations: {} });
+    const unchecked = AXE_VIEWS.filter((view) => !axe.checked.has(view));
+    assert.deepEqual({ unchecked, violations: Object.fromEntries(axe.found) }, { unchecked: [], violations: {} });
   });
 
   test('the login and run pages load under 200 KB of JavaScript, gzip (UI-3)', () => {

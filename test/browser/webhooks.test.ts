@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { v1 } from '../../src/client/index.ts';
-import { type AxeViolation, browserAvailable, launchChromium, seriousAxeViolations, signIn, watchedContext } from '../helpers/browser.ts';
+import { axeRecord, browserAvailable, openWatchedPage } from '../helpers/browser.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
@@ -17,25 +17,17 @@ describe('webhooks in the web interface, in Chromium (HOOK-9)', { skip: !browser
   let server: TestServer;
   let receiver: WebhookReceiver;
   let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
   let projectId: string;
   const consoleErrors: string[] = [];
-  const axeFound = new Map<string, AxeViolation[]>();
-  const check = async (view: string) => {
-    const found = await seriousAxeViolations(page);
-    if (found.length > 0) axeFound.set(view, found);
-  };
+  const axe = axeRecord();
+  const check = (view: string) => axe.check(page, view);
 
   before(async () => {
     server = await startTestServer('sqlite', { ATTEST_WEBHOOK_ALLOW_PRIVATE: 'true' });
     receiver = await startWebhookReceiver();
-    await server.admin.client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password: PASSWORD } });
     projectId = (await server.admin.client.call(v1.projects.createProject, { body: { key: 'HOOK', name: 'Hooks' } })).id;
-    browser = await launchChromium();
-    context = await watchedContext(browser, { consoleErrors });
-    page = await context.newPage();
-    await signIn(page, server.url, server.admin.email, PASSWORD);
+    ({ browser, page } = await openWatchedPage({ consoleErrors }, { server, password: PASSWORD, signIn: true }));
   });
   after(async () => {
     await browser?.close();
@@ -83,7 +75,7 @@ describe('webhooks in the web interface, in Chromium (HOOK-9)', { skip: !browser
   });
 
   test('no serious or critical axe-core violation, and no console error', () => {
-    assert.deepEqual(Object.fromEntries(axeFound), {});
+    assert.deepEqual(Object.fromEntries(axe.found), {});
     assert.deepEqual(consoleErrors, []);
   });
 });

@@ -9,7 +9,7 @@ import { createProject } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
 import { startRun } from '../helpers/records.ts';
 import { startTestServer } from '../helpers/server.ts';
-import { upload } from '../helpers/uploads.ts';
+import { adminScreenshot, adminUpload } from '../helpers/uploads.ts';
 
 const attest = (args: string[], env: Record<string, string>) =>
   attestCommand(args, env).then(({ code, output }) => ({ code, stdout: output }));
@@ -19,15 +19,7 @@ describe('attest verify / gc / backup (sqlite)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-cli-'));
     const dataDir = path.join(dir, 'data');
     const server = await startTestServer('sqlite', { ATTEST_DATA_DIR: dataDir });
-    const project = await createProject(server);
-    const testRun = await startRun(server.admin.client, project.id);
-    const res = await upload(
-      server.url,
-      server.admin.key,
-      project.id,
-      { testRunId: testRun.id, kind: 'screenshot', name: 'a.png' },
-      { file: { bytes: await randomPng() } },
-    );
+    const res = await adminScreenshot(server, 'a.png', { bytes: await randomPng() });
     assert.equal(res.status, 201);
 
     const backup = await attest(['backup', path.join(dir, 'backup')], { ATTEST_DATA_DIR: dataDir });
@@ -155,13 +147,7 @@ describe('attest maintenance commands refuse what they cannot do, and say what t
     const project = await createProject(server);
     const testRun = await startRun(server.admin.client, project.id);
     for (const name of ['a.png', 'b.png']) {
-      const res = await upload(
-        server.url,
-        server.admin.key,
-        project.id,
-        { testRunId: testRun.id, kind: 'screenshot', name },
-        { file: { bytes: await randomPng() } },
-      );
+      const res = await adminUpload(server, project.id, { testRunId: testRun.id, kind: 'screenshot', name }, { bytes: await randomPng() });
       assert.equal(res.status, 201);
     }
     for (const [args, advice] of [

@@ -10,7 +10,7 @@ import { randomPng } from '../helpers/png.ts';
 import { startRun } from '../helpers/records.ts';
 import { startS3, tamperWithBlob } from '../helpers/s3.ts';
 import { startTestServer } from '../helpers/server.ts';
-import { upload } from '../helpers/uploads.ts';
+import { adminUpload } from '../helpers/uploads.ts';
 
 // DUR-12 with blobs in a bucket (SCALE-1): attest backup downloads the objects the snapshot
 // references into the backup, attest restore uploads them into the bucket it is configured with,
@@ -28,13 +28,7 @@ async function instanceWithShots(shots: Buffer[]) {
   const project = await createProject(server);
   const run = await startRun(server.admin.client, project.id);
   for (const png of shots) {
-    const res = await upload(
-      server.url,
-      server.admin.key,
-      project.id,
-      { testRunId: run.id, kind: 'screenshot', name: 'shot.png' },
-      { file: { bytes: png } },
-    );
+    const res = await adminUpload(server, project.id, { testRunId: run.id, kind: 'screenshot', name: 'shot.png' }, { bytes: png });
     assert.equal(res.status, 201);
   }
   return { dir, env, server };

@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { v1 } from '../../src/client/index.ts';
 import { backupEmbedded, restoreEmbedded } from '../../src/server/backup/backup.ts';
 import { generateKey } from '../../src/server/security/api-key.ts';
-import { verifyStorage } from '../../src/server/services/maintenance.ts';
+import { verifyStorage } from '../../src/server/services/operations/maintenance.ts';
 import { sha256 } from '../helpers/blob-files.ts';
 import { randomPng } from '../helpers/png.ts';
 import { startRun } from '../helpers/records.ts';

@@ -252,14 +252,11 @@ for (const dialect of DIALECTS) {
             diff: { bytes: await randomPng() },
           };
           const diffMetadata = { testRunId: runId, kind: 'visual-diff', name: 'diff', idempotencyKey: 'the-diff' };
+          /** A screenshot of the run, uploaded through the server at `baseUrl`. */
+          const uploadScreenshot = (baseUrl: string, name: string, bytes: Uint8Array) =>
+            upload(baseUrl, key, project.id, { testRunId: runId, kind: 'screenshot', name }, { file: { bytes } });
 
-          const first = await upload(
-            crashing.url,
-            key,
-            project.id,
-            { testRunId: runId, kind: 'screenshot', name: 'a.png' },
-            { file: { bytes: screenshotPng } },
-          ).catch((error: unknown) => error);
+          const first = await uploadScreenshot(crashing.url, 'a.png', screenshotPng).catch((error: unknown) => error);
           if (scenario.killed === 'first screenshot') {
             assert.ok(first instanceof Error, 'the first upload never got an answer');
           } else {
@@ -314,13 +311,7 @@ for (const dialect of DIALECTS) {
             }
             // I6: the restarted server takes a new write and reads it back.
             const fresh = await randomPng();
-            const late = await upload(
-              restarted.url,
-              key,
-              project.id,
-              { testRunId: runId, kind: 'screenshot', name: 'after.png' },
-              { file: { bytes: fresh } },
-            );
+            const late = await uploadScreenshot(restarted.url, 'after.png', fresh);
             assert.equal(late.status, 201);
             const image = await restarted.admin.fetchRaw('GET', `/images/${(late.body.images as { id: string }[])[0]?.id}`);
             assert.equal(sha256(Buffer.from(await image.arrayBuffer())), sha256(fresh));

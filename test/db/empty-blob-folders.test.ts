@@ -6,16 +6,14 @@ import { after, before, describe, test } from 'node:test';
 import { FsBlobStore, nodeBlobFs } from '../../src/server/blob/fs-blob-store.ts';
 import { loadConfig } from '../../src/server/config.ts';
 import { createDatabase } from '../../src/server/db/database.ts';
-import { collectGarbage, verifyStorage } from '../../src/server/services/maintenance.ts';
+import { collectGarbage, verifyStorage } from '../../src/server/services/operations/maintenance.ts';
 import { blobFile } from '../helpers/blob-files.ts';
 import { chunks } from '../helpers/blob-store-contract.ts';
 import { attest } from '../helpers/cli.ts';
 import { tempDir } from '../helpers/data-folders.ts';
-import { createProject } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
-import { startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { upload } from '../helpers/uploads.ts';
+import { adminScreenshot } from '../helpers/uploads.ts';
 
 // RET-3: garbage collection also removes the empty shard folders (blobs/aa/bb, blobs/aa) that older
 // versions, or a crash between a blob's unlink and its folder's rmdir, left behind; never a folder
@@ -48,15 +46,7 @@ describe('[sqlite] garbage collection removes empty blob folders (RET-3)', () =>
 
   test('empty shard folders made by hand go, a folder holding a blob stays, other names are left alone; a dry run removes nothing', async () => {
     const ctx = server.app.attest;
-    const project = await createProject(server);
-    const run = await startRun(server.admin.client, project.id);
-    const res = await upload(
-      server.url,
-      server.admin.key,
-      project.id,
-      { testRunId: run.id, kind: 'screenshot', name: 'kept.png' },
-      { file: { bytes: await randomPng(64, 48), type: 'image/png' } },
-    );
+    const res = await adminScreenshot(server, 'kept.png', { bytes: await randomPng(64, 48), type: 'image/png' });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const kept = String(res.body.sha256);
     const blobsDir = path.join(server.dataDir, 'blobs');

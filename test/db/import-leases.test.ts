@@ -2,15 +2,14 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { TaskInterrupted, TaskRunner } from '../../src/server/background.ts';
+import { type HeldLease, TaskInterrupted, TaskRunner } from '../../src/server/background.ts';
 import type { AppContext } from '../../src/server/context.ts';
 import { findImport } from '../../src/server/db/repositories/imports.ts';
 import { runKeysWithPrefix } from '../../src/server/db/repositories/runs.ts';
 import { findTaskByKey, taskStore } from '../../src/server/db/repositories/tasks.ts';
 import type { DB, TestRunsTable } from '../../src/server/db/types.ts';
-import { handleImportTasks, readAgain, runImport } from '../../src/server/services/import-tasks.ts';
-import type { ImportLease } from '../../src/server/services/import-writer.ts';
-import { writeImport } from '../../src/server/services/imports.ts';
+import { handleImportTasks, readAgain, runImport } from '../../src/server/services/imports/tasks.ts';
+import { writeImport } from '../../src/server/services/imports/write.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject } from '../helpers/factories.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -64,7 +63,7 @@ for (const dialect of DIALECTS) {
         .where('key', '=', `import:${importId}`)
         .execute();
     /** A runner's lease as it sees it: held for `checks` looks (every look by default). */
-    const leaseOf = (taskId: string, owner: string, checks = Number.POSITIVE_INFINITY): ImportLease => {
+    const leaseOf = (taskId: string, owner: string, checks = Number.POSITIVE_INFINITY): HeldLease => {
       let left = checks;
       return { taskId, owner, signal: new AbortController().signal, stillHeld: () => left-- > 0 };
     };

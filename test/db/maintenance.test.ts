@@ -5,14 +5,14 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { v1 } from '../../src/client/index.ts';
 import { backupEmbedded, restoreEmbedded } from '../../src/server/backup/backup.ts';
-import { collectGarbage, verifyStorage } from '../../src/server/services/maintenance.ts';
+import { collectGarbage, verifyStorage } from '../../src/server/services/operations/maintenance.ts';
 import { blobFile, sha256 } from '../helpers/blob-files.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
 import { addSteps, startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { upload } from '../helpers/uploads.ts';
+import { adminUpload } from '../helpers/uploads.ts';
 import { delay, waitFor } from '../helpers/wait.ts';
 
 async function uploadScreenshots(server: TestServer, count: number) {
@@ -22,12 +22,11 @@ async function uploadScreenshots(server: TestServer, count: number) {
   const shas: string[] = [];
   for (let i = 0; i < count; i++) {
     const png = await randomPng();
-    const res = await upload(
-      server.url,
-      server.admin.key,
+    const res = await adminUpload(
+      server,
       project.id,
       { testRunId: run.id, stepId: steps.s1, kind: 'screenshot', name: `shot-${i}.png` },
-      { file: { bytes: png, type: 'image/png' } },
+      { bytes: png, type: 'image/png' },
     );
     assert.equal(res.status, 201, JSON.stringify(res.body));
     shas.push(sha256(png));
@@ -112,12 +111,11 @@ for (const dialect of DIALECTS) {
         const client = async (n: number) => {
           for (let i = 0; !stop; i++) {
             const bytes = i % 3 === 0 ? await randomPng(8, 8) : (pool[(n + i) % pool.length] as Buffer);
-            const res = await upload(
-              server.url,
-              server.admin.key,
+            const res = await adminUpload(
+              server,
               project.id,
               { testRunId: run.id, kind: i % 2 === 0 ? 'screenshot' : 'file', name: `c${n}-${i}.png` },
-              { file: { bytes, type: 'image/png' } },
+              { bytes, type: 'image/png' },
             );
             assert.equal(res.status, 201, JSON.stringify(res.body));
             uploads++;
@@ -231,12 +229,11 @@ for (const dialect of DIALECTS) {
         const writer = async () => {
           while (!stop) {
             const run = await startRun(server.admin.client, project.id);
-            const res = await upload(
-              server.url,
-              server.admin.key,
+            const res = await adminUpload(
+              server,
               project.id,
               { testRunId: run.id, kind: 'file', name: 'log.txt' },
-              { file: { bytes: Buffer.from(`line ${written}\n`), type: 'text/plain' } },
+              { bytes: Buffer.from(`line ${written}\n`), type: 'text/plain' },
             );
             assert.equal(res.status, 201, JSON.stringify(res.body));
             written++;

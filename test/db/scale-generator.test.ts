@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/server/config.ts';
 import { createContext } from '../../src/server/context.ts';
 import { inTransaction } from '../../src/server/db/repositories/transaction.ts';
 import type { DB, TestRunsTable } from '../../src/server/db/types.ts';
-import { onRunsCompleted } from '../../src/server/services/run-completion.ts';
+import { onRunsCompleted } from '../../src/server/services/records/run-completion.ts';
 import { createPostgresDatabase, DIALECTS } from '../helpers/dialects.ts';
 
 // The scale data set's generator (bench/scale/generate.ts) writes, beside the runs, what the

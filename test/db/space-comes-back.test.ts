@@ -7,14 +7,14 @@ import { sql } from 'kysely';
 import { v1 } from '../../src/client/index.ts';
 import { loadConfig } from '../../src/server/config.ts';
 import { createDatabase } from '../../src/server/db/database.ts';
-import { collectGarbage, reclaimSpace, verifyStorage } from '../../src/server/services/maintenance.ts';
-import { sweepRetention } from '../../src/server/services/retention.ts';
+import { collectGarbage, reclaimSpace, verifyStorage } from '../../src/server/services/operations/maintenance.ts';
+import { sweepRetention } from '../../src/server/services/operations/retention.ts';
 import { tempDir } from '../helpers/data-folders.ts';
 import { createProject } from '../helpers/factories.ts';
 import { randomPng } from '../helpers/png.ts';
 import { completeRun, startRun } from '../helpers/records.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { upload } from '../helpers/uploads.ts';
+import { adminUpload } from '../helpers/uploads.ts';
 
 const RUNS = 40;
 const STEPS = 20;
@@ -90,12 +90,11 @@ describe('[sqlite] space comes back (RET-3)', () => {
       });
       const shots = [...(await Promise.all(Array.from({ length: SHOTS }, () => randomPng(100, 100)))), options.shared];
       for (const [i, png] of shots.entries()) {
-        const res = await upload(
-          server.url,
-          server.admin.key,
+        const res = await adminUpload(
+          server,
           projectId,
           { testRunId: run.id, stepId: reply.steps[i]?.id, kind: 'screenshot', name: `shot-${i}.png` },
-          { file: { bytes: png, type: 'image/png' } },
+          { bytes: png, type: 'image/png' },
         );
         assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body));
       }
@@ -156,12 +155,11 @@ describe('[sqlite] space comes back (RET-3)', () => {
 
     // And the instance still works: a new screenshot lands in a shard folder made afresh.
     const run = await startRun(client, project.id);
-    const res = await upload(
-      server.url,
-      server.admin.key,
+    const res = await adminUpload(
+      server,
       project.id,
       { testRunId: run.id, kind: 'screenshot', name: 'again.png' },
-      { file: { bytes: await randomPng(), type: 'image/png' } },
+      { bytes: await randomPng(), type: 'image/png' },
     );
     assert.equal(res.status, 201, JSON.stringify(res.body));
     assert.deepEqual((await verifyStorage(ctx)).missingBlobs, []);

@@ -11,6 +11,7 @@ import type { DB, ImportsTable } from '../../src/server/db/types.ts';
 import { cuttableProxy } from '../helpers/cuttable-proxy.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createProject } from '../helpers/factories.ts';
+import { acceptedImportRow } from '../helpers/import-rows.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { delay, waitFor } from '../helpers/wait.ts';
 
@@ -482,24 +483,16 @@ for (const dialect of DIALECTS) {
       // The server's own runner would write the imports below: it is stopped first.
       await server.app.attest.background.stop();
       const project = await createProject(server, 'Migration 0013');
-      const row = (id: string, status: ImportsTable['status']): ImportsTable => ({
-        id,
-        project_id: project.id,
-        job_id: null,
-        status,
-        file_name: 'r.xml',
-        source_type: 'xml',
-        source_sha256: '0'.repeat(64),
-        source_size: 1,
-        options: '{}',
-        summary: null,
-        error: null,
-        idempotency_key: null,
-        created_at: new Date().toISOString(),
-        started_at: null,
-        finished_at: null,
-        created_by: null,
-      });
+      const row = (id: string, status: ImportsTable['status']) =>
+        acceptedImportRow({
+          id,
+          project_id: project.id,
+          status,
+          file_name: 'r.xml',
+          source_type: 'xml',
+          source_sha256: '0'.repeat(64),
+          source_size: 1,
+        });
       const [queued, processing, completed] = [randomUUID(), randomUUID(), randomUUID()];
       await db
         .insertInto('imports')

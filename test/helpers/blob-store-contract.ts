@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { BlobStore } from '../../src/server/blob/blob-store.ts';
 import { loadConfig } from '../../src/server/config.ts';
 import { createDatabase } from '../../src/server/db/database.ts';
-import { collectGarbage, verifyStorage } from '../../src/server/services/maintenance.ts';
+import { collectGarbage, verifyStorage } from '../../src/server/services/operations/maintenance.ts';
 import { sha256 } from './blob-files.ts';
 import { delay } from './wait.ts';
 

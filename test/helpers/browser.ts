@@ -5,6 +5,8 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { Result as AxeResult } from 'axe-core';
 import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
+import { v1 } from '../../src/client/index.ts';
+import type { TestServer } from './server.ts';
 
 /** Debian's Chromium (`apt-get install -y chromium`); never a browser a tool downloads. */
 export const CHROMIUM_PATH = process.env.ATTEST_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -98,13 +100,41 @@ export async function seriousAxeViolations(page: Page): Promise<AxeViolation[]> 
 }
 
 /**
+ * What axe-core saw over a suite: every view it checked, and the serious or critical violations
+ * it found, by view, for the suite's last test to assert on (UI-5).
+ */
+export interface AxeRecord {
+  checked: Set<string>;
+  found: Map<string, AxeViolation[]>;
+  /** Runs axe-core on `page` as it is now, as the view named `view`. */
+  check(page: Page, view: string): Promise<void>;
+}
+
+export function axeRecord(): AxeRecord {
+  const checked = new Set<string>();
+  const found = new Map<string, AxeViolation[]>();
+  return {
+    checked,
+    found,
+    async check(page, view) {
+      checked.add(view);
+      const violations = await seriousAxeViolations(page);
+      if (violations.length > 0) found.set(view, violations);
+    },
+  };
+}
+
+/** What a watched context records: console and page errors, and (with `scripts`) each script's gzip size by URL. */
+export interface Watch {
+  consoleErrors: string[];
+  scripts?: Map<string, number>;
+}
+
+/**
  * A desktop-sized context that records what a suite checks at its end: every console error and
  * page error in `consoleErrors`, and (with `scripts`) the gzip size of each script it loads.
  */
-export async function watchedContext(
-  browser: Browser,
-  watch: { consoleErrors: string[]; scripts?: Map<string, number> },
-): Promise<BrowserContext> {
+export async function watchedContext(browser: Browser, watch: Watch): Promise<BrowserContext> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   context.on('console', (message) => {
     if (message.type() === 'error') watch.consoleErrors.push(`${message.text()} (${message.location().url})`);
@@ -135,6 +165,37 @@ export async function signIn(page: Page, baseUrl: string, email: string, passwor
   await page.goto(`${baseUrl}/login`);
   await submitLogin(page, email, password);
   await page.waitForURL((url) => url.pathname === '/');
+}
+
+/** The browser a suite launched, its watched context and the tab it opened there. */
+export interface WatchedPage {
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+}
+
+/**
+ * Launches Chromium and opens a tab in a watched context (`watchedContext`) for `admin.server`'s
+ * first admin: gives the admin `admin.password` for the login page and, with `signIn`, signs the
+ * tab in with it (it is left on the projects page); without, the suite signs in where it tests
+ * the login page. The suite closes `browser` after; it is closed here if opening fails.
+ */
+export async function openWatchedPage(
+  watch: Watch,
+  admin: { server: TestServer; password: string; signIn: boolean },
+): Promise<WatchedPage> {
+  const { server, password } = admin;
+  await server.admin.client.call(v1.users.setUserPassword, { params: { email: server.admin.email }, body: { password } });
+  const browser = await launchChromium();
+  try {
+    const context = await watchedContext(browser, watch);
+    const page = await context.newPage();
+    if (admin.signIn) await signIn(page, server.url, server.admin.email, password);
+    return { browser, context, page };
+  } catch (error) {
+    await browser.close();
+    throw error;
+  }
 }
 
 /** A file as a page receives it from the clipboard or a drag: its name, type and bytes. */

@@ -22,3 +22,22 @@ export async function addSteps(client: AttestClient, testRunId: string, keys: st
 export async function completeRun(client: AttestClient, testRunId: string, verdict: 'passed' | 'failed' = 'passed') {
   return client.call(v1.runs.updateRun, { params: { testRunId }, body: { status: 'completed', verdict } });
 }
+
+/** A test of one step ("Do it", "Done") in the project, made with `client`; answers its id. */
+export async function createOneStepTest(client: AttestClient, projectId: string, name = unique('test-')): Promise<string> {
+  return (await client.call(v1.tests.createTest, { body: { projectId, name, steps: [{ action: 'Do it', expected: 'Done' }] } })).id;
+}
+
+/** A failed run in the project, made with `client`, whose failing step opens a new error group; answers the run and its group. */
+export async function failedGroup(client: AttestClient, projectId: string): Promise<{ runId: string; groupId: string }> {
+  const run = await client.call(v1.runs.createRun, {
+    body: {
+      projectId,
+      name: `checkout ${unique()}`,
+      verdict: 'failed',
+      results: { steps: [{ title: 'pay', status: 'failed', error: `payment declined ${unique()}` }] },
+    },
+  });
+  const read = await client.call(v1.runs.getRun, { params: { testRunId: run.id } });
+  return { runId: run.id, groupId: read.failureGroupId as string };
+}

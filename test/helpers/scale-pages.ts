@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type AttestClient, v1 } from '../../src/client/index.ts';
-import { insertRuns } from '../../src/server/db/repositories/runs.ts';
+import { insertRuns, newRunRow } from '../../src/server/db/repositories/runs.ts';
 import type { Executor, TestRunsTable } from '../../src/server/db/types.ts';
 import { randomPng } from './png.ts';
 
@@ -99,35 +99,21 @@ async function history(db: Executor, projectId: string, testId: string, name: st
   const now = Date.now();
   const runs: TestRunsTable[] = Array.from({ length: HISTORY_RUNS }, (_, i) => {
     const started = new Date(now - (HISTORY_RUNS - i) * 3_600_000);
-    return {
+    return newRunRow({
       id: randomUUID(),
       project_id: projectId,
       test_id: testId,
-      job_id: null,
-      device_id: null,
       name,
       status: 'completed',
       verdict: i % 7 === 3 ? 'failed' : 'passed',
       environment: 'staging',
       branch: i % 5 === 0 ? 'feature/cart' : 'main',
       build: String(1000 + i),
-      commit_sha: null,
       created_at: started.toISOString(),
       started_at: started.toISOString(),
       finished_at: new Date(started.getTime() + 12_000).toISOString(),
-      created_by: null,
-      lease_owner: null,
-      lease_expires_at: null,
-      idempotency_key: null,
-      idempotency_fingerprint: null,
-      keep: 0,
-      superseded: 0, // kept by the run_days triggers (migration 0023)
-      artifact_count: 0,
-      ci_url: null,
-      failure_group_id: null,
-      attempt: 0,
       test_version: 1,
-    };
+    });
   });
   await insertRuns(db, runs);
 }

@@ -1,7 +1,10 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { createProject } from './factories.ts';
 import { encodeForm, rawRequest } from './http.ts';
+import { startRun } from './records.ts';
+import type { TestServer } from './server.ts';
 
 /** One file part of an upload. */
 export interface FilePart {
@@ -55,6 +58,23 @@ export async function upload(
   }
   const json = /json/.test(answer.headers['content-type'] ?? '');
   return { status: answer.status, headers: received, body: json ? answer.json : { text: answer.text } };
+}
+
+/** One file part (`file`) uploaded by the server's admin: `upload` with the server's address and the admin's key. */
+export function adminUpload(
+  server: { url: string; admin: { key: string } },
+  projectId: string,
+  metadata: Record<string, unknown>,
+  file: FilePart,
+): Promise<UploadResult> {
+  return upload(server.url, server.admin.key, projectId, metadata, { file });
+}
+
+/** A screenshot (`file`, named `name`) the admin uploads into a new run of a new project: one blob in the store, referenced. */
+export async function adminScreenshot(server: TestServer, name: string, file: FilePart): Promise<UploadResult> {
+  const project = await createProject(server);
+  const run = await startRun(server.admin.client, project.id);
+  return adminUpload(server, project.id, { testRunId: run.id, kind: 'screenshot', name }, file);
 }
 
 /**

@@ -10,7 +10,7 @@ import { hasValidChecksum, SECRET_SCANNING_REGEX } from '../../src/server/securi
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createStorage, launchServer, type ServerStorage, type SpawnedServer, spawnServer } from '../helpers/spawned-server.ts';
 
-// First start without ATTEST_ADMIN_EMAIL / ATTEST_ADMIN_API_KEY (src/server/services/bootstrap.ts,
+// First start without ATTEST_ADMIN_EMAIL / ATTEST_ADMIN_API_KEY (src/server/services/access/bootstrap.ts,
 // SEC-8b): the real server creates the first admin with a generated standard key and
 // prints it once on stdout. Restarted on the same data, it prints nothing of the kind again, and
 // the printed key keeps working.

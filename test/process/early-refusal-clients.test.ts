@@ -89,9 +89,21 @@ const nodeHttp: Client = (target, tries) =>
       }),
   );
 
+/** curl's `-H name: value` arguments for `headers`. */
+const headerArgs = (headers: Record<string, string>) => Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
+
+/**
+ * One curl POST of the file at `file` to `url` with `headers`, curl's defaults kept (`Expect:
+ * 100-continue` on a large body); answers what its `-w format` wrote.
+ */
+async function curlPost(url: string, file: string, headers: Record<string, string>, format: string): Promise<string> {
+  const args = ['-sS', '-o', '/dev/null', '-w', format, '-X', 'POST', ...headerArgs(headers), '--data-binary', `@${file}`, url];
+  return (await execFileAsync('curl', args)).stdout;
+}
+
 /** curl as a user types it (its defaults, `Expect: 100-continue` included), all tries from one process (`--parallel`). */
 const curl: Client = async (target, tries) => {
-  const headers = Object.entries(target.headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
+  const headers = headerArgs(target.headers);
   const urls = Array.from({ length: tries }, () => ['-o', '/dev/null', target.url]).flat();
   const args = ['-sS', '--parallel', '--parallel-immediate', '--parallel-max', String(tries), '--max-time', '60'];
   const format = '%{http_code} %{exitcode} %{errormsg}\\n';
@@ -368,20 +380,7 @@ describe('[sqlite] early refusals reach every client (LOAD-4b, LOAD-4c)', { skip
       const refusal = cases.find((c) => c.status === status) as RefusalCase;
       await refusal.prepare?.();
       const batch = target(server.url, refusal, SIZES[1] as number);
-      const headers = Object.entries(batch.headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
-      const { stdout } = await execFileAsync('curl', [
-        '-sS',
-        '-o',
-        '/dev/null',
-        '-w',
-        '%{http_code} %{size_upload}',
-        '-X',
-        'POST',
-        ...headers,
-        '--data-binary',
-        `@${batch.file}`,
-        batch.url,
-      ]);
+      const stdout = await curlPost(batch.url, batch.file, batch.headers, '%{http_code} %{size_upload}');
       assert.equal(stdout, `${status} 0`, `${refusal.what}: status and bytes curl sent`);
     }
   });
@@ -394,44 +393,19 @@ describe('[sqlite] early refusals reach every client (LOAD-4b, LOAD-4c)', { skip
         const { body, contentType } = uploadBody(size, { testRunId: run.id, kind: 'log', name: `${unique('log-')}.log` });
         const file = path.join(dataDir, 'accepted.body');
         fs.writeFileSync(file, body);
-        const { stdout } = await execFileAsync('curl', [
-          '-sS',
-          '-o',
-          '/dev/null',
-          '-w',
-          '%{http_code} %{size_upload}',
-          '-H',
-          `content-type: ${contentType}`,
-          '-H',
-          'accept: application/json',
-          '-H',
-          `service.api-token: ${storage.adminKey}`,
-          '--data-binary',
-          `@${file}`,
-          `${base}/api/v1/projects/${project.id}/artifact`,
-        ]);
+        const headers = { 'content-type': contentType, accept: 'application/json', 'service.api-token': storage.adminKey };
+        const stdout = await curlPost(`${base}/api/v1/projects/${project.id}/artifact`, file, headers, '%{http_code} %{size_upload}');
         assert.equal(stdout, `201 ${body.length}`, `an upload of ${size} bytes via ${base}`);
       }
       const json = path.join(dataDir, 'accepted.json');
       fs.writeFileSync(json, JSON.stringify({ key: unique('J').toUpperCase(), name: 'x', description: 'd'.repeat(4000) }));
-      const { stdout } = await execFileAsync('curl', [
-        '-sS',
-        '-o',
-        '/dev/null',
-        '-w',
-        '%{http_code}',
-        '-H',
-        'expect: 100-continue',
-        '-H',
-        'content-type: application/json',
-        '-H',
-        'accept: application/json',
-        '-H',
-        `service.api-token: ${storage.adminKey}`,
-        '--data-binary',
-        `@${json}`,
-        `${base}/api/v1/projects`,
-      ]);
+      const headers = {
+        expect: '100-continue',
+        'content-type': 'application/json',
+        accept: 'application/json',
+        'service.api-token': storage.adminKey,
+      };
+      const stdout = await curlPost(`${base}/api/v1/projects`, json, headers, '%{http_code}');
       assert.equal(stdout, '201', `a JSON post of 4 KB with Expect via ${base}`);
     }
   });

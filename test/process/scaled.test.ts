@@ -15,7 +15,7 @@ import { randomPng } from '../helpers/png.ts';
 import { completeRun, startRun } from '../helpers/records.ts';
 import { startS3, type TestS3 } from '../helpers/s3.ts';
 import { createStorage, type ServerStorage, type SpawnedServer, spawnServer } from '../helpers/spawned-server.ts';
-import { upload } from '../helpers/uploads.ts';
+import { type FilePart, upload } from '../helpers/uploads.ts';
 import { delay, waitFor } from '../helpers/wait.ts';
 
 // The scaled topology of docs/deployment.md, as it runs in production: two server processes
@@ -171,6 +171,13 @@ describe('[postgres] two instances, one database, one bucket, nginx in front', {
     for (const dir of folders) fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  /** One file part (`file`) of a run, uploaded with the admin key through `baseUrl` (an instance, or nginx). */
+  const uploadTo = (baseUrl: string, metadata: Record<string, unknown>, file: FilePart) =>
+    upload(baseUrl, storage.adminKey, projectId, metadata, { file });
+  /** A run's console log of `size` random bytes, uploaded through instance one. */
+  const uploadLog = (testRunId: string, size: number) =>
+    uploadTo(one.url, { testRunId, kind: 'log', name: 'console.log' }, { bytes: randomBytes(size), type: 'text/plain' });
+
   test('a run and its screenshots written through one instance read byte-identical through the other and through nginx', async () => {
     const run = await startRun(one.admin, projectId, 'checkout');
     await one.admin.call(v1.results.appendResults, {
@@ -179,12 +186,10 @@ describe('[postgres] two instances, one database, one bucket, nginx in front', {
     });
     const shots = [await randomPng(40, 30), await randomPng(64, 48)];
     for (const [n, png] of shots.entries()) {
-      const sent = await upload(
+      const sent = await uploadTo(
         one.url,
-        storage.adminKey,
-        projectId,
         { testRunId: run.id, kind: 'screenshot', name: `shot-${n}.png`, stepKey: 'pay' },
-        { file: { bytes: png } },
+        { bytes: png },
       );
       assert.equal(sent.status, 201, JSON.stringify(sent.body));
     }
@@ -239,15 +244,7 @@ describe('[postgres] two instances, one database, one bucket, nginx in front', {
     const png = await randomPng(50, 50);
     const runs = [await startRun(one.admin, projectId, 'same bytes on one'), await startRun(two.admin, projectId, 'same bytes on two')];
     const sent = await Promise.all(
-      [one, two].map((server, n) =>
-        upload(
-          server.url,
-          storage.adminKey,
-          projectId,
-          { testRunId: runs[n]?.id, kind: 'screenshot', name: 'same.png' },
-          { file: { bytes: png } },
-        ),
-      ),
+      [one, two].map((server, n) => uploadTo(server.url, { testRunId: runs[n]?.id, kind: 'screenshot', name: 'same.png' }, { bytes: png })),
     );
     for (const answer of sent) assert.equal(answer.status, 201, JSON.stringify(answer.body));
     const digest = sha256(png);
@@ -292,20 +289,8 @@ describe('[postgres] two instances, one database, one bucket, nginx in front', {
 
   test('with the S3 server down for 10 s under steady load, nginx passes on every 503 with its Retry-After, answers no 502, keeps both instances in rotation, and all is 2xx once it is back', async () => {
     const run = await startRun(one.admin, projectId, 'outage reads');
-    const log = await upload(
-      one.url,
-      storage.adminKey,
-      projectId,
-      { testRunId: run.id, kind: 'log', name: 'console.log' },
-      { file: { bytes: randomBytes(4000), type: 'text/plain' } },
-    );
-    const shot = await upload(
-      one.url,
-      storage.adminKey,
-      projectId,
-      { testRunId: run.id, kind: 'screenshot', name: 'shot.png' },
-      { file: { bytes: await randomPng(40, 30) } },
-    );
+    const log = await uploadLog(run.id, 4000);
+    const shot = await uploadTo(one.url, { testRunId: run.id, kind: 'screenshot', name: 'shot.png' }, { bytes: await randomPng(40, 30) });
     assert.deepEqual([log.status, shot.status], [201, 201]);
     await completeRun(one.admin, run.id, 'passed');
     const [artifact] = (await one.admin.call(v1.artifacts.getArtifacts, { query: { ids: String(shot.body.id) } })).items;
@@ -321,12 +306,10 @@ describe('[postgres] two instances, one database, one bucket, nginx in front', {
       'GET content': () => fetchAnswer(`${nginx.url}/api/v1/artifact/artifacts/${log.body.id}/content`, storage.adminKey),
       'GET image range': () => fetchAnswer(`${nginx.url}/api/v1/images/${imageId}`, storage.adminKey, { range: 'bytes=0-99' }),
       'POST upload': async () => {
-        const sent = await upload(
+        const sent = await uploadTo(
           nginx.url,
-          storage.adminKey,
-          projectId,
           { testRunId: uploads.id, kind: 'screenshot', name: 'during.png' },
-          { file: { bytes: await randomPng(12, 12) } },
+          { bytes: await randomPng(12, 12) },
         );
         return { status: sent.status, retryAfter: sent.headers.get('retry-after'), requestId: sent.headers.get('x-request-id') };
       },
@@ -365,13 +348,7 @@ describe('[postgres] two instances, one database, one bucket, nginx in front', {
 
   test("behind docs/behind-nginx.md's configuration too, a read while the S3 server is down is Attest's 503 with its Retry-After, and /api/v1/me is 200", async () => {
     const run = await startRun(one.admin, projectId, 'one instance behind nginx');
-    const log = await upload(
-      one.url,
-      storage.adminKey,
-      projectId,
-      { testRunId: run.id, kind: 'log', name: 'console.log' },
-      { file: { bytes: randomBytes(1000), type: 'text/plain' } },
-    );
+    const log = await uploadLog(run.id, 1000);
     const blobsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'attest-scaled-blobs-'));
     folders.push(blobsDir);
     const single = await startNginx(one.url, blobsDir);

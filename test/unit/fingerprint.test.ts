@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { bodyFingerprint, canonicalJson, fingerprintMatches } from '../../src/server/services/fingerprint.ts';
+import { bodyFingerprint, canonicalJson, fingerprintMatches } from '../../src/server/services/triage/fingerprint.ts';
 
 describe('canonicalJson (RFC 8785)', () => {
   test('sorts members by UTF-16 code units at every depth, as the RFC example does', () => {

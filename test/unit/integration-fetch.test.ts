@@ -3,8 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { ForgeSettingsTable } from '../../src/server/db/types.ts';
-import { forgeClient } from '../../src/server/services/forge-clients.ts';
-import { credentialsIn, IntegrationError, integrationFetch, masked, maskSecrets } from '../../src/server/services/integration-http.ts';
+import { credentialsIn, IntegrationError, integrationFetch, masked, maskSecrets } from '../../src/server/services/integrations/fetch.ts';
+import { forgeClient } from '../../src/server/services/integrations/forge-clients.ts';
 
 // The integrations' fetch against real listeners (FORGE-8, FORGE-9): bound to the origin its
 // secrets were given for, whatever Octokit is told to follow, and masking every credential it sent

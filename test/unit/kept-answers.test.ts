@@ -66,3 +66,29 @@ test('owners (PERF-7) are kept by kind and id: a run and a test with the same id
   none.store('run', id, 'project-a', none.ticket());
   assert.equal(none.get('run', id), undefined);
 });
+
+test('through keeps what it loaded unless a write overlapped; the switch off finds and keeps nothing', async () => {
+  const keeping = { on: true };
+  const answers = new KeptAnswers(1024, textBytes, keeping);
+  const load = async (value: string) => value;
+  assert.equal(await answers.through('d1', load, 'first'), 'first');
+  assert.equal(answers.through('d1', load, 'second'), 'first', 'kept: answered at once, not loaded');
+  const overlapped = answers.through(
+    'd2',
+    async (value: string) => {
+      answers.forget('other');
+      return value;
+    },
+    'read across a write',
+  );
+  assert.equal(await overlapped, 'read across a write');
+  assert.equal(answers.get('d2'), undefined, 'not kept');
+  assert.equal(await answers.through('d3', async () => undefined, undefined), undefined);
+  assert.equal(answers.size.entries, 1, 'a "no" is never kept');
+  keeping.on = false;
+  assert.equal(await answers.through('d1', load, 'fresh'), 'fresh', 'off: read afresh');
+  answers.store('d4', 'x', answers.ticket());
+  keeping.on = true;
+  assert.equal(answers.get('d4'), undefined, 'off: nothing stored');
+  assert.equal(answers.get('d1'), 'first', 'what was kept stays while off');
+});

@@ -68,7 +68,7 @@ describe('no secret is compared with == or === (AUTH-4)', () => {
     'src/server/security/api-key.ts',
     'src/server/security/password.ts',
     'src/server/security/image-links.ts',
-    'src/server/services/authenticate.ts',
+    'src/server/services/access/authenticate.ts',
   ];
   const SECRET = /digest|secret|token|password|hash|key_?value/i;
   const EQUALITY = new Set([

@@ -73,3 +73,34 @@ export function Preformatted({ label, class: className, children }: { label: str
     </pre>
   );
 }
+
+/** A required input inside its label, e.g. a credential of the sign-in or the key form. */
+export function LabelledInput({
+  label,
+  name,
+  type,
+  autoComplete,
+  value,
+  onInput,
+}: {
+  label: string;
+  name: string;
+  type: 'email' | 'password';
+  autoComplete: string;
+  value: string;
+  onInput: (value: string) => void;
+}) {
+  return (
+    <label>
+      {label}
+      <input
+        type={type as 'email'}
+        name={name}
+        autoComplete={autoComplete}
+        required
+        value={value}
+        onInput={(event) => onInput(event.currentTarget.value)}
+      />
+    </label>
+  );
+}

@@ -1,3 +1,6 @@
+import type { Static } from 'typebox';
+import type { v1 } from '../../src/client/index.ts';
+
 /** Display helpers shared by the pages. */
 
 // One formatter for every time shown: `toLocaleString` with options builds a new one per call,
@@ -33,14 +36,7 @@ export function between(from: string | null | undefined, to: string | null | und
 }
 
 /** A set of tests, retries folded into each (TRIAGE-14): a job's `progress.tests`, a test's `outcomeSummary`. */
-export interface FoldedCounts {
-  passed: number;
-  failed: number;
-  broken: number;
-  skipped: number;
-  flaky: number;
-  unfinished: number;
-}
+export type FoldedCounts = Omit<Static<typeof v1.jobs.JobTestProgress>, 'total'>;
 
 /**
  * The one way every page words folded tests (TRIAGE-14): the flaky ones passed in the end, so they

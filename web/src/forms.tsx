@@ -105,13 +105,32 @@ export function Field({
           {hint}
         </span>
       ) : null}
-      {problem ? (
-        <span class="field-problem" id={problemId} role="alert">
-          {problem}
-        </span>
-      ) : null}
+      <FieldProblemNote problem={problem} id={problemId} />
     </div>
   );
+}
+
+/** What the API said is wrong with a field (or a group of them), read out as it appears. */
+export function FieldProblemNote({ problem, id }: { problem: string | undefined; id?: string }) {
+  return problem ? (
+    <span class="field-problem" id={id} role="alert">
+      {problem}
+    </span>
+  ) : null;
+}
+
+interface TextFieldProps {
+  label: string;
+  name: string;
+  value: string;
+  onInput: (value: string) => void;
+  schema?: TSchema;
+  problem: string | undefined;
+  hint?: string;
+  required?: boolean;
+  type?: 'text' | 'number' | 'email' | 'url';
+  placeholder?: string;
+  disabled?: boolean;
 }
 
 /** A text input in a Field: its constraints from the API's schema, its problem from the API's answer. */
@@ -127,19 +146,7 @@ export function TextField({
   type = 'text',
   placeholder,
   disabled,
-}: {
-  label: string;
-  name: string;
-  value: string;
-  onInput: (value: string) => void;
-  schema?: TSchema;
-  problem: string | undefined;
-  hint?: string;
-  required?: boolean;
-  type?: 'text' | 'number' | 'email' | 'url';
-  placeholder?: string;
-  disabled?: boolean;
-}) {
+}: TextFieldProps) {
   return (
     <Field label={label} problem={problem} hint={hint}>
       {({ id, describedBy, invalid }) => (
@@ -161,10 +168,54 @@ export function TextField({
   );
 }
 
+/**
+ * A TextField for one property of an endpoint's body, named after it: its constraints from the
+ * endpoint's schema, its problem what the API's answer says at the property's pointer.
+ */
+export function BodyTextField({
+  endpoint,
+  name,
+  error,
+  ...field
+}: Omit<TextFieldProps, 'schema' | 'problem'> & { endpoint: { body?: TSchema }; error: Error | undefined }) {
+  return <TextField {...field} name={name} schema={bodyField(endpoint, name)} problem={problemAt(error, `/${name}`)} />;
+}
+
 /** A whole number typed in a field, for the API: undefined when empty, NaN refused by the browser first. */
 export const integerOrUndefined = (text: string): number | undefined => (text.trim() === '' ? undefined : Number(text));
 
 /** The schema of one property of an endpoint's body, for its field's constraints. */
 export function bodyField(endpoint: { body?: TSchema }, name: string): TSchema | undefined {
   return ((endpoint.body as Record<string, unknown> | undefined)?.properties as Record<string, TSchema> | undefined)?.[name];
+}
+
+/** A select in a Field: one option a choice, its problem from the API's answer. */
+export function SelectField({
+  label,
+  name,
+  value,
+  options,
+  onChange,
+  problem,
+}: {
+  label: string;
+  name: string;
+  value: string;
+  options: readonly { value: string; label: string }[];
+  onChange: (value: string) => void;
+  problem: string | undefined;
+}) {
+  return (
+    <Field label={label} problem={problem}>
+      {({ id, describedBy }) => (
+        <select id={id} name={name} aria-describedby={describedBy} value={value} onChange={(e) => onChange(e.currentTarget.value)}>
+          {options.map((o) => (
+            <option key={o.value} value={o.value}>
+              {o.label}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
 }

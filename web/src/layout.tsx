@@ -4,10 +4,12 @@ import { useLocation } from 'preact-iso';
 import { v1 } from '../../src/client/index.ts';
 import { api, currentSession, endSession } from './session.ts';
 
-/** The frame of every page behind the login: the navigation, who is signed in, and the way out. */
-export function Layout({ children }: { children: ComponentChildren }) {
-  const { path, route } = useLocation();
-  const [me, setMe] = useState<{ email: string; name: string; role: string } | undefined>();
+type Me = { email: string; name: string; role: string };
+
+/** Who is signed in, and the way out: the session key is revoked on the server too, not only forgotten here. */
+function useSignedIn() {
+  const { route } = useLocation();
+  const [me, setMe] = useState<Me | undefined>();
   useEffect(() => {
     api()
       .call(v1.meta.getMe)
@@ -15,7 +17,6 @@ export function Layout({ children }: { children: ComponentChildren }) {
       .catch(() => setMe(undefined));
   }, []);
   const logout = async () => {
-    // The session key is revoked on the server too, not only forgotten here.
     const keyId = currentSession()
       ? await api()
           .call(v1.meta.getMe)
@@ -29,7 +30,12 @@ export function Layout({ children }: { children: ComponentChildren }) {
     endSession();
     route('/login');
   };
-  const link = (href: string, label: string) => (
+  return { me, logout };
+}
+
+/** A link of the navigation, marked where the page is under it. */
+function NavLink({ path, href, label }: { path: string; href: string; label: string }) {
+  return (
     <a
       href={href}
       class={path === href || path.startsWith(`${href}/`) ? 'active' : undefined}
@@ -38,6 +44,13 @@ export function Layout({ children }: { children: ComponentChildren }) {
       {label}
     </a>
   );
+}
+
+/** The frame of every page behind the login: the navigation, who is signed in, and the way out. */
+export function Layout({ children }: { children: ComponentChildren }) {
+  const { path } = useLocation();
+  const { me, logout } = useSignedIn();
+  const link = (href: string, label: string) => <NavLink path={path} href={href} label={label} />;
   const manages = me?.role === 'admin' || me?.role === 'manager';
   return (
     <div class="shell">

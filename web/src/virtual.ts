@@ -34,6 +34,30 @@ export interface WindowList<T extends Element> {
 /** Where `element` starts, in pixels from the top of the document. */
 const topOf = (element: Element) => element.getBoundingClientRect().top + window.scrollY;
 
+/** What lies above the list changes height (a panel opens, an image arrives): its place is read again. */
+function useListTop(ref: { current: Element | null }, setTop: (top: number) => void) {
+  useLayoutEffect(() => {
+    const element = ref.current;
+    if (!element) return;
+    const read = () => setTop(Math.round(topOf(element)));
+    read();
+    const observer = new ResizeObserver(read);
+    observer.observe(document.body);
+    return () => observer.disconnect();
+  }, []);
+}
+
+/** Rows' places count from the top of the page; the gaps count from the list's own top (`margin`). */
+function withGaps(rows: VirtualItem[], margin: number) {
+  let end = margin;
+  const items = rows.map((item) => {
+    const gap = Math.max(0, item.start - end);
+    end = item.end;
+    return { ...item, gap };
+  });
+  return { items, end };
+}
+
 /**
  * The rows of a list of `count` to draw with the window as its scroller. `keep` names rows drawn
  * wherever the page is scrolled (the row holding the focus, so Tab never loses its place).
@@ -77,23 +101,8 @@ export function useWindowList<T extends Element>({
   virtualizer.setOptions(options);
   useLayoutEffect(() => virtualizer._didMount(), []);
   useLayoutEffect(() => virtualizer._willUpdate());
-  // What lies above the list changes height (a panel opens, an image arrives): its place is read again.
-  useLayoutEffect(() => {
-    const element = ref.current;
-    if (!element) return;
-    const read = () => setMargin(Math.round(topOf(element)));
-    read();
-    const observer = new ResizeObserver(read);
-    observer.observe(document.body);
-    return () => observer.disconnect();
-  }, []);
-  // Rows' places count from the top of the page; the gaps count from the list's own top.
-  let end = margin;
-  const items = virtualizer.getVirtualItems().map((item) => {
-    const gap = Math.max(0, item.start - end);
-    end = item.end;
-    return { ...item, gap };
-  });
+  useListTop(ref, setMargin);
+  const { items, end } = withGaps(virtualizer.getVirtualItems(), margin);
   return {
     ref,
     items,

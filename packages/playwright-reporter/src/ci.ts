@@ -44,84 +44,103 @@ function compact(info: CiInfo): CiInfo {
   return out;
 }
 
+function gitHubActions(env: Env): CiInfo | undefined {
+  if (env.GITHUB_ACTIONS !== 'true') return undefined;
+  const server = value(env, 'GITHUB_SERVER_URL') ?? 'https://github.com';
+  const repository = value(env, 'GITHUB_REPOSITORY');
+  const runId = value(env, 'GITHUB_RUN_ID');
+  const attempt = value(env, 'GITHUB_RUN_ATTEMPT');
+  return {
+    system: 'GitHub Actions',
+    // A pull request's own branch (GITHUB_REF_NAME is then `123/merge`).
+    branch: first(env, 'GITHUB_HEAD_REF', 'GITHUB_REF_NAME'),
+    commit: value(env, 'GITHUB_SHA'),
+    build: first(env, 'GITHUB_RUN_NUMBER', 'GITHUB_RUN_ID'),
+    // Set in pull_request builds only.
+    targetBranch: value(env, 'GITHUB_BASE_REF'),
+    ciUrl:
+      repository && runId
+        ? `${server.replace(/\/+$/, '')}/${repository}/actions/runs/${runId}${attempt && attempt !== '1' ? `/attempts/${attempt}` : ''}`
+        : undefined,
+  };
+}
+
+function gitLabCi(env: Env): CiInfo | undefined {
+  if (env.GITLAB_CI !== 'true') return undefined;
+  return {
+    system: 'GitLab CI',
+    branch: first(env, 'CI_MERGE_REQUEST_SOURCE_BRANCH_NAME', 'CI_COMMIT_BRANCH', 'CI_COMMIT_REF_NAME'),
+    commit: value(env, 'CI_COMMIT_SHA'),
+    build: first(env, 'CI_PIPELINE_IID', 'CI_PIPELINE_ID'),
+    targetBranch: value(env, 'CI_MERGE_REQUEST_TARGET_BRANCH_NAME'),
+    ciUrl: first(env, 'CI_JOB_URL', 'CI_PIPELINE_URL'),
+  };
+}
+
+function jenkins(env: Env): CiInfo | undefined {
+  if (!value(env, 'JENKINS_URL')) return undefined;
+  return {
+    system: 'Jenkins',
+    branch: branchName(first(env, 'CHANGE_BRANCH', 'BRANCH_NAME', 'GIT_BRANCH')),
+    commit: value(env, 'GIT_COMMIT'),
+    build: value(env, 'BUILD_NUMBER'),
+    targetBranch: branchName(value(env, 'CHANGE_TARGET')),
+    ciUrl: value(env, 'BUILD_URL'),
+  };
+}
+
+function circleCi(env: Env): CiInfo | undefined {
+  if (env.CIRCLECI !== 'true') return undefined;
+  return {
+    system: 'CircleCI',
+    branch: value(env, 'CIRCLE_BRANCH'),
+    commit: value(env, 'CIRCLE_SHA1'),
+    build: first(env, 'CIRCLE_BUILD_NUM', 'CIRCLE_WORKFLOW_ID'),
+    ciUrl: value(env, 'CIRCLE_BUILD_URL'),
+  };
+}
+
+function azurePipelines(env: Env): CiInfo | undefined {
+  if (value(env, 'TF_BUILD')?.toLowerCase() !== 'true') return undefined;
+  const collection = value(env, 'SYSTEM_COLLECTIONURI');
+  const project = value(env, 'SYSTEM_TEAMPROJECT');
+  const buildId = value(env, 'BUILD_BUILDID');
+  return {
+    system: 'Azure Pipelines',
+    branch: branchName(first(env, 'SYSTEM_PULLREQUEST_SOURCEBRANCH', 'BUILD_SOURCEBRANCH', 'BUILD_SOURCEBRANCHNAME')),
+    commit: value(env, 'BUILD_SOURCEVERSION'),
+    build: first(env, 'BUILD_BUILDNUMBER', 'BUILD_BUILDID'),
+    targetBranch: branchName(value(env, 'SYSTEM_PULLREQUEST_TARGETBRANCH')),
+    ciUrl:
+      collection && project && buildId
+        ? `${collection.replace(/\/*$/, '/')}${encodeURIComponent(project)}/_build/results?buildId=${encodeURIComponent(buildId)}`
+        : undefined,
+  };
+}
+
+function buildkite(env: Env): CiInfo | undefined {
+  if (env.BUILDKITE !== 'true') return undefined;
+  const url = value(env, 'BUILDKITE_BUILD_URL');
+  const job = value(env, 'BUILDKITE_JOB_ID');
+  return {
+    system: 'Buildkite',
+    branch: value(env, 'BUILDKITE_BRANCH'),
+    commit: value(env, 'BUILDKITE_COMMIT'),
+    build: value(env, 'BUILDKITE_BUILD_NUMBER'),
+    // `false` outside a pull request build.
+    targetBranch: value(env, 'BUILDKITE_PULL_REQUEST') === 'false' ? undefined : value(env, 'BUILDKITE_PULL_REQUEST_BASE_BRANCH'),
+    ciUrl: url && job ? `${url}#${job}` : url,
+  };
+}
+
+/** One reader per system, each answering only for its own (tried in this order). */
+const SYSTEMS = [gitHubActions, gitLabCi, jenkins, circleCi, azurePipelines, buildkite];
+
 /** The CI build these variables describe, or `undefined` outside every known CI system. */
 export function detectCi(env: Env): CiInfo | undefined {
-  if (env.GITHUB_ACTIONS === 'true') {
-    const server = value(env, 'GITHUB_SERVER_URL') ?? 'https://github.com';
-    const repository = value(env, 'GITHUB_REPOSITORY');
-    const runId = value(env, 'GITHUB_RUN_ID');
-    const attempt = value(env, 'GITHUB_RUN_ATTEMPT');
-    return compact({
-      system: 'GitHub Actions',
-      // A pull request's own branch (GITHUB_REF_NAME is then `123/merge`).
-      branch: first(env, 'GITHUB_HEAD_REF', 'GITHUB_REF_NAME'),
-      commit: value(env, 'GITHUB_SHA'),
-      build: first(env, 'GITHUB_RUN_NUMBER', 'GITHUB_RUN_ID'),
-      // Set in pull_request builds only.
-      targetBranch: value(env, 'GITHUB_BASE_REF'),
-      ciUrl:
-        repository && runId
-          ? `${server.replace(/\/+$/, '')}/${repository}/actions/runs/${runId}${attempt && attempt !== '1' ? `/attempts/${attempt}` : ''}`
-          : undefined,
-    });
-  }
-  if (env.GITLAB_CI === 'true') {
-    return compact({
-      system: 'GitLab CI',
-      branch: first(env, 'CI_MERGE_REQUEST_SOURCE_BRANCH_NAME', 'CI_COMMIT_BRANCH', 'CI_COMMIT_REF_NAME'),
-      commit: value(env, 'CI_COMMIT_SHA'),
-      build: first(env, 'CI_PIPELINE_IID', 'CI_PIPELINE_ID'),
-      targetBranch: value(env, 'CI_MERGE_REQUEST_TARGET_BRANCH_NAME'),
-      ciUrl: first(env, 'CI_JOB_URL', 'CI_PIPELINE_URL'),
-    });
-  }
-  if (value(env, 'JENKINS_URL')) {
-    return compact({
-      system: 'Jenkins',
-      branch: branchName(first(env, 'CHANGE_BRANCH', 'BRANCH_NAME', 'GIT_BRANCH')),
-      commit: value(env, 'GIT_COMMIT'),
-      build: value(env, 'BUILD_NUMBER'),
-      targetBranch: branchName(value(env, 'CHANGE_TARGET')),
-      ciUrl: value(env, 'BUILD_URL'),
-    });
-  }
-  if (env.CIRCLECI === 'true') {
-    return compact({
-      system: 'CircleCI',
-      branch: value(env, 'CIRCLE_BRANCH'),
-      commit: value(env, 'CIRCLE_SHA1'),
-      build: first(env, 'CIRCLE_BUILD_NUM', 'CIRCLE_WORKFLOW_ID'),
-      ciUrl: value(env, 'CIRCLE_BUILD_URL'),
-    });
-  }
-  if (value(env, 'TF_BUILD')?.toLowerCase() === 'true') {
-    const collection = value(env, 'SYSTEM_COLLECTIONURI');
-    const project = value(env, 'SYSTEM_TEAMPROJECT');
-    const buildId = value(env, 'BUILD_BUILDID');
-    return compact({
-      system: 'Azure Pipelines',
-      branch: branchName(first(env, 'SYSTEM_PULLREQUEST_SOURCEBRANCH', 'BUILD_SOURCEBRANCH', 'BUILD_SOURCEBRANCHNAME')),
-      commit: value(env, 'BUILD_SOURCEVERSION'),
-      build: first(env, 'BUILD_BUILDNUMBER', 'BUILD_BUILDID'),
-      targetBranch: branchName(value(env, 'SYSTEM_PULLREQUEST_TARGETBRANCH')),
-      ciUrl:
-        collection && project && buildId
-          ? `${collection.replace(/\/*$/, '/')}${encodeURIComponent(project)}/_build/results?buildId=${encodeURIComponent(buildId)}`
-          : undefined,
-    });
-  }
-  if (env.BUILDKITE === 'true') {
-    const url = value(env, 'BUILDKITE_BUILD_URL');
-    const job = value(env, 'BUILDKITE_JOB_ID');
-    return compact({
-      system: 'Buildkite',
-      branch: value(env, 'BUILDKITE_BRANCH'),
-      commit: value(env, 'BUILDKITE_COMMIT'),
-      build: value(env, 'BUILDKITE_BUILD_NUMBER'),
-      // `false` outside a pull request build.
-      targetBranch: value(env, 'BUILDKITE_PULL_REQUEST') === 'false' ? undefined : value(env, 'BUILDKITE_PULL_REQUEST_BASE_BRANCH'),
-      ciUrl: url && job ? `${url}#${job}` : url,
-    });
+  for (const system of SYSTEMS) {
+    const info = system(env);
+    if (info) return compact(info);
   }
   return undefined;
 }

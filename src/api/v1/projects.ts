@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Description, Email, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, Uuid } from '../common.ts';
+import { Description, Email, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, Timestamp, UUID_PATTERN, Uuid } from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 
 /** A branch name, as run labels take it: free text on one line. */
@@ -184,8 +184,7 @@ export const Project = Type.Object(
  * A project in a path: its id (a UUID) or its short key in any case (`WEB`, `web`). The two forms
  * cannot be confused: a key starts with a letter and has no hyphen.
  */
-export const PROJECT_REF_PATTERN =
-  '^(?:[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}|[A-Za-z][A-Za-z0-9]{1,15})$';
+export const PROJECT_REF_PATTERN = `^(?:${UUID_PATTERN}|[A-Za-z][A-Za-z0-9]{1,15})$`;
 export const ProjectRef = Type.String({
   pattern: PROJECT_REF_PATTERN,
   maxLength: 36,

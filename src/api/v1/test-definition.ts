@@ -168,16 +168,21 @@ export const TestHealth = Type.Object(
   { additionalProperties: false },
 );
 
+/** What a test says, the same in the test and in each of its versions. */
+const TestContent = {
+  name: Type.String({ maxLength: NAME_MAX }),
+  description: Description,
+  steps: Type.Array(TestStep, { maxItems: TEST_STEPS_MAX }),
+  tags: Type.Array(Tag, { maxItems: LABELS_MAX }),
+  suite: Nullable(TestSuite),
+  links: Type.Array(TestLink, { maxItems: TEST_LINKS_MAX }),
+};
+
 export const TestDefinition = Type.Object(
   {
     id: Uuid,
     projectId: Uuid,
-    name: Type.String({ maxLength: NAME_MAX }),
-    description: Description,
-    steps: Type.Array(TestStep, { maxItems: TEST_STEPS_MAX }),
-    tags: Type.Array(Tag, { maxItems: LABELS_MAX }),
-    suite: Nullable(TestSuite),
-    links: Type.Array(TestLink, { maxItems: TEST_LINKS_MAX }),
+    ...TestContent,
     sourceFormat: Type.Union([Type.Literal('json'), Type.Literal('gherkin')], { description: 'How the test was given.' }),
     source: Nullable(Type.String({ maxLength: GHERKIN_MAX, description: 'The Gherkin feature text a test was created from.' })),
     version: Type.Integer({
@@ -201,12 +206,7 @@ export const TestVersion = Type.Object(
     testId: Uuid,
     version: Type.Integer({ minimum: 1 }),
     current: Type.Boolean({ description: "This is the test's current version." }),
-    name: Type.String({ maxLength: NAME_MAX }),
-    description: Description,
-    steps: Type.Array(TestStep, { maxItems: TEST_STEPS_MAX }),
-    tags: Type.Array(Tag, { maxItems: LABELS_MAX }),
-    suite: Nullable(TestSuite),
-    links: Type.Array(TestLink, { maxItems: TEST_LINKS_MAX }),
+    ...TestContent,
     sourceFormat: Type.Union([Type.Literal('json'), Type.Literal('gherkin')]),
     source: Nullable(Type.String({ maxLength: GHERKIN_MAX })),
     createdAt: { ...Timestamp, description: 'When this version was made (the test created, or the edit that made it).' },

@@ -1,5 +1,18 @@
 import { Type } from 'typebox';
-import { Email, EmailParams, NAME_MAX, Name, NoContent, Nullable, Page, PageQuery, RoleSchema, Timestamp, Uuid } from '../common.ts';
+import {
+  Email,
+  EmailParams,
+  NAME_MAX,
+  Name,
+  NoContent,
+  Nullable,
+  Page,
+  PageQuery,
+  RoleSchema,
+  Timestamp,
+  UUID_PATTERN,
+  Uuid,
+} from '../common.ts';
 import { endpoint } from '../endpoint.ts';
 
 const Roles = Type.Array(RoleSchema, { minItems: 1, maxItems: 4, uniqueItems: true });
@@ -148,7 +161,7 @@ export const CreateApiKeyBody = Type.Object(
     ),
     value: Type.Optional(
       Type.String({
-        pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+        pattern: `^${UUID_PATTERN}$`,
         maxLength: 36,
         description: 'Import an existing legacy key value (admin, format legacy).',
       }),

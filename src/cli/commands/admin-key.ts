@@ -10,7 +10,7 @@ export function adminKeyCommand(program: Command): void {
     .option('--format <format>', 'standard (atk_…, sent alone) or legacy (UUID, sent with service.user)', 'standard')
     .option('--json', 'print the key and its expiry as JSON')
     .action(async (options: { email: string; format: string; json?: boolean }) => {
-      const { adminKeyBanner, mintAdminKey } = await import('../../server/services/bootstrap.ts');
+      const { adminKeyBanner, mintAdminKey } = await import('../../server/services/access/bootstrap.ts');
       const { openInstance, withCommandContext } = await import('../instance.ts');
       if (options.format !== 'standard' && options.format !== 'legacy') {
         program.error(`error: option '--format <format>' must be standard or legacy (got '${options.format}')`);

@@ -121,53 +121,61 @@ export function exportCommand(program: Command): void {
       .option('--xray-project <key>', 'the Jira project key to put in xray.json')
       .option('--partial', 'with a run id: export a run that is not completed, as far as it got')
       .option('--json', 'print a JSON summary on stdout, and progress as JSON lines on stderr'),
-  ).action(async (runId: string | undefined, options: ExportOptions) => {
-    const client = remoteClient(options);
-    const display = progressDisplay(options.json);
-    const summaries: ExportSummary[] = [];
-    let job: JobExportSummary | undefined;
-    try {
-      checkSelection(runId, options);
-      if (options.job) {
-        job = await exportJob(client, options.job, path.resolve(options.out), {
+  ).action(exportAction);
+}
+
+/** Exports what the arguments select: one run, a project's runs, or a job with its reports. */
+async function exportAction(runId: string | undefined, options: ExportOptions): Promise<void> {
+  const client = remoteClient(options);
+  const display = progressDisplay(options.json);
+  const summaries: ExportSummary[] = [];
+  let job: JobExportSummary | undefined;
+  try {
+    checkSelection(runId, options);
+    if (options.job) {
+      job = await exportJob(client, options.job, path.resolve(options.out), {
+        ...runOptions(options),
+        onRuns: (_job, runs) => {
+          if (runs === 0) throw new CliError('no completed run matches');
+        },
+        onStart: (started, total) => display.start(started, total),
+        onProgress: (progress) => display.progress(progress),
+      });
+      display.stop();
+      summaries.push(...job.runs);
+    }
+    const runs = job ? [] : await selectRuns(client, runId, options);
+    if (!job && runs.length === 0) throw new CliError('no completed run matches');
+    for (const id of runs) {
+      const dir = runId ? path.resolve(options.out) : path.resolve(options.out, id);
+      summaries.push(
+        await exportRun(client, id, dir, {
           ...runOptions(options),
-          onRuns: (_job, runs) => {
-            if (runs === 0) throw new CliError('no completed run matches');
-          },
           onStart: (started, total) => display.start(started, total),
           onProgress: (progress) => display.progress(progress),
-        });
-        display.stop();
-        summaries.push(...job.runs);
-      }
-      const runs = job ? [] : await selectRuns(client, runId, options);
-      if (!job && runs.length === 0) throw new CliError('no completed run matches');
-      for (const id of runs) {
-        const dir = runId ? path.resolve(options.out) : path.resolve(options.out, id);
-        summaries.push(
-          await exportRun(client, id, dir, {
-            ...runOptions(options),
-            onStart: (started, total) => display.start(started, total),
-            onProgress: (progress) => display.progress(progress),
-          }),
-        );
-        display.stop();
-      }
-    } catch (error) {
-      display.stop();
-      explain(error);
-    }
-    if (options.json) {
-      const runs = summaries.map(({ files: _files, ...rest }) => rest);
-      const jobSummary = job ? { job: { id: job.jobId, name: job.name, dir: job.dir, files: job.files } } : {};
-      process.stdout.write(`${JSON.stringify({ runs, ...jobSummary })}\n`);
-      return;
-    }
-    for (const s of summaries) {
-      process.stdout.write(
-        `${s.name} (${s.verdict ?? 'no verdict'}): ${s.images} images (${s.downloaded} downloaded, ${s.reused} already there) in ${s.dir}\n`,
+        }),
       );
+      display.stop();
     }
-    if (job) process.stdout.write(`job ${job.name}: ${job.runs.length} runs; ${job.files.join(', ')} in ${job.dir}\n`);
-  });
+  } catch (error) {
+    display.stop();
+    explain(error);
+  }
+  printExports(summaries, job, options);
+}
+
+/** What was written: JSON with --json, else a line per run and one for the job. */
+function printExports(summaries: readonly ExportSummary[], job: JobExportSummary | undefined, options: ExportOptions): void {
+  if (options.json) {
+    const runs = summaries.map(({ files: _files, ...rest }) => rest);
+    const jobSummary = job ? { job: { id: job.jobId, name: job.name, dir: job.dir, files: job.files } } : {};
+    process.stdout.write(`${JSON.stringify({ runs, ...jobSummary })}\n`);
+    return;
+  }
+  for (const s of summaries) {
+    process.stdout.write(
+      `${s.name} (${s.verdict ?? 'no verdict'}): ${s.images} images (${s.downloaded} downloaded, ${s.reused} already there) in ${s.dir}\n`,
+    );
+  }
+  if (job) process.stdout.write(`job ${job.name}: ${job.runs.length} runs; ${job.files.join(', ')} in ${job.dir}\n`);
 }

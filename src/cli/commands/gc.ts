@@ -12,7 +12,7 @@ export function gcCommand(program: Command): void {
     .option('--grace-minutes <minutes>', 'keep unreferenced blobs younger than this (a whole number, 0 or more)', wholeNumber(0), 60)
     .option('--json', 'print the report as JSON')
     .action(async (options: { dryRun?: boolean; graceMinutes: number; json?: boolean }) => {
-      const { collectGarbage } = await import('../../server/services/maintenance.ts');
+      const { collectGarbage } = await import('../../server/services/operations/maintenance.ts');
       const { openInstance } = await import('../instance.ts');
       const { database, blobs } = await openInstance('or leave it to the server, which collects garbage every hour');
       try {

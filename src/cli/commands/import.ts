@@ -150,43 +150,51 @@ export function importCommand(program: Command): void {
         'exit 1 when a test of the job failed in the end (retries folded; a quarantined test never counts, and is printed as such)',
       )
       .option('--json', 'print the import as JSON on stdout; no progress bars'),
-  ).action(async (target: string, options: ImportOptions) => {
-    const client = remoteClient(options);
-    const mode: ProgressMode = options.json ? 'none' : process.stderr.isTTY ? 'bar' : 'lines';
-    let record: ImportRecord;
-    try {
-      const project = await client.call(v1.projects.getProject, { params: { projectId: options.project } });
-      const file = packUpload(target, mode);
-      // GitHub Actions, GitLab CI, Jenkins, CircleCI, Azure Pipelines and Buildkite say which build this is.
-      const ci = detectCi(process.env);
-      const fields = {
-        name: options.name,
-        format: options.format,
-        environment: options.environment,
-        branch: options.branch ?? ci?.branch,
-        build: options.build ?? ci?.build,
-        commit: options.commit ?? ci?.commit,
-        ciUrl: ci?.ciUrl,
-        // Read with `in`: the reporter package's built types this compiles against may predate the field.
-        targetBranch: ci && 'targetBranch' in ci && typeof ci.targetBranch === 'string' ? ci.targetBranch : undefined,
-      };
-      // The default key is the upload and its options: re-running the same command is the same import,
-      // and the same file with another --branch is a new one.
-      const key =
-        options.idempotencyKey ??
-        `sha256-${createHash('sha256').update(file.bytes).update(JSON.stringify(fields)).digest('hex').slice(0, 48)}`;
-      const upload = progressOf('uploading', mode, ' bytes');
-      const accepted = (await client.importReport(project.id, file, { ...fields, idempotencyKey: key }, (sent, total) =>
-        upload.update(sent, total),
-      )) as ImportRecord;
-      upload.stop();
-      record = options.wait ? await awaitImport(client, accepted, mode) : accepted;
-    } catch (error) {
-      explain(error);
-    }
-    if (options.json) process.stdout.write(`${JSON.stringify(record)}\n`);
-    else process.stdout.write(describeImport(record));
-    if (record.status === 'failed') process.exitCode = 1;
-    else if (options.failOnFailures && options.wait && record.jobId) await judgeJob(client, record.jobId, options.json === true);
-  });
+  ).action(importAction);
+}
+
+/** The job's fields: the options given, else what the CI system says about the build. */
+function importFields(options: ImportOptions) {
+  // GitHub Actions, GitLab CI, Jenkins, CircleCI, Azure Pipelines and Buildkite say which build this is.
+  const ci = detectCi(process.env);
+  return {
+    name: options.name,
+    format: options.format,
+    environment: options.environment,
+    branch: options.branch ?? ci?.branch,
+    build: options.build ?? ci?.build,
+    commit: options.commit ?? ci?.commit,
+    ciUrl: ci?.ciUrl,
+    // Read with `in`: the reporter package's built types this compiles against may predate the field.
+    targetBranch: ci && 'targetBranch' in ci && typeof ci.targetBranch === 'string' ? ci.targetBranch : undefined,
+  };
+}
+
+/** Uploads the report, waits for its job unless told not to, and prints what it became. */
+async function importAction(target: string, options: ImportOptions): Promise<void> {
+  const client = remoteClient(options);
+  const mode: ProgressMode = options.json ? 'none' : process.stderr.isTTY ? 'bar' : 'lines';
+  let record: ImportRecord;
+  try {
+    const project = await client.call(v1.projects.getProject, { params: { projectId: options.project } });
+    const file = packUpload(target, mode);
+    const fields = importFields(options);
+    // The default key is the upload and its options: re-running the same command is the same import,
+    // and the same file with another --branch is a new one.
+    const key =
+      options.idempotencyKey ??
+      `sha256-${createHash('sha256').update(file.bytes).update(JSON.stringify(fields)).digest('hex').slice(0, 48)}`;
+    const upload = progressOf('uploading', mode, ' bytes');
+    const accepted = (await client.importReport(project.id, file, { ...fields, idempotencyKey: key }, (sent, total) =>
+      upload.update(sent, total),
+    )) as ImportRecord;
+    upload.stop();
+    record = options.wait ? await awaitImport(client, accepted, mode) : accepted;
+  } catch (error) {
+    explain(error);
+  }
+  if (options.json) process.stdout.write(`${JSON.stringify(record)}\n`);
+  else process.stdout.write(describeImport(record));
+  if (record.status === 'failed') process.exitCode = 1;
+  else if (options.failOnFailures && options.wait && record.jobId) await judgeJob(client, record.jobId, options.json === true);
 }

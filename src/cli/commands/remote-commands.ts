@@ -100,6 +100,12 @@ async function keyOwner(client: AttestClient, options: KeyOptions): Promise<stri
 
 function keysCommand(program: Command): void {
   const keys = program.command('keys').description("API keys: list, create and revoke (yours, or with --user another user's, as an admin)");
+  keysListCommand(keys);
+  keysCreateCommand(keys);
+  keysRevokeCommand(keys);
+}
+
+function keysListCommand(keys: Command): void {
   remoteOptions(keys.command('list').description('list API keys (never their secrets)'))
     .option('--user <email>', 'whose keys (default: yours)')
     .option('--all', 'include revoked keys')
@@ -119,6 +125,9 @@ function keysCommand(program: Command): void {
         report(options.json, items, table(rows));
       }),
     );
+}
+
+function keysCreateCommand(keys: Command): void {
   remoteOptions(keys.command('create').description('create an API key; the secret is printed this once'))
     .requiredOption('--name <name>', 'what the key is for, e.g. "CI on main"')
     .option('--user <email>', 'for whom (default: you)')
@@ -143,6 +152,9 @@ function keysCommand(program: Command): void {
         report(options.json, created, `${created.key}\n(key ${created.id} for ${email}; the secret is shown this once)`);
       }),
     );
+}
+
+function keysRevokeCommand(keys: Command): void {
   remoteOptions(
     keys
       .command('revoke')

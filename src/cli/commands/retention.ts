@@ -10,7 +10,7 @@ export function retentionCommand(program: Command): void {
     .option('--dry-run', 'count what would be deleted, delete nothing')
     .option('--json', 'print the report as JSON')
     .action(async (options: { dryRun?: boolean; json?: boolean }) => {
-      const { sweepRetention } = await import('../../server/services/retention.ts');
+      const { sweepRetention } = await import('../../server/services/operations/retention.ts');
       const { openInstance, withCommandContext } = await import('../instance.ts');
       const instance = await openInstance('apply retention, then start it again');
       try {

@@ -20,7 +20,7 @@ export function verifyCommand(program: Command): void {
     .option('--json', 'print the report as JSON')
     .option('--no-hash', 'check sizes only, without re-hashing blob contents')
     .action(async (options: { json?: boolean; hash: boolean }) => {
-      const { verifyStorage } = await import('../../server/services/maintenance.ts');
+      const { verifyStorage } = await import('../../server/services/operations/maintenance.ts');
       const { openInstance } = await import('../instance.ts');
       const { database, blobs } = await openInstance('then run attest verify again (the server checks the database at every start)');
       const bar = options.json ? undefined : progressBar('verifying blobs');

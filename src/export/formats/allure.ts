@@ -35,14 +35,15 @@ export function allureFiles(report: Report): ExportFile[] {
   return files;
 }
 
-function resultFiles(report: Report, test: ReportTest, part: RunPart): ExportFile[] {
+/** A step's (or, for null, the run's) attachments: its cells, images and files, each a file beside the result. */
+type Attach = (stepId: string | null, cells: Step['cells']) => { name: string; source: string; type: string }[];
+
+/** Adds a run's attachments to `files` as they are referenced, named by the run and what they are. */
+function attacher(report: Report, part: RunPart, files: ExportFile[]): Attach {
   const { run } = part.answers;
-  const results = part.answers.results.value;
   const byStep = imagesByStep(part.images);
   const filesByStep = new Map<string | null, AttachmentEntry[]>();
   for (const file of part.attachments) filesByStep.set(file.stepId, [...(filesByStep.get(file.stepId) ?? []), file]);
-  const files: ExportFile[] = [];
-  const uuid = uuidFrom(`run:${run.id}`);
   const attachmentName = (key: string, extension: string) => `${uuidFrom(`${run.id}:${key}`)}-attachment.${extension}`;
 
   const imageAttachments = (images: readonly ImageEntry[]) =>
@@ -65,28 +66,35 @@ function resultFiles(report: Report, test: ReportTest, part: RunPart): ExportFil
       files.push(fileOf(`allure-results/${source}`, cell.mediaType, () => cell.text));
       return { name: cell.name, source, type: cell.mediaType };
     });
+  return (stepId, cells) => [
+    ...cellAttachments(cells),
+    ...imageAttachments(byStep.get(stepId) ?? []),
+    ...fileAttachments(filesByStep.get(stepId) ?? []),
+  ];
+}
 
-  const runStart = run.startedAt ? Date.parse(run.startedAt) : Date.parse(run.createdAt);
-  const toStep = (node: StepNode): Record<string, unknown> => {
-    const { step } = node;
-    const start = step.startedAt ? Date.parse(step.startedAt) : runStart;
-    return {
-      name: step.title,
-      status: STATUS[step.status],
-      ...(step.error ? { statusDetails: { message: step.error.split('\n')[0], trace: step.error } } : {}),
-      stage: 'finished',
-      start,
-      stop: start + (step.durationMs ?? 0),
-      steps: node.children.map(toStep),
-      attachments: [
-        ...cellAttachments(step.cells),
-        ...imageAttachments(byStep.get(step.id) ?? []),
-        ...fileAttachments(filesByStep.get(step.id) ?? []),
-      ],
-      parameters: [],
-    };
+/** A step as Allure nests it, with its children and attachments. */
+function allureStep(node: StepNode, runStart: number, attach: Attach): Record<string, unknown> {
+  const { step } = node;
+  const start = step.startedAt ? Date.parse(step.startedAt) : runStart;
+  return {
+    name: step.title,
+    status: STATUS[step.status],
+    ...(step.error ? { statusDetails: { message: step.error.split('\n')[0], trace: step.error } } : {}),
+    stage: 'finished',
+    start,
+    stop: start + (step.durationMs ?? 0),
+    steps: node.children.map((child) => allureStep(child, runStart, attach)),
+    attachments: attach(step.id, step.cells),
+    parameters: [],
   };
+}
 
+/** One run's `…-result.json`. */
+function allureResult(test: ReportTest, part: RunPart, uuid: string, attach: Attach): Record<string, unknown> {
+  const { run } = part.answers;
+  const results = part.answers.results.value;
+  const runStart = run.startedAt ? Date.parse(run.startedAt) : Date.parse(run.createdAt);
   const failure = failureOf(part);
   const group = failureGroupOf(part);
   const stop = run.finishedAt ? Date.parse(run.finishedAt) : runStart + (elapsedMs(run.startedAt, run.finishedAt) ?? 0);
@@ -94,7 +102,7 @@ function resultFiles(report: Report, test: ReportTest, part: RunPart): ExportFil
   const historyId = createHash('md5')
     .update(`${run.projectId}:${run.testId ? test.fullName : test.key}`)
     .digest('hex');
-  const result = {
+  return {
     uuid,
     historyId,
     testCaseId: run.testId ?? historyId,
@@ -115,12 +123,8 @@ function resultFiles(report: Report, test: ReportTest, part: RunPart): ExportFil
     stage: 'finished',
     start: runStart,
     stop,
-    steps: stepTree(results.steps).map(toStep),
-    attachments: [
-      ...cellAttachments(results.cells),
-      ...imageAttachments(byStep.get(null) ?? []),
-      ...fileAttachments(filesByStep.get(null) ?? []),
-    ],
+    steps: stepTree(results.steps).map((node) => allureStep(node, runStart, attach)),
+    attachments: attach(null, results.cells),
     parameters: [],
     labels: [
       { name: 'framework', value: 'attest' },
@@ -131,6 +135,13 @@ function resultFiles(report: Report, test: ReportTest, part: RunPart): ExportFil
     ],
     links: group?.issueUrl ? [{ type: 'issue', name: issueName(group.issueUrl), url: group.issueUrl }] : [],
   };
+}
+
+/** A run's result file, first, then its attachments' files. */
+function resultFiles(report: Report, test: ReportTest, part: RunPart): ExportFile[] {
+  const files: ExportFile[] = [];
+  const uuid = uuidFrom(`run:${part.answers.run.id}`);
+  const result = allureResult(test, part, uuid, attacher(report, part, files));
   files.unshift(fileOf(`allure-results/${uuid}-result.json`, 'application/json', () => `${JSON.stringify(result, null, 2)}\n`));
   return files;
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import MarkdownIt from 'markdown-it';
 import type { AttachmentEntry, ImageEntry, Step } from '../bundle.ts';
-import { ERROR_CELLS, errorsShownOnce } from '../errors-once.ts';
+import { cellsNotRepeating, ERROR_CELLS, errorsShownOnce } from '../errors-once.ts';
 import { type Chunk, type ExportFile, elapsedMs, imagesByStep, type RunPart, type StepNode, stepTree } from '../files.ts';
 import { countsOf, type Report, type ReportTest } from '../report.ts';
 import { REPORT_STYLE } from './html-style.ts';
@@ -145,17 +145,6 @@ const factList = (facts: [string, string | null][]) =>
     .filter(([, value]) => value)
     .map(([name, value]) => `<div><dt>${name}</dt><dd>${escapeHtml(String(value))}</dd></div>`)
     .join('')}</dl>`;
-
-/** A step's cells that say something its error, or a cell before them, has not (a manual step's failure is its error and its `actual` cell). */
-function cellsNotRepeating(step: Step): Step['cells'] {
-  const said = new Set(step.error ? [step.error.trim()] : []);
-  return step.cells.filter((cell) => {
-    const text = cell.text.trim();
-    if (said.has(text)) return false;
-    said.add(text);
-    return true;
-  });
-}
 
 /** The statuses in a step and under it, and its titles: what the report's filter matches a step by. */
 function filterKeys(node: StepNode): { statuses: Set<string>; names: string[] } {

@@ -56,6 +56,30 @@ export type LeaseOutcome = ({ ok: true; value: unknown } | { ok: false; error: u
   timedOut?: TaskTimedOut;
 };
 
+/**
+ * Once told to stop, a handler is waited for `abandonMs`: one that does not stop (stuck on a
+ * call that takes no signal) is left to settle on its own, and the runner ends its lease.
+ * Whatever it writes later is fenced by the lease it no longer holds.
+ */
+function abandonAfterAbort(signal: AbortSignal, abandonMs: number): { abandoned: Promise<LeaseOutcome>; stop: () => void } {
+  let abandon: NodeJS.Timeout | undefined;
+  let onAbort = () => {};
+  const abandoned = new Promise<LeaseOutcome>((resolve) => {
+    onAbort = () => {
+      abandon = setTimeout(() => resolve({ ok: false, abandoned: true }), abandonMs);
+      abandon.unref();
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return {
+    abandoned,
+    stop: () => {
+      signal.removeEventListener('abort', onAbort);
+      clearTimeout(abandon);
+    },
+  };
+}
+
 /** Runs `handler` under the lease `terms` describe, until it settles or is abandoned. */
 export async function runUnderLease(terms: LeaseTerms, handler: (lease: Lease) => Promise<unknown>): Promise<LeaseOutcome> {
   const { abort, leaseMs, now } = terms;
@@ -88,18 +112,7 @@ export async function runUnderLease(terms: LeaseTerms, handler: (lease: Lease) =
     abort.abort(timedOut);
   }, terms.timeoutMs);
   limit.unref();
-  // Once told to stop, a handler is waited for `abandonMs`: one that does not stop (stuck on a
-  // call that takes no signal) is left to settle on its own, and the runner ends its lease.
-  // Whatever it writes later is fenced by the lease it no longer holds.
-  let abandon: NodeJS.Timeout | undefined;
-  let onAbort = () => {};
-  const abandoned = new Promise<LeaseOutcome>((resolve) => {
-    onAbort = () => {
-      abandon = setTimeout(() => resolve({ ok: false, abandoned: true }), terms.abandonMs);
-      abandon.unref();
-    };
-    abort.signal.addEventListener('abort', onAbort, { once: true });
-  });
+  const abandonment = abandonAfterAbort(abort.signal, terms.abandonMs);
   const ran: Promise<LeaseOutcome> = Promise.resolve()
     .then(() => handler(lease))
     .then(
@@ -107,14 +120,22 @@ export async function runUnderLease(terms: LeaseTerms, handler: (lease: Lease) =
       (error: unknown) => ({ ok: false, error }),
     );
   try {
-    const outcome = await Promise.race([ran, abandoned]);
+    const outcome = await Promise.race([ran, abandonment.abandoned]);
     return timedOut ? { ...outcome, timedOut } : outcome;
   } finally {
     clearInterval(renewal);
     clearTimeout(limit);
-    abort.signal.removeEventListener('abort', onAbort);
-    clearTimeout(abandon);
+    abandonment.stop();
     // Whatever happens to the task from now on, a handler left running is told it is no longer held.
     abort.abort();
   }
 }
+
+/** Whose a claimed task is: the task and the runner that claimed it. */
+export interface TaskHold {
+  taskId: string;
+  owner: string;
+}
+
+/** The lease of a claimed task, and whose it is: what a handler that checks its hold in each transaction gets. */
+export type HeldLease = Lease & TaskHold;

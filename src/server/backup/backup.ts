@@ -2,33 +2,16 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import SQLite from 'better-sqlite3';
 import { type BlobStore, isBlobKey } from '../blob/blob-store.ts';
+import { blobReferencesIn, copySqliteSnapshot, sqliteIntegrity } from '../db/sqlite-copy.ts';
 
 const blobPath = (dataDir: string, sha256: string) => path.join(dataDir, 'blobs', sha256.slice(0, 2), sha256.slice(2, 4), sha256);
 
-/**
- * The blobs a database copy references, with the size its rows record (-1 where no row records one
- * of its own: thumbnails, the diff image of a visual diff, as in verify). Opened read-write, though
- * it only reads: the copy is in WAL mode like its source, and closing a read-only connection would
- * leave `-wal` and `-shm` files beside it, while closing this one removes them.
- */
+/** The blobs a database copy references, with the size its rows record (-1 where none does, as in verify). */
 function referencedIn(file: string): Map<string, number> {
-  const db = new SQLite(file, { fileMustExist: true });
-  try {
-    const rows = db
-      .prepare(
-        `SELECT sha256 AS key, CASE WHEN kind = 'visual-diff' THEN -1 ELSE size END AS size FROM artifacts
-         UNION ALL SELECT sha256, size FROM images
-         UNION ALL SELECT thumbnail_sha256, -1 FROM images WHERE thumbnail_sha256 IS NOT NULL`,
-      )
-      .all() as { key: string; size: number }[];
-    const sizes = new Map<string, number>();
-    for (const { key, size } of rows) if (isBlobKey(key) && (size >= 0 || !sizes.has(key))) sizes.set(key, Number(size));
-    return sizes;
-  } finally {
-    db.close();
-  }
+  const sizes = new Map<string, number>();
+  for (const { key, size } of blobReferencesIn(file)) if (isBlobKey(key) && (size >= 0 || !sizes.has(key))) sizes.set(key, Number(size));
+  return sizes;
 }
 
 /** The SHA-256 of a file, read in chunks. */
@@ -139,19 +122,7 @@ export async function backupEmbedded(
   const out = durableWriter();
   out.mkdir(destination);
   const target = path.join(destination, 'attest.db');
-  // Read-only and without the instance lock: SQLite's own locking makes reading beside the
-  // running server safe, and the backup API copies a consistent snapshot.
-  const live = new SQLite(source, { readonly: true, fileMustExist: true });
-  try {
-    live.pragma('busy_timeout = 5000');
-    // All pages in one step: SQLite restarts an online backup whenever another connection writes
-    // between two steps, so under steady uploads a copy in small steps (better-sqlite3 defaults to
-    // 100 pages) never finishes. One step reads one consistent snapshot while, in WAL mode, the
-    // server keeps writing.
-    await live.backup(target, { progress: () => 0x7fffffff });
-  } finally {
-    live.close();
-  }
+  await copySqliteSnapshot(source, target);
   const sizes = referencedIn(target);
   const keys = [...sizes.keys()];
   out.written(target);
@@ -180,6 +151,51 @@ export async function backupEmbedded(
 /** Where a restore builds its copy, inside the data folder (which may be a mount point). */
 export const RESTORE_STAGING = '.restoring';
 
+/** The backup's manifest, once the folder is checked to be a complete Attest backup. */
+function readBackupManifest(backupDir: string): { blobs?: number } {
+  if (!fs.existsSync(backupDir)) throw new Error(`the backup folder ${backupDir} does not exist`);
+  if (!fs.existsSync(path.join(backupDir, 'attest.db'))) throw new Error(`${backupDir} holds no attest.db; it is not an Attest backup`);
+  if (!fs.existsSync(path.join(backupDir, MANIFEST)))
+    throw new Error(`${backupDir} is an incomplete backup (no ${MANIFEST}: it was interrupted); take the backup again`);
+  return JSON.parse(fs.readFileSync(path.join(backupDir, MANIFEST), 'utf8')) as { blobs?: number };
+}
+
+/**
+ * Checks every blob (its size against the rows, its content against its SHA-256 name), all
+ * before anything moves into the data folder or the bucket: a damaged backup restores nothing.
+ * Into the data folder, each is checked as copied to the staging folder; into a bucket, in the
+ * backup, and then uploaded (bytes the bucket holds already are not sent again). Answers the bytes.
+ */
+async function restoreBlobs(
+  from: { backupDir: string; staging: string; expected: Map<string, number> },
+  out: ReturnType<typeof durableWriter>,
+  damaged: (what: string) => Error,
+  onProgress: ((done: number, total: number) => void) | undefined,
+  bucket: BlobStore | undefined,
+): Promise<number> {
+  const { backupDir, staging, expected } = from;
+  let bytes = 0;
+  let index = 0;
+  for (const [key, size] of expected) {
+    const source = blobPath(backupDir, key);
+    if (!fs.existsSync(source)) throw damaged(`blob ${key}, which its database references, is missing`);
+    const checked = bucket ? source : blobPath(staging, key);
+    if (!bucket) out.copy(source, checked);
+    const actual = fs.statSync(checked).size;
+    if (size >= 0 && actual !== size) throw damaged(`blob ${key} holds ${actual} bytes where its database records ${size}`);
+    if (sha256OfFile(checked) !== key) throw damaged(`blob ${key} does not match its SHA-256 (its bytes changed)`);
+    bytes += actual;
+    if (!bucket) onProgress?.(++index, expected.size);
+  }
+  if (bucket) {
+    for (const key of expected.keys()) {
+      (await bucket.put(fs.createReadStream(blobPath(backupDir, key)))).release();
+      onProgress?.(++index, expected.size);
+    }
+  }
+  return bytes;
+}
+
 /**
  * Restores a complete backup into an empty (or absent) data folder; the server then starts on it
  * as usual. The copy is built in `<data folder>/.restoring` and moved into place once durable,
@@ -196,12 +212,7 @@ export async function restoreEmbedded(
   onProgress?: (done: number, total: number) => void,
   bucket?: BlobStore,
 ): Promise<BackupReport> {
-  const source = path.join(backupDir, 'attest.db');
-  if (!fs.existsSync(backupDir)) throw new Error(`the backup folder ${backupDir} does not exist`);
-  if (!fs.existsSync(source)) throw new Error(`${backupDir} holds no attest.db; it is not an Attest backup`);
-  if (!fs.existsSync(path.join(backupDir, MANIFEST)))
-    throw new Error(`${backupDir} is an incomplete backup (no ${MANIFEST}: it was interrupted); take the backup again`);
-  const manifest = JSON.parse(fs.readFileSync(path.join(backupDir, MANIFEST), 'utf8')) as { blobs?: number };
+  const manifest = readBackupManifest(backupDir);
   const target = path.resolve(dataDir);
   const staging = path.join(target, RESTORE_STAGING);
   if (fs.existsSync(target) && fs.readdirSync(target).some((entry) => entry !== RESTORE_STAGING))
@@ -212,43 +223,13 @@ export async function restoreEmbedded(
   try {
     const out = durableWriter();
     out.mkdir(staging);
-    out.copy(source, path.join(staging, 'attest.db'));
-    const check = new SQLite(path.join(staging, 'attest.db'), { fileMustExist: true });
-    let integrity: unknown;
-    try {
-      integrity = check.pragma('integrity_check', { simple: true });
-    } catch (error) {
-      integrity = (error as Error).message;
-    } finally {
-      check.close();
-    }
-    if (integrity !== 'ok') throw damaged(`its database fails SQLite's integrity check (${String(integrity)})`);
+    out.copy(path.join(backupDir, 'attest.db'), path.join(staging, 'attest.db'));
+    const integrity = sqliteIntegrity(path.join(staging, 'attest.db'));
+    if (integrity !== 'ok') throw damaged(`its database fails SQLite's integrity check (${integrity})`);
     const expected = referencedIn(path.join(staging, 'attest.db'));
     if (manifest.blobs !== undefined && manifest.blobs !== expected.size)
       throw damaged(`${MANIFEST} lists ${manifest.blobs} blobs, its database references ${expected.size}`);
-    let bytes = 0;
-    let index = 0;
-    // Every blob is checked (its size against the rows, its content against its SHA-256 name), all
-    // before anything moves into the data folder or the bucket: a damaged backup restores nothing.
-    // Into the data folder, each is checked as copied to the staging folder; into a bucket, in the
-    // backup, and then uploaded (bytes the bucket holds already are not sent again).
-    for (const [key, size] of expected) {
-      const from = blobPath(backupDir, key);
-      if (!fs.existsSync(from)) throw damaged(`blob ${key}, which its database references, is missing`);
-      const checked = bucket ? from : blobPath(staging, key);
-      if (!bucket) out.copy(from, checked);
-      const actual = fs.statSync(checked).size;
-      if (size >= 0 && actual !== size) throw damaged(`blob ${key} holds ${actual} bytes where its database records ${size}`);
-      if (sha256OfFile(checked) !== key) throw damaged(`blob ${key} does not match its SHA-256 (its bytes changed)`);
-      bytes += actual;
-      if (!bucket) onProgress?.(++index, expected.size);
-    }
-    if (bucket) {
-      for (const key of expected.keys()) {
-        (await bucket.put(fs.createReadStream(blobPath(backupDir, key)))).release();
-        onProgress?.(++index, expected.size);
-      }
-    }
+    const bytes = await restoreBlobs({ backupDir, staging, expected }, out, damaged, onProgress, bucket);
     out.flush();
     // Into place on the same filesystem: the blobs first, then the database that references them.
     if (fs.existsSync(path.join(staging, 'blobs'))) {

@@ -83,27 +83,10 @@ export class FsBlobStore implements BlobStore {
 
   async put(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<StoredBlob> {
     const tempFile = path.join(this.tmpDir, `${randomUUID()}.part`);
-    let fd: number | undefined;
+    const temp: { fd?: number } = {};
     let release: (() => void) | undefined;
     try {
-      const hash = createHash('sha256');
-      let size = 0;
-      // A blob that ends within SMALL_BLOB_MAX_BYTES is hashed in memory before anything is written:
-      // bytes already stored then cost no temp file at all, and new ones a single write.
-      let small: Uint8Array[] | undefined = [];
-      for await (const chunk of source) {
-        hash.update(chunk);
-        size += chunk.byteLength;
-        if (small && size <= SMALL_BLOB_MAX_BYTES) {
-          small.push(chunk);
-          continue;
-        }
-        if (fd === undefined) fd = await this.io('open', () => this.fs.open(tempFile, 'wx', 0o600));
-        for (const held of small ?? []) await this.writeAll(fd, held);
-        small = undefined;
-        await this.writeAll(fd, chunk);
-      }
-      const sha256 = hash.digest('hex');
+      const { sha256, size, small } = await this.spool(source, tempFile, temp);
       const target = this.blobPath(sha256);
       if (small) {
         release = await this.holds.hold(sha256);
@@ -112,17 +95,10 @@ export class FsBlobStore implements BlobStore {
           await this.reuse(target, sha256);
           return { sha256, size, created: false, release };
         }
-        fd = await this.io('open', () => this.fs.open(tempFile, 'wx', 0o600));
-        await this.writeAll(fd, Buffer.concat(small, size));
+        temp.fd = await this.io('open', () => this.fs.open(tempFile, 'wx', 0o600));
+        await this.writeAll(temp.fd, Buffer.concat(small, size));
       }
-      // A failed fsync is final: Linux may drop the dirty pages after reporting the error once,
-      // so a second fsync could "succeed" without the data (PG-FSYNC). The temp file goes.
-      await this.io('fsync', () => this.fs.fsync(fd as number));
-      const closing = fd as number;
-      fd = undefined;
-      await this.io('close', () => this.fs.close(closing));
-      this.onDurabilityStep('after-fsync-file');
-
+      await this.syncAndClose(temp);
       release ??= await this.holds.hold(sha256);
       if (!small && (await this.isStored(target, size))) {
         await this.fs.unlink(tempFile).catch(() => {});
@@ -138,10 +114,51 @@ export class FsBlobStore implements BlobStore {
       return { sha256, size, created: true, release };
     } catch (error) {
       release?.();
-      if (fd !== undefined) await this.fs.close(fd).catch(() => {});
+      if (temp.fd !== undefined) await this.fs.close(temp.fd).catch(() => {});
       await this.fs.unlink(tempFile).catch(() => {});
       throw error;
     }
+  }
+
+  /**
+   * Hashes the bytes as they come. A blob that ends within SMALL_BLOB_MAX_BYTES is hashed in memory
+   * before anything is written (`small`): bytes already stored then cost no temp file at all, and
+   * new ones a single write. A larger one is written to the temp file (opened into `temp`) as it comes.
+   */
+  private async spool(
+    source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+    tempFile: string,
+    temp: { fd?: number },
+  ): Promise<{ sha256: string; size: number; small: Uint8Array[] | undefined }> {
+    const hash = createHash('sha256');
+    let size = 0;
+    let small: Uint8Array[] | undefined = [];
+    for await (const chunk of source) {
+      hash.update(chunk);
+      size += chunk.byteLength;
+      if (small && size <= SMALL_BLOB_MAX_BYTES) {
+        small.push(chunk);
+        continue;
+      }
+      if (temp.fd === undefined) temp.fd = await this.io('open', () => this.fs.open(tempFile, 'wx', 0o600));
+      for (const held of small ?? []) await this.writeAll(temp.fd, held);
+      small = undefined;
+      await this.writeAll(temp.fd, chunk);
+    }
+    return { sha256: hash.digest('hex'), size, small };
+  }
+
+  /**
+   * Makes the temp file durable and closes it. A failed fsync is final: Linux may drop the dirty
+   * pages after reporting the error once, so a second fsync could "succeed" without the data
+   * (PG-FSYNC). The temp file goes.
+   */
+  private async syncAndClose(temp: { fd?: number }): Promise<void> {
+    await this.io('fsync', () => this.fs.fsync(temp.fd as number));
+    const closing = temp.fd as number;
+    temp.fd = undefined;
+    await this.io('close', () => this.fs.close(closing));
+    this.onDurabilityStep('after-fsync-file');
   }
 
   /** Whether the blob is stored with this size; a copy of another length is damaged and gets replaced. */

@@ -193,24 +193,8 @@ export class S3BlobStore implements BlobStore {
   ): Promise<StoredBlob> {
     const slot = await this.streamedPuts.take();
     const temp = `${this.root}tmp/${randomUUID()}`;
-    let size = bufferedSize;
-    let sourceFailure: { error: unknown } | undefined;
-    const body = Readable.from(
-      (async function* () {
-        // One by one off the array, so the upload alone keeps a buffered chunk once it has it.
-        for (let chunk = buffered.shift(); chunk; chunk = buffered.shift()) yield chunk;
-        try {
-          for await (const chunk of rest) {
-            hash.update(chunk);
-            size += chunk.byteLength;
-            yield chunk;
-          }
-        } catch (error) {
-          sourceFailure = { error };
-          throw error;
-        }
-      })(),
-    );
+    const read = { size: bufferedSize, failure: undefined as { error: unknown } | undefined };
+    const body = streamedBody(buffered, rest, hash, read);
     let release: (() => void) | undefined;
     try {
       const upload = new Upload({
@@ -224,31 +208,17 @@ export class S3BlobStore implements BlobStore {
       try {
         await upload.done();
       } catch (error) {
-        if (sourceFailure) throw sourceFailure.error;
+        if (read.failure) throw read.failure.error;
         throw s3Failure('multipart upload', error);
       } finally {
         slot();
       }
+      const { size } = read;
       const sha256 = hash.digest('hex');
       const key = this.blobKey(sha256);
       release = await this.fence.hold(sha256);
       if ((await this.headKey(key))?.size === size) return { sha256, size, created: false, release };
-      // CopyObject copies up to 5 GiB in one request; createBlobStore keeps the artifact limit below it.
-      // Each attempt has time for the size, and all of them together (with the backoffs) a deadline.
-      const copyMs = sizedTimeout(this.timeoutMs, size, this.copyBytesPerSecond);
-      await this.call('CopyObject', () =>
-        this.transfers.send(
-          new CopyObjectCommand({
-            Bucket: this.bucket,
-            Key: key,
-            // URL-encoded, as S3 reads it: the prefix may hold any character.
-            CopySource: `${this.bucket}/${temp.split('/').map(encodeURIComponent).join('/')}`,
-            MetadataDirective: 'REPLACE',
-            Metadata: { sha256 },
-          }),
-          { requestTimeout: copyMs, abortSignal: AbortSignal.timeout(this.maxAttempts * (copyMs + MAX_BACKOFF_MS)) },
-        ),
-      );
+      await this.copyIntoPlace(temp, key, sha256, size);
       await this.confirm(key, size);
       return { sha256, size, created: true, release };
     } catch (error) {
@@ -261,6 +231,28 @@ export class S3BlobStore implements BlobStore {
       // Best effort: a temp object the store would not delete now goes at a later start (recover).
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: temp })).catch(() => {});
     }
+  }
+
+  /**
+   * Copies the uploaded temp object to its key. CopyObject copies up to 5 GiB in one request;
+   * createBlobStore keeps the artifact limit below it. Each attempt has time for the size, and all
+   * of them together (with the backoffs) a deadline.
+   */
+  private async copyIntoPlace(temp: string, key: string, sha256: string, size: number): Promise<void> {
+    const copyMs = sizedTimeout(this.timeoutMs, size, this.copyBytesPerSecond);
+    await this.call('CopyObject', () =>
+      this.transfers.send(
+        new CopyObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          // URL-encoded, as S3 reads it: the prefix may hold any character.
+          CopySource: `${this.bucket}/${temp.split('/').map(encodeURIComponent).join('/')}`,
+          MetadataDirective: 'REPLACE',
+          Metadata: { sha256 },
+        }),
+        { requestTimeout: copyMs, abortSignal: AbortSignal.timeout(this.maxAttempts * (copyMs + MAX_BACKOFF_MS)) },
+      ),
+    );
   }
 
   /** After a write: the object is there, whole. */
@@ -389,4 +381,32 @@ export class S3BlobStore implements BlobStore {
       throw s3Failure(operation, error);
     }
   }
+}
+
+/**
+ * The upload's body: the chunks buffered so far, one by one off the array (so the upload alone
+ * keeps a buffered chunk once it has it), then the rest of the source, hashed and counted into
+ * `read` as it passes; a source that fails is noted there, so its error is the one answered.
+ */
+function streamedBody(
+  buffered: Uint8Array[],
+  rest: AsyncGenerator<Uint8Array>,
+  hash: ReturnType<typeof createHash>,
+  read: { size: number; failure: { error: unknown } | undefined },
+): Readable {
+  return Readable.from(
+    (async function* () {
+      for (let chunk = buffered.shift(); chunk; chunk = buffered.shift()) yield chunk;
+      try {
+        for await (const chunk of rest) {
+          hash.update(chunk);
+          read.size += chunk.byteLength;
+          yield chunk;
+        }
+      } catch (error) {
+        read.failure = { error };
+        throw error;
+      }
+    })(),
+  );
 }

@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
 import type { Config } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
+import { databaseName } from '../db/repositories/instances.ts';
 import { StartupError } from '../errors.ts';
 import { type FailureCounts, FailureLimiter } from '../security/failure-limiter.ts';
 import { type LoginAttempts, LoginThrottle } from '../security/login-throttle.ts';
@@ -111,8 +111,7 @@ export function authLimits(cluster: Cluster, config: Config): { authFailures: Fa
  * service shares and which another service on the same Redis (or another test's database) does not.
  */
 async function redisPrefix(database: DatabaseHandle): Promise<string> {
-  const { rows } = await sql<{ name: string }>`SELECT current_database() AS name`.execute(database.db);
-  return `attest:${rows[0]?.name}:`;
+  return `attest:${await databaseName(database.db)}:`;
 }
 
 /** The URL without its password, for a message. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sql } from 'kysely';
-import pg from 'pg';
+import { ListeningConnection } from '../db/pg-listener.ts';
+import { notify } from '../db/repositories/instances.ts';
 import type { DB } from '../db/types.ts';
 import { decodeNotification, encodeNotification, type NotificationBus } from './notification-bus.ts';
 
@@ -42,7 +42,7 @@ export class PgNotificationBus implements NotificationBus {
   readonly #listeners = new Map<string, Set<(payload: unknown) => void>>();
   readonly #connected: (() => void)[] = [];
   readonly #sending = new Set<Promise<void>>();
-  #client: pg.Client | undefined;
+  #client: ListeningConnection | undefined;
   #retryMs = FIRST_RETRY_MS;
   #retry: NodeJS.Timeout | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
@@ -65,8 +65,8 @@ export class PgNotificationBus implements NotificationBus {
     for (let attempt = 1; ; attempt++) {
       try {
         const client = this.#client;
-        if (client) await client.query('SELECT pg_notify($1, $2)', [CHANNEL, text]);
-        else await sql`SELECT pg_notify(${CHANNEL}, ${text})`.execute(this.db);
+        if (client) await client.notify(CHANNEL, text);
+        else await notify(this.db, CHANNEL, text);
         return;
       } catch (error) {
         if (attempt >= PUBLISH_ATTEMPTS) throw error;
@@ -103,32 +103,25 @@ export class PgNotificationBus implements NotificationBus {
     await Promise.allSettled([...this.#sending]);
     const client = this.#client;
     this.#client = undefined;
-    await client?.end().catch(() => {});
+    await client?.end();
   }
 
   /** The backend process of the listening connection (an administrator, or a test, may end it). */
   get listenerPid(): number | undefined {
-    return (this.#client as (pg.Client & { processID?: number }) | undefined)?.processID;
+    return this.#client?.processID;
   }
 
   async #listen(): Promise<void> {
-    const client = new pg.Client({
-      connectionString: this.databaseUrl,
-      application_name: `attest notifications ${this.origin}`,
-      keepAlive: true,
+    let opened: ListeningConnection | undefined;
+    const client = await ListeningConnection.open(this.databaseUrl, `attest notifications ${this.origin}`, CHANNEL, {
+      onNotification: (payload) => this.#deliver(payload),
+      onLost: (error) => {
+        if (opened !== undefined) this.#lost(opened, error);
+      },
     });
-    client.on('notification', (message) => this.#deliver(message.payload));
-    client.on('error', (error) => this.#lost(client, error));
-    client.on('end', () => this.#lost(client));
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${CHANNEL}`);
-    } catch (error) {
-      await client.end().catch(() => {});
-      throw error;
-    }
+    opened = client;
     if (this.#closed) {
-      await client.end().catch(() => {});
+      await client.end();
       return;
     }
     this.#client = client;
@@ -149,10 +142,10 @@ export class PgNotificationBus implements NotificationBus {
   }
 
   /** The listening connection broke (or never answered): listen again on a new one. */
-  #lost(client: pg.Client, error?: Error): void {
+  #lost(client: ListeningConnection, error?: Error): void {
     if (client !== this.#client) return;
     this.#client = undefined;
-    client.end().catch(() => {});
+    void client.end();
     if (this.#closed) return;
     this.log.warn(
       { err: error },
@@ -181,7 +174,7 @@ export class PgNotificationBus implements NotificationBus {
       timer = setTimeout(() => reject(new Error(`no answer in ${HEARTBEAT_TIMEOUT_MS} ms`)), HEARTBEAT_TIMEOUT_MS);
     });
     try {
-      await Promise.race([client.query('SELECT 1'), silent]);
+      await Promise.race([client.ping(), silent]);
     } catch (error) {
       this.#lost(client, error as Error);
     } finally {

@@ -162,72 +162,69 @@ async function checkPostgresDurability(db: DB, config: Config): Promise<void> {
   }
 }
 
-/**
- * Opens the configured database (SQLite in the data folder, or PostgreSQL) and migrates it.
- * `onConnectionLost` hears of PostgreSQL connections that broke while idle in the pool (a server
- * restart, an administrator terminating them): the pool drops them and opens new ones on demand.
- */
-export async function createDatabase(
-  config: Config,
-  options: { onConnectionLost?: (error: Error) => void; log?: SpaceLog } = {},
+type OpenOptions = { onConnectionLost?: (error: Error) => void; log?: SpaceLog };
+type Stats = DatabaseHandle['stats'];
+
+/** Opens PostgreSQL, checks it keeps acknowledged writes, and migrates it. */
+async function openPostgres(
+  config: Config & { databaseUrl: string },
+  options: OpenOptions,
+  stats: Stats,
+  log: () => void,
 ): Promise<DatabaseHandle> {
-  const stats = { statements: 0, commits: 0, syncs: 0, syncedThrough: 0 };
-  // Every statement is counted (tests wait on the count): on PostgreSQL through Kysely's query log,
-  // on SQLite by the driver itself, which costs less per statement.
-  const log = () => {
-    stats.statements++;
-  };
-  if (config.databaseUrl) {
-    // With blobs in the data folder, the folder (and so the instance) stays one process's (DUR-3).
-    // With blobs in a bucket nothing of the instance is on its disk: any number of instances may
-    // share the database and the bucket (SCALE-3).
-    const lock = config.blobUrl ? undefined : lockDataDir(config.dataDir);
-    // Loaded only here: an instance on SQLite does not carry PostgreSQL's client.
-    const { default: pg } = await import('pg');
-    // Migrations (a backfill may run for minutes) get a pool of their own without the time limits.
-    const migrations = new Kysely<Database>({
-      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: config.databaseUrl, max: 1, types: pgTypes(pg.types) }) }),
-    });
-    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10, types: pgTypes(pg.types), ...poolLimits(config) });
-    // Without a listener a connection's error is an uncaught exception that ends the process.
-    hearConnectionErrors(pool, options.onConnectionLost ?? (() => {}));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log });
-    try {
-      await checkPostgresDurability(db, config);
-      await migrateToLatest(migrations);
-    } catch (error) {
+  // With blobs in the data folder, the folder (and so the instance) stays one process's (DUR-3).
+  // With blobs in a bucket nothing of the instance is on its disk: any number of instances may
+  // share the database and the bucket (SCALE-3).
+  const lock = config.blobUrl ? undefined : lockDataDir(config.dataDir);
+  // Loaded only here: an instance on SQLite does not carry PostgreSQL's client.
+  const { default: pg } = await import('pg');
+  // Migrations (a backfill may run for minutes) get a pool of their own without the time limits.
+  const migrations = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: config.databaseUrl, max: 1, types: pgTypes(pg.types) }) }),
+  });
+  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10, types: pgTypes(pg.types), ...poolLimits(config) });
+  // Without a listener a connection's error is an uncaught exception that ends the process.
+  hearConnectionErrors(pool, options.onConnectionLost ?? (() => {}));
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log });
+  try {
+    await checkPostgresDurability(db, config);
+    await migrateToLatest(migrations);
+  } catch (error) {
+    await db.destroy();
+    lock?.close();
+    throw error;
+  } finally {
+    await migrations.destroy();
+  }
+  return {
+    db,
+    dialect: 'postgres',
+    stats,
+    async durable() {},
+    async check() {
+      await sql`SELECT 1`.execute(db);
+    },
+    async ping() {
+      await sql`SELECT 1`.execute(db);
+    },
+    async integrityProblems() {
+      // PostgreSQL enforces foreign keys on every write and checksums its own pages; a round
+      // trip proves the server answers.
+      await sql`SELECT 1`.execute(db);
+      return [];
+    },
+    async reclaimSpace() {
+      return { freedPages: 0, freedBytes: 0, walTruncated: false };
+    },
+    async close() {
       await db.destroy();
       lock?.close();
-      throw error;
-    } finally {
-      await migrations.destroy();
-    }
-    return {
-      db,
-      dialect: 'postgres',
-      stats,
-      async durable() {},
-      async check() {
-        await sql`SELECT 1`.execute(db);
-      },
-      async ping() {
-        await sql`SELECT 1`.execute(db);
-      },
-      async integrityProblems() {
-        // PostgreSQL enforces foreign keys on every write and checksums its own pages; a round
-        // trip proves the server answers.
-        await sql`SELECT 1`.execute(db);
-        return [];
-      },
-      async reclaimSpace() {
-        return { freedPages: 0, freedBytes: 0, walTruncated: false };
-      },
-      async close() {
-        await db.destroy();
-        lock?.close();
-      },
-    };
-  }
+    },
+  };
+}
+
+/** Opens SQLite in the data folder and migrates it; with `synchronous = FULL`, its WAL synced by WalSync. */
+async function openSqliteDatabase(config: Config, options: OpenOptions, stats: Stats, log: () => void): Promise<DatabaseHandle> {
   const { sqlite, lock } = openSqlite(config, options.log ?? silentLog);
   let walSync: WalSync | undefined;
   const onCommit = () => {
@@ -242,7 +239,6 @@ export async function createDatabase(
     lock.close();
     throw error;
   }
-  const durable = () => walSync?.durable() ?? Promise.resolve();
   const checkpointer = new WalCheckpointer(
     path.join(config.dataDir, 'attest.db'),
     () => stats.commits,
@@ -251,6 +247,20 @@ export async function createDatabase(
       if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${DEFAULT_CHECKPOINT_PAGES}`);
     },
   );
+  return sqliteHandle({ sqlite, db, stats, walSync, checkpointer, lock });
+}
+
+/** What an open SQLite database answers: its checks and probes, and its close in order. */
+function sqliteHandle(open: {
+  sqlite: SQLite.Database;
+  db: DB;
+  stats: Stats;
+  walSync: WalSync | undefined;
+  checkpointer: WalCheckpointer;
+  lock: { close(): void };
+}): DatabaseHandle {
+  const { sqlite, db, stats, walSync, checkpointer, lock } = open;
+  const durable = () => walSync?.durable() ?? Promise.resolve();
   const selectOne = sqlite.prepare('SELECT 1');
   return {
     db,
@@ -288,6 +298,22 @@ export async function createDatabase(
       }
     },
   };
+}
+
+/**
+ * Opens the configured database (SQLite in the data folder, or PostgreSQL) and migrates it.
+ * `onConnectionLost` hears of PostgreSQL connections that broke while idle in the pool (a server
+ * restart, an administrator terminating them): the pool drops them and opens new ones on demand.
+ */
+export async function createDatabase(config: Config, options: OpenOptions = {}): Promise<DatabaseHandle> {
+  const stats = { statements: 0, commits: 0, syncs: 0, syncedThrough: 0 };
+  // Every statement is counted (tests wait on the count): on PostgreSQL through Kysely's query log,
+  // on SQLite by the driver itself, which costs less per statement.
+  const log = () => {
+    stats.statements++;
+  };
+  const { databaseUrl } = config;
+  return databaseUrl ? openPostgres({ ...config, databaseUrl }, options, stats, log) : openSqliteDatabase(config, options, stats, log);
 }
 
 /**

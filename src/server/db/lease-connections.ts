@@ -16,9 +16,18 @@ import type { Database, DB } from './types.ts';
  * at its next poll, a lease it could not renew runs out, and stopping the runner never hangs.
  */
 export function openLeaseConnections(databaseUrl: string, onConnectionLost: (error: Error) => void): DB {
+  return openOwnConnections(databaseUrl, 2, onConnectionLost);
+}
+
+/**
+ * A few PostgreSQL connections of a part's own, off the request pool, with the bounds above (2 s
+ * to open, 5 s to run, 6 s to be answered): the task runner's two, and the shared limits' three
+ * (`cluster/pg-shared-counts.ts`), so a flood of failed keys never waits for the request pool.
+ */
+export function openOwnConnections(databaseUrl: string, max: number, onConnectionLost: (error: Error) => void): DB {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
-    max: 2,
+    max,
     connectionTimeoutMillis: 2000,
     statement_timeout: 5000,
     query_timeout: 6000,

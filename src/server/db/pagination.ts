@@ -1,4 +1,4 @@
-import type { SelectQueryBuilder } from 'kysely';
+import { type SelectQueryBuilder, sql } from 'kysely';
 import { AppError } from '../errors.ts';
 
 /** One page asked of a list: the cursor a previous page handed out, and the page size (already bounded). */
@@ -96,17 +96,12 @@ export async function keysetPage<Row extends Record<string, unknown>>(
       ...(name !== undefined ? { name } : {}),
       ...(integers ? { integers } : {}),
     });
+    // (a, b) after (x, y) as a row-value comparison, which both dialects seek in the order's index
+    // (SCALE-11): spelled out as `a op x OR (a = x AND b op y)`, PostgreSQL read every row of a run
+    // of equal `a` (an import's thousands of runs share their creation time) to reach a deep page.
     const op = direction === 'desc' ? '<' : '>';
-    q = q.where((eb) => {
-      // (a, b) after (x, y)  ≡  a op x OR (a = x AND b op y), spelled out for both dialects; the
-      // redundant `a op= x` in front is a range PostgreSQL can seek in the order's index (it does not
-      // from the OR alone, and would read the list from its start to reach a deep page).
-      const ors = columns.map((column, i) =>
-        eb.and([...columns.slice(0, i).map((c, j) => eb(eb.ref(c), '=', values[j])), eb(eb.ref(column), op, values[i])]),
-      );
-      if (columns.length === 1) return eb.or(ors);
-      return eb.and([eb(eb.ref(columns[0]), `${op}=`, values[0]), eb.or(ors)]);
-    });
+    const after = sql<boolean>`(${sql.join(columns.map((column) => sql.ref(column)))}) ${sql.raw(op)} (${sql.join(values)})`;
+    q = q.where(after);
   }
   for (const column of columns) q = q.orderBy(column, direction);
   const rows = await q.limit(page.limit + 1).execute();

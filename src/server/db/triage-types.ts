@@ -76,7 +76,7 @@ export interface TestHealthTable {
   monitor: 'retry' | 'rate' | 'broken' | null;
   /** The branch the health was scored on (the project's default branch); null for runs without one. */
   branch: string | null;
-  /** JSON `MonitorEvidence` (services/monitors.ts): what the monitor saw. */
+  /** JSON `MonitorEvidence` (services/triage/monitors.ts): what the monitor saw. */
   evidence: string | null;
 }
 

@@ -16,22 +16,14 @@ import type {
 import type { ProjectBlobsTable, ProjectUsageTable, UsageCounters } from './usage-types.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhooksTable } from './webhook-types.ts';
 
-export type { ForgeChecksTable, ForgeSettingsTable, IssueLinksTable, IssueTrackersTable } from './integration-types.ts';
-export type { SigningKeysTable, TestLifecyclesTable } from './lifecycle-types.ts';
-export type { SsoIdentitiesTable, SsoLoginsTable } from './sso-types.ts';
-export type { TestLinksTable } from './test-case-types.ts';
-export type {
-  FailureGroupBranchesTable,
-  FailureGroupsTable,
-  FailureGroupTestsTable,
-  FailureOccurrencesTable,
-  GroupDaysTable,
-  RunDaysTable,
-  TestHealthTable,
-  TestQuarantinesTable,
-} from './triage-types.ts';
-export type { ProjectBlobsTable, ProjectUsageTable, UsageCounters } from './usage-types.ts';
-export type { DeliveryStatus, WebhookAttemptsTable, WebhookDeliveriesTable, WebhookKind, WebhooksTable } from './webhook-types.ts';
+// The tables kept in files of their own are re-exported whole: every row shape is imported from here.
+export type * from './integration-types.ts';
+export type * from './lifecycle-types.ts';
+export type * from './sso-types.ts';
+export type * from './test-case-types.ts';
+export type * from './triage-types.ts';
+export type * from './usage-types.ts';
+export type * from './webhook-types.ts';
 
 // Row shapes as both dialects store them (see the initial migration): timestamps are ISO-8601 UTC
 // text, booleans 0/1, JSON columns text. Presenters turn these into the wire shape.
@@ -161,6 +153,28 @@ export interface JobsTable {
   /** The request's branch and build, as columns the lookups index (TRIAGE-17, migration 0032). */
   branch: string | null;
   build: string | null;
+}
+
+/**
+ * A job's runs counted by status and, the completed ones, by verdict, with their first start, last
+ * finish and last creation: kept by the `test_runs` triggers (JOB-1, SCALE-11, migration 0035). The
+ * times are those of a `stale` row's runs only until a run that held one changed or went: then
+ * they are read from the runs.
+ */
+export interface JobRollupsTable {
+  job_id: string;
+  queued: number | string;
+  running: number | string;
+  completed: number | string;
+  aborted: number | string;
+  passed: number | string;
+  failed: number | string;
+  broken: number | string;
+  skipped: number | string;
+  first_started: string | null;
+  last_finished: string | null;
+  last_created: string | null;
+  stale: number;
 }
 
 export interface ImportsTable {
@@ -352,6 +366,7 @@ export interface Database {
   device_labels: DeviceLabelsTable;
   tests: TestsTable;
   jobs: JobsTable;
+  job_rollups: JobRollupsTable;
   imports: ImportsTable;
   test_runs: TestRunsTable;
   steps: StepsTable;

@@ -3,7 +3,8 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { matchesEtag } from './etag.ts';
-import { KeptAnswers } from './kept-answers.ts';
+import { type AnswerSwitch, KeptAnswers } from './kept-answers.ts';
+import type { AnswerKeeper, KeptRoute } from './kept-routes.ts';
 
 // Answers that can no longer change (a completed run's results, PERF-2), kept as bytes: built and
 // serialised once, compressed once per encoding on first demand, and sent with a strong ETag.
@@ -22,12 +23,27 @@ interface Frozen {
   bytes: number;
 }
 
-export class FrozenAnswers {
+export class FrozenAnswers implements AnswerKeeper {
   readonly #kept: KeptAnswers<Frozen>;
 
   /** `capacity` in bytes over all bodies kept; 0 keeps nothing. */
-  constructor(capacity: number) {
-    this.#kept = new KeptAnswers(capacity, (frozen) => frozen.bytes);
+  constructor(capacity: number, keeping?: AnswerSwitch) {
+    this.#kept = new KeptAnswers(capacity, (frozen) => frozen.bytes, keeping);
+  }
+
+  /**
+   * The route's protocol (kept-routes.ts): the kept bytes for the route's key, else `produce`'s answer,
+   * frozen and kept when `when` says it can no longer change, else sent as it is.
+   */
+  respond(request: FastifyRequest, reply: FastifyReply, { key: keyOf, produce, when }: KeptRoute): Promise<unknown> {
+    const key = keyOf(request);
+    const kept = this.#kept.get(key);
+    if (kept) return sendFrozen(request, reply, key, kept, this);
+    const ticket = this.#kept.ticket();
+    return Promise.resolve(produce(request, reply)).then((answer) => {
+      if (when !== undefined && !when(answer as never)) return answer;
+      return sendFrozen(request, reply, key, this.store(key, JSON.stringify(answer), ticket), this);
+    });
   }
 
   /** Taken before the answer is read; `store` refuses an answer read across an `invalidate`. */

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { ByteLru } from './byte-lru.ts';
+import type { AnswerSwitch } from './kept-answers.ts';
 
 // Hot blobs in memory (PERF-3): the bytes of small, often-read immutable blobs (screenshots),
 // keyed by their SHA-256. A blob's bytes never change for its digest, so an entry is never stale:
@@ -10,15 +11,17 @@ export const HOT_BLOB_MAX_BYTES = 4 * 1024 * 1024;
 
 export class HotBlobs {
   readonly #kept: ByteLru<Buffer>;
+  readonly #switch: AnswerSwitch;
 
-  /** `capacity` in bytes; 0 keeps nothing. */
-  constructor(capacity: number) {
+  /** `capacity` in bytes; 0 keeps nothing; nothing either while `keeping` is off (PERF-8). */
+  constructor(capacity: number, keeping: AnswerSwitch = { on: true }) {
     this.#kept = new ByteLru(capacity, (bytes) => bytes.length);
+    this.#switch = keeping;
   }
 
-  /** Whether a blob of this size is ever kept. */
+  /** Whether a blob of this size is kept (and looked for). */
   keeps(size: number): boolean {
-    return size <= HOT_BLOB_MAX_BYTES && size <= this.#kept.capacity;
+    return size <= HOT_BLOB_MAX_BYTES && size <= this.#kept.capacity && this.#switch.on;
   }
 
   get(sha256: string): Buffer | undefined {

@@ -5,7 +5,19 @@ import { ByteLru } from './byte-lru.ts';
 // generation, so an answer read while a write was under way is never kept. Behind the device
 // answers (PERF-5), the completed runs' results (PERF-2, `frozen-answers.ts`), the projects known
 // to use each image (PERF-6, `routes/image-access.ts`) and the owners of runs, tests, jobs and
-// artifacts (PERF-7, `routes/owners.ts`).
+// artifacts (PERF-7, `routes/owners.ts`). `through` is the one place that runs the protocol (get,
+// ticket, load, store); a route that keeps its answer names it (`RouteImpl.keeps`, kept-routes.ts)
+// and never runs it by hand.
+
+/**
+ * Whether answers are kept at all (`ATTEST_ANSWER_CACHES`, PERF-8): one per context, shared by
+ * every keeper. Off, nothing is found and nothing is stored, so every answer is read afresh; what
+ * was kept stays, and still forgets on every change. The coherence test turns it off for a moment
+ * to read what the database says now, on the very server whose kept answers it checks.
+ */
+export interface AnswerSwitch {
+  on: boolean;
+}
 
 /** Room for the device answers: about 4,000 devices of 500 bytes; a lab rarely has more. */
 export const DEVICE_ANSWERS_BYTES = 4 * 1024 * 1024;
@@ -33,11 +45,13 @@ const OWNER_ENTRY_BYTES = 200;
 
 export class KeptAnswers<V> {
   readonly #kept: ByteLru<V>;
+  readonly #switch: AnswerSwitch;
   #generation = 0;
 
-  /** `capacity` in bytes as `sizeOf` counts them; 0 keeps nothing. */
-  constructor(capacity: number, sizeOf: (value: V) => number) {
+  /** `capacity` in bytes as `sizeOf` counts them; 0 keeps nothing; nothing either while `keeping` is off. */
+  constructor(capacity: number, sizeOf: (value: V) => number, keeping: AnswerSwitch = { on: true }) {
     this.#kept = new ByteLru(capacity, sizeOf);
+    this.#switch = keeping;
   }
 
   /** Taken before the answer is read; `store` refuses an answer read across a `forget`. */
@@ -46,12 +60,42 @@ export class KeptAnswers<V> {
   }
 
   get(key: string): V | undefined {
-    return this.#kept.get(key);
+    return this.#switch.on ? this.#kept.get(key) : undefined;
   }
 
   /** Keeps `value`, unless a write happened since `ticket` was taken. */
   store(key: string, value: V, ticket: number): void {
-    if (ticket === this.#generation) this.#kept.set(key, value);
+    if (ticket === this.#generation && this.#switch.on) this.#kept.set(key, value);
+  }
+
+  /**
+   * The answer kept under `key` at once, else `load(of)`'s, kept unless a write overlapped the
+   * load; `undefined` (a "no") is never kept. `of` is passed through, so a hit allocates nothing.
+   */
+  through<A>(key: string, load: (of: A) => Promise<V | undefined>, of: A): V | Promise<V | undefined> {
+    const known = this.get(key);
+    if (known !== undefined) return known;
+    const ticket = this.#generation;
+    return load(of).then((value) => {
+      if (value !== undefined) this.store(key, value, ticket);
+      return value;
+    });
+  }
+
+  /**
+   * A fact learned: `load(of)`'s finding, folded into what is kept under `key` then (`fold`), and
+   * kept unless a write overlapped the load. Answers the finding; a "no" (undefined) is never kept.
+   */
+  async learn<A, F>(
+    key: string,
+    load: (of: A) => Promise<F | undefined>,
+    of: A,
+    fold: (found: F, known: V | undefined) => V,
+  ): Promise<F | undefined> {
+    const ticket = this.#generation;
+    const found = await load(of);
+    if (found !== undefined) this.store(key, fold(found, this.get(key)), ticket);
+    return found;
   }
 
   /** `value`, kept under `key`, now holds `bytes` more (a compressed form added). */
@@ -84,8 +128,8 @@ export class KeptOwners {
   readonly #kept: KeptAnswers<string>;
 
   /** `capacity` in bytes; 0 keeps nothing. */
-  constructor(capacity = OWNERS_BYTES) {
-    this.#kept = new KeptAnswers(capacity, () => OWNER_ENTRY_BYTES);
+  constructor(capacity = OWNERS_BYTES, keeping?: AnswerSwitch) {
+    this.#kept = new KeptAnswers(capacity, () => OWNER_ENTRY_BYTES, keeping);
   }
 
   /** Taken before the database is asked; `store` refuses an answer read across a `forget`. */
@@ -99,6 +143,11 @@ export class KeptOwners {
 
   store(kind: OwnerKind, id: string, projectId: string, ticket: number): void {
     this.#kept.store(`${kind}:${id}`, projectId, ticket);
+  }
+
+  /** The project of `id` as kept at once, else `lookup`'s, kept unless a deletion overlapped it. */
+  through(kind: OwnerKind, id: string, lookup: (id: string) => Promise<string | undefined>): string | Promise<string | undefined> {
+    return this.#kept.through(`${kind}:${id}`, lookup, id);
   }
 
   /** `id` was deleted: drop its owner, and refuse every answer read before now. */

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { UUID_PATTERN } from '../../api/common.ts';
 
 // Request logs: the per-request logger and the URL as logged.
 //
@@ -100,7 +101,7 @@ const REDACTED = '[redacted]';
  * key glued to other text is still a key.
  */
 const STANDARD_KEY_LIKE = /at[ks]_[0-9A-Za-z]{8}/;
-const UUID_LIKE = /[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}/;
+const UUID_LIKE = new RegExp(UUID_PATTERN);
 /** Anything that might hold a key, checked on the raw URL first: most URLs skip the slow path. */
 const MIGHT_HOLD_KEY = /at[ks]_|[0-9A-Fa-f]{8}-|%/;
 /** Names of id parameters (`projectId`, `testRunId`, `ids`, …): their UUIDs are resource ids. */

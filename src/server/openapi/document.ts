@@ -1,6 +1,6 @@
 import type { TSchema } from 'typebox';
 import { PageQuery, Problem } from '../../api/common.ts';
-import type { Endpoint, ResponseSpec } from '../../api/endpoint.ts';
+import { type Endpoint, type JsonText, jsonText, type ResponseSpec } from '../../api/endpoint.ts';
 import { ERRORS } from '../errors.ts';
 import { APP_VERSION } from '../version.ts';
 import { OPERATION_EXAMPLES, type OperationExamples, PROBLEM_EXAMPLES } from './examples/index.ts';
@@ -115,6 +115,128 @@ function parameters(schema: TSchema | undefined, where: 'path' | 'query', schema
   });
 }
 
+/** The limit on an operation's body, and the variable that sets it. */
+function bodyLimitOf(e: Endpoint, limits: DocumentedLimits): { bytes: number; variable: string } {
+  return {
+    bytes: e.bodyLimit ? limits[e.bodyLimit] : limits.bodyLimit,
+    variable: e.bodyLimit
+      ? { bulkBodyLimit: 'ATTEST_BULK_BODY_LIMIT', maxImportBytes: 'ATTEST_MAX_IMPORT_BYTES' }[e.bodyLimit]
+      : 'ATTEST_BODY_LIMIT',
+  };
+}
+
+const isMultipart = (e: Endpoint) => e.consumes?.includes('multipart/form-data') ?? false;
+
+/** An operation's answers: its successes, then the problems it may answer, one per status. */
+function responsesOf(e: Endpoint, schemas: SchemaWriter, limits: DocumentedLimits, examples: OperationExamples | undefined): Json {
+  const isPublic = e.access.scope === 'public';
+  const responses: Json = {};
+  for (const [status, spec] of Object.entries(e.responses)) {
+    responses[status] = successResponse(Number(status), spec, schemas, examples?.responses[Number(status)]);
+  }
+  if (e.params || e.querystring || e.body) responses['400'] = problemResponse('400', 'Invalid input; `errors` names each field.');
+  if (!isPublic) {
+    responses['401'] = problemResponse('401', 'Missing, unknown, revoked or expired credentials (one identical answer for all).');
+    responses['403'] = problemResponse('403', "The caller's role (or the key's scope) does not allow this.");
+  } else if (e.refusedWith) {
+    responses['401'] = problemResponse('401', e.refusedWith);
+  }
+  if (e.params || (e.access.scope === 'project' && e.method !== 'GET')) {
+    responses['404'] = problemResponse('404', 'Unknown, or in a project the caller cannot see.');
+  }
+  if (!e.binary) responses['406'] = problemResponse('406', 'The Accept header excludes JSON.');
+  if (e.body) {
+    const body = bodyLimitOf(e, limits);
+    responses['413'] = problemResponse(
+      '413',
+      isMultipart(e) && e.bodyLimit === undefined
+        ? `A file is larger than its limit: ${describeBytes(limits.maxImageBytes)} for an image (\`ATTEST_MAX_IMAGE_BYTES\`), ` +
+            `${describeBytes(limits.maxArtifactBytes)} for any other file (\`ATTEST_MAX_ARTIFACT_BYTES\`).`
+        : `The body is larger than ${describeBytes(body.bytes)} (\`${body.variable}\`).`,
+    );
+    responses['415'] = problemResponse('415', 'The body is not of a supported media type.');
+  }
+  if (!isPublic) responses['429'] = problemResponse('429', 'Rate limited; retry after `Retry-After` seconds.');
+  responses.default = problemResponse('default', 'Any other problem (409 state conflicts, 5xx).');
+  return responses;
+}
+
+/** The request body of an operation that takes one, per media type. */
+function requestBodyOf(
+  e: Endpoint & { body: NonNullable<Endpoint['body']> },
+  schemas: SchemaWriter,
+  limits: DocumentedLimits,
+  examples: OperationExamples | undefined,
+): Json {
+  const body = bodyLimitOf(e, limits);
+  const multipart = isMultipart(e);
+  const content: Json = {};
+  for (const type of e.consumes ?? ['application/json']) {
+    // Text media types (Gherkin, XML) carry the document itself, not the JSON body schema; so
+    // does every other type of an operation that also takes a multipart file (an import's report).
+    const text = type.startsWith('text/') || type.endsWith('/xml');
+    const file = multipart && type !== 'multipart/form-data';
+    content[type] = {
+      schema: file
+        ? { type: 'string', contentMediaType: type, maxLength: body.bytes }
+        : text
+          ? { type: 'string', maxLength: 1024 * 1024 }
+          : schemas.write(e.body),
+      // A report file: the XML example for XML; JSON and ZIP reports are only shown as what they are.
+      ...withExample(file ? (text ? examples?.text : `(the ${type} report file)`) : text ? examples?.text : examples?.request),
+    };
+  }
+  return {
+    required: true,
+    ...(multipart && e.bodyLimit === undefined
+      ? {}
+      : { description: `At most ${describeBytes(body.bytes)} (\`${body.variable}\`).`, 'x-max-bytes': body.bytes }),
+    content,
+  };
+}
+
+function operationOf(e: Endpoint, schemas: SchemaWriter, limits: DocumentedLimits, examples: OperationExamples | undefined): Json {
+  const isPublic = e.access.scope === 'public';
+  const responses = responsesOf(e, schemas, limits, examples);
+  const operation: Json = {
+    operationId: e.operationId,
+    summary: e.summary,
+    ...(e.description ? { description: withLimits(e.description, limits) } : {}),
+    tags: [e.tag],
+    ...(e.deprecated ? { deprecated: true } : {}),
+    ...(e.fetchesUrl ? { 'x-fetches-url': true } : {}),
+    security: isPublic ? [] : [{ apiToken: [] }, { legacyApiToken: [], legacyUser: [] }],
+    'x-authz': e.access,
+    parameters: [...parameters(e.params, 'path', schemas, limits), ...parameters(e.querystring, 'query', schemas, limits)],
+    responses,
+  };
+  if (e.body) operation.requestBody = requestBodyOf({ ...e, body: e.body }, schemas, limits, examples);
+  return operation;
+}
+
+const SECURITY_SCHEMES = {
+  apiToken: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'service.api-token',
+    description: 'An API key (`atk_…`) or a web session key (`ats_…`).',
+  },
+  legacyApiToken: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'service.api-token',
+    description: 'Deprecated: an old-format (UUID) key, valid only together with `service.user`.',
+    'x-deprecated': true,
+  },
+  legacyUser: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'service.user',
+    description: "Deprecated: the e-mail of the old-format key's owner (compared case-insensitively).",
+    'x-deprecated': true,
+  },
+};
+
 /**
  * Builds the OpenAPI 3.1 document of one API version from its contract entries. Each media type
  * carries the operation's `example` (examples/), problem answers one per status.
@@ -129,81 +251,9 @@ export function buildOpenApiDocument(
   schemas.write(Problem);
   const paths: Record<string, Json> = {};
   for (const e of endpoints) {
-    const isPublic = e.access.scope === 'public';
-    const examples = allExamples.get(e.operationId);
-    const responses: Json = {};
-    for (const [status, spec] of Object.entries(e.responses)) {
-      responses[status] = successResponse(Number(status), spec, schemas, examples?.responses[Number(status)]);
-    }
-    if (e.params || e.querystring || e.body) responses['400'] = problemResponse('400', 'Invalid input; `errors` names each field.');
-    if (!isPublic) {
-      responses['401'] = problemResponse('401', 'Missing, unknown, revoked or expired credentials (one identical answer for all).');
-      responses['403'] = problemResponse('403', "The caller's role (or the key's scope) does not allow this.");
-    } else if (e.refusedWith) {
-      responses['401'] = problemResponse('401', e.refusedWith);
-    }
-    if (e.params || (e.access.scope === 'project' && e.method !== 'GET')) {
-      responses['404'] = problemResponse('404', 'Unknown, or in a project the caller cannot see.');
-    }
-    if (!e.binary) responses['406'] = problemResponse('406', 'The Accept header excludes JSON.');
-    const bodyBytes = e.bodyLimit ? limits[e.bodyLimit] : limits.bodyLimit;
-    const bodyVariable = e.bodyLimit
-      ? { bulkBodyLimit: 'ATTEST_BULK_BODY_LIMIT', maxImportBytes: 'ATTEST_MAX_IMPORT_BYTES' }[e.bodyLimit]
-      : 'ATTEST_BODY_LIMIT';
-    const multipart = e.consumes?.includes('multipart/form-data') ?? false;
-    if (e.body) {
-      responses['413'] = problemResponse(
-        '413',
-        multipart && e.bodyLimit === undefined
-          ? `A file is larger than its limit: ${describeBytes(limits.maxImageBytes)} for an image (\`ATTEST_MAX_IMAGE_BYTES\`), ` +
-              `${describeBytes(limits.maxArtifactBytes)} for any other file (\`ATTEST_MAX_ARTIFACT_BYTES\`).`
-          : `The body is larger than ${describeBytes(bodyBytes)} (\`${bodyVariable}\`).`,
-      );
-      responses['415'] = problemResponse('415', 'The body is not of a supported media type.');
-    }
-    if (!isPublic) responses['429'] = problemResponse('429', 'Rate limited; retry after `Retry-After` seconds.');
-    responses.default = problemResponse('default', 'Any other problem (409 state conflicts, 5xx).');
-
-    const operation: Json = {
-      operationId: e.operationId,
-      summary: e.summary,
-      ...(e.description ? { description: withLimits(e.description, limits) } : {}),
-      tags: [e.tag],
-      ...(e.deprecated ? { deprecated: true } : {}),
-      ...(e.fetchesUrl ? { 'x-fetches-url': true } : {}),
-      security: isPublic ? [] : [{ apiToken: [] }, { legacyApiToken: [], legacyUser: [] }],
-      'x-authz': e.access,
-      parameters: [...parameters(e.params, 'path', schemas, limits), ...parameters(e.querystring, 'query', schemas, limits)],
-      responses,
-    };
-    if (e.body) {
-      const content: Json = {};
-      for (const type of e.consumes ?? ['application/json']) {
-        // Text media types (Gherkin, XML) carry the document itself, not the JSON body schema; so
-        // does every other type of an operation that also takes a multipart file (an import's report).
-        const text = type.startsWith('text/') || type.endsWith('/xml');
-        const file = multipart && type !== 'multipart/form-data';
-        content[type] = {
-          schema: file
-            ? { type: 'string', contentMediaType: type, maxLength: bodyBytes }
-            : text
-              ? { type: 'string', maxLength: 1024 * 1024 }
-              : schemas.write(e.body),
-          // A report file: the XML example for XML; JSON and ZIP reports are only shown as what they are.
-          ...withExample(file ? (text ? examples?.text : `(the ${type} report file)`) : text ? examples?.text : examples?.request),
-        };
-      }
-      operation.requestBody = {
-        required: true,
-        ...(multipart && e.bodyLimit === undefined
-          ? {}
-          : { description: `At most ${describeBytes(bodyBytes)} (\`${bodyVariable}\`).`, 'x-max-bytes': bodyBytes }),
-        content,
-      };
-    }
     const item = paths[e.path] ?? {};
     paths[e.path] = item;
-    item[e.method.toLowerCase()] = operation;
+    item[e.method.toLowerCase()] = operationOf(e, schemas, limits, allExamples.get(e.operationId));
   }
 
   return {
@@ -225,44 +275,23 @@ export function buildOpenApiDocument(
     ...(endpoints.some((e) => e.tag === 'Webhooks') ? { webhooks: webhookEvents(schemas) } : {}),
     components: {
       schemas: Object.fromEntries(Object.entries(schemas.components).sort(([a], [b]) => a.localeCompare(b))),
-      securitySchemes: {
-        apiToken: {
-          type: 'apiKey',
-          in: 'header',
-          name: 'service.api-token',
-          description: 'An API key (`atk_…`) or a web session key (`ats_…`).',
-        },
-        legacyApiToken: {
-          type: 'apiKey',
-          in: 'header',
-          name: 'service.api-token',
-          description: 'Deprecated: an old-format (UUID) key, valid only together with `service.user`.',
-          'x-deprecated': true,
-        },
-        legacyUser: {
-          type: 'apiKey',
-          in: 'header',
-          name: 'service.user',
-          description: "Deprecated: the e-mail of the old-format key's owner (compared case-insensitively).",
-          'x-deprecated': true,
-        },
-      },
+      securitySchemes: SECURITY_SCHEMES,
       'x-error-codes': Object.fromEntries(Object.entries(ERRORS).map(([code, e]) => [code, e])),
     },
   };
 }
 
-const published = new WeakMap<Endpoint[], { document: Json; text: string }>();
+const published = new WeakMap<Endpoint[], { document: Json; text: JsonText<Json> }>();
 
 /**
  * The document a version publishes, built on first use and then kept: the JSON route and the
  * reference page share one build, and start-up builds none.
  */
-export function publishedDocument(endpoints: Endpoint[], version: string): { document: Json; text: string } {
+export function publishedDocument(endpoints: Endpoint[], version: string): { document: Json; text: JsonText<Json> } {
   let entry = published.get(endpoints);
   if (!entry) {
     const document = buildOpenApiDocument(endpoints, { version, appVersion: APP_VERSION });
-    entry = { document, text: JSON.stringify(document) };
+    entry = { document, text: jsonText(document) };
     published.set(endpoints, entry);
   }
   return entry;

@@ -149,6 +149,52 @@ function withDeadline<T>(work: Promise<T>, signal: AbortSignal, timeoutMs: numbe
   });
 }
 
+/** Settles an exchange once: with its answer, or with the first error. */
+interface Settle {
+  settled: () => boolean;
+  answer: (response: OutgoingResponse) => void;
+  fail: (error: OutgoingError) => void;
+}
+
+/** Reads an answer up to `maxBytes`; past them it is kept truncated and the connection dropped. */
+function readAnswer(res: http.IncomingMessage, url: URL, maxBytes: number, started: number, settle: Settle): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let truncated = false;
+  const finish = () => {
+    if (settle.settled()) return;
+    const headerValues: Record<string, string> = {};
+    for (const [name, value] of Object.entries(res.headers)) {
+      if (value !== undefined) headerValues[name] = Array.isArray(value) ? value.join(', ') : value;
+    }
+    settle.answer({
+      status: res.statusCode ?? 0,
+      headers: headerValues,
+      text: Buffer.concat(chunks).toString('utf8'),
+      latencyMs: Math.round(performance.now() - started),
+      truncated,
+    });
+    if (truncated) res.destroy();
+  };
+  res.on('data', (chunk: Buffer) => {
+    if (settle.settled()) return;
+    const room = maxBytes - size;
+    if (chunk.length > room) {
+      chunks.push(chunk.subarray(0, room));
+      size = maxBytes;
+      truncated = true;
+      finish();
+      return;
+    }
+    chunks.push(chunk);
+    size += chunk.length;
+  });
+  res.on('end', finish);
+  res.on('error', (error: NodeJS.ErrnoException) =>
+    settle.fail(new OutgoingError('connection', `The answer from ${url.host} broke off: ${error.code ?? error.message}.`)),
+  );
+}
+
 function exchange(
   url: URL,
   target: { address: string; family: 4 | 6 },
@@ -188,45 +234,16 @@ function exchange(
     req.on('error', (error: NodeJS.ErrnoException) =>
       fail(new OutgoingError('connection', `The connection to ${url.host} failed: ${error.code ?? error.message}.`)),
     );
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let truncated = false;
-      const finish = () => {
-        if (settled) return;
+    const settle: Settle = {
+      settled: () => settled,
+      answer: (response) => {
         settled = true;
         signal.removeEventListener('abort', onAbort);
-        const headerValues: Record<string, string> = {};
-        for (const [name, value] of Object.entries(res.headers)) {
-          if (value !== undefined) headerValues[name] = Array.isArray(value) ? value.join(', ') : value;
-        }
-        resolve({
-          status: res.statusCode ?? 0,
-          headers: headerValues,
-          text: Buffer.concat(chunks).toString('utf8'),
-          latencyMs: Math.round(performance.now() - started),
-          truncated,
-        });
-        if (truncated) res.destroy();
-      };
-      res.on('data', (chunk: Buffer) => {
-        if (settled) return;
-        const room = maxBytes - size;
-        if (chunk.length > room) {
-          chunks.push(chunk.subarray(0, room));
-          size = maxBytes;
-          truncated = true;
-          finish();
-          return;
-        }
-        chunks.push(chunk);
-        size += chunk.length;
-      });
-      res.on('end', finish);
-      res.on('error', (error: NodeJS.ErrnoException) =>
-        fail(new OutgoingError('connection', `The answer from ${url.host} broke off: ${error.code ?? error.message}.`)),
-      );
-    });
+        resolve(response);
+      },
+      fail,
+    };
+    req.on('response', (res) => readAnswer(res, url, maxBytes, started, settle));
     req.end(body);
   });
 }

@@ -3,7 +3,8 @@ import fp from 'fastify-plugin';
 import type { Endpoint } from '../../api/endpoint.ts';
 import { v1Endpoints } from '../../api/v1/index.ts';
 import type { AppContext } from '../context.ts';
-import type { RouteImpl } from '../routes/route.ts';
+import { keptHandler } from '../http/kept-routes.ts';
+import type { RegisteredRoute } from '../routes/route.ts';
 import { v1Routes } from '../routes/v1/index.ts';
 import { accessHooks } from './access.ts';
 import { mayBeLarge } from './compression.ts';
@@ -13,7 +14,7 @@ import { multipartParser } from './parsers.ts';
 export interface ApiVersion {
   version: string;
   endpoints: Endpoint[];
-  routes: (ctx: AppContext) => RouteImpl[];
+  routes: (ctx: AppContext) => RegisteredRoute[];
 }
 
 /** Versions served, oldest first. Adding `/api/v2` means adding an entry here (SPEC-1.1). */
@@ -39,7 +40,7 @@ export const contractPlugin = fp(
           `API ${version}: contract and routes differ (unimplemented: ${missing.join(', ')}; undeclared: ${extra.join(', ')})`,
         );
       }
-      const implOf = (endpoint: Endpoint) => byId.get(endpoint.operationId) as RouteImpl;
+      const implOf = (endpoint: Endpoint) => byId.get(endpoint.operationId) as RegisteredRoute;
       for (const endpoint of endpoints.filter((e) => !takesMultipart(e))) addRoute(app, version, implOf(endpoint), ctx, hooks);
       // The upload routes in a scope of their own, the only one with the multipart parser and its hooks.
       await app.register(async (uploads) => {
@@ -54,7 +55,13 @@ export const contractPlugin = fp(
 const takesMultipart = (endpoint: Endpoint) => endpoint.consumes?.includes('multipart/form-data') ?? false;
 
 /** One contract entry's route: its schemas validate input and serialise output, the access hooks run before the handler. */
-function addRoute(app: FastifyInstance, version: string, impl: RouteImpl, ctx: AppContext, hooks: ReturnType<typeof accessHooks>): void {
+function addRoute(
+  app: FastifyInstance,
+  version: string,
+  impl: RegisteredRoute,
+  ctx: AppContext,
+  hooks: ReturnType<typeof accessHooks>,
+): void {
   const { endpoint } = impl;
   // Error answers are serialised by the error handler; the schemas here are the success shapes.
   const response: Record<number, unknown> = {};
@@ -77,6 +84,7 @@ function addRoute(app: FastifyInstance, version: string, impl: RouteImpl, ctx: A
     ...(endpoint.binary || !Object.values(response).some(mayBeLarge) ? { compress: false as const } : {}),
     onRequest: hooks.checkAccess(impl),
     preValidation: hooks.checkOwner(impl),
-    handler: (request, reply) => impl.handler(request as never, reply),
+    // A route that keeps its answers has them served by its keeper, its handler run on a miss only (PERF-8).
+    handler: impl.keeps ? keptHandler(impl.keeps, impl.handler) : impl.handler,
   });
 }

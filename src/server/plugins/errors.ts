@@ -68,7 +68,7 @@ function payloadTooLarge(request: FastifyRequest, code: string | undefined): App
 export function classifyError(error: FastifyError | AppError | Error, request: FastifyRequest): AppError {
   if (error instanceof AppError) return error;
   // The blob store failed while reading (a download, an image, a thumbnail): the store is down or
-  // slow, not the request wrong. Uploads map their own (services/evidence-writer.ts uploadFailure).
+  // slow, not the request wrong. Uploads map their own (services/evidence/writer.ts uploadFailure).
   if (error instanceof BlobStorageError) {
     request.log.error({ err: error }, 'the blob store failed');
     return new AppError('UNAVAILABLE', 'The storage is not reachable right now; retry later.', { headers: { 'retry-after': '5' } });

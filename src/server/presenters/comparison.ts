@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import type { Comparison as ComparisonSchema } from '../../api/v1/comparison.ts';
 import { webLinkOrNull } from '../outgoing/web-link.ts';
-import type { Comparison } from '../services/comparison.ts';
+import type { Comparison } from '../services/triage/comparison.ts';
 import { presentJob } from './jobs.ts';
 
 export function presentComparison(comparison: Comparison): Static<typeof ComparisonSchema> {

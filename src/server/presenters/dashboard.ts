@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import type { Dashboard as DashboardSchema, HealthEntry, QuarantineEntry } from '../../api/v1/dashboard.ts';
 import { webLinkOrNull } from '../outgoing/web-link.ts';
-import type { Dashboard, HealthRow, QuarantineRow } from '../services/dashboard.ts';
+import type { Dashboard, HealthRow, QuarantineRow } from '../services/triage/dashboard.ts';
 import { presentJob } from './jobs.ts';
 
 function presentHealth(row: HealthRow): Static<typeof HealthEntry> {

@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import type { FailureGroup, FailureGroupDetails } from '../../api/v1/failures.ts';
 import type { FailureGroupsTable } from '../db/types.ts';
 import { webLinkOrNull } from '../outgoing/web-link.ts';
-import type { GroupDetails } from '../services/failures.ts';
+import type { GroupDetails } from '../services/triage/failures.ts';
 
 export function presentFailureGroup(row: FailureGroupsTable): Static<typeof FailureGroup> {
   return {

@@ -5,8 +5,8 @@ import type { ApiKey, AuditEntry, User } from '../../api/v1/users.ts';
 import type { ApiKeysTable, AuditLogTable, ProjectMembersTable, ProjectWithUsage, UsersTable } from '../db/types.ts';
 import type { Principal } from '../security/principal.ts';
 import { parseRoles } from '../security/roles.ts';
-import type { ProjectAnswer } from '../services/projects.ts';
-import { triageSettingsOf } from '../services/triage-settings.ts';
+import type { ProjectAnswer } from '../services/records/projects.ts';
+import { triageSettingsOf } from '../services/triage/settings.ts';
 
 export function presentUser(row: UsersTable): Static<typeof User> {
   return {

@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import type { Job } from '../../api/v1/jobs.ts';
-import type { JobView } from '../services/jobs.ts';
+import type { JobView } from '../services/records/jobs.ts';
 
 export function presentJob({ row, request, state }: JobView): Static<typeof Job> {
   return {

@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import type { AppendResultsReply, ResultStep, RunResults, TextCell } from '../../api/v1/results.ts';
 import type { StepsTable, TextCellsTable } from '../db/types.ts';
-import type { AppendedItem, AppendedResults, RunResultsContent } from '../services/results.ts';
+import type { AppendedItem, AppendedResults, RunResultsContent } from '../services/records/results.ts';
 
 export function presentTextCell(row: TextCellsTable): Static<typeof TextCell> {
   return {

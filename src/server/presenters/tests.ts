@@ -1,13 +1,14 @@
 import type { Static } from 'typebox';
 import type { QuarantineEntry, TestDefinition, TestHistory, TestLink, TestStep, TestVersion } from '../../api/v1/tests.ts';
 import type { TestsTable, TestVersionsTable } from '../db/types.ts';
-import type { TestHealthView } from '../services/health.ts';
-import type { TestHistory as TestHistoryData } from '../services/tests.ts';
+import type { TestHistory as TestHistoryData } from '../services/tests/tests.ts';
+import type { TestHealthView } from '../services/triage/health.ts';
 
-export function presentTest({ test: row, health }: { test: TestsTable; health: TestHealthView }): Static<typeof TestDefinition> {
+type ContentColumns = 'name' | 'description' | 'steps' | 'tags' | 'suite' | 'links' | 'source_format' | 'source';
+
+/** What a test says, stored alike in the test's row and in each superseded version's. */
+function presentContent(row: Pick<TestsTable, ContentColumns>) {
   return {
-    id: row.id,
-    projectId: row.project_id,
     name: row.name,
     description: row.description,
     steps: JSON.parse(row.steps) as Static<typeof TestStep>[],
@@ -16,6 +17,14 @@ export function presentTest({ test: row, health }: { test: TestsTable; health: T
     links: JSON.parse(row.links) as Static<typeof TestLink>[],
     sourceFormat: row.source_format,
     source: row.source,
+  };
+}
+
+export function presentTest({ test: row, health }: { test: TestsTable; health: TestHealthView }): Static<typeof TestDefinition> {
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    ...presentContent(row),
     version: Number(row.version),
     createdAt: row.created_at,
     createdBy: row.created_by,
@@ -31,14 +40,7 @@ export function presentTestVersion(row: TestVersionsTable, current: boolean): St
     testId: row.test_id,
     version: Number(row.version),
     current,
-    name: row.name,
-    description: row.description,
-    steps: JSON.parse(row.steps) as Static<typeof TestStep>[],
-    tags: JSON.parse(row.tags) as string[],
-    suite: row.suite,
-    links: JSON.parse(row.links) as Static<typeof TestLink>[],
-    sourceFormat: row.source_format,
-    source: row.source,
+    ...presentContent(row),
     createdAt: row.created_at,
     createdBy: row.created_by,
   };

@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import type { CreatedWebhook, Webhook, WebhookDelivery, WebhookDeliveryDetails } from '../../api/v1/webhooks.ts';
 import type { WebhooksTable } from '../db/types.ts';
-import type { DeliveryView } from '../services/webhooks.ts';
+import type { DeliveryView } from '../services/webhooks/webhooks.ts';
 
 /** A webhook as the API shows it: never its secret. */
 export function presentWebhook(row: WebhooksTable): Static<typeof Webhook> {

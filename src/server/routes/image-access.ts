@@ -1,6 +1,7 @@
 import type { AppContext } from '../context.ts';
 import { findVisibleImage } from '../db/repositories/artifacts.ts';
 import type { ImagesTable, VisibleProjects } from '../db/types.ts';
+import type { ImageUses } from '../http/kept-answers.ts';
 
 // The owner resolver of `GET /images/{imageId}` (see owners.ts for the others): images are shared
 // by content, so the owner is any project the caller can see that uses the image.
@@ -37,11 +38,13 @@ export function keptVisibleImage(ctx: AppContext, imageId: string, visible: Visi
 
 /** Asks the database, when `keptVisibleImage` did not know, and keeps what it finds. */
 export async function learnVisibleImage(ctx: AppContext, imageId: string, visible: VisibleProjects): Promise<VisibleImage | undefined> {
-  const ticket = ctx.imageUses.ticket();
-  const found = await findVisibleImage(ctx.db, imageId, visible);
+  const found = await ctx.imageUses.learn(imageId, (id) => findVisibleImage(ctx.db, id, visible), imageId, usesWith);
   if (!found) return undefined;
   const { project_id, ...image } = found;
-  const known = ctx.imageUses.get(imageId);
-  ctx.imageUses.store(imageId, { image, projects: new Set([...(known?.projects ?? []), project_id]) }, ticket);
   return { image, projectId: project_id };
+}
+
+/** What is known of an image's uses, with the use just found added. */
+function usesWith({ project_id, ...image }: ImagesTable & { project_id: string }, known: ImageUses | undefined): ImageUses {
+  return { image, projects: new Set([...(known?.projects ?? []), project_id]) };
 }

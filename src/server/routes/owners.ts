@@ -20,20 +20,14 @@ const PROJECT_KEY_REF = /^[A-Za-z][A-Za-z0-9]{1,15}$/;
 // every deletion forgets them all (`forgetKeptContent`, `deleteArtifact`). A "no" is never kept.
 // The owner only says which project's access the caller needs; the handler still reads the resource.
 
-/** `lookup(id)` as kept: the kept project at once, else the database's, kept unless a deletion overlapped it. */
+/** `lookup(id)` as kept (PERF-7): the protocol is the keeper's (`KeptOwners.through`). */
 function kept(
   ctx: AppContext,
   kind: OwnerKind,
   id: string,
   lookup: (id: string) => Promise<string | undefined>,
 ): string | Promise<string | undefined> {
-  const known = ctx.owners.get(kind, id);
-  if (known !== undefined) return known;
-  const ticket = ctx.owners.ticket();
-  return lookup(id).then((projectId) => {
-    if (projectId !== undefined) ctx.owners.store(kind, id, projectId, ticket);
-    return projectId;
-  });
+  return ctx.owners.through(kind, id, lookup);
 }
 
 const projectById = (ctx: AppContext, id: string) => kept(ctx, 'project', id, (projectId) => findProjectId(ctx.db, projectId));

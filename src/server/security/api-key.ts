@@ -1,5 +1,6 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
+import { IS_UUID } from '../../api/common.ts';
 
 // Key formats (SPEC-1.3, AUTH-1..AUTH-4, AUTH-10):
 // - standard: `atk_` + 43 base62 characters (32 random bytes) + 6 base62 characters of CRC32
@@ -16,7 +17,8 @@ const CRC_LENGTH = 6;
 /** Matches exactly one standard or session key; published for secret scanners (docs/api-keys.md). */
 export const STANDARD_KEY_PATTERN = /^at[ks]_[0-9A-Za-z]{49}$/;
 export const SECRET_SCANNING_REGEX = String.raw`\bat[ks]_[0-9A-Za-z]{43}[0-9A-Za-z]{6}\b`;
-export const LEGACY_KEY_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+/** Matches exactly one old-format key: a UUID. */
+export const LEGACY_KEY_PATTERN = IS_UUID;
 
 function base62(value: bigint, width: number): string {
   let out = '';

@@ -24,9 +24,11 @@ export class CredentialsCache<Principal extends Holder> {
   #generation = 0;
   readonly #entries = new Map<string, { principal: Principal; expiresAtMs: number }>();
 
+  /** `keeping`: whether answers are kept at all (`ATTEST_ANSWER_CACHES`, PERF-8); off, nothing is found or stored. */
   constructor(
     private readonly capacity: number,
     private readonly ttlMs = Number.POSITIVE_INFINITY,
+    private readonly keeping: { readonly on: boolean } = { on: true },
   ) {}
 
   /** The generation a lookup starts in; pass it back to `store`. */
@@ -36,7 +38,7 @@ export class CredentialsCache<Principal extends Holder> {
 
   /** The principal kept for `key`, unless its key has expired, or its time to live ended, by `nowMs`. */
   get(key: string, nowMs: number): Principal | undefined {
-    const entry = this.#entries.get(key);
+    const entry = this.keeping.on ? this.#entries.get(key) : undefined;
     return entry !== undefined && nowMs < entry.expiresAtMs ? entry.principal : undefined;
   }
 
@@ -46,7 +48,7 @@ export class CredentialsCache<Principal extends Holder> {
    * entry makes room.
    */
   store(key: string, principal: Principal, ticket: number, keyExpiresAtMs: number, nowMs: number): void {
-    if (ticket !== this.#generation || this.capacity === 0) return;
+    if (ticket !== this.#generation || this.capacity === 0 || !this.keeping.on) return;
     if (this.#entries.size >= this.capacity) {
       const oldest = this.#entries.keys().next().value;
       if (oldest !== undefined) this.#entries.delete(oldest);

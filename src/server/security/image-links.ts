@@ -4,7 +4,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 // they have no session, so the link carries its own proof. A link names one image, whether it is the
 // thumbnail, and when it expires, and its signature is an HMAC-SHA256 of exactly those under the
 // instance's `image-links` key (migration 0034, shared by every instance of a cluster;
-// services/image-links.ts reads it). Changing any of them, or reaching past the expiry, makes the
+// services/evidence/image-links.ts reads it). Changing any of them, or reaching past the expiry, makes the
 // link worthless.
 
 /** What a link grants: one image, or its thumbnail, until a time. */

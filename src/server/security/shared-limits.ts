@@ -1,6 +1,6 @@
 import { type FailureCounts, FailureLimiter, failureWait } from './failure-limiter.ts';
 import { type LoginAttempts, LoginThrottle, pairKey } from './login-throttle.ts';
-import type { Budget, BudgetWindow } from './request-budget.ts';
+import { type BudgetWindow, FixedWindows } from './request-budget.ts';
 import type { SharedCounts } from './shared-counts.ts';
 
 // The limits of SEC-2b, SEC-2d and LOAD-1, counted in a store every instance shares (SCALE-4), so
@@ -137,15 +137,14 @@ export const EXCHANGE_MS = 100;
  * other instances pass in one exchange interval and round trip, and never more than N × B in a
  * window (all instances bursting before any exchange). Requests refused count too, as in memory.
  */
-export class SharedRequestBudget implements Budget {
-  readonly #windows = new Map<string, SharedWindow>();
+export class SharedRequestBudget extends FixedWindows<SharedWindow> {
   #timer: NodeJS.Timeout | undefined;
   #exchanging = false;
   #closed = false;
 
   constructor(
-    readonly max: number,
-    readonly windowMs: number,
+    max: number,
+    windowMs: number,
     private readonly store: SharedCounts,
     private readonly options: {
       /** Names this budget's subjects in the store (keys and addresses are budgets of their own). */
@@ -154,32 +153,20 @@ export class SharedRequestBudget implements Budget {
       exchangeMs?: number;
       capacity?: number;
     },
-  ) {}
+  ) {
+    super(max, windowMs, options.capacity ?? 10_000);
+  }
 
   spend(subject: string, nowMs: number): BudgetWindow {
-    let window = this.#windows.get(subject);
-    if (window === undefined || window.startMs + this.windowMs <= nowMs) {
-      this.#windows.delete(subject);
-      if (this.#windows.size >= (this.options.capacity ?? 10_000)) this.#windows.delete(this.#windows.keys().next().value as string);
-      window = { count: 0, startMs: nowMs, shared: 0, unsent: 0 };
-      this.#windows.set(subject, window);
-    }
+    const window = this.window(subject, nowMs);
     window.unsent++;
     window.count++;
     if (this.#timer === undefined && !this.#exchanging && !this.#closed) this.#schedule();
     return window;
   }
 
-  remaining(window: BudgetWindow): number {
-    return Math.max(0, this.max - window.count);
-  }
-
-  resetSeconds(window: BudgetWindow, nowMs: number): number {
-    return Math.ceil((window.startMs + this.windowMs - nowMs) / 1000);
-  }
-
-  exceeded(window: BudgetWindow): boolean {
-    return window.count > this.max;
+  protected open(nowMs: number): SharedWindow {
+    return { count: 0, startMs: nowMs, shared: 0, unsent: 0 };
   }
 
   /** Stops exchanging (the server is closing); requests not yet added are not. */
@@ -202,7 +189,7 @@ export class SharedRequestBudget implements Budget {
   async #exchange(): Promise<void> {
     this.#timer = undefined;
     const sent = new Map<string, { window: SharedWindow; requests: number }>();
-    for (const [subject, window] of this.#windows) {
+    for (const [subject, window] of this.windows()) {
       if (window.unsent > 0) sent.set(this.options.prefix + subject, { window, requests: window.unsent });
     }
     if (sent.size === 0) return;
@@ -225,7 +212,7 @@ export class SharedRequestBudget implements Budget {
       this.options.onError(error);
     } finally {
       this.#exchanging = false;
-      for (const window of this.#windows.values()) more ||= window.unsent > 0;
+      for (const [, window] of this.windows()) more ||= window.unsent > 0;
       if (more && !this.#closed) this.#schedule();
     }
   }

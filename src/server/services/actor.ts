@@ -4,9 +4,16 @@ import type { Principal } from '../security/principal.ts';
 export interface Actor {
   userId: string | null;
   requestId?: string;
-  /** Where a change without a request came from (`cli` for `attest admin-key`); recorded in the audit details. */
-  via?: 'cli';
+  /**
+   * What made a change its user did not ask for in so many words, recorded in the audit details:
+   * `cli` for `attest admin-key` (no request), `sso` for a sign-in that creates the user (SSO-3) or
+   * follows their provider's groups (SSO-4, SSO-5).
+   */
+  via?: 'cli' | 'sso';
 }
+
+/** A user who acts, as the changes that record their author in the row (`created_by`, `updated_by`) need one. */
+export type UserActor = Actor & { userId: string };
 
 /** The authenticated caller of a request: whom the self-or-admin rule checks, and whom the audit log names. */
 export interface Caller {

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import type { Static } from 'typebox';
 import type { CreatedApiKey } from '../../../src/api/v1/users.ts';
 import { v1 } from '../../../src/client/index.ts';
-import { Badge, ErrorBox } from '../components.tsx';
+import { Badge, ErrorBox, LabelledInput } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatTime } from '../format.ts';
 import { type Column, ListTable } from '../list-table.tsx';
@@ -97,17 +97,14 @@ function CreateKeyForm({ email, onCreated }: { email: string; onCreated: (key: C
           <option value="read">read (viewer)</option>
         </select>
       </label>
-      <label>
-        Your password (to confirm: a key outlives this session)
-        <input
-          name="password"
-          type="password"
-          autoComplete="current-password"
-          required
-          value={password}
-          onInput={(e) => setPassword(e.currentTarget.value)}
-        />
-      </label>
+      <LabelledInput
+        label="Your password (to confirm: a key outlives this session)"
+        name="password"
+        type="password"
+        autoComplete="current-password"
+        value={password}
+        onInput={setPassword}
+      />
       <button type="submit" disabled={action.busy || name.trim() === '' || password === ''}>
         Create key
       </button>

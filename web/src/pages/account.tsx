@@ -37,6 +37,31 @@ export function AccountPage() {
   );
 }
 
+type PasswordName = 'current' | 'password' | 'repeat';
+
+/** The problem sits beside its field, not in its label: the field keeps its name, and the problem is its description. */
+function PasswordField(props: { name: PasswordName; label: string; value: string; set: (v: string) => void; problem: string | undefined }) {
+  const { name } = props;
+  return (
+    <Field label={props.label} problem={props.problem}>
+      {({ id, describedBy, invalid }) => (
+        <input
+          id={id}
+          type="password"
+          name={name}
+          autoComplete={name === 'current' ? 'current-password' : 'new-password'}
+          value={props.value}
+          required={name !== 'current'}
+          minLength={name === 'current' ? undefined : PASSWORD_MIN}
+          aria-invalid={invalid || undefined}
+          aria-describedby={describedBy}
+          onInput={(event) => props.set((event.target as HTMLInputElement).value)}
+        />
+      )}
+    </Field>
+  );
+}
+
 function PasswordForm({ email }: { email: string }) {
   const action = useAction();
   const [current, setCurrent] = useState('');
@@ -72,24 +97,8 @@ function PasswordForm({ email }: { email: string }) {
       setChecked(false);
     }
   };
-  // The problem sits beside its field, not in its label: the field keeps its name, and the problem is its description.
-  const field = (name: 'current' | 'password' | 'repeat', label: string, value: string, set: (v: string) => void) => (
-    <Field label={label} problem={shown[name]}>
-      {({ id, describedBy, invalid }) => (
-        <input
-          id={id}
-          type="password"
-          name={name}
-          autoComplete={name === 'current' ? 'current-password' : 'new-password'}
-          value={value}
-          required={name !== 'current'}
-          minLength={name === 'current' ? undefined : PASSWORD_MIN}
-          aria-invalid={invalid || undefined}
-          aria-describedby={describedBy}
-          onInput={(event) => set((event.target as HTMLInputElement).value)}
-        />
-      )}
-    </Field>
+  const field = (name: PasswordName, label: string, value: string, set: (v: string) => void) => (
+    <PasswordField name={name} label={label} value={value} set={set} problem={shown[name]} />
   );
   return (
     <form class="panel stacked-form" onSubmit={submit} aria-labelledby="password-heading" noValidate>

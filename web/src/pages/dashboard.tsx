@@ -202,9 +202,47 @@ function PerJob({ jobs, projectKey }: { jobs: DashboardJob[]; projectKey: string
   );
 }
 
+/** The sparklines' numbers, as a table: a row a group, a column a day. */
+function TrendNumbers({ groups }: { groups: Dashboard['topGroups'] }) {
+  const days = groups[0]?.trend.map((t) => t.day) ?? [];
+  return (
+    <details>
+      <summary>The trends' numbers</summary>
+      <div class="numbers">
+        <table class="list trend-table">
+          <caption class="muted">Occurrences per day of the top error groups</caption>
+          <thead>
+            <tr>
+              <th scope="col">Error</th>
+              {days.map((day) => (
+                <th key={day} scope="col" class="num">
+                  {day.slice(5)}
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {groups.map((group) => (
+              <tr key={group.id}>
+                <th scope="row" class="group-title">
+                  {group.title.slice(0, 80)}
+                </th>
+                {group.trend.map((t) => (
+                  <td key={t.day} class="num">
+                    {t.occurrences}
+                  </td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </details>
+  );
+}
+
 /** The five groups that failed most in the window, each with its daily trend as a sparkline, and the sparklines' numbers. */
 function TopGroups({ groups, projectKey }: { groups: Dashboard['topGroups']; projectKey: string }) {
-  const days = groups[0]?.trend.map((t) => t.day) ?? [];
   return (
     <section class="panel" aria-labelledby="top-groups">
       <h2 id="top-groups">Top error groups</h2>
@@ -230,40 +268,7 @@ function TopGroups({ groups, projectKey }: { groups: Dashboard['topGroups']; pro
           },
         ]}
       />
-      {groups.length > 0 ? (
-        <details>
-          <summary>The trends' numbers</summary>
-          <div class="numbers">
-            <table class="list trend-table">
-              <caption class="muted">Occurrences per day of the top error groups</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Error</th>
-                  {days.map((day) => (
-                    <th key={day} scope="col" class="num">
-                      {day.slice(5)}
-                    </th>
-                  ))}
-                </tr>
-              </thead>
-              <tbody>
-                {groups.map((group) => (
-                  <tr key={group.id}>
-                    <th scope="row" class="group-title">
-                      {group.title.slice(0, 80)}
-                    </th>
-                    {group.trend.map((t) => (
-                      <td key={t.day} class="num">
-                        {t.occurrences}
-                      </td>
-                    ))}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        </details>
-      ) : null}
+      {groups.length > 0 ? <TrendNumbers groups={groups} /> : null}
     </section>
   );
 }

@@ -40,22 +40,8 @@ const draftOf = (device: Device | undefined): Draft => ({
 const labelsOf = (text: string) => [...new Set(text.split(/[\s,]+/).filter(Boolean))];
 const orNull = (text: string) => (text.trim() === '' ? null : text.trim());
 
-/**
- * A device registered (`POST /device/devices`) or changed (`PATCH /device/devices/{deviceId}`),
- * manager role. The API checks every field; its problems show beside the fields they name.
- * `onSaving` shows the change in the list at once; `onSettled` hears whether it held.
- */
-export function DeviceForm({
-  device,
-  onSaving,
-  onSettled,
-  onCancel,
-}: {
-  device: Device | undefined;
-  onSaving: (device: Device) => void;
-  onSettled: (saved: Device | undefined) => void;
-  onCancel: () => void;
-}) {
+/** Holds the draft and saves it: an update when `device` is given, a registration otherwise. */
+function useDeviceSave(device: Device | undefined, onSaving: (device: Device) => void, onSettled: (saved: Device | undefined) => void) {
   const [draft, setDraft] = useState<Draft>(() => draftOf(device));
   const action = useAction();
   const set = (name: keyof Draft) => (event: Event) =>
@@ -81,13 +67,13 @@ export function DeviceForm({
     );
     onSettled(saved);
   };
-  /** A field with the API's problem at its pointer (`/labels/2` is the labels field's) beside it. */
-  type Control = (name: keyof Draft, ids: { id: string; describedBy: string | undefined; invalid: boolean }) => preact.JSX.Element;
-  const field = (name: keyof Draft, label: string, control: Control) => (
-    <Field label={label} problem={problemAt(action.error, `/${name}`)}>
-      {(ids) => control(name, ids)}
-    </Field>
-  );
+  return { draft, set, submit, action };
+}
+
+type Control = (name: keyof Draft, ids: { id: string; describedBy: string | undefined; invalid: boolean }) => preact.JSX.Element;
+
+/** The two kinds of control the form uses, each bound to one field of the draft. */
+function controlsOf(draft: Draft, set: (name: keyof Draft) => (event: Event) => void) {
   const text =
     (required = false): Control =>
     (name, { id, describedBy, invalid }) => (
@@ -112,6 +98,33 @@ export function DeviceForm({
         ))}
       </select>
     );
+  return { text, select };
+}
+
+/**
+ * A device registered (`POST /device/devices`) or changed (`PATCH /device/devices/{deviceId}`),
+ * manager role. The API checks every field; its problems show beside the fields they name.
+ * `onSaving` shows the change in the list at once; `onSettled` hears whether it held.
+ */
+export function DeviceForm({
+  device,
+  onSaving,
+  onSettled,
+  onCancel,
+}: {
+  device: Device | undefined;
+  onSaving: (device: Device) => void;
+  onSettled: (saved: Device | undefined) => void;
+  onCancel: () => void;
+}) {
+  const { draft, set, submit, action } = useDeviceSave(device, onSaving, onSettled);
+  const { text, select } = controlsOf(draft, set);
+  /** A field with the API's problem at its pointer (`/labels/2` is the labels field's) beside it. */
+  const field = (name: keyof Draft, label: string, control: Control) => (
+    <Field label={label} problem={problemAt(action.error, `/${name}`)}>
+      {(ids) => control(name, ids)}
+    </Field>
+  );
   return (
     <form class="panel device-form" onSubmit={submit} aria-labelledby="device-form-heading" noValidate>
       <h2 id="device-form-heading" class="device-form-heading">

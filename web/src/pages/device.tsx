@@ -61,37 +61,44 @@ export function DevicePage({ deviceId }: { deviceId: string }) {
           onCancel={() => setEditing(false)}
         />
       ) : null}
-      <div class="panel">
-        <dl class="facts" aria-label="The device">
-          <Fact term="Id">
-            <code>{d.id}</code>
-          </Fact>
-          <Fact term="Status">
-            <Badge value={d.status} />
-          </Fact>
-          <Fact term="Platform">{d.platform}</Fact>
-          <Fact term="Model">{[d.manufacturer, d.model].filter(Boolean).join(' ') || '—'}</Fact>
-          <Fact term="OS">{d.osVersion ?? '—'}</Fact>
-          <Fact term="Labels">
-            {d.labels.length === 0 ? (
-              '—'
-            ) : (
-              <ul class="chips" aria-label={`Labels of ${d.name}`}>
-                {d.labels.map((name) => (
-                  <li key={name}>
-                    <a class="chip" href={`/devices?label=${encodeURIComponent(name)}`} title={`Devices labelled ${name}`}>
-                      {name}
-                    </a>
-                  </li>
-                ))}
-              </ul>
-            )}
-          </Fact>
-          <Fact term="Last seen">{formatTime(d.lastSeenAt)}</Fact>
-          <Fact term="Registered">{formatTime(d.createdAt)}</Fact>
-          <Fact term="Changed">{formatTime(d.updatedAt)}</Fact>
-        </dl>
-      </div>
+      <DeviceFacts device={d} />
     </Page>
+  );
+}
+
+/** What the device is, its state and labels (each a link to the devices with it), and its times. */
+function DeviceFacts({ device: d }: { device: Device }) {
+  return (
+    <div class="panel">
+      <dl class="facts" aria-label="The device">
+        <Fact term="Id">
+          <code>{d.id}</code>
+        </Fact>
+        <Fact term="Status">
+          <Badge value={d.status} />
+        </Fact>
+        <Fact term="Platform">{d.platform}</Fact>
+        <Fact term="Model">{[d.manufacturer, d.model].filter(Boolean).join(' ') || '—'}</Fact>
+        <Fact term="OS">{d.osVersion ?? '—'}</Fact>
+        <Fact term="Labels">
+          {d.labels.length === 0 ? (
+            '—'
+          ) : (
+            <ul class="chips" aria-label={`Labels of ${d.name}`}>
+              {d.labels.map((name) => (
+                <li key={name}>
+                  <a class="chip" href={`/devices?label=${encodeURIComponent(name)}`} title={`Devices labelled ${name}`}>
+                    {name}
+                  </a>
+                </li>
+              ))}
+            </ul>
+          )}
+        </Fact>
+        <Fact term="Last seen">{formatTime(d.lastSeenAt)}</Fact>
+        <Fact term="Registered">{formatTime(d.createdAt)}</Fact>
+        <Fact term="Changed">{formatTime(d.updatedAt)}</Fact>
+      </dl>
+    </div>
   );
 }

@@ -56,6 +56,26 @@ const COLUMNS: Column<Device>[] = [
   { header: 'Last seen', cell: (device) => formatTime(device.lastSeenAt) },
 ];
 
+/** A manager's Edit and Retire on each device. */
+const manageColumnOf = (edit: (device: Device) => void, reload: () => void): Column<Device> => ({
+  header: 'Actions',
+  hideHeader: true,
+  cell: (device) => (
+    <span class="confirm">
+      <button type="button" class="secondary" aria-label={`Edit ${device.name}`} onClick={() => edit(device)}>
+        Edit
+      </button>
+      <ConfirmAction
+        verb="Retire"
+        what={device.name}
+        done={`Retired ${device.name}.`}
+        perform={(client) => client.call(v1.devices.deleteDevice, { params: { deviceId: device.id } })}
+        onDone={reload}
+      />
+    </span>
+  ),
+});
+
 /**
  * The device lab: every device with its state, filtered by status, platform and label, paged. A
  * manager registers, edits and retires devices here (UI-12); a change shows in the list at once and
@@ -77,24 +97,7 @@ export function DevicesPage() {
   );
   const filtered = Object.keys(filters).length > 0;
   const rows = devices.data?.items.map((device) => (shown && device.id === shown.id ? shown : device));
-  const manageColumn: Column<Device> = {
-    header: 'Actions',
-    hideHeader: true,
-    cell: (device) => (
-      <span class="confirm">
-        <button type="button" class="secondary" aria-label={`Edit ${device.name}`} onClick={() => setEditing(device)}>
-          Edit
-        </button>
-        <ConfirmAction
-          verb="Retire"
-          what={device.name}
-          done={`Retired ${device.name}.`}
-          perform={(client) => client.call(v1.devices.deleteDevice, { params: { deviceId: device.id } })}
-          onDone={devices.reload}
-        />
-      </span>
-    ),
-  };
+  const manageColumn = manageColumnOf(setEditing, devices.reload);
   return (
     <Page
       title="Devices"

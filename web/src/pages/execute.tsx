@@ -87,37 +87,32 @@ function imagesOf(list: FileList | null | undefined): File[] {
   return Array.from(list ?? []).filter((file) => file.type.startsWith('image/'));
 }
 
-function ExecuteView({
-  data,
-  reload,
-  refreshError,
-}: {
-  data: ExecutionData & { test: TestDefinition };
-  reload: () => void;
-  refreshError: Error | undefined;
-}) {
-  const { run, test, results, artifacts } = data;
-  const { route } = useLocation();
-  const states = useMemo(() => stepStates(test, results, artifacts), [test, results, artifacts]);
-  const [current, setCurrent] = useState(() => resumeIndex(states));
-  /** Marks sent and not yet answered: shown at once, taken back if the API refuses them. */
-  const [pending, setPending] = useState<Record<string, Mark>>({});
-  const [drafts, setDrafts] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<{ message: string; retry: () => void } | undefined>();
-  const action = useAction();
-  const live = recording(run);
-  const state = states[Math.min(current, states.length - 1)];
-  const uploads = useStepUploads(run, reload);
+type Post = (body: ReturnType<typeof markBody>) => Promise<unknown>;
+type Failure = { message: string; retry: () => void };
 
-  const post = useCallback(
-    (body: ReturnType<typeof markBody>) =>
+/**
+ * Marks a step passed, failed, blocked or skipped. A mark shows at once (pending) and is taken back
+ * if the API refuses it; a pass or a skip moves on to the next step.
+ */
+function useMarking(
+  run: TestRun,
+  states: StepState[],
+  drafts: Record<string, string>,
+  setCurrent: (i: number) => void,
+  reload: () => void,
+) {
+  const live = recording(run);
+  const [pending, setPending] = useState<Record<string, Mark>>({});
+  const [failure, setFailure] = useState<Failure | undefined>();
+  const action = useAction();
+  const post: Post = useCallback(
+    (body) =>
       action.run(
         (client) => client.call(v1.results.appendResults, { params: { testRunId: run.id }, body }),
         () => '',
       ),
     [action.run, run.id],
   );
-
   /** Stores a step as started, once, so what is attached to it has a step to belong to. */
   const ensureStarted = useCallback(
     async (step: StepState): Promise<boolean> => {
@@ -126,34 +121,28 @@ function ExecuteView({
     },
     [post],
   );
-
   const mark = useCallback(
     async (step: StepState, markWith: Mark) => {
       if (!live || step.mark) return;
-      const actual = drafts[step.key] ?? '';
-      const body = markBody(step, markWith, actual, new Date().toISOString());
+      const body = markBody(step, markWith, drafts[step.key] ?? '', new Date().toISOString());
       const send = async () => {
         setFailure(undefined);
         setPending((p) => ({ ...p, [step.key]: markWith }));
         // A pass or a skip moves on; a failure stays, for its screenshot and its words.
         if ((markWith === 'passed' || markWith === 'skipped') && step.index < states.length - 1) setCurrent(step.index + 1);
-        const receipt = await post(body);
-        if (receipt === undefined) {
+        if ((await post(body)) === undefined) {
           // Rolled back: the step shows no mark, and the same post can be sent again (same idempotency key).
           setPending(({ [step.key]: _, ...rest }) => rest);
           setCurrent(step.index);
           setFailure({ message: `Step ${step.index + 1} was not marked ${statusWord(markWith)}.`, retry: send });
-          // The run may have ended meanwhile (completed elsewhere, or ended idle): read it again to say so.
-          reload();
-          return;
         }
+        // Either way the run is read again; after a refusal it may have ended meanwhile (completed elsewhere, or ended idle).
         reload();
       };
       await send();
     },
     [live, drafts, post, reload, states.length],
   );
-
   // Pending marks give way to what the API stored.
   useEffect(() => {
     setPending((p) => {
@@ -161,7 +150,13 @@ function ExecuteView({
       return Object.keys(left).length === Object.keys(p).length ? p : left;
     });
   }, [states]);
+  return { pending, failure, error: action.error, mark, ensureStarted };
+}
 
+/** Attaches images to the step in view; Ctrl/⌘+V anywhere on the page pastes one (text pastes as text). */
+function useAttach(run: TestRun, state: StepState | undefined, ensureStarted: (step: StepState) => Promise<boolean>, reload: () => void) {
+  const live = recording(run);
+  const uploads = useStepUploads(run, reload);
   const attach = useCallback(
     async (files: File[]) => {
       if (!live || files.length === 0 || !state) return;
@@ -170,8 +165,6 @@ function ExecuteView({
     },
     [live, state, ensureStarted, uploads.start],
   );
-
-  // Ctrl/⌘+V anywhere on the page attaches a pasted image to the step in view; text pastes as text.
   useEffect(() => {
     const onPaste = (event: ClipboardEvent) => {
       const files = imagesOf(event.clipboardData?.files);
@@ -182,12 +175,26 @@ function ExecuteView({
     document.addEventListener('paste', onPaste);
     return () => document.removeEventListener('paste', onPaste);
   }, [attach]);
+  return { attach, uploads };
+}
 
-  // P, F, B, S mark the step in view and N goes to the next, unless the focus is in a text field.
-  // The listener reads what is on screen through a ref written at each render: an effect re-attached
-  // after the render would leave a window in which a quick key acts on the step that was shown before.
-  const onScreen = useRef({ state, live, pending, mark, current, count: states.length });
-  onScreen.current = { state, live, pending, mark, current, count: states.length };
+interface OnScreen {
+  state: StepState | undefined;
+  live: boolean;
+  pending: Record<string, Mark>;
+  mark: (step: StepState, mark: Mark) => Promise<void>;
+  current: number;
+  count: number;
+}
+
+/**
+ * P, F, B, S mark the step in view and N goes to the next, unless the focus is in a text field.
+ * The listener reads what is on screen through a ref written at each render: an effect re-attached
+ * after the render would leave a window in which a quick key acts on the step that was shown before.
+ */
+function useStepKeys(now: OnScreen, setCurrent: (i: number) => void) {
+  const onScreen = useRef(now);
+  onScreen.current = now;
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
       const { state, live, pending, mark, current, count } = onScreen.current;
@@ -205,7 +212,40 @@ function ExecuteView({
     document.addEventListener('keydown', onKey);
     return () => document.removeEventListener('keydown', onKey);
   }, []);
+}
 
+/** A mark the API refused, with a Try again; or the API's last problem. */
+function MarkProblem({ failure, error }: { failure: Failure | undefined; error: Error | undefined }) {
+  if (!failure) return error ? <ErrorBox error={error} /> : null;
+  return (
+    <p class="error" role="alert">
+      {failure.message} {error ? describeError(error) : null}{' '}
+      <button type="button" class="secondary" onClick={failure.retry}>
+        Try again
+      </button>
+    </p>
+  );
+}
+
+function ExecuteView({
+  data,
+  reload,
+  refreshError,
+}: {
+  data: ExecutionData & { test: TestDefinition };
+  reload: () => void;
+  refreshError: Error | undefined;
+}) {
+  const { run, test, results, artifacts } = data;
+  const { route } = useLocation();
+  const states = useMemo(() => stepStates(test, results, artifacts), [test, results, artifacts]);
+  const [current, setCurrent] = useState(() => resumeIndex(states));
+  const [drafts, setDrafts] = useState<Record<string, string>>({});
+  const live = recording(run);
+  const state = states[Math.min(current, states.length - 1)];
+  const { pending, failure, error, mark, ensureStarted } = useMarking(run, states, drafts, setCurrent, reload);
+  const { attach, uploads } = useAttach(run, state, ensureStarted, reload);
+  useStepKeys({ state, live, pending, mark, current, count: states.length }, setCurrent);
   const marked = states.filter((s) => s.mark || pending[s.key]).length;
   return (
     <Page title={`Execute: ${run.name}`} actions={<a href={`/runs/${run.id}`}>Open run page</a>}>
@@ -219,16 +259,7 @@ function ExecuteView({
         reload={reload}
       />
       {refreshError ? <ErrorBox error={refreshError} /> : null}
-      {failure ? (
-        <p class="error" role="alert">
-          {failure.message} {action.error ? describeError(action.error) : null}{' '}
-          <button type="button" class="secondary" onClick={failure.retry}>
-            Try again
-          </button>
-        </p>
-      ) : action.error ? (
-        <ErrorBox error={action.error} />
-      ) : null}
+      <MarkProblem failure={failure} error={error} />
       <div class="execute">
         <StepList states={states} pending={pending} current={current} onSelect={setCurrent} />
         {state ? (
@@ -352,19 +383,148 @@ function StepList({
   );
 }
 
-function StepPanel({
+/** The step as the test defines it: its action, its data and the result it expects. */
+function StepDefinition({ state }: { state: StepState }) {
+  const { defined } = state;
+  const n = state.index + 1;
+  return (
+    <dl class="step-definition">
+      <dt>Action</dt>
+      <dd>
+        <Preformatted label={`Action of step ${n}`}>{defined.action}</Preformatted>
+      </dd>
+      {defined.data ? (
+        <>
+          <dt>Data</dt>
+          <dd>
+            <Preformatted label={`Data of step ${n}`}>{defined.data}</Preformatted>
+          </dd>
+        </>
+      ) : null}
+      <dt>Expected result</dt>
+      <dd>
+        {defined.expected ? (
+          <Preformatted label={`Expected result of step ${n}`}>{defined.expected}</Preformatted>
+        ) : (
+          <span class="muted">None given</span>
+        )}
+      </dd>
+    </dl>
+  );
+}
+
+/** What happened: as stored once the step is marked, a text field before. */
+function ActualResult({
   state,
-  total,
-  live,
-  pending,
   draft,
   onDraft,
-  onMark,
-  onFiles,
-  uploads,
-  onPrevious,
-  onNext,
+  disabled,
 }: {
+  state: StepState;
+  draft: string;
+  onDraft: (t: string) => void;
+  disabled: boolean;
+}) {
+  if (state.mark) {
+    return (
+      <div class="actual-stored">
+        <h3>Actual result</h3>
+        {state.actual ? (
+          <Preformatted label={`Actual result of step ${state.index + 1}`}>{state.actual}</Preformatted>
+        ) : (
+          <p class="muted">None written.</p>
+        )}
+      </div>
+    );
+  }
+  return (
+    <label class="actual">
+      Actual result
+      <textarea rows={3} value={draft} disabled={disabled} onInput={(event) => onDraft((event.target as HTMLTextAreaElement).value)} />
+    </label>
+  );
+}
+
+function MarkButtons({ disabled, onMark }: { disabled: boolean; onMark: (mark: Mark) => void }) {
+  return (
+    <div class="mark-buttons">
+      {MARKS.map((m) => (
+        <button
+          key={m.mark}
+          type="button"
+          class={`mark-button mark-${m.mark}`}
+          aria-keyshortcuts={m.shortcut.toUpperCase()}
+          disabled={disabled}
+          onClick={() => onMark(m.mark)}
+        >
+          {m.label}
+        </button>
+      ))}
+    </div>
+  );
+}
+
+/** The step's screenshots: those stored, those on their way, and (while the run records) how to add one. */
+function StepAttachments({
+  state,
+  live,
+  uploads,
+  onFiles,
+}: {
+  state: StepState;
+  live: boolean;
+  uploads: Upload[];
+  onFiles: (files: File[]) => void;
+}) {
+  return (
+    <div class="attach">
+      <h3>Screenshots</h3>
+      {live ? (
+        <p class="muted drop-hint">
+          Paste (<kbd>Ctrl</kbd>/<kbd>⌘</kbd>+<kbd>V</kbd>), drop an image here, or{' '}
+          <label class="file-picker">
+            choose files
+            <input
+              type="file"
+              accept="image/png,image/jpeg,image/gif,image/webp"
+              multiple
+              onChange={(event) => {
+                const input = event.target as HTMLInputElement;
+                onFiles(imagesOf(input.files));
+                input.value = '';
+              }}
+            />
+          </label>
+          .
+        </p>
+      ) : null}
+      <UploadList uploads={uploads} />
+      <Screenshots step={state} />
+    </div>
+  );
+}
+
+/** Images dropped on the panel, while the run records; `dragging` while one is over it. */
+function useImageDrop(live: boolean, onFiles: (files: File[]) => void) {
+  const [dragging, setDragging] = useState(false);
+  const handlers = {
+    onDragOver: (event: DragEvent) => {
+      if (!live) return;
+      event.preventDefault();
+      setDragging(true);
+    },
+    onDragLeave: () => setDragging(false),
+    onDrop: (event: DragEvent) => {
+      setDragging(false);
+      if (!live) return;
+      event.preventDefault();
+      onFiles(imagesOf(event.dataTransfer?.files));
+    },
+  };
+  return { dragging, handlers };
+}
+
+interface StepPanelProps {
   state: StepState;
   total: number;
   live: boolean;
@@ -376,29 +536,20 @@ function StepPanel({
   uploads: Upload[];
   onPrevious: (() => void) | undefined;
   onNext: (() => void) | undefined;
-}) {
+}
+
+function StepPanel(props: StepPanelProps) {
+  const { state, total, live, pending, draft, onDraft, onMark, onFiles, uploads, onPrevious, onNext } = props;
   const heading = useRef<HTMLHeadingElement>(null);
   // A new step in view takes the focus, so a screen reader reads where it is and the keys act on it.
   useEffect(() => heading.current?.focus(), []);
-  const [dragging, setDragging] = useState(false);
+  const drop = useImageDrop(live, onFiles);
   const status = state.mark ?? pending;
-  const { defined } = state;
   return (
     <section
-      class={`panel step-panel${dragging ? ' dragging' : ''}`}
+      class={`panel step-panel${drop.dragging ? ' dragging' : ''}`}
       aria-labelledby="step-heading"
-      onDragOver={(event) => {
-        if (!live) return;
-        event.preventDefault();
-        setDragging(true);
-      }}
-      onDragLeave={() => setDragging(false)}
-      onDrop={(event) => {
-        setDragging(false);
-        if (!live) return;
-        event.preventDefault();
-        onFiles(imagesOf(event.dataTransfer?.files));
-      }}
+      {...drop.handlers}
       data-testid="step-panel"
     >
       <h2 id="step-heading" ref={heading} tabIndex={-1}>
@@ -410,88 +561,10 @@ function StepPanel({
           </>
         ) : null}
       </h2>
-      <dl class="step-definition">
-        <dt>Action</dt>
-        <dd>
-          <Preformatted label={`Action of step ${state.index + 1}`}>{defined.action}</Preformatted>
-        </dd>
-        {defined.data ? (
-          <>
-            <dt>Data</dt>
-            <dd>
-              <Preformatted label={`Data of step ${state.index + 1}`}>{defined.data}</Preformatted>
-            </dd>
-          </>
-        ) : null}
-        <dt>Expected result</dt>
-        <dd>
-          {defined.expected ? (
-            <Preformatted label={`Expected result of step ${state.index + 1}`}>{defined.expected}</Preformatted>
-          ) : (
-            <span class="muted">None given</span>
-          )}
-        </dd>
-      </dl>
-      {state.mark ? (
-        <div class="actual-stored">
-          <h3>Actual result</h3>
-          {state.actual ? (
-            <Preformatted label={`Actual result of step ${state.index + 1}`}>{state.actual}</Preformatted>
-          ) : (
-            <p class="muted">None written.</p>
-          )}
-        </div>
-      ) : (
-        <label class="actual">
-          Actual result
-          <textarea
-            rows={3}
-            value={draft}
-            disabled={!live || pending !== undefined}
-            onInput={(event) => onDraft((event.target as HTMLTextAreaElement).value)}
-          />
-        </label>
-      )}
-      {live && !state.mark ? (
-        <div class="mark-buttons">
-          {MARKS.map((m) => (
-            <button
-              key={m.mark}
-              type="button"
-              class={`mark-button mark-${m.mark}`}
-              aria-keyshortcuts={m.shortcut.toUpperCase()}
-              disabled={pending !== undefined}
-              onClick={() => onMark(m.mark)}
-            >
-              {m.label}
-            </button>
-          ))}
-        </div>
-      ) : null}
-      <div class="attach">
-        <h3>Screenshots</h3>
-        {live ? (
-          <p class="muted drop-hint">
-            Paste (<kbd>Ctrl</kbd>/<kbd>⌘</kbd>+<kbd>V</kbd>), drop an image here, or{' '}
-            <label class="file-picker">
-              choose files
-              <input
-                type="file"
-                accept="image/png,image/jpeg,image/gif,image/webp"
-                multiple
-                onChange={(event) => {
-                  const input = event.target as HTMLInputElement;
-                  onFiles(imagesOf(input.files));
-                  input.value = '';
-                }}
-              />
-            </label>
-            .
-          </p>
-        ) : null}
-        <UploadList uploads={uploads} />
-        <Screenshots step={state} />
-      </div>
+      <StepDefinition state={state} />
+      <ActualResult state={state} draft={draft} onDraft={onDraft} disabled={!live || pending !== undefined} />
+      {live && !state.mark ? <MarkButtons disabled={pending !== undefined} onMark={onMark} /> : null}
+      <StepAttachments state={state} live={live} uploads={uploads} onFiles={onFiles} />
       <div class="step-nav">
         <button type="button" class="secondary" onClick={onPrevious} disabled={!onPrevious}>
           Previous step

@@ -107,6 +107,59 @@ function GroupFacts({ group }: { group: FailureGroup }) {
   );
 }
 
+/** What the group is: its normalised error, a message as it was, its frames and its facts. */
+function GroupError({ group }: { group: FailureGroupDetail }) {
+  return (
+    <section class="panel" aria-labelledby="group-error">
+      <h2 id="group-error">Error</h2>
+      <Preformatted label="Normalised error" class="group-title">
+        {group.title}
+      </Preformatted>
+      {group.message && group.message !== group.title ? (
+        <details>
+          <summary>A message as it was</summary>
+          <Preformatted label="Message">{group.message}</Preformatted>
+        </details>
+      ) : null}
+      {group.frames.length > 0 ? (
+        <details>
+          <summary>Frames in the project ({group.frames.length})</summary>
+          <Preformatted label="Frames">{group.frames.join('\n')}</Preformatted>
+        </details>
+      ) : null}
+      <GroupFacts group={group} />
+    </section>
+  );
+}
+
+/** How often the group failed each day of the window: a sparkline, and its numbers. */
+function GroupTrend({ trend }: { trend: FailureGroupDetail['trend'] }) {
+  return (
+    <section class="panel" aria-labelledby="group-trend">
+      <h2 id="group-trend">Last {trend.length} days</h2>
+      <Sparkline
+        values={trend.map((t) => t.occurrences)}
+        label={`Occurrences per day: ${trend.map((t) => `${t.day} ${t.occurrences}`).join(', ')}`}
+        testId="group-trend"
+      />
+      <details>
+        <summary>The trend's numbers</summary>
+        <div class="numbers">
+          <ListTable
+            label="Occurrences per day"
+            rows={trend}
+            rowKey={(t) => t.day}
+            columns={[
+              { header: 'Day', cell: (t) => t.day },
+              { header: 'Occurrences', class: 'num', cell: (t) => t.occurrences },
+            ]}
+          />
+        </div>
+      </details>
+    </section>
+  );
+}
+
 /** One error group (TRIAGE-2, TRIAGE-3, TRIAGE-8): what it is, its trend, its triage and its latest occurrences. */
 export function FailureGroupPage({ projectKey, groupId }: { projectKey: string; groupId: string }) {
   const project = useApi((client) => client.call(v1.projects.getProject, { params: { projectId: projectKey } }), [projectKey]);
@@ -116,59 +169,19 @@ export function FailureGroupPage({ projectKey, groupId }: { projectKey: string; 
   const [group, setGroup] = useState<FailureGroupDetail | undefined>();
   useEffect(() => setGroup(loaded.data?.group), [loaded.data]);
   if (!project.data || !group) return <PageWaiting title="Error group" error={project.error ?? loaded.error} />;
-  const trend = group.trend;
   return (
     <Page title="Error group">
       <Breadcrumb projectId={project.data.id} here="Error group" />
       <p>
         <a href={`/projects/${project.data.key}/failures`}>All error groups</a>
       </p>
-      <section class="panel" aria-labelledby="group-error">
-        <h2 id="group-error">Error</h2>
-        <Preformatted label="Normalised error" class="group-title">
-          {group.title}
-        </Preformatted>
-        {group.message && group.message !== group.title ? (
-          <details>
-            <summary>A message as it was</summary>
-            <Preformatted label="Message">{group.message}</Preformatted>
-          </details>
-        ) : null}
-        {group.frames.length > 0 ? (
-          <details>
-            <summary>Frames in the project ({group.frames.length})</summary>
-            <Preformatted label="Frames">{group.frames.join('\n')}</Preformatted>
-          </details>
-        ) : null}
-        <GroupFacts group={group} />
-      </section>
+      <GroupError group={group} />
       <section class="panel" aria-labelledby="group-triage">
         <h2 id="group-triage">Triage</h2>
         <TriageForm projectId={project.data.id} group={group} onSaved={(saved) => setGroup({ ...group, ...saved })} />
       </section>
       <IssueLinks projectId={project.data.id} failureGroupId={group.id} onCreated={(link) => setGroup({ ...group, issueUrl: link.url })} />
-      <section class="panel" aria-labelledby="group-trend">
-        <h2 id="group-trend">Last {trend.length} days</h2>
-        <Sparkline
-          values={trend.map((t) => t.occurrences)}
-          label={`Occurrences per day: ${trend.map((t) => `${t.day} ${t.occurrences}`).join(', ')}`}
-          testId="group-trend"
-        />
-        <details>
-          <summary>The trend's numbers</summary>
-          <div class="numbers">
-            <ListTable
-              label="Occurrences per day"
-              rows={trend}
-              rowKey={(t) => t.day}
-              columns={[
-                { header: 'Day', cell: (t) => t.day },
-                { header: 'Occurrences', class: 'num', cell: (t) => t.occurrences },
-              ]}
-            />
-          </div>
-        </details>
-      </section>
+      <GroupTrend trend={group.trend} />
       <section class="panel" aria-labelledby="group-occurrences">
         <h2 id="group-occurrences">Latest occurrences</h2>
         <ListTable

@@ -106,6 +106,32 @@ function BulkTriage({ projectId, selected, onDone }: { projectId: string; select
   );
 }
 
+/** The groups selected for bulk triage. Another filter or page is another list (`listed`): a selection never reaches groups no longer shown. */
+function useSelection(listed: string) {
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  useEffect(() => setSelected(new Set()), [listed]);
+  const toggle = (id: string) =>
+    setSelected((current) => {
+      const next = new Set(current);
+      if (next.has(id)) next.delete(id);
+      else next.add(id);
+      return next;
+    });
+  return [selected, setSelected, toggle] as const;
+}
+
+/** The box that selects every group on the page, or none. */
+function SelectAll({ checked, onChange }: { checked: boolean; onChange: () => void }) {
+  return (
+    <p>
+      <label class="inline-check">
+        <input type="checkbox" checked={checked} onChange={onChange} />
+        Select every group on this page
+      </label>
+    </p>
+  );
+}
+
 /** A project's error groups (TRIAGE-2, TRIAGE-8): filtered and sorted in the URL, selected for bulk triage. */
 export function FailuresPage({ projectKey }: { projectKey: string }) {
   const { query } = useLocation();
@@ -124,17 +150,7 @@ export function FailuresPage({ projectKey }: { projectKey: string }) {
         : Promise.resolve(undefined),
     [projectId, JSON.stringify(query)],
   );
-  const [selected, setSelected] = useState<Set<string>>(new Set());
-  // Another filter or page is another list: a selection never reaches groups no longer shown.
-  const listed = JSON.stringify(query);
-  useEffect(() => setSelected(new Set()), [listed]);
-  const toggle = (id: string) =>
-    setSelected((current) => {
-      const next = new Set(current);
-      if (next.has(id)) next.delete(id);
-      else next.add(id);
-      return next;
-    });
+  const [selected, setSelected, toggle] = useSelection(JSON.stringify(query));
   if (!project.data) return <PageWaiting title="Failures" error={project.error} />;
   const items = groups.data?.items;
   const allSelected = items !== undefined && items.length > 0 && items.every((group) => selected.has(group.id));
@@ -154,16 +170,7 @@ export function FailuresPage({ projectKey }: { projectKey: string }) {
         }}
       />
       {items && items.length > 0 ? (
-        <p>
-          <label class="inline-check">
-            <input
-              type="checkbox"
-              checked={allSelected}
-              onChange={() => setSelected(allSelected ? new Set() : new Set(items.map((group) => group.id)))}
-            />
-            Select every group on this page
-          </label>
-        </p>
+        <SelectAll checked={allSelected} onChange={() => setSelected(allSelected ? new Set() : new Set(items.map((group) => group.id)))} />
       ) : null}
       <ListTable
         class="failures-table"

@@ -33,32 +33,21 @@ async function contentTypeOf(file: File): Promise<string> {
 
 const finished = (record: ImportRecord) => record.status === 'completed' || record.status === 'failed';
 
-/** `/projects/{projectKey}/import`: a JUnit XML, Playwright JSON or ZIP report brought in by drag and drop (UI-11). */
-export function ImportPage({ projectKey }: { projectKey: string }) {
-  const project = useApi((client) => client.call(v1.projects.getProject, { params: { projectId: projectKey } }), [projectKey]);
-  const [file, setFile] = useState<File | undefined>();
-  const [options, setOptions] = useState<Record<string, string>>({});
-  const [sent, setSent] = useState<{ sent: number; total: number } | undefined>();
-  const [error, setError] = useState<Error | undefined>();
-  const [record, setRecord] = useState<ImportRecord | undefined>();
-  const [dragging, setDragging] = useState(false);
-  /** One key per chosen file: sending it again after a lost answer is the same import. */
-  const idempotencyKey = useRef('');
-  const earlier = useApi(
-    (client) => client.call(v1.imports.listImports, { params: { projectId: projectKey }, query: { limit: 10 } }),
-    [projectKey, record?.status],
+/** The POST of a report, with its options as the query, its progress reported as it goes. */
+async function sendReport(projectKey: string, file: File, query: URLSearchParams, onProgress: (sent: number, total: number) => void) {
+  const type = await contentTypeOf(file);
+  const answer = await postWithProgress<ImportRecord>(
+    `/projects/${encodeURIComponent(projectKey)}/imports?${query}`,
+    file,
+    onProgress,
+    // The name travels in Content-Disposition, so the import lists the file by its own name.
+    { 'content-type': type, 'content-disposition': `attachment; filename="${encodeURIComponent(file.name)}"` },
   );
+  return answer.body;
+}
 
-  const choose = (chosen: File | undefined) => {
-    if (!chosen) return;
-    setFile(chosen);
-    setRecord(undefined);
-    setError(undefined);
-    setSent(undefined);
-    idempotencyKey.current = `web-import-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-  };
-
-  // The import's own progress, asked for until it completes or fails.
+/** The import's own progress, asked for until it completes or fails. */
+function usePolledImport(record: ImportRecord | undefined, setRecord: (r: ImportRecord) => void, setError: (e: Error) => void) {
   useEffect(() => {
     if (!record || finished(record)) return;
     const timer = setTimeout(() => {
@@ -69,7 +58,26 @@ export function ImportPage({ projectKey }: { projectKey: string }) {
     }, POLL_MS);
     return () => clearTimeout(timer);
   }, [record]);
+}
 
+/** A report chosen, sent with its options, and followed until its import completes or fails. */
+function useImport(projectKey: string) {
+  const [file, setFile] = useState<File | undefined>();
+  const [options, setOptions] = useState<Record<string, string>>({});
+  const [sent, setSent] = useState<{ sent: number; total: number } | undefined>();
+  const [error, setError] = useState<Error | undefined>();
+  const [record, setRecord] = useState<ImportRecord | undefined>();
+  /** One key per chosen file: sending it again after a lost answer is the same import. */
+  const idempotencyKey = useRef('');
+  usePolledImport(record, setRecord, setError);
+  const choose = (chosen: File | undefined) => {
+    if (!chosen) return;
+    setFile(chosen);
+    setRecord(undefined);
+    setError(undefined);
+    setSent(undefined);
+    idempotencyKey.current = `web-import-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  };
   const submit = async (event: Event) => {
     event.preventDefault();
     if (!file) return;
@@ -78,83 +86,102 @@ export function ImportPage({ projectKey }: { projectKey: string }) {
     const query = new URLSearchParams({ idempotencyKey: idempotencyKey.current });
     for (const [name, value] of Object.entries(options)) if (value.trim()) query.set(name, value.trim());
     try {
-      const type = await contentTypeOf(file);
       setSent({ sent: 0, total: file.size });
-      const answer = await postWithProgress<ImportRecord>(
-        `/projects/${encodeURIComponent(projectKey)}/imports?${query}`,
-        file,
-        (done, total) => setSent({ sent: done, total }),
-        // The name travels in Content-Disposition, so the import lists the file by its own name.
-        { 'content-type': type, 'content-disposition': `attachment; filename="${encodeURIComponent(file.name)}"` },
-      );
-      setRecord(answer.body);
+      setRecord(await sendReport(projectKey, file, query, (done, total) => setSent({ sent: done, total })));
     } catch (failure) {
       setError(failure as Error);
     } finally {
       setSent(undefined);
     }
   };
+  return { file, options, setOptions, sent, error, record, choose, submit };
+}
 
+/** Where a report is dropped or chosen, and the one chosen. */
+function DropZone({ file, choose }: { file: File | undefined; choose: (file: File | undefined) => void }) {
+  const [dragging, setDragging] = useState(false);
+  return (
+    <section
+      class={`drop-zone${dragging ? ' dragging' : ''}`}
+      aria-label="Report file"
+      data-testid="drop-zone"
+      onDragOver={(event) => {
+        event.preventDefault();
+        setDragging(true);
+      }}
+      onDragLeave={() => setDragging(false)}
+      onDrop={(event) => {
+        event.preventDefault();
+        setDragging(false);
+        choose(event.dataTransfer?.files[0]);
+      }}
+    >
+      <p>Drop a JUnit XML file, a Playwright JSON report or a ZIP of reports and attachments here, or</p>
+      <label class="button secondary">
+        Choose a report
+        <input
+          class="visually-hidden"
+          type="file"
+          accept=".xml,.json,.zip,application/xml,text/xml,application/json,application/zip"
+          onChange={(event) => choose((event.target as HTMLInputElement).files?.[0])}
+        />
+      </label>
+      {file ? (
+        <p data-testid="chosen-file">
+          <strong>{file.name}</strong> <span class="muted">({formatBytes(file.size)})</span>
+        </p>
+      ) : null}
+    </section>
+  );
+}
+
+/** The import form: the report, its options, the button and the upload's progress. */
+function ImportForm({ state }: { state: ReturnType<typeof useImport> }) {
+  const { file, options, setOptions, sent, error } = state;
+  return (
+    // The API checks the options (a CI link is http(s)); its problems show beside their fields.
+    <form class="panel import-form" onSubmit={state.submit} aria-label="Import a report" noValidate>
+      <DropZone file={file} choose={state.choose} />
+      <div class="inline-form">
+        {OPTION_FIELDS.map((field) => (
+          <TextField
+            key={field.name}
+            label={field.label}
+            name={field.name}
+            value={options[field.name] ?? ''}
+            onInput={(value) => setOptions((o) => ({ ...o, [field.name]: value }))}
+            schema={ImportOptions.properties[field.name]}
+            problem={problemAt(error, `/query/${field.name}`)}
+          />
+        ))}
+      </div>
+      <button type="submit" disabled={!file || sent !== undefined}>
+        Import results
+      </button>
+      {sent ? (
+        <p>
+          <progress max={sent.total || 1} value={sent.sent} aria-label="Uploading the report" /> {formatBytes(sent.sent)} of{' '}
+          {formatBytes(sent.total)}
+        </p>
+      ) : null}
+      <FormProblem error={error} fields={OPTION_FIELDS.map((field) => `/query/${field.name}`)} />
+    </form>
+  );
+}
+
+/** `/projects/{projectKey}/import`: a JUnit XML, Playwright JSON or ZIP report brought in by drag and drop (UI-11). */
+export function ImportPage({ projectKey }: { projectKey: string }) {
+  const project = useApi((client) => client.call(v1.projects.getProject, { params: { projectId: projectKey } }), [projectKey]);
+  const state = useImport(projectKey);
+  const { record } = state;
+  const earlier = useApi(
+    (client) => client.call(v1.imports.listImports, { params: { projectId: projectKey }, query: { limit: 10 } }),
+    [projectKey, record?.status],
+  );
   const title = `Import results${project.data ? ` into ${project.data.name}` : ''}`;
   return (
     <Page title={title} actions={<a href={`/projects/${projectKey}`}>Project</a>}>
-      {/* The API checks the options (a CI link is http(s)); its problems show beside their fields. */}
-      <form class="panel import-form" onSubmit={submit} aria-label="Import a report" noValidate>
-        <section
-          class={`drop-zone${dragging ? ' dragging' : ''}`}
-          aria-label="Report file"
-          data-testid="drop-zone"
-          onDragOver={(event) => {
-            event.preventDefault();
-            setDragging(true);
-          }}
-          onDragLeave={() => setDragging(false)}
-          onDrop={(event) => {
-            event.preventDefault();
-            setDragging(false);
-            choose(event.dataTransfer?.files[0]);
-          }}
-        >
-          <p>Drop a JUnit XML file, a Playwright JSON report or a ZIP of reports and attachments here, or</p>
-          <label class="button secondary">
-            Choose a report
-            <input
-              class="visually-hidden"
-              type="file"
-              accept=".xml,.json,.zip,application/xml,text/xml,application/json,application/zip"
-              onChange={(event) => choose((event.target as HTMLInputElement).files?.[0])}
-            />
-          </label>
-          {file ? (
-            <p data-testid="chosen-file">
-              <strong>{file.name}</strong> <span class="muted">({formatBytes(file.size)})</span>
-            </p>
-          ) : null}
-        </section>
-        <div class="inline-form">
-          {OPTION_FIELDS.map((field) => (
-            <TextField
-              key={field.name}
-              label={field.label}
-              name={field.name}
-              value={options[field.name] ?? ''}
-              onInput={(value) => setOptions((o) => ({ ...o, [field.name]: value }))}
-              schema={ImportOptions.properties[field.name]}
-              problem={problemAt(error, `/query/${field.name}`)}
-            />
-          ))}
-        </div>
-        <button type="submit" disabled={!file || sent !== undefined}>
-          Import results
-        </button>
-        {sent ? (
-          <p>
-            <progress max={sent.total || 1} value={sent.sent} aria-label="Uploading the report" /> {formatBytes(sent.sent)} of{' '}
-            {formatBytes(sent.total)}
-          </p>
-        ) : null}
-        <FormProblem error={error} fields={OPTION_FIELDS.map((field) => `/query/${field.name}`)} />
-      </form>
+      <ImportForm state={state} />
       {record ? <ImportProgress record={record} /> : null}
       <section class="panel" aria-labelledby="earlier-heading">
         <h2 id="earlier-heading">Latest imports</h2>

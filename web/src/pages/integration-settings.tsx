@@ -1,9 +1,7 @@
-import { useEffect, useState } from 'preact/hooks';
+import type { Static } from 'typebox';
 import { v1 } from '../../../src/client/index.ts';
-import { useAction } from '../admin/action.ts';
-import { DoneNotice } from '../admin/status.tsx';
-import { useApi } from '../data.ts';
-import { bodyField, Field, FormProblem, problemAt, TextField } from '../forms.tsx';
+import { RemoveButton, SettingsForm, useStoredSettings } from '../admin/settings-form.tsx';
+import { BodyTextField, Field, problemAt, SelectField, TextField } from '../forms.tsx';
 
 // A project's integrations on its settings page (docs/integrations.md): the code host its jobs
 // report to (FORGE-1) and the issue tracker "Create issue" files to (FORGE-5). Secrets are
@@ -55,138 +53,128 @@ function SecretField(props: {
   );
 }
 
-/** GitHub or GitLab: where the project's jobs with a commit and a repository report (check runs, commit statuses). */
-export function ForgeForm({ projectId }: { projectId: string }) {
-  const loaded = useApi((client) => client.call(v1.integrations.getForgeSettings, { params: { projectId } }), [projectId]);
-  const action = useAction();
-  const remove = useAction();
-  const stored = loaded.data?.forge ?? null;
-  const [form, setForm] = useState({
-    kind: 'github',
-    apiUrl: '',
-    auth: 'token',
-    token: '',
-    appId: '',
-    installationId: '',
-    privateKey: '',
-    checkName: '',
-    comment: false,
-  });
-  const [current, setCurrent] = useState(stored);
-  useEffect(() => {
-    const f = loaded.data?.forge;
-    setCurrent(f ?? null);
-    if (f)
-      setForm((old) => ({
-        ...old,
-        kind: f.kind,
-        apiUrl: f.apiUrl,
-        auth: f.auth,
-        appId: f.appId ?? '',
-        installationId: f.installationId ?? '',
-        checkName: f.checkName,
-        comment: f.pullRequestComment,
-      }));
-  }, [loaded.data]);
-  const set = (changes: Partial<typeof form>) => setForm({ ...form, ...changes });
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    const app = form.kind === 'github' && form.auth === 'app';
-    const saved = await action.run(
-      (client) =>
-        client.call(PUT_FORGE, {
-          params: { projectId },
-          body: {
-            kind: form.kind as 'github' | 'gitlab',
-            auth: app ? 'app' : 'token',
-            pullRequestComment: form.comment,
-            ...(form.apiUrl.trim() ? { apiUrl: form.apiUrl.trim() } : {}),
-            ...(form.checkName.trim() ? { checkName: form.checkName.trim() } : {}),
-            ...(!app && form.token ? { token: form.token } : {}),
-            ...(app && form.appId.trim() ? { appId: form.appId.trim() } : {}),
-            ...(app && form.installationId.trim() ? { installationId: form.installationId.trim() } : {}),
-            ...(app && form.privateKey.trim() ? { privateKey: form.privateKey.trim() } : {}),
-          },
-        }),
-      () => 'Saved the code host.',
-    );
-    if (saved) {
-      setCurrent(saved.forge);
-      setForm({ ...form, token: '', privateKey: '', apiUrl: saved.forge?.apiUrl ?? '' });
-    }
+type ForgeSettings = NonNullable<Static<typeof v1.integrations.ForgeSettings>>;
+type TrackerSettings = NonNullable<Static<typeof v1.integrations.IssueTracker>>;
+
+const FORGE_FIELDS = ['/kind', '/apiUrl', '/auth', '/token', '/appId', '/installationId', '/privateKey', '/checkName'];
+const EMPTY_FORGE = {
+  kind: 'github',
+  apiUrl: '',
+  auth: 'token',
+  token: '',
+  appId: '',
+  installationId: '',
+  privateKey: '',
+  checkName: '',
+  comment: false,
+};
+type ForgeForm = typeof EMPTY_FORGE;
+
+/** What the form shows again of a stored code host (never its secrets). */
+const fillForge = (f: ForgeSettings): Partial<ForgeForm> => ({
+  kind: f.kind,
+  apiUrl: f.apiUrl,
+  auth: f.auth,
+  appId: f.appId ?? '',
+  installationId: f.installationId ?? '',
+  checkName: f.checkName,
+  comment: f.pullRequestComment,
+});
+
+const signsInAsApp = (form: ForgeForm) => form.kind === 'github' && form.auth === 'app';
+
+/** The body of a save: an empty field is left out (the server's default, or the stored secret kept). */
+function forgeBody(form: ForgeForm) {
+  const app = signsInAsApp(form);
+  return {
+    kind: form.kind as 'github' | 'gitlab',
+    auth: app ? ('app' as const) : ('token' as const),
+    pullRequestComment: form.comment,
+    ...(form.apiUrl.trim() ? { apiUrl: form.apiUrl.trim() } : {}),
+    ...(form.checkName.trim() ? { checkName: form.checkName.trim() } : {}),
+    ...(!app && form.token ? { token: form.token } : {}),
+    ...(app && form.appId.trim() ? { appId: form.appId.trim() } : {}),
+    ...(app && form.installationId.trim() ? { installationId: form.installationId.trim() } : {}),
+    ...(app && form.privateKey.trim() ? { privateKey: form.privateKey.trim() } : {}),
   };
-  const drop = async () => {
-    const gone = await remove.run(
-      (client) => client.call(v1.integrations.deleteForgeSettings, { params: { projectId } }).then(() => true),
-      () => 'Removed the code host.',
-    );
-    if (gone) setCurrent(null);
-  };
-  const app = form.kind === 'github' && form.auth === 'app';
+}
+
+type FieldsProps<F> = { form: F; set: (changes: Partial<F>) => void; error: Error | undefined };
+
+/** How Attest signs in to GitHub as an App: its ids and private key. */
+function AppFields({ form, set, error, keySet }: FieldsProps<ForgeForm> & { keySet: boolean }) {
   return (
-    <form class="panel form" onSubmit={submit} aria-label="Code host">
-      <h2>Code host</h2>
-      <p class="muted">
-        Jobs created with a <code>commit</code> and a <code>repository</code> report here: a GitHub check run or a GitLab commit status,
-        {current ? ` now to ${current.kind === 'github' ? 'GitHub' : 'GitLab'} at ${current.apiUrl}.` : ' once one is set.'}
-      </p>
-      <Field label="Host" problem={problemAt(action.error, '/kind')}>
-        {({ id }) => (
-          <select id={id} name="kind" value={form.kind} onChange={(e) => set({ kind: e.currentTarget.value, apiUrl: '' })}>
-            <option value="github">GitHub</option>
-            <option value="gitlab">GitLab</option>
-          </select>
-        )}
-      </Field>
-      <TextField
+    <>
+      <div class="form-row">
+        <TextField
+          label="App id"
+          name="appId"
+          value={form.appId}
+          onInput={(appId) => set({ appId })}
+          problem={problemAt(error, '/appId')}
+        />
+        <TextField
+          label="Installation id"
+          name="installationId"
+          value={form.installationId}
+          onInput={(installationId) => set({ installationId })}
+          problem={problemAt(error, '/installationId')}
+        />
+      </div>
+      <SecretField
+        label="Private key (PEM)"
+        name="privateKey"
+        multiline
+        value={form.privateKey}
+        set={keySet}
+        onInput={(privateKey) => set({ privateKey })}
+        problem={problemAt(error, '/privateKey')}
+      />
+    </>
+  );
+}
+
+/** Where the code host is and how Attest signs in to it: a token, or (GitHub) an App. */
+function ForgeSignIn({ form, set, error, current }: FieldsProps<ForgeForm> & { current: ForgeSettings | null }) {
+  return (
+    <>
+      <SelectField
+        label="Host"
+        name="kind"
+        value={form.kind}
+        options={[
+          { value: 'github', label: 'GitHub' },
+          { value: 'gitlab', label: 'GitLab' },
+        ]}
+        onChange={(kind) => set({ kind, apiUrl: '' })}
+        problem={problemAt(error, '/kind')}
+      />
+      <BodyTextField
+        endpoint={PUT_FORGE}
+        error={error}
         label="API URL"
         name="apiUrl"
         type="url"
         value={form.apiUrl}
         onInput={(apiUrl) => set({ apiUrl })}
-        schema={bodyField(PUT_FORGE, 'apiUrl')}
-        problem={problemAt(action.error, '/apiUrl')}
         placeholder={form.kind === 'github' ? 'https://api.github.com' : 'https://gitlab.com/api/v4'}
         hint="Empty: the public service. GitHub Enterprise: https://host/api/v3."
       />
       {form.kind === 'github' ? (
-        <Field label="Sign in as" problem={problemAt(action.error, '/auth')}>
-          {({ id }) => (
-            <select id={id} name="auth" value={form.auth} onChange={(e) => set({ auth: e.currentTarget.value })}>
-              <option value="token">A token</option>
-              <option value="app">A GitHub App</option>
-            </select>
-          )}
-        </Field>
+        <SelectField
+          label="Sign in as"
+          name="auth"
+          value={form.auth}
+          options={[
+            { value: 'token', label: 'A token' },
+            { value: 'app', label: 'A GitHub App' },
+          ]}
+          onChange={(auth) => set({ auth })}
+          problem={problemAt(error, '/auth')}
+        />
       ) : null}
-      {app ? (
-        <>
-          <div class="form-row">
-            <TextField
-              label="App id"
-              name="appId"
-              value={form.appId}
-              onInput={(appId) => set({ appId })}
-              problem={problemAt(action.error, '/appId')}
-            />
-            <TextField
-              label="Installation id"
-              name="installationId"
-              value={form.installationId}
-              onInput={(installationId) => set({ installationId })}
-              problem={problemAt(action.error, '/installationId')}
-            />
-          </div>
-          <SecretField
-            label="Private key (PEM)"
-            name="privateKey"
-            multiline
-            value={form.privateKey}
-            set={current?.privateKeySet ?? false}
-            onInput={(privateKey) => set({ privateKey })}
-            problem={problemAt(action.error, '/privateKey')}
-          />
-        </>
+      {signsInAsApp(form) ? (
+        <AppFields form={form} set={set} error={error} keySet={current?.privateKeySet ?? false} />
       ) : (
         <SecretField
           label="Access token"
@@ -194,203 +182,247 @@ export function ForgeForm({ projectId }: { projectId: string }) {
           value={form.token}
           set={current?.tokenSet ?? false}
           onInput={(token) => set({ token })}
-          problem={problemAt(action.error, '/token')}
+          problem={problemAt(error, '/token')}
         />
       )}
+    </>
+  );
+}
+
+/** How a job reports: the check's name and the pull request comment. */
+function ForgeReport({ form, set, error }: FieldsProps<ForgeForm>) {
+  return (
+    <>
       <TextField
         label="Check name"
         name="checkName"
         value={form.checkName}
         onInput={(checkName) => set({ checkName })}
-        problem={problemAt(action.error, '/checkName')}
+        problem={problemAt(error, '/checkName')}
         placeholder="Attest"
       />
       <label class="checkbox">
         <input type="checkbox" name="comment" checked={form.comment} onChange={(e) => set({ comment: e.currentTarget.checked })} />
         Keep one comment on the pull (merge) request up to date
       </label>
-      <FormProblem
-        error={action.error ?? remove.error}
-        fields={['/kind', '/apiUrl', '/auth', '/token', '/appId', '/installationId', '/privateKey', '/checkName']}
-      />
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy || loaded.data === undefined}>
-          Save code host
-        </button>
-        {current ? (
-          <button type="button" class="secondary" disabled={remove.busy} onClick={drop}>
-            Remove code host
-          </button>
-        ) : null}
-        <DoneNotice done={action.done ?? remove.done} />
-      </div>
-    </form>
+    </>
   );
 }
 
-/** Jira or GitHub Issues: where "Create issue" on an error group or a run files to. */
-export function IssueTrackerForm({ projectId }: { projectId: string }) {
-  const loaded = useApi((client) => client.call(v1.integrations.getIssueTracker, { params: { projectId } }), [projectId]);
-  const action = useAction();
-  const remove = useAction();
-  const [form, setForm] = useState({
-    kind: 'jira',
-    baseUrl: '',
-    apiVersion: '3',
-    email: '',
-    token: '',
-    projectKey: '',
-    issueType: '',
-    repository: '',
+/** GitHub or GitLab: where the project's jobs with a commit and a repository report (check runs, commit statuses). */
+export function ForgeForm({ projectId }: { projectId: string }) {
+  const s = useStoredSettings({
+    load: (client) => client.call(v1.integrations.getForgeSettings, { params: { projectId } }).then((r) => r.forge ?? null),
+    deps: [projectId],
+    initial: EMPTY_FORGE,
+    fill: fillForge,
+    remove: (client) => client.call(v1.integrations.deleteForgeSettings, { params: { projectId } }),
+    removed: 'Removed the code host.',
   });
-  const [current, setCurrent] = useState(loaded.data?.tracker ?? null);
-  useEffect(() => {
-    const t = loaded.data?.tracker;
-    setCurrent(t ?? null);
-    if (t)
-      setForm((old) => ({
-        ...old,
-        kind: t.kind,
-        baseUrl: t.baseUrl,
-        apiVersion: String(t.apiVersion ?? 3),
-        email: t.email ?? '',
-        projectKey: t.projectKey ?? '',
-        issueType: t.issueType ?? '',
-        repository: t.repository ?? '',
-      }));
-  }, [loaded.data]);
-  const set = (changes: Partial<typeof form>) => setForm({ ...form, ...changes });
-  const jira = form.kind === 'jira';
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    const saved = await action.run(
-      (client) =>
-        client.call(PUT_TRACKER, {
-          params: { projectId },
-          body: jira
-            ? {
-                kind: 'jira',
-                baseUrl: form.baseUrl.trim(),
-                apiVersion: form.apiVersion === '2' ? 2 : 3,
-                email: form.email.trim() || null,
-                projectKey: form.projectKey.trim(),
-                ...(form.issueType.trim() ? { issueType: form.issueType.trim() } : {}),
-                ...(form.token ? { token: form.token } : {}),
-              }
-            : {
-                kind: 'github',
-                repository: form.repository.trim(),
-                ...(form.baseUrl.trim() ? { baseUrl: form.baseUrl.trim() } : {}),
-                ...(form.token ? { token: form.token } : {}),
-              },
-        }),
-      () => 'Saved the issue tracker.',
+  const submit = async () => {
+    const saved = await s.action.run(
+      (client) => client.call(PUT_FORGE, { params: { projectId }, body: forgeBody(s.form) }),
+      () => 'Saved the code host.',
     );
     if (saved) {
-      setCurrent(saved.tracker);
-      setForm({ ...form, token: '' });
+      s.setCurrent(saved.forge);
+      s.setForm({ ...s.form, token: '', privateKey: '', apiUrl: saved.forge?.apiUrl ?? '' });
     }
   };
-  const drop = async () => {
-    const gone = await remove.run(
-      (client) => client.call(v1.integrations.deleteIssueTracker, { params: { projectId } }).then(() => true),
-      () => 'Removed the issue tracker.',
-    );
-    if (gone) setCurrent(null);
-  };
+  const current = s.current;
   return (
-    <form class="panel form" onSubmit={submit} aria-label="Issue tracker">
-      <h2>Issue tracker</h2>
-      <p class="muted">"Create issue" on an error group or a run files it here, with the failure, the steps and links back.</p>
-      <Field label="Tracker" problem={problemAt(action.error, '/kind')}>
-        {({ id }) => (
-          <select id={id} name="trackerKind" value={form.kind} onChange={(e) => set({ kind: e.currentTarget.value })}>
-            <option value="jira">Jira</option>
-            <option value="github">GitHub Issues</option>
-          </select>
-        )}
-      </Field>
+    <SettingsForm
+      title="Code host"
+      onSubmit={submit}
+      action={{ busy: s.action.busy, error: s.error, done: s.done }}
+      fields={FORGE_FIELDS}
+      submit="Save code host"
+      disabled={!s.ready}
+      actions={<RemoveButton shown={current !== null} busy={s.removing} onClick={s.drop} label="Remove code host" />}
+    >
+      <p class="muted">
+        Jobs created with a <code>commit</code> and a <code>repository</code> report here: a GitHub check run or a GitLab commit status,
+        {current ? ` now to ${current.kind === 'github' ? 'GitHub' : 'GitLab'} at ${current.apiUrl}.` : ' once one is set.'}
+      </p>
+      <ForgeSignIn form={s.form} set={s.set} error={s.action.error} current={current} />
+      <ForgeReport form={s.form} set={s.set} error={s.action.error} />
+    </SettingsForm>
+  );
+}
+
+const TRACKER_FIELDS = ['/kind', '/baseUrl', '/projectKey', '/issueType', '/apiVersion', '/email', '/repository', '/token'];
+const EMPTY_TRACKER = {
+  kind: 'jira',
+  baseUrl: '',
+  apiVersion: '3',
+  email: '',
+  token: '',
+  projectKey: '',
+  issueType: '',
+  repository: '',
+};
+type TrackerForm = typeof EMPTY_TRACKER;
+
+/** What the form shows again of a stored tracker (never its token). */
+const fillTracker = (t: TrackerSettings): Partial<TrackerForm> => ({
+  kind: t.kind,
+  baseUrl: t.baseUrl,
+  apiVersion: String(t.apiVersion ?? 3),
+  email: t.email ?? '',
+  projectKey: t.projectKey ?? '',
+  issueType: t.issueType ?? '',
+  repository: t.repository ?? '',
+});
+
+/** The body of a save, by kind; an empty token keeps the stored one. */
+function trackerBody(form: TrackerForm) {
+  const token = form.token ? { token: form.token } : {};
+  if (form.kind !== 'jira')
+    return {
+      kind: 'github' as const,
+      repository: form.repository.trim(),
+      ...(form.baseUrl.trim() ? { baseUrl: form.baseUrl.trim() } : {}),
+      ...token,
+    };
+  return {
+    kind: 'jira' as const,
+    baseUrl: form.baseUrl.trim(),
+    apiVersion: form.apiVersion === '2' ? (2 as const) : (3 as const),
+    email: form.email.trim() || null,
+    projectKey: form.projectKey.trim(),
+    ...(form.issueType.trim() ? { issueType: form.issueType.trim() } : {}),
+    ...token,
+  };
+}
+
+/** Where in Jira an issue goes: the project, the issue type, the API version and the account. */
+function JiraFields({ form, set, error }: FieldsProps<TrackerForm>) {
+  return (
+    <>
+      <div class="form-row">
+        <TextField
+          label="Project key"
+          name="projectKey"
+          value={form.projectKey}
+          onInput={(projectKey) => set({ projectKey })}
+          problem={problemAt(error, '/projectKey')}
+          required
+        />
+        <TextField
+          label="Issue type"
+          name="issueType"
+          value={form.issueType}
+          onInput={(issueType) => set({ issueType })}
+          problem={problemAt(error, '/issueType')}
+          placeholder="Bug"
+        />
+        <SelectField
+          label="REST API"
+          name="apiVersion"
+          value={form.apiVersion}
+          options={[
+            { value: '3', label: 'v3 (Cloud)' },
+            { value: '2', label: 'v2 (Server, Data Center)' },
+          ]}
+          onChange={(apiVersion) => set({ apiVersion })}
+          problem={problemAt(error, '/apiVersion')}
+        />
+      </div>
+      <TextField
+        label="Account e-mail"
+        name="email"
+        type="email"
+        value={form.email}
+        onInput={(email) => set({ email })}
+        problem={problemAt(error, '/email')}
+        hint="Jira Cloud: the account of the API token. Empty: the token is a personal access token."
+      />
+    </>
+  );
+}
+
+/** Which tracker and where it is. */
+function TrackerPlace({ form, set, error }: FieldsProps<TrackerForm>) {
+  const jira = form.kind === 'jira';
+  return (
+    <>
+      <SelectField
+        label="Tracker"
+        name="trackerKind"
+        value={form.kind}
+        options={[
+          { value: 'jira', label: 'Jira' },
+          { value: 'github', label: 'GitHub Issues' },
+        ]}
+        onChange={(kind) => set({ kind })}
+        problem={problemAt(error, '/kind')}
+      />
       <TextField
         label={jira ? 'Jira site' : 'API URL'}
         name="baseUrl"
         type="url"
         value={form.baseUrl}
         onInput={(baseUrl) => set({ baseUrl })}
-        problem={problemAt(action.error, '/baseUrl')}
+        problem={problemAt(error, '/baseUrl')}
         placeholder={jira ? 'https://acme.atlassian.net' : 'https://api.github.com'}
         required={jira}
       />
       {jira ? (
-        <>
-          <div class="form-row">
-            <TextField
-              label="Project key"
-              name="projectKey"
-              value={form.projectKey}
-              onInput={(projectKey) => set({ projectKey })}
-              problem={problemAt(action.error, '/projectKey')}
-              required
-            />
-            <TextField
-              label="Issue type"
-              name="issueType"
-              value={form.issueType}
-              onInput={(issueType) => set({ issueType })}
-              problem={problemAt(action.error, '/issueType')}
-              placeholder="Bug"
-            />
-            <Field label="REST API" problem={problemAt(action.error, '/apiVersion')}>
-              {({ id }) => (
-                <select id={id} name="apiVersion" value={form.apiVersion} onChange={(e) => set({ apiVersion: e.currentTarget.value })}>
-                  <option value="3">v3 (Cloud)</option>
-                  <option value="2">v2 (Server, Data Center)</option>
-                </select>
-              )}
-            </Field>
-          </div>
-          <TextField
-            label="Account e-mail"
-            name="email"
-            type="email"
-            value={form.email}
-            onInput={(email) => set({ email })}
-            problem={problemAt(action.error, '/email')}
-            hint="Jira Cloud: the account of the API token. Empty: the token is a personal access token."
-          />
-        </>
+        <JiraFields form={form} set={set} error={error} />
       ) : (
         <TextField
           label="Repository (owner/name)"
           name="repository"
           value={form.repository}
           onInput={(repository) => set({ repository })}
-          problem={problemAt(action.error, '/repository')}
+          problem={problemAt(error, '/repository')}
           required
         />
       )}
+    </>
+  );
+}
+
+/** Jira or GitHub Issues: where "Create issue" on an error group or a run files to. */
+export function IssueTrackerForm({ projectId }: { projectId: string }) {
+  const s = useStoredSettings({
+    load: (client) => client.call(v1.integrations.getIssueTracker, { params: { projectId } }).then((r) => r.tracker ?? null),
+    deps: [projectId],
+    initial: EMPTY_TRACKER,
+    fill: fillTracker,
+    remove: (client) => client.call(v1.integrations.deleteIssueTracker, { params: { projectId } }),
+    removed: 'Removed the issue tracker.',
+  });
+  const submit = async () => {
+    const saved = await s.action.run(
+      (client) => client.call(PUT_TRACKER, { params: { projectId }, body: trackerBody(s.form) }),
+      () => 'Saved the issue tracker.',
+    );
+    if (saved) {
+      s.setCurrent(saved.tracker);
+      s.setForm({ ...s.form, token: '' });
+    }
+  };
+  return (
+    <SettingsForm
+      title="Issue tracker"
+      onSubmit={submit}
+      action={{ busy: s.action.busy, error: s.error, done: s.done }}
+      fields={TRACKER_FIELDS}
+      submit="Save issue tracker"
+      disabled={!s.ready}
+      actions={<RemoveButton shown={s.current !== null} busy={s.removing} onClick={s.drop} label="Remove issue tracker" />}
+    >
+      <p class="muted">"Create issue" on an error group or a run files it here, with the failure, the steps and links back.</p>
+      <TrackerPlace form={s.form} set={s.set} error={s.action.error} />
       <SecretField
         label="Token"
         name="trackerToken"
-        value={form.token}
-        set={current?.tokenSet ?? false}
-        onInput={(token) => set({ token })}
-        problem={problemAt(action.error, '/token')}
+        value={s.form.token}
+        set={s.current?.tokenSet ?? false}
+        onInput={(token) => s.set({ token })}
+        problem={problemAt(s.action.error, '/token')}
       />
-      <FormProblem
-        error={action.error ?? remove.error}
-        fields={['/kind', '/baseUrl', '/projectKey', '/issueType', '/apiVersion', '/email', '/repository', '/token']}
-      />
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy || loaded.data === undefined}>
-          Save issue tracker
-        </button>
-        {current ? (
-          <button type="button" class="secondary" disabled={remove.busy} onClick={drop}>
-            Remove issue tracker
-          </button>
-        ) : null}
-        <DoneNotice done={action.done ?? remove.done} />
-      </div>
-    </form>
+    </SettingsForm>
   );
 }

@@ -216,7 +216,7 @@ function RunTile({ run }: { run: TestRun }) {
       data-testid="run-tile"
     >
       <span aria-hidden="true">{LETTER[stateOf(run)] ?? '?'}</span>
-      <span class="sr-only">
+      <span class="visually-hidden">
         {run.name}: {stateOf(run)}
       </span>
     </a>

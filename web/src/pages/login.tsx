@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { v1 } from '../../../src/client/index.ts';
+import { LabelledInput } from '../components.tsx';
 import { describeError } from '../data.ts';
 import { api, startSession } from '../session.ts';
 
@@ -18,21 +19,11 @@ interface Methods {
   sso: { name: string } | null;
 }
 
-export function LoginPage() {
+/** Signing in by password or by single sign-on: one at a time (`busy`), the last refusal in `error`. */
+function useSignIn(email: string, password: string) {
   const { query, route } = useLocation();
-  const [email, setEmail] = useState('');
-  const [password, setPassword] = useState('');
   const [error, setError] = useState<string | undefined>();
   const [busy, setBusy] = useState(false);
-  // Until the server says, the password form shows (what every instance without single sign-on has).
-  const [methods, setMethods] = useState<Methods>({ password: true, sso: null });
-  document.title = 'Sign in · Attest';
-
-  useEffect(() => {
-    api()
-      .call(v1.meta.getAuthMethods)
-      .then(setMethods, () => undefined);
-  }, []);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -62,6 +53,23 @@ export function LoginPage() {
       setBusy(false);
     }
   };
+  return { submit, signOn, error, busy };
+}
+
+export function LoginPage() {
+  const { query } = useLocation();
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const { submit, signOn, error, busy } = useSignIn(email, password);
+  // Until the server says, the password form shows (what every instance without single sign-on has).
+  const [methods, setMethods] = useState<Methods>({ password: true, sso: null });
+  document.title = 'Sign in · Attest';
+
+  useEffect(() => {
+    api()
+      .call(v1.meta.getAuthMethods)
+      .then(setMethods, () => undefined);
+  }, []);
 
   return (
     <main class="login" id="main">
@@ -76,28 +84,15 @@ export function LoginPage() {
         {methods.password ? (
           <>
             {methods.sso ? <p class="muted or">or with your Attest password</p> : null}
-            <label>
-              E-mail
-              <input
-                type="email"
-                name="email"
-                autoComplete="username"
-                required
-                value={email}
-                onInput={(e) => setEmail(e.currentTarget.value)}
-              />
-            </label>
-            <label>
-              Password
-              <input
-                type="password"
-                name="password"
-                autoComplete="current-password"
-                required
-                value={password}
-                onInput={(e) => setPassword(e.currentTarget.value)}
-              />
-            </label>
+            <LabelledInput label="E-mail" type="email" name="email" autoComplete="username" value={email} onInput={setEmail} />
+            <LabelledInput
+              label="Password"
+              type="password"
+              name="password"
+              autoComplete="current-password"
+              value={password}
+              onInput={setPassword}
+            />
           </>
         ) : null}
         {error ? (

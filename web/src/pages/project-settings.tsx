@@ -11,7 +11,7 @@ import { SettingsForm } from '../admin/settings-form.tsx';
 import { Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
 import { formatBytes } from '../format.ts';
-import { bodyField, Field, FormProblem, integerOrUndefined, problemAt, TextField } from '../forms.tsx';
+import { BodyTextField, Field, integerOrUndefined, problemAt, TextField } from '../forms.tsx';
 import { FailureRulesEditor, useFailureRules } from '../triage/failure-rules.tsx';
 import { TriageForm } from '../triage/triage-settings.tsx';
 import { ForgeForm, IssueTrackerForm } from './integration-settings.tsx';
@@ -47,22 +47,22 @@ function GeneralForm({ project, onSaved, onShown }: { project: Project; onSaved:
       submit="Save name and description"
       onSubmit={submit}
     >
-      <TextField
+      <BodyTextField
+        endpoint={UPDATE}
+        error={action.error}
         label="Name"
         name="name"
         value={form.name}
         onInput={(name) => setForm({ ...form, name })}
-        schema={bodyField(UPDATE, 'name')}
-        problem={problemAt(action.error, '/name')}
         required
       />
-      <TextField
+      <BodyTextField
+        endpoint={UPDATE}
+        error={action.error}
         label="Description"
         name="description"
         value={form.description}
         onInput={(description) => setForm({ ...form, description })}
-        schema={bodyField(UPDATE, 'description')}
-        problem={problemAt(action.error, '/description')}
       />
     </SettingsForm>
   );

@@ -3,76 +3,69 @@ import { useLocation } from 'preact-iso';
 import { v1 } from '../../../src/client/index.ts';
 import { useAction } from '../admin/action.ts';
 import { atLeast, useMe } from '../admin/me.ts';
+import { SettingsForm } from '../admin/settings-form.tsx';
 import { ErrorBox, Loading, Page } from '../components.tsx';
 import { useApi } from '../data.ts';
-import { bodyField, FormProblem, problemAt, TextField } from '../forms.tsx';
+import { BodyTextField } from '../forms.tsx';
 import { UsageSummary } from '../usage.tsx';
 
 const CREATE = v1.projects.createProject;
 
 /** A new project (managers and admins): its short key and its name; the API checks both as the fields do. */
+/** The new project's key and name, and its description when one is written. */
+const projectBody = (form: { key: string; name: string; description: string }) => ({
+  key: form.key.trim(),
+  name: form.name.trim(),
+  ...(form.description.trim() ? { description: form.description.trim() } : {}),
+});
+
 function NewProjectForm({ onCancel }: { onCancel: () => void }) {
   const { route } = useLocation();
   const action = useAction();
   const [form, setForm] = useState({ key: '', name: '', description: '' });
   const set = (field: keyof typeof form) => (value: string) => setForm({ ...form, [field]: value });
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const submit = async () => {
     const created = await action.run(
-      (client) =>
-        client.call(CREATE, {
-          body: {
-            key: form.key.trim(),
-            name: form.name.trim(),
-            ...(form.description.trim() ? { description: form.description.trim() } : {}),
-          },
-        }),
+      (client) => client.call(CREATE, { body: projectBody(form) }),
       (project) => `Created ${project.key}.`,
     );
     if (created) route(`/projects/${created.key}`);
   };
   return (
-    <form class="panel form" onSubmit={submit} aria-label="New project">
-      <h2>New project</h2>
+    <SettingsForm
+      title="New project"
+      onSubmit={submit}
+      action={{ busy: action.busy, error: action.error }}
+      fields={['/key', '/name', '/description']}
+      submit="Create project"
+      actions={
+        <button type="button" class="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+      }
+    >
       <div class="form-row">
-        <TextField
+        <BodyTextField
+          endpoint={CREATE}
+          error={action.error}
           label="Key"
           name="key"
           value={form.key}
           onInput={(value) => set('key')(value.toUpperCase())}
-          schema={bodyField(CREATE, 'key')}
           hint="2 to 16 capitals and digits, starting with a letter: WEB, SHOP2."
-          problem={problemAt(action.error, '/key')}
           required
         />
-        <TextField
-          label="Name"
-          name="name"
-          value={form.name}
-          onInput={set('name')}
-          schema={bodyField(CREATE, 'name')}
-          problem={problemAt(action.error, '/name')}
-          required
-        />
+        <BodyTextField endpoint={CREATE} error={action.error} label="Name" name="name" value={form.name} onInput={set('name')} required />
       </div>
-      <TextField
+      <BodyTextField
+        endpoint={CREATE}
+        error={action.error}
         label="Description"
         name="description"
         value={form.description}
         onInput={set('description')}
-        schema={bodyField(CREATE, 'description')}
-        problem={problemAt(action.error, '/description')}
       />
-      <FormProblem error={action.error} fields={['/key', '/name', '/description']} />
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy}>
-          Create project
-        </button>
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
-    </form>
+    </SettingsForm>
   );
 }
 

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import type { Static } from 'typebox';
 import { TestLink, TestStep, TestSuite } from '../../../src/api/v1/tests.ts';
@@ -7,7 +7,7 @@ import { useAction } from '../admin/action.ts';
 import '../admin/admin.css';
 import { Page, PageWaiting } from '../components.tsx';
 import { useApi } from '../data.ts';
-import { bodyField, Field, FormProblem, fieldProblems, problemAt, TextField } from '../forms.tsx';
+import { BodyTextField, Field, type FieldProblem, FormProblem, fieldProblems, problemAt, TextField } from '../forms.tsx';
 import { GherkinEditor } from '../tcm/gherkin-editor.tsx';
 import type { TestDefinition } from '../tcm/tests-api.ts';
 import './tests.css';
@@ -191,22 +191,34 @@ async function loadTarget(client: AttestClient, props: { projectKey?: string; te
   return { test, project };
 }
 
-/**
- * Write a test (TCM-1): as steps (action, data, expected result) or as a Gherkin feature, whose
- * syntax errors the server finds and the page shows at their lines; its suite and links. Editing
- * saves a new version (the one it was made on is sent: a test changed meanwhile is not overwritten).
- */
-export function TestEditorPage(props: { projectKey?: string; testId?: string }) {
-  const { route } = useLocation();
-  const target = useApi((client) => loadTarget(client, props), [props.projectKey, props.testId]);
-  const action = useAction();
-  const [draft, setDraft] = useState<Draft | undefined>();
-  useEffect(() => {
-    if (target.data) setDraft(draftOf(target.data.test));
-  }, [target.data]);
-  if (!target.data || !draft) return <PageWaiting title={props.testId ? 'Edit test' : 'New test'} error={target.error} />;
-  const { test, project } = target.data;
-  const set = (changes: Partial<Draft>) => setDraft({ ...draft, ...changes });
+/** A test written as a Gherkin feature, its syntax errors at their lines. */
+function GherkinField(props: { value: string; onInput: (text: string) => void; problems: FieldProblem[] }) {
+  return (
+    <Field label="Gherkin feature" problem={undefined} hint="Name, description, tags and steps come from the feature.">
+      {({ id, describedBy }) => <GherkinEditor id={id} describedBy={describedBy} {...props} />}
+    </Field>
+  );
+}
+
+/** Written as steps or as a Gherkin feature. */
+function ModeChoice({ mode, onChange }: { mode: Draft['mode']; onChange: (mode: Draft['mode']) => void }) {
+  return (
+    <fieldset class="choices">
+      <legend>Written as</legend>
+      <label class="checkbox">
+        <input type="radio" name="mode" checked={mode === 'steps'} onChange={() => onChange('steps')} />
+        Steps (action, data, expected result)
+      </label>
+      <label class="checkbox">
+        <input type="radio" name="mode" checked={mode === 'gherkin'} onChange={() => onChange('gherkin')} />
+        Gherkin
+      </label>
+    </fieldset>
+  );
+}
+
+/** A test written as steps: its name, description and tags, and its steps in order. */
+function StepsFields({ draft, set, error }: { draft: Draft; set: (changes: Partial<Draft>) => void; error: Error | undefined }) {
   const setStep = (i: number, step: Step) => set({ steps: draft.steps.map((s, j) => (j === i ? step : s)) });
   const moveStep = (i: number, by: number) => {
     const steps = [...draft.steps];
@@ -214,14 +226,87 @@ export function TestEditorPage(props: { projectKey?: string; testId?: string }) 
     steps.splice(i + by, 0, step as Step);
     set({ steps });
   };
+  return (
+    <>
+      <BodyTextField
+        endpoint={CREATE}
+        error={error}
+        label="Name"
+        name="name"
+        value={draft.name}
+        required
+        onInput={(name) => set({ name })}
+      />
+      <BodyTextField
+        endpoint={CREATE}
+        error={error}
+        label="Description"
+        name="description"
+        value={draft.description}
+        onInput={(description) => set({ description })}
+      />
+      <TextField
+        label="Tags"
+        name="tags"
+        value={draft.tags}
+        placeholder="smoke, checkout"
+        hint="Separated by commas or spaces, without @."
+        onInput={(tags) => set({ tags })}
+        problem={problemAt(error, '/tags')}
+      />
+      <ol class="step-list" aria-label="Steps">
+        {draft.steps.map((step, i) => (
+          <StepEditor
+            key={i}
+            index={i}
+            step={step}
+            count={draft.steps.length}
+            error={error}
+            onChange={(s) => setStep(i, s)}
+            onMove={(by) => moveStep(i, by)}
+            onRemove={() => set({ steps: draft.steps.filter((_, j) => j !== i) })}
+          />
+        ))}
+      </ol>
+      <div>
+        <button type="button" class="secondary" onClick={() => set({ steps: [...draft.steps, { action: '', data: '', expected: '' }] })}>
+          Add step
+        </button>
+      </div>
+    </>
+  );
+}
+
+/**
+ * Write a test (TCM-1): as steps (action, data, expected result) or as a Gherkin feature, whose
+ * syntax errors the server finds and the page shows at their lines; its suite and links. Editing
+ * saves a new version (the one it was made on is sent: a test changed meanwhile is not overwritten).
+ */
+export function TestEditorPage(props: { projectKey?: string; testId?: string }) {
+  const target = useApi((client) => loadTarget(client, props), [props.projectKey, props.testId]);
+  if (!target.data) return <PageWaiting title={props.testId ? 'Edit test' : 'New test'} error={target.error} />;
+  return <TestForm key={target.data.test?.id ?? target.data.project.id} {...target.data} />;
+}
+
+type Target = Awaited<ReturnType<typeof loadTarget>>;
+
+/** A new version of the test, made on the one the form was filled from; or a new test in the project. */
+function saveTest(client: AttestClient, { test, project }: Target, body: ReturnType<typeof bodyOf>) {
+  return test
+    ? client.call(v1.tests.updateTest, { params: { testId: test.id }, body: { ...body, version: test.version } })
+    : client.call(CREATE, { body: { projectId: project.id, ...body } });
+}
+
+/** The form of the test, filled from it (or empty for a new one); saving opens the test's page. */
+function TestForm({ test, project }: Target) {
+  const { route } = useLocation();
+  const action = useAction();
+  const [draft, setDraft] = useState<Draft>(() => draftOf(test));
+  const set = (changes: Partial<Draft>) => setDraft({ ...draft, ...changes });
   const submit = async (event: Event) => {
     event.preventDefault();
-    const body = bodyOf(draft);
     const saved = await action.run(
-      (client) =>
-        test
-          ? client.call(v1.tests.updateTest, { params: { testId: test.id }, body: { ...body, version: test.version } })
-          : client.call(CREATE, { body: { projectId: project.id, ...body } }),
+      (client) => saveTest(client, { test, project }, bodyOf(draft)),
       (t) => `Saved ${t.name}, version ${t.version}.`,
     );
     if (saved) route(`/tests/${saved.id}`);
@@ -237,17 +322,7 @@ export function TestEditorPage(props: { projectKey?: string; testId?: string }) 
             Version {test.version}. Saving makes version {test.version + 1}; runs keep the version they executed.
           </p>
         ) : null}
-        <fieldset class="choices">
-          <legend>Written as</legend>
-          <label class="checkbox">
-            <input type="radio" name="mode" checked={draft.mode === 'steps'} onChange={() => set({ mode: 'steps' })} />
-            Steps (action, data, expected result)
-          </label>
-          <label class="checkbox">
-            <input type="radio" name="mode" checked={draft.mode === 'gherkin'} onChange={() => set({ mode: 'gherkin' })} />
-            Gherkin
-          </label>
-        </fieldset>
+        <ModeChoice mode={draft.mode} onChange={(mode) => set({ mode })} />
         <TextField
           label="Suite"
           name="suite"
@@ -259,69 +334,9 @@ export function TestEditorPage(props: { projectKey?: string; testId?: string }) 
           problem={problemAt(action.error, '/suite')}
         />
         {draft.mode === 'gherkin' ? (
-          <Field label="Gherkin feature" problem={undefined} hint="Name, description, tags and steps come from the feature.">
-            {({ id, describedBy }) => (
-              <GherkinEditor
-                id={id}
-                describedBy={describedBy}
-                value={draft.gherkin}
-                onInput={(gherkin) => set({ gherkin })}
-                problems={gherkinProblems}
-              />
-            )}
-          </Field>
+          <GherkinField value={draft.gherkin} onInput={(gherkin) => set({ gherkin })} problems={gherkinProblems} />
         ) : (
-          <>
-            <TextField
-              label="Name"
-              name="name"
-              value={draft.name}
-              required
-              schema={bodyField(CREATE, 'name')}
-              onInput={(name) => set({ name })}
-              problem={problemAt(action.error, '/name')}
-            />
-            <TextField
-              label="Description"
-              name="description"
-              value={draft.description}
-              schema={bodyField(CREATE, 'description')}
-              onInput={(description) => set({ description })}
-              problem={problemAt(action.error, '/description')}
-            />
-            <TextField
-              label="Tags"
-              name="tags"
-              value={draft.tags}
-              placeholder="smoke, checkout"
-              hint="Separated by commas or spaces, without @."
-              onInput={(tags) => set({ tags })}
-              problem={problemAt(action.error, '/tags')}
-            />
-            <ol class="step-list" aria-label="Steps">
-              {draft.steps.map((step, i) => (
-                <StepEditor
-                  key={i}
-                  index={i}
-                  step={step}
-                  count={draft.steps.length}
-                  error={action.error}
-                  onChange={(s) => setStep(i, s)}
-                  onMove={(by) => moveStep(i, by)}
-                  onRemove={() => set({ steps: draft.steps.filter((_, j) => j !== i) })}
-                />
-              ))}
-            </ol>
-            <div>
-              <button
-                type="button"
-                class="secondary"
-                onClick={() => set({ steps: [...draft.steps, { action: '', data: '', expected: '' }] })}
-              >
-                Add step
-              </button>
-            </div>
-          </>
+          <StepsFields draft={draft} set={set} error={action.error} />
         )}
         <LinksEditor links={draft.links} error={action.error} onChange={(links) => set({ links })} />
         {gherkinProblems.length === 0 ? <FormProblem error={action.error} fields={fields} /> : null}

@@ -116,9 +116,50 @@ function SuiteBranch(props: {
   );
 }
 
+/** How many tests are chosen, Choose all or none, and Run: the chosen tests, the suite or the tag searched for. */
+function SelectionBar(props: {
+  projectKey: string;
+  tests: { id: string }[];
+  chosen: Set<string>;
+  choose: (ids: string[], on: boolean) => void;
+  filter: Record<string, string>;
+}) {
+  const { projectKey, tests, chosen, choose, filter } = props;
+  const { route } = useLocation();
+  const runChosen = () => route(`/projects/${projectKey}/jobs/new?tests=${[...chosen].join(',')}`);
+  return (
+    <div class="selection-bar">
+      <span role="status">
+        {chosen.size} of {tests.length} chosen
+      </span>
+      <button
+        type="button"
+        class="secondary"
+        onClick={() =>
+          choose(
+            tests.map((t) => t.id),
+            chosen.size < tests.length,
+          )
+        }
+      >
+        {chosen.size < tests.length ? 'Choose all' : 'Choose none'}
+      </button>
+      <button type="button" onClick={runChosen} disabled={chosen.size === 0}>
+        Run
+      </button>
+      {filter.suite ? (
+        <a href={`/projects/${projectKey}/jobs/new?suite=${encodeURIComponent(filter.suite)}`}>Run suite {filter.suite}</a>
+      ) : null}
+      {filter.tag ? (
+        <a href={`/projects/${projectKey}/jobs/new?tag=${encodeURIComponent(filter.tag)}`}>Run every test tagged {filter.tag}</a>
+      ) : null}
+    </div>
+  );
+}
+
 /** A project's tests as a tree by suite, searchable, with a selection to launch as a job. */
 export function TestsPage({ projectKey }: { projectKey: string }) {
-  const { query, route } = useLocation();
+  const { query } = useLocation();
   const filter = filterValues(query, FILTERS);
   const data = useApi(
     async (client) => {
@@ -139,7 +180,6 @@ export function TestsPage({ projectKey }: { projectKey: string }) {
     for (const id of ids) on ? next.add(id) : next.delete(id);
     setChosen(next);
   };
-  const runChosen = () => route(`/projects/${project.key}/jobs/new?tests=${[...chosen].join(',')}`);
   return (
     <Page
       title={`${project.key} · Tests`}
@@ -155,32 +195,7 @@ export function TestsPage({ projectKey }: { projectKey: string }) {
       }
     >
       <FilterForm label="Search tests" fields={FILTERS} />
-      <div class="selection-bar">
-        <span role="status">
-          {chosen.size} of {tests.length} chosen
-        </span>
-        <button
-          type="button"
-          class="secondary"
-          onClick={() =>
-            choose(
-              tests.map((t) => t.id),
-              chosen.size < tests.length,
-            )
-          }
-        >
-          {chosen.size < tests.length ? 'Choose all' : 'Choose none'}
-        </button>
-        <button type="button" onClick={runChosen} disabled={chosen.size === 0}>
-          Run
-        </button>
-        {filter.suite ? (
-          <a href={`/projects/${project.key}/jobs/new?suite=${encodeURIComponent(filter.suite)}`}>Run suite {filter.suite}</a>
-        ) : null}
-        {filter.tag ? (
-          <a href={`/projects/${project.key}/jobs/new?tag=${encodeURIComponent(filter.tag)}`}>Run every test tagged {filter.tag}</a>
-        ) : null}
-      </div>
+      <SelectionBar projectKey={project.key} tests={tests} chosen={chosen} choose={choose} filter={filter} />
       {tests.length === 0 ? (
         <p class="muted">{Object.keys(filter).length ? 'No test matches.' : 'No test yet.'}</p>
       ) : (

@@ -5,10 +5,11 @@ import { v1 } from '../../../src/client/index.ts';
 import { useAction } from '../admin/action.ts';
 import '../admin/admin.css';
 import { ConfirmAction } from '../admin/confirm.tsx';
+import { SettingsForm } from '../admin/settings-form.tsx';
 import { DoneNotice } from '../admin/status.tsx';
 import { Badge, ErrorBox, Page, PageWaiting } from '../components.tsx';
-import { useApi } from '../data.ts';
-import { bodyField, Field, FormProblem, problemAt, TextField } from '../forms.tsx';
+import { type Loaded, useApi } from '../data.ts';
+import { bodyField, FieldProblemNote, problemAt, SelectField, TextField } from '../forms.tsx';
 import { ListTable } from '../list-table.tsx';
 import { DeliveryLog } from './webhook-deliveries.tsx';
 
@@ -47,11 +48,7 @@ function EventBoxes({ events, onChange, problem }: { events: EventType[]; onChan
           <code>{event}</code>
         </label>
       ))}
-      {problem ? (
-        <span class="field-problem" role="alert">
-          {problem}
-        </span>
-      ) : null}
+      <FieldProblemNote problem={problem} />
     </fieldset>
   );
 }
@@ -116,8 +113,7 @@ function NameAndUrl({
 function CreateForm({ projectId, onCreated }: { projectId: string; onCreated: (c: Created) => void }) {
   const action = useAction();
   const [form, setForm] = useState({ name: '', url: '', kind: 'standard' as Webhook['kind'], events: ['job.completed'] as EventType[] });
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const submit = async () => {
     const created = await action.run(
       (client) => client.call(CREATE, { params: { projectId }, body: { ...form, name: form.name.trim(), url: form.url.trim() } }),
       (c) => `Added ${c.name}.`,
@@ -128,8 +124,13 @@ function CreateForm({ projectId, onCreated }: { projectId: string; onCreated: (c
     }
   };
   return (
-    <form class="panel form" onSubmit={submit} aria-label="Add a webhook">
-      <h2>Add a webhook</h2>
+    <SettingsForm
+      title="Add a webhook"
+      onSubmit={submit}
+      action={{ busy: action.busy, error: action.error }}
+      fields={['/name', '/url', '/kind', '/events']}
+      submit="Add webhook"
+    >
       <NameAndUrl
         value={form}
         onChange={(fields) => setForm({ ...form, ...fields })}
@@ -137,31 +138,16 @@ function CreateForm({ projectId, onCreated }: { projectId: string; onCreated: (c
         error={action.error}
         urlHint="Loopback and private addresses are refused unless the instance allows them."
       />
-      <Field label="Kind" problem={problemAt(action.error, '/kind')}>
-        {({ id, describedBy }) => (
-          <select
-            id={id}
-            name="kind"
-            aria-describedby={describedBy}
-            value={form.kind}
-            onChange={(e) => setForm({ ...form, kind: e.currentTarget.value as Webhook['kind'] })}
-          >
-            {KINDS.map((k) => (
-              <option key={k.value} value={k.value}>
-                {k.label}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
+      <SelectField
+        label="Kind"
+        name="kind"
+        value={form.kind}
+        options={KINDS}
+        onChange={(kind) => setForm({ ...form, kind: kind as Webhook['kind'] })}
+        problem={problemAt(action.error, '/kind')}
+      />
       <EventBoxes events={form.events} onChange={(events) => setForm({ ...form, events })} problem={problemAt(action.error, '/events')} />
-      <FormProblem error={action.error} fields={['/name', '/url', '/kind', '/events']} />
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy}>
-          Add webhook
-        </button>
-      </div>
-    </form>
+    </SettingsForm>
   );
 }
 
@@ -193,6 +179,44 @@ function EnableToggle({ projectId, webhook, onSaved }: { projectId: string; webh
 
 const state = (webhook: Webhook) => (webhook.enabled ? 'enabled' : 'disabled');
 
+/** The project's webhooks, each with its switch and its Delete. */
+function WebhookList({ projectKey, projectId, hooks }: { projectKey: string; projectId: string; hooks: Loaded<{ items: Webhook[] }> }) {
+  return (
+    <section class="panel" aria-labelledby="webhooks-heading">
+      <h2 id="webhooks-heading">Webhooks</h2>
+      <ListTable
+        label="Webhooks"
+        rows={hooks.data?.items}
+        error={hooks.error}
+        rowKey={(w) => w.id}
+        empty="No webhook yet."
+        columns={[
+          { header: 'Name', cell: (w) => w.name, href: (w) => `/projects/${projectKey}/webhooks/${w.id}` },
+          { header: 'Kind', cell: (w) => w.kind },
+          { header: 'Events', cell: (w) => w.events.join(', ') },
+          { header: 'State', cell: (w) => <Badge value={state(w)} label={w.disabledReason ?? undefined} /> },
+          {
+            header: 'Actions',
+            hideHeader: true,
+            cell: (w) => (
+              <>
+                <EnableToggle projectId={projectId} webhook={w} onSaved={hooks.reload} />{' '}
+                <ConfirmAction
+                  verb="Delete"
+                  what={w.name}
+                  done={`Deleted ${w.name}.`}
+                  perform={(client) => client.call(v1.webhooks.deleteWebhook, { params: { projectId, webhookId: w.id } })}
+                  onDone={hooks.reload}
+                />
+              </>
+            ),
+          },
+        ]}
+      />
+    </section>
+  );
+}
+
 /** A project's webhooks (managers and admins). */
 export function WebhooksPage({ projectKey }: { projectKey: string }) {
   const project = useApi((client) => client.call(v1.projects.getProject, { params: { projectId: projectKey } }), [projectKey]);
@@ -215,38 +239,7 @@ export function WebhooksPage({ projectKey }: { projectKey: string }) {
       </p>
       {created ? <NewSecret created={created} onDone={() => setCreated(undefined)} /> : null}
       <div class="settings">
-        <section class="panel" aria-labelledby="webhooks-heading">
-          <h2 id="webhooks-heading">Webhooks</h2>
-          <ListTable
-            label="Webhooks"
-            rows={hooks.data?.items}
-            error={hooks.error}
-            rowKey={(w) => w.id}
-            empty="No webhook yet."
-            columns={[
-              { header: 'Name', cell: (w) => w.name, href: (w) => `/projects/${projectKey}/webhooks/${w.id}` },
-              { header: 'Kind', cell: (w) => w.kind },
-              { header: 'Events', cell: (w) => w.events.join(', ') },
-              { header: 'State', cell: (w) => <Badge value={state(w)} label={w.disabledReason ?? undefined} /> },
-              {
-                header: 'Actions',
-                hideHeader: true,
-                cell: (w) => (
-                  <>
-                    <EnableToggle projectId={projectId} webhook={w} onSaved={hooks.reload} />{' '}
-                    <ConfirmAction
-                      verb="Delete"
-                      what={w.name}
-                      done={`Deleted ${w.name}.`}
-                      perform={(client) => client.call(v1.webhooks.deleteWebhook, { params: { projectId, webhookId: w.id } })}
-                      onDone={hooks.reload}
-                    />
-                  </>
-                ),
-              },
-            ]}
-          />
-        </section>
+        <WebhookList projectKey={projectKey} projectId={projectId} hooks={hooks} />
         <CreateForm
           projectId={projectId}
           onCreated={(c) => {
@@ -262,8 +255,7 @@ export function WebhooksPage({ projectKey }: { projectKey: string }) {
 function EditForm({ projectId, webhook, onSaved }: { projectId: string; webhook: Webhook; onSaved: () => void }) {
   const action = useAction();
   const [form, setForm] = useState({ name: webhook.name, url: webhook.url, events: webhook.events as EventType[] });
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const submit = async () => {
     const saved = await action.run(
       (client) => client.call(UPDATE, { params: { projectId, webhookId: webhook.id }, body: form }),
       () => 'Saved.',
@@ -271,8 +263,14 @@ function EditForm({ projectId, webhook, onSaved }: { projectId: string; webhook:
     if (saved) onSaved();
   };
   return (
-    <form class="panel form" onSubmit={submit} aria-label="Webhook settings">
-      <h2>Settings</h2>
+    <SettingsForm
+      title="Webhook settings"
+      heading="Settings"
+      onSubmit={submit}
+      action={action}
+      fields={['/name', '/url', '/events']}
+      submit="Save webhook"
+    >
       <NameAndUrl
         value={form}
         onChange={(fields) => setForm({ ...form, ...fields })}
@@ -280,14 +278,7 @@ function EditForm({ projectId, webhook, onSaved }: { projectId: string; webhook:
         error={action.error}
       />
       <EventBoxes events={form.events} onChange={(events) => setForm({ ...form, events })} problem={problemAt(action.error, '/events')} />
-      <FormProblem error={action.error} fields={['/name', '/url', '/events']} />
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy}>
-          Save webhook
-        </button>
-        <DoneNotice done={action.done} />
-      </div>
-    </form>
+    </SettingsForm>
   );
 }
 

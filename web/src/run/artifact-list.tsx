@@ -6,6 +6,34 @@ import { ErrorBox } from '../components.tsx';
 import { formatBytes } from '../format.ts';
 import type { ArtifactDetails } from './steps.ts';
 
+/** Delete, and once asked, "Yes, delete" or Cancel. */
+function DeleteButton(props: {
+  name: string;
+  asking: boolean;
+  busy: boolean;
+  onAsk: () => void;
+  onCancel: () => void;
+  onConfirm: () => void;
+}) {
+  if (props.asking) {
+    return (
+      <span class="confirm">
+        <button type="button" class="danger" onClick={props.onConfirm} disabled={props.busy}>
+          Yes, delete {props.name}
+        </button>
+        <button type="button" class="secondary" onClick={props.onCancel}>
+          Cancel
+        </button>
+      </span>
+    );
+  }
+  return (
+    <button type="button" class="secondary" aria-label={`Delete artifact ${props.name}`} onClick={props.onAsk} disabled={props.busy}>
+      Delete
+    </button>
+  );
+}
+
 /**
  * Every artifact of the run with a "Delete" each (manager, UI-12): asked first, then gone from the
  * page at once (`onRemove`, which hides it everywhere on the page); if the API refuses, it comes
@@ -47,26 +75,14 @@ export function ArtifactList({
           <li key={artifact.id} class="artifact-row" data-testid="artifact-row">
             <span class={`kind kind-${artifact.kind}`}>{artifact.kind}</span> <span class="artifact-name">{artifact.name}</span>{' '}
             <span class="muted">{formatBytes(artifact.size)}</span>{' '}
-            {asking === artifact.id ? (
-              <span class="confirm">
-                <button type="button" class="danger" onClick={() => remove(artifact)} disabled={action.busy}>
-                  Yes, delete {artifact.name}
-                </button>
-                <button type="button" class="secondary" onClick={() => setAsking(undefined)}>
-                  Cancel
-                </button>
-              </span>
-            ) : (
-              <button
-                type="button"
-                class="secondary"
-                aria-label={`Delete artifact ${artifact.name}`}
-                onClick={() => setAsking(artifact.id)}
-                disabled={action.busy}
-              >
-                Delete
-              </button>
-            )}
+            <DeleteButton
+              name={artifact.name}
+              asking={asking === artifact.id}
+              busy={action.busy}
+              onAsk={() => setAsking(artifact.id)}
+              onCancel={() => setAsking(undefined)}
+              onConfirm={() => remove(artifact)}
+            />
             {refused === artifact.id && action.error ? <ErrorBox error={action.error} /> : null}
           </li>
         ))}

@@ -81,8 +81,6 @@ const ROLE_WORDS = { baseline: 'Baseline', actual: 'Actual', diff: 'Diff', scree
 /** A visual diff: baseline, actual and diff side by side, and a slider that reveals actual over baseline. */
 export function VisualDiff({ artifact }: { artifact: ArtifactDetails }) {
   const lightbox = useContext(LightboxContext);
-  const [reveal, setReveal] = useState(50);
-  const [ref, inView] = useInView<HTMLDivElement>();
   const baseline = imageOf(artifact, 'baseline');
   const actual = imageOf(artifact, 'actual');
   const items: LightboxItem[] = artifact.images.map((image) => ({
@@ -91,7 +89,6 @@ export function VisualDiff({ artifact }: { artifact: ArtifactDetails }) {
     width: image.width,
     height: image.height,
   }));
-  const sliderId = `diff-slider-${artifact.id}`;
   return (
     <section class="visual-diff" aria-label={`Visual diff ${artifact.name}`}>
       <h4 class="visual-diff-title">
@@ -119,42 +116,50 @@ export function VisualDiff({ artifact }: { artifact: ArtifactDetails }) {
           </figure>
         ))}
       </div>
-      {baseline && actual ? (
-        <div class="diff-compare-wrap" ref={ref} style={{ maxWidth: `${Math.max(baseline.width, actual.width, 320)}px` }}>
-          <div
-            class="diff-compare"
-            style={{ maxWidth: `${Math.max(baseline.width, actual.width)}px`, aspectRatio: `${baseline.width} / ${baseline.height}` }}
-          >
-            <ApiImage imageId={baseline.id} eager={inView} alt={`Baseline of ${artifact.name}`} class="diff-under" />
-            <div class="diff-reveal" data-testid="diff-reveal" style={{ width: `${reveal}%` }}>
-              <ApiImage imageId={actual.id} eager={inView} alt={`Actual of ${artifact.name}`} class="diff-over" />
-            </div>
-            <div class="diff-handle" aria-hidden="true" style={{ left: `${reveal}%` }} />
-            <span class="diff-tag diff-tag-actual" aria-hidden="true">
-              Actual
-            </span>
-            <span class="diff-tag diff-tag-baseline" aria-hidden="true">
-              Baseline
-            </span>
-          </div>
-          <label class="diff-slider-label" for={sliderId}>
-            <span>Actual shown over baseline: {reveal}%</span>
-            <input
-              id={sliderId}
-              type="range"
-              min={0}
-              max={100}
-              step={1}
-              value={reveal}
-              data-testid="diff-slider"
-              aria-label={`Reveal actual over baseline for ${artifact.name}`}
-              aria-valuetext={`${reveal}% actual`}
-              onInput={(event) => setReveal(Number((event.currentTarget as HTMLInputElement).value))}
-            />
-          </label>
-        </div>
-      ) : null}
+      {baseline && actual ? <DiffCompare artifact={artifact} baseline={baseline} actual={actual} /> : null}
     </section>
+  );
+}
+
+/** The actual image laid over the baseline, with a slider for how much of the actual shows. */
+function DiffCompare({ artifact, baseline, actual }: { artifact: ArtifactDetails; baseline: ArtifactImage; actual: ArtifactImage }) {
+  const [reveal, setReveal] = useState(50);
+  const [ref, inView] = useInView<HTMLDivElement>();
+  const sliderId = `diff-slider-${artifact.id}`;
+  return (
+    <div class="diff-compare-wrap" ref={ref} style={{ maxWidth: `${Math.max(baseline.width, actual.width, 320)}px` }}>
+      <div
+        class="diff-compare"
+        style={{ maxWidth: `${Math.max(baseline.width, actual.width)}px`, aspectRatio: `${baseline.width} / ${baseline.height}` }}
+      >
+        <ApiImage imageId={baseline.id} eager={inView} alt={`Baseline of ${artifact.name}`} class="diff-under" />
+        <div class="diff-reveal" data-testid="diff-reveal" style={{ width: `${reveal}%` }}>
+          <ApiImage imageId={actual.id} eager={inView} alt={`Actual of ${artifact.name}`} class="diff-over" />
+        </div>
+        <div class="diff-handle" aria-hidden="true" style={{ left: `${reveal}%` }} />
+        <span class="diff-tag diff-tag-actual" aria-hidden="true">
+          Actual
+        </span>
+        <span class="diff-tag diff-tag-baseline" aria-hidden="true">
+          Baseline
+        </span>
+      </div>
+      <label class="diff-slider-label" for={sliderId}>
+        <span>Actual shown over baseline: {reveal}%</span>
+        <input
+          id={sliderId}
+          type="range"
+          min={0}
+          max={100}
+          step={1}
+          value={reveal}
+          data-testid="diff-slider"
+          aria-label={`Reveal actual over baseline for ${artifact.name}`}
+          aria-valuetext={`${reveal}% actual`}
+          onInput={(event) => setReveal(Number((event.currentTarget as HTMLInputElement).value))}
+        />
+      </label>
+    </div>
   );
 }
 

@@ -18,30 +18,13 @@ const OPEN_ALL_UP_TO = 300;
 type Mode = 'default' | 'all' | 'none';
 
 /**
- * The steps as an indented list in results order, each with its status, duration, a bar placing
- * it in the run's time, its error, text cells and evidence. Steps with children fold.
+ * Which steps are open and shown: the whole tree up to OPEN_ALL_UP_TO steps, else the way to the
+ * failures; Expand all and Collapse all; a row's own toggle over both; failures only.
  */
-export function StepList({
-  tree,
-  span,
-  artifactsByStep,
-  errors,
-  selected,
-}: {
-  tree: StepTree;
-  span: number;
-  artifactsByStep: Map<string, ArtifactDetails[]>;
-  /** Where each error shows, once (errorsShownOnce). */
-  errors: ErrorPlaces;
-  selected: { id: string; seq: number } | undefined;
-}) {
+function useFolding(tree: StepTree) {
   const [mode, setMode] = useState<Mode>('default');
   const [overrides, setOverrides] = useState<Map<string, boolean>>(new Map());
   const [failuresOnly, setFailuresOnly] = useState(false);
-  /** The row holding the focus (or last chosen on the timeline): drawn wherever the page is scrolled. */
-  const [kept, setKept] = useState<number | undefined>();
-  const anyTrouble = tree.roots.some((n) => n.troubled);
-
   const isExpanded = (node: StepNode): boolean => {
     const own = overrides.get(node.step.id);
     if (own !== undefined) return own;
@@ -49,12 +32,117 @@ export function StepList({
     if (mode === 'none') return false;
     return tree.all.length <= OPEN_ALL_UP_TO || node.troubled;
   };
-
   const rows = useMemo(() => {
     const shown = visibleSteps(tree, isExpanded);
     return failuresOnly ? shown.filter((n) => n.troubled) : shown;
   }, [tree, mode, overrides, failuresOnly]);
+  return {
+    rows,
+    isExpanded,
+    overrides,
+    setOverrides,
+    failuresOnly,
+    setFailuresOnly,
+    toggle: (node: StepNode) => setOverrides((old) => new Map(old).set(node.step.id, !isExpanded(node))),
+    /** Expand all or Collapse all: every row's own choice is forgotten. */
+    setAll: (all: Mode) => {
+      setMode(all);
+      setOverrides(new Map());
+    },
+  };
+}
 
+type Folding = ReturnType<typeof useFolding>;
+
+/** Once the row is drawn (a long list: once scrolled to), it is brought into view and takes the focus. */
+function bringIntoView(stepId: string) {
+  let frames = 0;
+  const attempt = () => {
+    const row = document.getElementById(`step-${stepId}`);
+    if (!row) {
+      if (frames++ < 30) requestAnimationFrame(attempt);
+      return;
+    }
+    row.scrollIntoView({ block: 'center' });
+    row.querySelector<HTMLElement>('.step-title')?.focus({ preventScroll: true });
+  };
+  requestAnimationFrame(attempt);
+}
+
+/** A step chosen elsewhere (the timeline): open the way to it, draw it, bring it into view. */
+function useReveal(
+  selected: { id: string; seq: number } | undefined,
+  tree: StepTree,
+  folding: Folding,
+  keep: (index: number) => void,
+  scrollTo: (index: number) => void,
+) {
+  useEffect(() => {
+    if (!selected) return;
+    const node = tree.byId.get(selected.id);
+    if (!node) return;
+    const open = new Map(folding.overrides);
+    for (let up = node.parent; up; up = up.parent) open.set(up.step.id, true);
+    folding.setOverrides(open);
+    if (folding.failuresOnly && !node.troubled) folding.setFailuresOnly(false);
+    const position = visibleSteps(tree, (n) => open.get(n.step.id) ?? folding.isExpanded(n)).indexOf(node);
+    keep(position);
+    requestAnimationFrame(() => {
+      if (position >= 0 && folding.rows.length > DRAW_WHOLE_UP_TO) scrollTo(position);
+      bringIntoView(node.step.id);
+    });
+  }, [selected]);
+}
+
+/** Expand all, Collapse all, Failures only, and how many steps there are and are shown. */
+function StepTools({ tree, folding }: { tree: StepTree; folding: Folding }) {
+  const anyTrouble = tree.roots.some((n) => n.troubled);
+  const { rows, failuresOnly } = folding;
+  return (
+    <div class="step-tools" role="toolbar" aria-label="Steps">
+      <button type="button" class="secondary" onClick={() => folding.setAll('all')}>
+        Expand all
+      </button>
+      <button type="button" class="secondary" onClick={() => folding.setAll('none')}>
+        Collapse all
+      </button>
+      <label class="inline-check">
+        <input
+          type="checkbox"
+          checked={failuresOnly}
+          disabled={!anyTrouble && !failuresOnly}
+          onChange={(e) => folding.setFailuresOnly((e.currentTarget as HTMLInputElement).checked)}
+        />
+        Failures only
+      </label>
+      <span class="muted">
+        {tree.all.length} steps{rows.length !== tree.all.length ? `, ${rows.length} shown` : ''}
+      </span>
+    </div>
+  );
+}
+
+const gapRow = (key: string, height: number) =>
+  height > 0 ? <li key={key} class="virtual-gap" aria-hidden="true" style={{ height: `${height}px` }} /> : null;
+
+interface StepListProps {
+  tree: StepTree;
+  span: number;
+  artifactsByStep: Map<string, ArtifactDetails[]>;
+  /** Where each error shows, once (errorsShownOnce). */
+  errors: ErrorPlaces;
+  selected: { id: string; seq: number } | undefined;
+}
+
+/**
+ * The steps as an indented list in results order, each with its status, duration, a bar placing
+ * it in the run's time, its error, text cells and evidence. Steps with children fold.
+ */
+export function StepList({ tree, span, artifactsByStep, errors, selected }: StepListProps) {
+  const folding = useFolding(tree);
+  const { rows } = folding;
+  /** The row holding the focus (or last chosen on the timeline): drawn wherever the page is scrolled. */
+  const [kept, setKept] = useState<number | undefined>();
   // A long list draws only the rows near the viewport (docs/web.md, "Pages at scale").
   const virtual = rows.length > DRAW_WHOLE_UP_TO;
   const list = useWindowList<HTMLOListElement>({
@@ -66,81 +154,15 @@ export function StepList({
     key: (index) => (rows[index] as StepNode).step.id,
     keep: kept,
   });
-
-  const toggle = (node: StepNode) => {
-    setOverrides((old) => new Map(old).set(node.step.id, !isExpanded(node)));
-  };
-
-  // A step chosen elsewhere (the timeline): open the way to it, draw it, bring it into view.
-  useEffect(() => {
-    if (!selected) return;
-    const node = tree.byId.get(selected.id);
-    if (!node) return;
-    const open = new Map(overrides);
-    for (let up = node.parent; up; up = up.parent) open.set(up.step.id, true);
-    setOverrides(open);
-    if (failuresOnly && !node.troubled) setFailuresOnly(false);
-    const position = visibleSteps(tree, (n) => open.get(n.step.id) ?? isExpanded(n)).indexOf(node);
-    setKept(position);
-    // The row is drawn once the list has rendered with the way to it open (a long list: once scrolled to).
-    let frames = 0;
-    const bringIntoView = () => {
-      const row = document.getElementById(`step-${node.step.id}`);
-      if (!row) {
-        if (frames++ < 30) requestAnimationFrame(bringIntoView);
-        return;
-      }
-      row.scrollIntoView({ block: 'center' });
-      row.querySelector<HTMLElement>('.step-title')?.focus({ preventScroll: true });
-    };
-    requestAnimationFrame(() => {
-      if (position >= 0 && rows.length > DRAW_WHOLE_UP_TO) list.scrollTo(position);
-      requestAnimationFrame(bringIntoView);
-    });
-  }, [selected]);
-
+  useReveal(selected, tree, folding, setKept, list.scrollTo);
   if (tree.all.length === 0) return <p class="muted">No steps recorded.</p>;
+  // The rows drawn, each with the height of the rows not drawn above it.
   const drawn = virtual
-    ? list.items.map((item) => ({ node: rows[item.index] as StepNode, index: item.index, gap: item.gap }))
+    ? list.items.map((item) => ({ node: rows[item.index] as StepNode, ...item }))
     : rows.map((node, index) => ({ node, index, gap: 0 }));
-  const gap = (key: string, height: number) =>
-    height > 0 ? <li key={key} class="virtual-gap" aria-hidden="true" style={{ height: `${height}px` }} /> : null;
   return (
     <div class="step-list">
-      <div class="step-tools" role="toolbar" aria-label="Steps">
-        <button
-          type="button"
-          class="secondary"
-          onClick={() => {
-            setMode('all');
-            setOverrides(new Map());
-          }}
-        >
-          Expand all
-        </button>
-        <button
-          type="button"
-          class="secondary"
-          onClick={() => {
-            setMode('none');
-            setOverrides(new Map());
-          }}
-        >
-          Collapse all
-        </button>
-        <label class="inline-check">
-          <input
-            type="checkbox"
-            checked={failuresOnly}
-            disabled={!anyTrouble && !failuresOnly}
-            onChange={(e) => setFailuresOnly((e.currentTarget as HTMLInputElement).checked)}
-          />
-          Failures only
-        </label>
-        <span class="muted">
-          {tree.all.length} steps{rows.length !== tree.all.length ? `, ${rows.length} shown` : ''}
-        </span>
-      </div>
+      <StepTools tree={tree} folding={folding} />
       <div class="step-head" aria-hidden="true">
         <span>Step</span>
         <span>Duration</span>
@@ -155,7 +177,7 @@ export function StepList({
         }}
       >
         {drawn.map(({ node, index, gap: before }) => [
-          gap(`gap-${node.step.id}`, before),
+          gapRow(`gap-${node.step.id}`, before),
           <StepRow
             key={node.step.id}
             node={node}
@@ -163,33 +185,98 @@ export function StepList({
             total={rows.length}
             measure={virtual ? list.measure : undefined}
             span={span}
-            expanded={isExpanded(node)}
-            onToggle={toggle}
+            expanded={folding.isExpanded(node)}
+            onToggle={folding.toggle}
             artifacts={artifactsByStep.get(node.step.id)}
             error={errors.shown.get(node.step.id)}
             errorBelow={errors.shownBelow.get(node.step.id)}
             highlighted={selected?.id === node.step.id}
           />,
         ])}
-        {virtual ? gap('gap-end', list.after) : null}
+        {virtual ? gapRow('gap-end', list.after) : null}
       </ol>
     </div>
   );
 }
 
-function StepRow({
+/** A step's line: its fold toggle, status, title, duration and its bar in the run's time. */
+function StepLine({
   node,
-  index,
-  total,
-  measure,
   span,
   expanded,
   onToggle,
-  artifacts,
-  error,
-  errorBelow,
-  highlighted,
 }: {
+  node: StepNode;
+  span: number;
+  expanded: boolean;
+  onToggle: (node: StepNode) => void;
+}) {
+  const { step } = node;
+  const left = (node.startMs / span) * 100;
+  const width = Math.max(0.4, ((node.endMs - node.startMs) / span) * 100);
+  return (
+    <div class="step-line">
+      <div class="step-name" style={{ paddingLeft: `${node.depth * 1.4}rem` }}>
+        {node.children.length > 0 ? (
+          <button
+            type="button"
+            class="step-toggle"
+            aria-expanded={expanded}
+            aria-label={`${expanded ? 'Collapse' : 'Expand'} ${step.title} (${node.descendants} steps inside)`}
+            onClick={() => onToggle(node)}
+          >
+            {expanded ? '▾' : '▸'}
+          </button>
+        ) : (
+          <span class="step-toggle-space" aria-hidden="true" />
+        )}
+        {/* A blocked step is stored broken with a `blocked` cell (docs/test-management.md): it reads "blocked". */}
+        <Badge
+          value={step.status}
+          label={step.status === 'broken' && step.cells.some((c) => c.name === 'blocked') ? 'blocked' : undefined}
+        />
+        <span class="step-title" tabIndex={-1}>
+          {step.title}
+        </span>
+        {node.children.length > 0 && !expanded ? <span class="muted step-count">{node.descendants} inside</span> : null}
+      </div>
+      <span class="step-duration">{formatDuration(step.durationMs)}</span>
+      <span class="wf-track" title={stepTooltip(node)} aria-hidden="true">
+        <span
+          class={`wf-bar status-${step.status}${node.estimated ? ' estimated' : ''}`}
+          style={{ left: `${Math.min(left, 99.6)}%`, width: `${Math.min(width, 100 - Math.min(left, 99.6))}%` }}
+        />
+      </span>
+    </div>
+  );
+}
+
+/** Under a step's line: its error (or where it shows), the link to its error group, its text cells and evidence. */
+function StepDetails({ node, artifacts, error, errorBelow }: Pick<StepRowProps, 'node' | 'artifacts' | 'error' | 'errorBelow'>) {
+  const { step } = node;
+  const cells = cellsNotRepeating(step);
+  if (!error && !errorBelow && cells.length === 0 && !(artifacts && artifacts.length > 0)) return null;
+  return (
+    <div class="step-details" style={{ marginLeft: `${node.depth * 1.4 + 1.9}rem` }}>
+      {error ? (
+        <Preformatted class="step-error" label={`Error of ${step.title}`}>
+          {error}
+        </Preformatted>
+      ) : errorBelow ? (
+        <p class="muted step-error-below">Its error is shown under “{errorBelow.step.title}”.</p>
+      ) : null}
+      {step.failureGroupId ? (
+        <a class="step-group-link" href={`#failure-group-${step.failureGroupId}`}>
+          Its error group and triage
+        </a>
+      ) : null}
+      <Cells cells={cells} />
+      {artifacts ? <ArtifactGroup artifacts={artifacts} /> : null}
+    </div>
+  );
+}
+
+interface StepRowProps {
   node: StepNode;
   /** Its place in the list, and the list's length: said to assistive technologies when the list is drawn in part. */
   index: number;
@@ -204,13 +291,11 @@ function StepRow({
   /** The step below that shows this step's error, the same one. */
   errorBelow: StepNode | undefined;
   highlighted: boolean;
-}) {
+}
+
+function StepRow(props: StepRowProps) {
+  const { node, index, total, measure, highlighted } = props;
   const { step } = node;
-  const left = (node.startMs / span) * 100;
-  const width = Math.max(0.4, ((node.endMs - node.startMs) / span) * 100);
-  const indent = { paddingLeft: `${node.depth * 1.4}rem` };
-  const cells = cellsNotRepeating(step);
-  const hasDetails = error || errorBelow || cells.length > 0 || (artifacts && artifacts.length > 0);
   return (
     <li
       id={`step-${step.id}`}
@@ -221,57 +306,8 @@ function StepRow({
       aria-posinset={measure ? index + 1 : undefined}
       aria-setsize={measure ? total : undefined}
     >
-      <div class="step-line">
-        <div class="step-name" style={indent}>
-          {node.children.length > 0 ? (
-            <button
-              type="button"
-              class="step-toggle"
-              aria-expanded={expanded}
-              aria-label={`${expanded ? 'Collapse' : 'Expand'} ${step.title} (${node.descendants} steps inside)`}
-              onClick={() => onToggle(node)}
-            >
-              {expanded ? '▾' : '▸'}
-            </button>
-          ) : (
-            <span class="step-toggle-space" aria-hidden="true" />
-          )}
-          {/* A blocked step is stored broken with a `blocked` cell (docs/test-management.md): it reads "blocked". */}
-          <Badge
-            value={step.status}
-            label={step.status === 'broken' && step.cells.some((c) => c.name === 'blocked') ? 'blocked' : undefined}
-          />
-          <span class="step-title" tabIndex={-1}>
-            {step.title}
-          </span>
-          {node.children.length > 0 && !expanded ? <span class="muted step-count">{node.descendants} inside</span> : null}
-        </div>
-        <span class="step-duration">{formatDuration(step.durationMs)}</span>
-        <span class="wf-track" title={stepTooltip(node)} aria-hidden="true">
-          <span
-            class={`wf-bar status-${step.status}${node.estimated ? ' estimated' : ''}`}
-            style={{ left: `${Math.min(left, 99.6)}%`, width: `${Math.min(width, 100 - Math.min(left, 99.6))}%` }}
-          />
-        </span>
-      </div>
-      {hasDetails ? (
-        <div class="step-details" style={{ marginLeft: `${node.depth * 1.4 + 1.9}rem` }}>
-          {error ? (
-            <Preformatted class="step-error" label={`Error of ${step.title}`}>
-              {error}
-            </Preformatted>
-          ) : errorBelow ? (
-            <p class="muted step-error-below">Its error is shown under “{errorBelow.step.title}”.</p>
-          ) : null}
-          {step.failureGroupId ? (
-            <a class="step-group-link" href={`#failure-group-${step.failureGroupId}`}>
-              Its error group and triage
-            </a>
-          ) : null}
-          <Cells cells={cells} />
-          {artifacts ? <ArtifactGroup artifacts={artifacts} /> : null}
-        </div>
-      ) : null}
+      <StepLine node={node} span={props.span} expanded={props.expanded} onToggle={props.onToggle} />
+      <StepDetails node={node} artifacts={props.artifacts} error={props.error} errorBelow={props.errorBelow} />
     </li>
   );
 }

@@ -9,20 +9,8 @@ export type TextCell = Static<typeof v1.results.TextCell>;
 export type ArtifactDetails = Static<typeof v1.artifacts.ArtifactDetails>;
 export type ArtifactImage = Static<typeof v1.artifacts.ArtifactImage>;
 
-/**
- * A step's cells that say something its error, or a cell before them, has not said already. A step
- * failed by hand keeps its actual result as its error and as its `actual` cell (docs/test-management.md),
- * a blocked one as its `blocked` and `actual` cells: each text is shown once, under its first name.
- */
-export function cellsNotRepeating(step: Pick<ResultStep, 'error' | 'cells'>): TextCell[] {
-  const said = new Set(step.error ? [step.error.trim()] : []);
-  return step.cells.filter((cell) => {
-    const text = cell.text.trim();
-    if (said.has(text)) return false;
-    said.add(text);
-    return true;
-  });
-}
+/** Each text of a step once, its error first (the rule is src/export/errors-once.ts's). */
+export { cellsNotRepeating } from '../../../src/export/errors-once.ts';
 
 /** Where each of a run's errors is shown, once (src/export/errors-once.ts, the HTML export's rule too). */
 export type ErrorPlaces = SharedErrorPlaces<StepNode, TextCell>;

@@ -20,18 +20,60 @@ const LAYER: Record<string, number> = { passed: 0, skipped: 1, running: 2, broke
 
 const pct = (value: number) => `${Math.min(100, Math.max(0, value)).toFixed(3)}%`;
 
+/** How long a step took and when it started, from the run's start. */
+const timingOf = (node: StepNode) =>
+  `${formatDuration(node.step.durationMs)} from +${formatDuration(Math.round(node.startMs))}${node.estimated ? ' (start estimated)' : ''}`;
+
 export function stepTooltip(node: StepNode): string {
   const { step } = node;
-  const timing = `${formatDuration(step.durationMs)} from +${formatDuration(Math.round(node.startMs))}${node.estimated ? ' (start estimated)' : ''}`;
-  return `${step.title}\n${step.status} · ${timing}${step.error ? `\n${step.error.slice(0, 300)}` : ''}`;
+  return `${step.title}\n${step.status} · ${timingOf(node)}${step.error ? `\n${step.error.slice(0, 300)}` : ''}`;
 }
 
 /** A bar's accessible name: the step, its status and time, and the first line of its error. */
 export function stepLabel(node: StepNode): string {
   const { step } = node;
-  const timing = `${formatDuration(step.durationMs)} from +${formatDuration(Math.round(node.startMs))}${node.estimated ? ' (start estimated)' : ''}`;
+  const timing = timingOf(node);
   const error = step.error?.split('\n')[0]?.slice(0, 200);
   return `${step.title}: ${step.status}, ${timing}${error ? `; ${error}` : ''}`;
+}
+
+/**
+ * The bars' one stop in the tab order (a roving tabindex): the step last moved to, or the first.
+ * The arrow keys move between the steps in results order, Home and End go to the first and last,
+ * and Enter or Space picks the step as a click does.
+ */
+function useRovingStep(tree: StepTree, onSelect: (node: StepNode) => void) {
+  const [current, setCurrent] = useState<string | undefined>();
+  const svg = useRef<SVGSVGElement>(null);
+  const tabStop = current !== undefined && tree.byId.has(current) ? current : tree.all[0]?.step.id;
+  const pick = (node: StepNode) => {
+    setCurrent(node.step.id);
+    onSelect(node);
+  };
+  const moveTo = (node: StepNode | undefined) => {
+    if (!node) return;
+    setCurrent(node.step.id);
+    svg.current?.querySelector<SVGElement>(`[data-step="${CSS.escape(node.step.id)}"]`)?.focus();
+  };
+  const onKey = (event: KeyboardEvent, node: StepNode) => {
+    const at = tree.all.indexOf(node);
+    const to: Record<string, StepNode | undefined> = {
+      ArrowRight: tree.all[at + 1],
+      ArrowDown: tree.all[at + 1],
+      ArrowLeft: tree.all[at - 1],
+      ArrowUp: tree.all[at - 1],
+      Home: tree.all[0],
+      End: tree.all[tree.all.length - 1],
+    };
+    if (event.key === 'Enter' || event.key === ' ') {
+      event.preventDefault();
+      pick(node);
+    } else if (event.key in to) {
+      event.preventDefault();
+      moveTo(to[event.key]);
+    }
+  };
+  return { svg, tabStop, pick, onKey };
 }
 
 /**
@@ -56,41 +98,11 @@ export function Timeline({
 }) {
   const lanes = tree.maxDepth + 1;
   const height = AXIS + lanes * LANE + 4;
-  const step = tickStep(span);
-  const ticks: number[] = [];
-  for (let t = 0; t <= span; t += step) ticks.push(t);
   const counts = new Map<string, number>();
   for (const node of tree.all) counts.set(node.step.status, (counts.get(node.step.status) ?? 0) + 1);
   const summary = [...counts].map(([status, n]) => `${n} ${status}`).join(', ');
   const drawn = useMemo(() => [...tree.all].sort((a, b) => (LAYER[a.step.status] ?? 0) - (LAYER[b.step.status] ?? 0)), [tree]);
-  const [current, setCurrent] = useState<string | undefined>();
-  const svg = useRef<SVGSVGElement>(null);
-  // The bar in the tab order: the one last moved to, or the first step.
-  const tabStop = current !== undefined && tree.byId.has(current) ? current : tree.all[0]?.step.id;
-  const moveTo = (node: StepNode | undefined) => {
-    if (!node) return;
-    setCurrent(node.step.id);
-    svg.current?.querySelector<SVGElement>(`[data-step="${CSS.escape(node.step.id)}"]`)?.focus();
-  };
-  const onKey = (event: KeyboardEvent, node: StepNode) => {
-    const at = tree.all.indexOf(node);
-    const to: Record<string, StepNode | undefined> = {
-      ArrowRight: tree.all[at + 1],
-      ArrowDown: tree.all[at + 1],
-      ArrowLeft: tree.all[at - 1],
-      ArrowUp: tree.all[at - 1],
-      Home: tree.all[0],
-      End: tree.all[tree.all.length - 1],
-    };
-    if (event.key === 'Enter' || event.key === ' ') {
-      event.preventDefault();
-      setCurrent(node.step.id);
-      onSelect(node);
-    } else if (event.key in to) {
-      event.preventDefault();
-      moveTo(to[event.key]);
-    }
-  };
+  const { svg, tabStop, pick, onKey } = useRovingStep(tree, onSelect);
   return (
     <figure class="timeline">
       {/* biome-ignore lint/a11y/useSemanticElements: an SVG drawing cannot be a fieldset; the group names the bars inside */}
@@ -102,65 +114,56 @@ export function Timeline({
         role="group"
         aria-label={`Timeline of ${tree.all.length} steps over ${formatDuration(Math.round(span))}: ${summary}`}
       >
-        {/* biome-ignore lint/a11y/noAriaHiddenOnFocusable: nothing in the axis takes focus; its tick labels are only for the eye */}
-        <g class="timeline-axis" aria-hidden="true">
-          {ticks.map((t) => (
-            <g key={t}>
-              <line x1={pct((t / span) * 100)} x2={pct((t / span) * 100)} y1={AXIS - 4} y2={height} class="timeline-grid" />
-              <text
-                x={pct((t / span) * 100)}
-                y={12}
-                class="timeline-tick"
-                text-anchor={t === 0 ? 'start' : t / span > 0.95 ? 'end' : 'middle'}
-              >
-                {tickLabel(t)}
-              </text>
-            </g>
-          ))}
-        </g>
+        <TimelineAxis span={span} height={height} />
         {tree.all.length > DRAWN_AS_BUTTONS_UP_TO ? (
-          <CompactBars
-            drawn={drawn}
-            span={span}
-            current={tree.byId.get(tabStop ?? '')}
-            onPick={(node) => {
-              setCurrent(node.step.id);
-              onSelect(node);
-            }}
-            onKey={onKey}
-          />
+          <CompactBars drawn={drawn} span={span} current={tree.byId.get(tabStop ?? '')} onPick={pick} onKey={onKey} />
         ) : (
-          drawn.map((node) => (
-            <Bar
-              key={node.step.id}
-              node={node}
-              span={span}
-              tabStop={tabStop}
-              onPick={(picked) => {
-                setCurrent(picked.step.id);
-                onSelect(picked);
-              }}
-              onKey={onKey}
-            />
-          ))
+          drawn.map((node) => <Bar key={node.step.id} node={node} span={span} tabStop={tabStop} onPick={pick} onKey={onKey} />)
         )}
         {running ? <line class="timeline-now" x1="100%" x2="100%" y1={AXIS - 4} y2={height} /> : null}
       </svg>
-      <figcaption class="timeline-legend">
-        {(['passed', 'failed', 'broken', 'skipped', 'running'] as const).map((status) =>
-          counts.get(status) ? (
-            <span key={status} class="legend-item">
-              <span class={`legend-swatch status-${status}`} aria-hidden="true" />
-              {counts.get(status)} {status}
-            </span>
-          ) : null,
-        )}
-        <span class="muted">
-          Total {formatDuration(Math.round(tree.spanMs))}. Select a bar to find its step (by keyboard: Tab to the timeline, the arrow keys,
-          then Enter).
-        </span>
-      </figcaption>
+      <TimelineLegend counts={counts} spanMs={tree.spanMs} />
     </figure>
+  );
+}
+
+/** The time axis: a grid line and a label at every tick, for the eye only. */
+function TimelineAxis({ span, height }: { span: number; height: number }) {
+  const step = tickStep(span);
+  const ticks: number[] = [];
+  for (let t = 0; t <= span; t += step) ticks.push(t);
+  return (
+    // biome-ignore lint/a11y/noAriaHiddenOnFocusable: nothing in the axis takes focus; its tick labels are only for the eye
+    <g class="timeline-axis" aria-hidden="true">
+      {ticks.map((t) => (
+        <g key={t}>
+          <line x1={pct((t / span) * 100)} x2={pct((t / span) * 100)} y1={AXIS - 4} y2={height} class="timeline-grid" />
+          <text x={pct((t / span) * 100)} y={12} class="timeline-tick" text-anchor={t === 0 ? 'start' : t / span > 0.95 ? 'end' : 'middle'}>
+            {tickLabel(t)}
+          </text>
+        </g>
+      ))}
+    </g>
+  );
+}
+
+/** How many steps ended each way, the run's total time, and how to use the drawing. */
+function TimelineLegend({ counts, spanMs }: { counts: Map<string, number>; spanMs: number }) {
+  return (
+    <figcaption class="timeline-legend">
+      {(['passed', 'failed', 'broken', 'skipped', 'running'] as const).map((status) =>
+        counts.get(status) ? (
+          <span key={status} class="legend-item">
+            <span class={`legend-swatch status-${status}`} aria-hidden="true" />
+            {counts.get(status)} {status}
+          </span>
+        ) : null,
+      )}
+      <span class="muted">
+        Total {formatDuration(Math.round(spanMs))}. Select a bar to find its step (by keyboard: Tab to the timeline, the arrow keys, then
+        Enter).
+      </span>
+    </figcaption>
   );
 }
 

@@ -84,11 +84,8 @@ function VersionList({ testId, current }: { testId: string; current: number }) {
   );
 }
 
-/**
- * Quarantine a test (its failures stop failing CI until the expiry) or release it, claim a fix,
- * disable or enable it. Releasing shows at once and comes back if the API refuses.
- */
-function QuarantinePanel({ test }: { test: TestDefinition }) {
+/** The test's quarantine and lifecycle as last answered, and the actions that change them. */
+function useQuarantine(test: TestDefinition) {
   const [quarantine, setQuarantine] = useState<Quarantine>(test.health.quarantine);
   const [lifecycle, setLifecycle] = useState<Lifecycle>(test.health.lifecycle);
   const action = useAction();
@@ -99,7 +96,6 @@ function QuarantinePanel({ test }: { test: TestDefinition }) {
     );
     if (next) setLifecycle(next);
   };
-  const [form, setForm] = useState({ owner: '', reason: '' });
   const release = async () => {
     const before = quarantine;
     setQuarantine(null);
@@ -110,8 +106,7 @@ function QuarantinePanel({ test }: { test: TestDefinition }) {
     if (!went) setQuarantine(before);
     else if (lifecycle.state !== 'disabled') setLifecycle({ ...lifecycle, state: 'active' });
   };
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const quarantineFor = async (form: QuarantineDraft) => {
     const entry = await action.run(
       (client) =>
         client.call(v1.tests.quarantineTest, {
@@ -125,6 +120,22 @@ function QuarantinePanel({ test }: { test: TestDefinition }) {
       setLifecycle({ ...lifecycle, state: entry.state });
     }
   };
+  return { quarantine, lifecycle, setLifecycle, action, claimFix, release, quarantineFor };
+}
+
+interface QuarantineDraft {
+  owner: string;
+  reason: string;
+}
+
+/**
+ * Quarantine a test (its failures stop failing CI until the expiry) or release it, claim a fix,
+ * disable or enable it. Releasing shows at once and comes back if the API refuses.
+ */
+function QuarantinePanel({ test }: { test: TestDefinition }) {
+  const { quarantine, lifecycle, setLifecycle, action, claimFix, release, quarantineFor } = useQuarantine(test);
+  // Kept here, not in the form: after a release the form shows what was typed last.
+  const [form, setForm] = useState<QuarantineDraft>({ owner: '', reason: '' });
   return (
     <section class="panel" aria-labelledby="quarantine-heading">
       <h2 id="quarantine-heading">Quarantine</h2>
@@ -153,38 +164,62 @@ function QuarantinePanel({ test }: { test: TestDefinition }) {
           </button>
         </div>
       ) : (
-        <form class="form" onSubmit={submit} aria-label="Quarantine this test">
-          <div class="form-row">
-            <TextField
-              label="Owner"
-              name="owner"
-              value={form.owner}
-              required
-              schema={QuarantineBody.properties.owner}
-              onInput={(owner) => setForm({ ...form, owner })}
-              problem={problemAt(action.error, '/owner')}
-            />
-            <TextField
-              label="Reason"
-              name="reason"
-              value={form.reason}
-              required
-              schema={QuarantineBody.properties.reason}
-              onInput={(reason) => setForm({ ...form, reason })}
-              problem={problemAt(action.error, '/reason')}
-            />
-          </div>
-          <div class="form-actions">
-            <button type="submit" disabled={action.busy}>
-              Quarantine
-            </button>
-            <span class="muted">For 14 days.</span>
-          </div>
-        </form>
+        <QuarantineForm form={form} setForm={setForm} action={action} onSubmit={() => quarantineFor(form)} />
       )}
       <FormProblem error={action.error} fields={['/owner', '/reason']} />
       <DisableControl testId={test.id} lifecycle={lifecycle} onChange={setLifecycle} />
     </section>
+  );
+}
+
+/** Who owns the quarantine and why, each field with the API's problem beside it. */
+function QuarantineForm({
+  form,
+  setForm,
+  action,
+  onSubmit,
+}: {
+  form: QuarantineDraft;
+  setForm: (form: QuarantineDraft) => void;
+  action: { busy: boolean; error: Error | undefined };
+  onSubmit: () => void;
+}) {
+  return (
+    <form
+      class="form"
+      onSubmit={(event) => {
+        event.preventDefault();
+        onSubmit();
+      }}
+      aria-label="Quarantine this test"
+    >
+      <div class="form-row">
+        <TextField
+          label="Owner"
+          name="owner"
+          value={form.owner}
+          required
+          schema={QuarantineBody.properties.owner}
+          onInput={(owner) => setForm({ ...form, owner })}
+          problem={problemAt(action.error, '/owner')}
+        />
+        <TextField
+          label="Reason"
+          name="reason"
+          value={form.reason}
+          required
+          schema={QuarantineBody.properties.reason}
+          onInput={(reason) => setForm({ ...form, reason })}
+          problem={problemAt(action.error, '/reason')}
+        />
+      </div>
+      <div class="form-actions">
+        <button type="submit" disabled={action.busy}>
+          Quarantine
+        </button>
+        <span class="muted">For 14 days.</span>
+      </div>
+    </form>
   );
 }
 

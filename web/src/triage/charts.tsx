@@ -83,6 +83,78 @@ function usePlot(make: (width: number) => { options: uPlot.Options; data: uPlot.
 }
 
 /**
+ * The x axis of a line chart: as many labels as fit side by side, each cut and apart by the widest,
+ * the words all share said once under it. `drawn` reads the labels it wrote last.
+ */
+function labelAxis(labels: string[]) {
+  const distinct = distinctLabels(labels);
+  const shown = distinct.labels.map(axisLabel);
+  const widest = Math.max(0, ...shown.map(textWidth));
+  let drawn: string[] = [];
+  const axis: uPlot.Axis = {
+    stroke: COLOURS.muted,
+    font: AXIS_FONT,
+    grid: { show: false },
+    incrs: [1, 2, 5, 10, 20, 50, 100],
+    space: Math.ceil(widest) + LABEL_GAP,
+    // What every label shares, said once under the axis: "Nightly build … of the checkout suite".
+    ...(distinct.common ? { label: distinct.common, labelSize: 20, labelFont: AXIS_FONT } : {}),
+    values: (_plot, splits) => {
+      const values = splits.map((i) => (Number.isInteger(i) ? (shown[i] ?? '') : ''));
+      drawn = values.filter((value) => value !== '');
+      return values;
+    },
+  };
+  return { axis, widest, drawn: () => drawn };
+}
+
+interface LineChartData {
+  labels: string[];
+  series: ChartSeries[];
+  format: (value: number) => string;
+  range?: [number, number];
+}
+
+/** uPlot's options and data for a line chart `width` pixels wide. */
+function lineChartPlot(width: number, { labels, series, format, range }: LineChartData) {
+  const x = labelAxis(labels);
+  return {
+    options: {
+      width,
+      height: 220,
+      // The labels the x axis wrote, for a test to check they fit (a canvas has no text to read).
+      hooks: { draw: [(plot) => plot.root.parentElement?.setAttribute('data-x-labels', JSON.stringify(x.drawn()))] },
+      // Room on the right for half of the last label, centred on its point.
+      padding: [8, Math.ceil(x.widest / 2), 0, 0],
+      legend: { show: false },
+      cursor: { drag: { x: false, y: false } },
+      scales: { x: { time: false }, y: range ? { range: () => range } : { auto: true } },
+      axes: [
+        x.axis,
+        {
+          stroke: COLOURS.muted,
+          font: AXIS_FONT,
+          grid: { stroke: COLOURS.line, width: 1 },
+          size: 60,
+          values: (_plot, splits) => splits.map(format),
+        },
+      ],
+      series: [
+        {},
+        ...series.map((s) => ({
+          label: s.label,
+          stroke: s.colour,
+          width: 2,
+          points: { show: true, size: 6, fill: s.colour },
+          spanGaps: false,
+        })),
+      ],
+    } satisfies uPlot.Options,
+    data: [labels.map((_, i) => i), ...series.map((s) => s.values)] as uPlot.AlignedData,
+  };
+}
+
+/**
  * A line chart over labelled points (days, or jobs in the order they ran): one x position per
  * label. The x axis writes as many labels as fit side by side, each cut to a few characters and
  * apart by the widest of them (uPlot takes every 2nd, 5th, 10th… point as the width asks), so 20
@@ -97,70 +169,11 @@ export function LineChart({
   format,
   range,
   testId,
-}: {
+}: LineChartData & {
   label: string;
-  labels: string[];
-  series: ChartSeries[];
-  format: (value: number) => string;
-  range?: [number, number];
   testId?: string;
 }) {
-  const ref = usePlot(
-    (width) => {
-      const distinct = distinctLabels(labels);
-      const shown = distinct.labels.map(axisLabel);
-      const widest = Math.max(0, ...shown.map(textWidth));
-      let drawn: string[] = [];
-      return {
-        options: {
-          width,
-          height: 220,
-          // The labels the x axis wrote, for a test to check they fit (a canvas has no text to read).
-          hooks: { draw: [(plot) => plot.root.parentElement?.setAttribute('data-x-labels', JSON.stringify(drawn))] },
-          // Room on the right for half of the last label, centred on its point.
-          padding: [8, Math.ceil(widest / 2), 0, 0],
-          legend: { show: false },
-          cursor: { drag: { x: false, y: false } },
-          scales: { x: { time: false }, y: range ? { range: () => range } : { auto: true } },
-          axes: [
-            {
-              stroke: COLOURS.muted,
-              font: AXIS_FONT,
-              grid: { show: false },
-              incrs: [1, 2, 5, 10, 20, 50, 100],
-              space: Math.ceil(widest) + LABEL_GAP,
-              // What every label shares, said once under the axis: "Nightly build … of the checkout suite".
-              ...(distinct.common ? { label: distinct.common, labelSize: 20, labelFont: AXIS_FONT } : {}),
-              values: (_plot, splits) => {
-                const values = splits.map((i) => (Number.isInteger(i) ? (shown[i] ?? '') : ''));
-                drawn = values.filter((value) => value !== '');
-                return values;
-              },
-            },
-            {
-              stroke: COLOURS.muted,
-              font: AXIS_FONT,
-              grid: { stroke: COLOURS.line, width: 1 },
-              size: 60,
-              values: (_plot, splits) => splits.map(format),
-            },
-          ],
-          series: [
-            {},
-            ...series.map((s) => ({
-              label: s.label,
-              stroke: s.colour,
-              width: 2,
-              points: { show: true, size: 6, fill: s.colour },
-              spanGaps: false,
-            })),
-          ],
-        },
-        data: [labels.map((_, i) => i), ...series.map((s) => s.values)] as uPlot.AlignedData,
-      };
-    },
-    [JSON.stringify({ labels, series, range })],
-  );
+  const ref = usePlot((width) => lineChartPlot(width, { labels, series, format, range }), [JSON.stringify({ labels, series, range })]);
   return (
     <figure class="chart">
       <div ref={ref} class="chart-plot" role="img" aria-label={label} data-testid={testId} data-points={labels.length} />

@@ -4,7 +4,7 @@ import { FailureRule } from '../../../src/api/v1/failures.ts';
 import { v1 } from '../../../src/client/index.ts';
 import type { useAction } from '../admin/action.ts';
 import { useApi } from '../data.ts';
-import { Field, problemAt, TextField } from '../forms.tsx';
+import { Field, FieldProblemNote, problemAt, TextField } from '../forms.tsx';
 import { DEFECT_LABEL, DEFECT_TYPES, type DefectType } from './api.ts';
 import './failure-rules.css';
 
@@ -84,6 +84,154 @@ export function useFailureRules(projectId: string, action: ReturnType<typeof use
   return { rows, setRows, loadError: loaded.error, save, importAllure };
 }
 
+/** The defect type a rule gives, or none (the group stays to investigate). */
+function DefectTypeField({
+  value,
+  onChange,
+  problem,
+}: {
+  value: DefectType | '';
+  onChange: (t: DefectType | '') => void;
+  problem: string | undefined;
+}) {
+  return (
+    <Field label="Defect type" problem={problem}>
+      {({ id, describedBy, invalid }) => (
+        <select
+          id={id}
+          value={value}
+          aria-describedby={describedBy}
+          aria-invalid={invalid || undefined}
+          onChange={(e) => onChange(e.currentTarget.value as DefectType | '')}
+        >
+          <option value="">None (to investigate)</option>
+          {DEFECT_TYPES.map((type) => (
+            <option key={type} value={type}>
+              {DEFECT_LABEL[type]}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}
+
+/** The verdicts of the runs a rule applies to. */
+function StatusBoxes({
+  i,
+  statuses,
+  onChange,
+  problem,
+}: {
+  i: number;
+  statuses: RuleRow['statuses'];
+  onChange: (s: RuleRow['statuses']) => void;
+  problem: string | undefined;
+}) {
+  return (
+    <fieldset class="rule-statuses" aria-describedby={problem ? `rule-statuses-${i}-problem` : undefined}>
+      <legend>Applies to runs that</legend>
+      {STATUSES.map((status) => (
+        <label class="checkbox" key={status}>
+          <input
+            type="checkbox"
+            checked={statuses.includes(status)}
+            onChange={(e) => onChange(STATUSES.filter((s) => (s === status ? e.currentTarget.checked : statuses.includes(s))))}
+          />
+          {status}
+        </label>
+      ))}
+      {statuses.length === 0 ? <span class="field-hint">Neither ticked: the rule matches nothing.</span> : null}
+      <FieldProblemNote problem={problem} id={`rule-statuses-${i}-problem`} />
+    </fieldset>
+  );
+}
+
+/** One rule: its name, defect type, regexes and verdicts, and the buttons that move and remove it. */
+function RuleEditor(props: {
+  i: number;
+  row: RuleRow;
+  count: number;
+  error: Error | undefined;
+  set: (change: Partial<RuleRow>) => void;
+  move: (by: -1 | 1) => void;
+  remove: () => void;
+}) {
+  const { i, row, set } = props;
+  const at = (field: string) => problemAt(props.error, `/rules/${i}/${field}`);
+  return (
+    <fieldset class="rule-row" data-testid="rule-row">
+      <legend>Rule {i + 1}</legend>
+      <div class="form-row">
+        <TextField
+          label="Name"
+          name={`rule-name-${i}`}
+          value={row.name}
+          required
+          schema={RULE.name}
+          onInput={(name) => set({ name })}
+          problem={at('name') ?? problemAt(props.error, `/rules/${i}`)}
+        />
+        <DefectTypeField value={row.defectType} onChange={(defectType) => set({ defectType })} problem={at('defectType')} />
+      </div>
+      <TextField
+        label="Message regex"
+        name={`rule-message-${i}`}
+        value={row.messageRegex}
+        schema={RULE.messageRegex}
+        placeholder=".*ECONNREFUSED.*"
+        onInput={(messageRegex) => set({ messageRegex })}
+        problem={at('messageRegex')}
+      />
+      <TextField
+        label="Trace regex"
+        name={`rule-trace-${i}`}
+        value={row.traceRegex}
+        schema={RULE.traceRegex}
+        onInput={(traceRegex) => set({ traceRegex })}
+        problem={at('traceRegex')}
+      />
+      <StatusBoxes i={i} statuses={row.statuses} onChange={(statuses) => set({ statuses })} problem={at('matchedStatuses')} />
+      <div class="form-actions">
+        <button type="button" class="secondary" onClick={() => props.move(-1)} disabled={i === 0}>
+          Move rule {i + 1} up
+        </button>
+        <button type="button" class="secondary" onClick={() => props.move(1)} disabled={i === props.count - 1}>
+          Move rule {i + 1} down
+        </button>
+        <button type="button" class="secondary" onClick={props.remove}>
+          Remove rule {i + 1}
+        </button>
+      </div>
+    </fieldset>
+  );
+}
+
+/** Add rule, and Replace with an Allure categories.json. */
+function RuleListActions({ onAdd, onImport }: { onAdd: () => void; onImport: (file: File) => void }) {
+  return (
+    <div class="form-actions">
+      <button type="button" class="secondary" onClick={onAdd}>
+        Add rule
+      </button>
+      <label class="button secondary file-button">
+        Replace with Allure’s categories.json
+        <input
+          class="visually-hidden"
+          type="file"
+          accept=".json,application/json"
+          onChange={(event) => {
+            const input = event.currentTarget;
+            const file = input.files?.[0];
+            input.value = '';
+            if (file) onImport(file);
+          }}
+        />
+      </label>
+    </div>
+  );
+}
+
 /** The rows of the rules editor, with add, remove and move, each field with the API's problem beside it. */
 export function FailureRulesEditor({
   rows,
@@ -110,117 +258,22 @@ export function FailureRulesEditor({
       </p>
       {rows.length === 0 ? <p class="muted">No rule: every group stays “To investigate” until someone triages it.</p> : null}
       <ol class="rule-rows">
-        {rows.map((row, i) => {
-          const at = (field: string) => problemAt(error, `/rules/${i}/${field}`);
-          return (
-            // Rows have no identity of their own but their place: a rule is where it stands.
-            <li key={i}>
-              <fieldset class="rule-row" data-testid="rule-row">
-                <legend>Rule {i + 1}</legend>
-                <div class="form-row">
-                  <TextField
-                    label="Name"
-                    name={`rule-name-${i}`}
-                    value={row.name}
-                    required
-                    schema={RULE.name}
-                    onInput={(name) => set(i, { name })}
-                    problem={at('name') ?? problemAt(error, `/rules/${i}`)}
-                  />
-                  <Field label="Defect type" problem={at('defectType')}>
-                    {({ id, describedBy, invalid }) => (
-                      <select
-                        id={id}
-                        value={row.defectType}
-                        aria-describedby={describedBy}
-                        aria-invalid={invalid || undefined}
-                        onChange={(e) => set(i, { defectType: e.currentTarget.value as DefectType | '' })}
-                      >
-                        <option value="">None (to investigate)</option>
-                        {DEFECT_TYPES.map((type) => (
-                          <option key={type} value={type}>
-                            {DEFECT_LABEL[type]}
-                          </option>
-                        ))}
-                      </select>
-                    )}
-                  </Field>
-                </div>
-                <TextField
-                  label="Message regex"
-                  name={`rule-message-${i}`}
-                  value={row.messageRegex}
-                  schema={RULE.messageRegex}
-                  placeholder=".*ECONNREFUSED.*"
-                  onInput={(messageRegex) => set(i, { messageRegex })}
-                  problem={at('messageRegex')}
-                />
-                <TextField
-                  label="Trace regex"
-                  name={`rule-trace-${i}`}
-                  value={row.traceRegex}
-                  schema={RULE.traceRegex}
-                  onInput={(traceRegex) => set(i, { traceRegex })}
-                  problem={at('traceRegex')}
-                />
-                <fieldset class="rule-statuses" aria-describedby={at('matchedStatuses') ? `rule-statuses-${i}-problem` : undefined}>
-                  <legend>Applies to runs that</legend>
-                  {STATUSES.map((status) => (
-                    <label class="checkbox" key={status}>
-                      <input
-                        type="checkbox"
-                        checked={row.statuses.includes(status)}
-                        onChange={(e) =>
-                          set(i, {
-                            statuses: STATUSES.filter((s) => (s === status ? e.currentTarget.checked : row.statuses.includes(s))),
-                          })
-                        }
-                      />
-                      {status}
-                    </label>
-                  ))}
-                  {row.statuses.length === 0 ? <span class="field-hint">Neither ticked: the rule matches nothing.</span> : null}
-                  {at('matchedStatuses') ? (
-                    <span class="field-problem" id={`rule-statuses-${i}-problem`} role="alert">
-                      {at('matchedStatuses')}
-                    </span>
-                  ) : null}
-                </fieldset>
-                <div class="form-actions">
-                  <button type="button" class="secondary" onClick={() => move(i, -1)} disabled={i === 0}>
-                    Move rule {i + 1} up
-                  </button>
-                  <button type="button" class="secondary" onClick={() => move(i, 1)} disabled={i === rows.length - 1}>
-                    Move rule {i + 1} down
-                  </button>
-                  <button type="button" class="secondary" onClick={() => onChange(rows.filter((_, j) => j !== i))}>
-                    Remove rule {i + 1}
-                  </button>
-                </div>
-              </fieldset>
-            </li>
-          );
-        })}
+        {rows.map((row, i) => (
+          // Rows have no identity of their own but their place: a rule is where it stands.
+          <li key={i}>
+            <RuleEditor
+              i={i}
+              row={row}
+              count={rows.length}
+              error={error}
+              set={(change) => set(i, change)}
+              move={(by) => move(i, by)}
+              remove={() => onChange(rows.filter((_, j) => j !== i))}
+            />
+          </li>
+        ))}
       </ol>
-      <div class="form-actions">
-        <button type="button" class="secondary" onClick={() => onChange([...rows, { ...EMPTY, statuses: [...STATUSES] }])}>
-          Add rule
-        </button>
-        <label class="button secondary file-button">
-          Replace with Allure’s categories.json
-          <input
-            class="visually-hidden"
-            type="file"
-            accept=".json,application/json"
-            onChange={(event) => {
-              const input = event.currentTarget;
-              const file = input.files?.[0];
-              input.value = '';
-              if (file) onImport(file);
-            }}
-          />
-        </label>
-      </div>
+      <RuleListActions onAdd={() => onChange([...rows, { ...EMPTY, statuses: [...STATUSES] }])} onImport={onImport} />
     </>
   );
 }

@@ -46,28 +46,10 @@ export function IssueLinks({
     }
   };
   const configured = tracker.data?.tracker ?? null;
-  const items = links.data?.items ?? [];
   return (
     <section class="panel" aria-labelledby="issues-heading">
       <h2 id="issues-heading">Issues</h2>
-      {items.length > 0 ? (
-        <ul class="issue-links" data-testid="issue-links">
-          {items.map((link) => (
-            <li key={link.id}>
-              <a href={link.url} rel="noopener noreferrer" target="_blank">
-                {link.key}
-              </a>{' '}
-              {link.title}{' '}
-              <span class="muted">
-                ({link.status ?? 'status not read yet'}
-                {link.refreshedAt ? `, read ${formatTime(link.refreshedAt)}` : ''})
-              </span>
-            </li>
-          ))}
-        </ul>
-      ) : (
-        <p class="muted">{links.error ? links.error.message : 'No issue filed from Attest.'}</p>
-      )}
+      <IssueLinkList items={links.data?.items ?? []} error={links.error} />
       {configured && atLeast(me.data?.role, 'tester') ? (
         <div class="form-actions">
           <button type="button" onClick={create} disabled={action.busy}>
@@ -84,5 +66,26 @@ export function IssueLinks({
       ) : null}
       <FormProblem error={action.error} fields={[]} />
     </section>
+  );
+}
+
+/** The filed issues, each with its key, title and last-read status, or why there are none. */
+function IssueLinkList({ items, error }: { items: IssueLink[]; error: Error | undefined }) {
+  if (items.length === 0) return <p class="muted">{error ? error.message : 'No issue filed from Attest.'}</p>;
+  return (
+    <ul class="issue-links" data-testid="issue-links">
+      {items.map((link) => (
+        <li key={link.id}>
+          <a href={link.url} rel="noopener noreferrer" target="_blank">
+            {link.key}
+          </a>{' '}
+          {link.title}{' '}
+          <span class="muted">
+            ({link.status ?? 'status not read yet'}
+            {link.refreshedAt ? `, read ${formatTime(link.refreshedAt)}` : ''})
+          </span>
+        </li>
+      ))}
+    </ul>
   );
 }

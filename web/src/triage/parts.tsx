@@ -164,18 +164,17 @@ function Outcome({ state }: { state: SaveState }) {
   );
 }
 
-const ALL_FIELDS = ['defectType', 'status', 'comment', 'issueUrl', 'assignee'] as const;
-
-/** The triage of one group: defect type, status, comment, issue link and assignee (`PATCH …/failures/{groupId}`). */
-export function TriageForm({
-  projectId,
-  group,
-  onSaved,
-}: {
+/** What both triage forms edit: one group of a project, handed back as the API saved it. */
+interface TriageProps {
   projectId: string;
   group: FailureGroup;
   onSaved: (group: FailureGroup) => void;
-}) {
+}
+
+const ALL_FIELDS = ['defectType', 'status', 'comment', 'issueUrl', 'assignee'] as const;
+
+/** The triage of one group: defect type, status, comment, issue link and assignee (`PATCH …/failures/{groupId}`). */
+export function TriageForm({ projectId, group, onSaved }: TriageProps) {
   const { values, set, state, submit } = useTriage(projectId, group, onSaved, ALL_FIELDS);
   return (
     <form class="triage-form" onSubmit={submit} aria-label="Triage">
@@ -204,15 +203,7 @@ export function TriageForm({
 }
 
 /** The short triage of a run's page: the defect type and the status of the group it failed with. */
-export function TriageInline({
-  projectId,
-  group,
-  onSaved,
-}: {
-  projectId: string;
-  group: FailureGroup;
-  onSaved: (group: FailureGroup) => void;
-}) {
+export function TriageInline({ projectId, group, onSaved }: TriageProps) {
   const { values, set, state, submit } = useTriage(projectId, group, onSaved, ['defectType', 'status']);
   return (
     <form class="triage-inline" onSubmit={submit} aria-label={`Triage of ${group.title.slice(0, 80)}`}>

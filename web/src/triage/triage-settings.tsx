@@ -4,7 +4,7 @@ import { TRIAGE_DEFAULTS, TriageSettings } from '../../../src/api/v1/projects.ts
 import { v1 } from '../../../src/client/index.ts';
 import { useAction } from '../admin/action.ts';
 import { SettingsForm } from '../admin/settings-form.tsx';
-import { bodyField, problemAt, TextField } from '../forms.tsx';
+import { BodyTextField, problemAt, TextField } from '../forms.tsx';
 
 type Project = Static<typeof v1.projects.Project>;
 type NumberSetting = Exclude<keyof typeof TRIAGE_DEFAULTS, 'autoQuarantine'>;
@@ -49,6 +49,42 @@ const GROUPS: { title: string; fields: { name: NumberSetting; label: string }[] 
 const asText = (settings: Project['triage']) =>
   Object.fromEntries(GROUPS.flatMap((g) => g.fields.map(({ name }) => [name, String(settings[name])]))) as Record<NumberSetting, string>;
 
+/** The thresholds, by group, each with its default beside it; an empty one takes the default. */
+function Thresholds({
+  values,
+  onChange,
+  error,
+}: {
+  values: Record<string, string>;
+  onChange: (v: Record<string, string>) => void;
+  error: Error | undefined;
+}) {
+  return (
+    <>
+      {GROUPS.map((group) => (
+        <fieldset key={group.title}>
+          <legend>{group.title}</legend>
+          <div class="form-row">
+            {group.fields.map(({ name, label }) => (
+              <TextField
+                key={name}
+                label={label}
+                name={name}
+                type="number"
+                value={values[name] as string}
+                hint={`Default ${TRIAGE_DEFAULTS[name]}`}
+                onInput={(value) => onChange({ ...values, [name]: value })}
+                schema={TriageSettings.properties[name]}
+                problem={problemAt(error, `/triage/${name}`)}
+              />
+            ))}
+          </div>
+        </fieldset>
+      ))}
+    </>
+  );
+}
+
 /**
  * The project's default branch (TRIAGE-16) and its triage settings (TRIAGE-4, -6, -11, -13): each
  * field holds the value in effect, and saving makes them all the project's own; "Use the defaults"
@@ -80,7 +116,9 @@ export function TriageForm({ project, onSaved }: { project: Project; onSaved: (p
   const inferred = project.defaultBranchInferred && project.defaultBranch ? project.defaultBranch : undefined;
   return (
     <SettingsForm title="Triage" action={action} fields={['/defaultBranch', '/triage']} submit="Save triage settings" onSubmit={submit}>
-      <TextField
+      <BodyTextField
+        endpoint={UPDATE}
+        error={action.error}
         label="Default branch"
         name="defaultBranch"
         value={branch}
@@ -91,33 +129,12 @@ export function TriageForm({ project, onSaved }: { project: Project; onSaved: (p
             : 'Jobs on other branches are compared with it. Empty: inferred from the latest jobs.'
         }
         onInput={setBranch}
-        schema={bodyField(UPDATE, 'defaultBranch')}
-        problem={problemAt(action.error, '/defaultBranch')}
       />
       <label class="checkbox">
         <input type="checkbox" checked={autoQuarantine} onChange={(e) => setAutoQuarantine(e.currentTarget.checked)} />
         Quarantine a test automatically when its health turns flaky (never a broken one)
       </label>
-      {GROUPS.map((group) => (
-        <fieldset key={group.title}>
-          <legend>{group.title}</legend>
-          <div class="form-row">
-            {group.fields.map(({ name, label }) => (
-              <TextField
-                key={name}
-                label={label}
-                name={name}
-                type="number"
-                value={values[name]}
-                hint={`Default ${TRIAGE_DEFAULTS[name]}`}
-                onInput={(value) => setValues({ ...values, [name]: value })}
-                schema={TriageSettings.properties[name]}
-                problem={problemAt(action.error, `/triage/${name}`)}
-              />
-            ))}
-          </div>
-        </fieldset>
-      ))}
+      <Thresholds values={values} onChange={setValues} error={action.error} />
       <button type="button" class="secondary" disabled={action.busy} onClick={() => save(null)}>
         Use the defaults
       </button>

@@ -2,10 +2,10 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { targetOfFailure } from './2026-12-02-0027-failure-targets-rules.ts';
 
-// Frozen in time, like every migration: no application imports, never edited once shipped. Node's
-// own SHA-256 and UUIDs are no application code and mean the same thing forever; the target rules
-// are this migration's own frozen copy, beside it (`…-failure-targets-rules.ts`, kept apart only for
-// the 400-line bound of a source file).
+// Frozen in time, like every migration: never edited once shipped, and no application imports but
+// rules frozen with it. Node's own SHA-256 and UUIDs are no application code and mean the same thing
+// forever; the target rules are the ones frozen that day (src/server/failures/rules-2026-12-02/,
+// never edited), read through `…-failure-targets-rules.ts` beside it.
 //
 // Error groups take the failure's target into their fingerprint (TRIAGE-1): the target (a
 // Playwright locator, a Selenium selector, a URL or address) is read from the message and, now,

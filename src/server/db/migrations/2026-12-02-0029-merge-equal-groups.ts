@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { type Normalised, normalised } from './2026-12-02-0029-merge-equal-groups-rules.ts';
 
-// Frozen in time, like every migration: no application imports, never edited once shipped. Node's
-// own SHA-256 and UUIDs are no application code and mean the same thing forever; the normaliser is
-// this migration's own frozen copy, beside it (`…-rules.ts` and its `…-frames.ts`, kept apart only
-// for the 400-line bound of a source file).
+// Frozen in time, like every migration: never edited once shipped, and no application imports but
+// rules frozen with it. Node's own SHA-256 and UUIDs are no application code and mean the same thing
+// forever; the normaliser is the one frozen that day (src/server/failures/rules-2026-12-02/, never
+// edited), read through `…-rules.ts` beside it.
 //
 // Groups made equal are merged (TRIAGE-10). One failure is one cause wherever it arrives from
 // (TRIAGE-2): a step's error without frames that states what its run's error cell states, about the

@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
 import { chunk, IN_LIST_SIZE } from '../chunks.ts';
 import type { Executor, JobsTable } from '../types.ts';
+import { hasRunOnBranch } from './dashboard.ts';
 
 // What comparing two jobs reads besides their runs (TRIAGE-7).
 
@@ -16,17 +16,7 @@ export async function latestJobsBefore(executor: Executor, head: JobsTable, bran
     .where((eb) =>
       eb.or([eb('created_at', '<', head.created_at), eb.and([eb('created_at', '=', head.created_at), eb('id', '<', head.id)])]),
     );
-  if (branch !== null) {
-    query = query.where((eb) =>
-      eb.exists(
-        eb
-          .selectFrom('test_runs')
-          .select(sql`1`.as('one'))
-          .whereRef('test_runs.job_id', '=', 'jobs.id')
-          .where('test_runs.branch', '=', branch),
-      ),
-    );
-  }
+  if (branch !== null) query = query.where(hasRunOnBranch(branch));
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
 }
 

@@ -1,6 +1,7 @@
-import { type Expression, type SqlBool, sql } from 'kysely';
+import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely';
 import { chunk, IN_LIST_SIZE } from '../chunks.ts';
-import type { Executor, JobsTable, TestHealthTable, TestQuarantinesTable } from '../types.ts';
+import type { Database, Executor, JobsTable, TestHealthTable } from '../types.ts';
+import { type QuarantineRow, quarantinesWithNames } from './health.ts';
 
 // The aggregates behind a project's dashboard (TRIAGE-8): each is one grouped query on an index,
 // so its cost follows the window asked for, not the project's whole history.
@@ -38,20 +39,16 @@ export async function dailyOutcomes(executor: Executor, projectId: string, since
   return query.groupBy('day').having(sql<SqlBool>`sum(runs) > 0`).orderBy('day').execute();
 }
 
+/** Keeps the jobs with a run on `branch` (index test_runs_job): the one "jobs on a branch" filter. */
+export const hasRunOnBranch = (branch: string) => (eb: ExpressionBuilder<Database, 'jobs'>) =>
+  eb.exists(
+    eb.selectFrom('test_runs').select(sql`1`.as('one')).whereRef('test_runs.job_id', '=', 'jobs.id').where('test_runs.branch', '=', branch),
+  );
+
 /** The project's latest jobs, newest first; on `branch`, those with a run on it. */
 export async function latestJobs(executor: Executor, projectId: string, branch: string | null, limit: number): Promise<JobsTable[]> {
   let query = executor.selectFrom('jobs').selectAll().where('project_id', '=', projectId);
-  if (branch !== null) {
-    query = query.where((eb) =>
-      eb.exists(
-        eb
-          .selectFrom('test_runs')
-          .select(sql`1`.as('one'))
-          .whereRef('test_runs.job_id', '=', 'jobs.id')
-          .where('test_runs.branch', '=', branch),
-      ),
-    );
-  }
+  if (branch !== null) query = query.where(hasRunOnBranch(branch));
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
 }
 
@@ -160,17 +157,12 @@ export async function testsInState(
     .execute();
 }
 
-export type QuarantineRow = TestQuarantinesTable & { name: string; full_name: string | null };
+export type { QuarantineRow };
 
 /** The project's quarantined tests, those still in force first, then by expiry. */
 export async function quarantinedTests(executor: Executor, projectId: string, now: string, limit: number): Promise<QuarantineRow[]> {
   const expired: Expression<SqlBool> = sql<SqlBool>`test_quarantines.expires_at <= ${now}`;
-  return executor
-    .selectFrom('test_quarantines')
-    .innerJoin('tests', 'tests.id', 'test_quarantines.test_id')
-    .selectAll('test_quarantines')
-    .select(['tests.name', 'tests.full_name'])
-    .where('test_quarantines.project_id', '=', projectId)
+  return quarantinesWithNames(executor, projectId)
     .orderBy(sql`case when ${expired} then 1 else 0 end`)
     .orderBy('test_quarantines.expires_at')
     .limit(limit)

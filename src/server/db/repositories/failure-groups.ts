@@ -30,6 +30,61 @@ const SORT_COLUMNS: Record<GroupSort, [string, string]> = {
 /** `text` as a LIKE pattern that matches it literally anywhere, with `\` as the escape. */
 const containing = (text: string) => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
+const groupsOfProject = (executor: Executor, projectId: string) =>
+  executor.selectFrom('failure_groups').selectAll().where('project_id', '=', projectId);
+type GroupQuery = ReturnType<typeof groupsOfProject>;
+
+/** Groups that reached the branch, and that failed the test (by its key). */
+function whereReached(query: GroupQuery, branch: string | undefined, testId: string | undefined): GroupQuery {
+  let narrowed = query;
+  if (branch !== undefined) {
+    narrowed = narrowed.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('failure_group_branches as b')
+          .select('b.group_id')
+          .whereRef('b.group_id', '=', 'failure_groups.id')
+          .where('b.branch', '=', branch),
+      ),
+    );
+  }
+  if (testId !== undefined) {
+    narrowed = narrowed.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('failure_group_tests as t')
+          .select('t.group_id')
+          .whereRef('t.group_id', '=', 'failure_groups.id')
+          .where('t.test_key', '=', testId),
+      ),
+    );
+  }
+  return narrowed;
+}
+
+/** Groups whose title, rule or a test they failed holds `q`, case-insensitively. */
+function whereMentions(query: GroupQuery, q: string): GroupQuery {
+  const pattern = containing(q);
+  return query.where((eb) =>
+    eb.or([
+      sql<boolean>`lower(${eb.ref('title')}) like ${pattern} escape '\\'`,
+      sql<boolean>`lower(coalesce(${eb.ref('rule')}, '')) like ${pattern} escape '\\'`,
+      // The tests it failed (TRIAGE-18): its distinct tests (failure_group_tests, by its key) and each one's
+      // row by id, never its occurrences. A run without a test is keyed `name:<its name>`.
+      eb.exists(
+        eb
+          .selectFrom('failure_group_tests as t')
+          .leftJoin('tests as named', 'named.id', 't.test_key')
+          .select('t.group_id')
+          .whereRef('t.group_id', '=', 'failure_groups.id')
+          .where(
+            sql<boolean>`lower(case when ${sql.ref('t.test_key')} like 'name:%' then substr(${sql.ref('t.test_key')}, 6) else ${sql.ref('named.name')} end) like ${pattern} escape '\\'`,
+          ),
+      ),
+    ]),
+  );
+}
+
 export async function listFailureGroups(
   executor: Executor,
   projectId: string,
@@ -37,7 +92,7 @@ export async function listFailureGroups(
   sort: GroupSort,
   page: PageRequest,
 ): Promise<Page<FailureGroupsTable>> {
-  let query = executor.selectFrom('failure_groups').selectAll().where('project_id', '=', projectId);
+  let query = groupsOfProject(executor, projectId);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.category) query = query.where('category', '=', filter.category);
   if (filter.defectType) query = query.where('defect_type', '=', filter.defectType);
@@ -51,50 +106,8 @@ export async function listFailureGroups(
         ? query.where('last_seen_at', '>=', since)
         : query.where(sql<string>`coalesce(${sql.ref('last_seen_at')}, '')`, '>=', since);
   }
-  const { branch, testId, q } = filter;
-  if (branch !== undefined) {
-    query = query.where((eb) =>
-      eb.exists(
-        eb
-          .selectFrom('failure_group_branches as b')
-          .select('b.group_id')
-          .whereRef('b.group_id', '=', 'failure_groups.id')
-          .where('b.branch', '=', branch),
-      ),
-    );
-  }
-  if (testId !== undefined) {
-    query = query.where((eb) =>
-      eb.exists(
-        eb
-          .selectFrom('failure_group_tests as t')
-          .select('t.group_id')
-          .whereRef('t.group_id', '=', 'failure_groups.id')
-          .where('t.test_key', '=', testId),
-      ),
-    );
-  }
-  if (q !== undefined) {
-    const pattern = containing(q);
-    query = query.where((eb) =>
-      eb.or([
-        sql<boolean>`lower(${eb.ref('title')}) like ${pattern} escape '\\'`,
-        sql<boolean>`lower(coalesce(${eb.ref('rule')}, '')) like ${pattern} escape '\\'`,
-        // The tests it failed (TRIAGE-18): its distinct tests (failure_group_tests, by its key) and each one's
-        // row by id, never its occurrences. A run without a test is keyed `name:<its name>`.
-        eb.exists(
-          eb
-            .selectFrom('failure_group_tests as t')
-            .leftJoin('tests as named', 'named.id', 't.test_key')
-            .select('t.group_id')
-            .whereRef('t.group_id', '=', 'failure_groups.id')
-            .where(
-              sql<boolean>`lower(case when ${sql.ref('t.test_key')} like 'name:%' then substr(${sql.ref('t.test_key')}, 6) else ${sql.ref('named.name')} end) like ${pattern} escape '\\'`,
-            ),
-        ),
-      ]),
-    );
-  }
+  query = whereReached(query, filter.branch, filter.testId);
+  if (filter.q !== undefined) query = whereMentions(query, filter.q);
   // Each order is an index's, read backwards: (project_id, last_seen_at | occurrences | affected_tests, id).
   return keysetPage(
     query,

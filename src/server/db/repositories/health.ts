@@ -90,14 +90,19 @@ export async function deleteQuarantine(executor: Executor, testId: string): Prom
 
 export type QuarantineRow = TestQuarantinesTable & Pick<TestsTable, 'name' | 'full_name'>;
 
-/** A project's quarantines with their tests' names: those expiring last first (so active ones before expired ones). */
-export async function quarantinesOfProject(executor: Executor, projectId: string): Promise<QuarantineRow[]> {
+/** A project's quarantines, each with its test's names (a `QuarantineRow`), for the caller to order. */
+export function quarantinesWithNames(executor: Executor, projectId: string) {
   return executor
     .selectFrom('test_quarantines')
     .innerJoin('tests', 'tests.id', 'test_quarantines.test_id')
     .selectAll('test_quarantines')
     .select(['tests.name', 'tests.full_name'])
-    .where('test_quarantines.project_id', '=', projectId)
+    .where('test_quarantines.project_id', '=', projectId);
+}
+
+/** A project's quarantines with their tests' names: those expiring last first (so active ones before expired ones). */
+export async function quarantinesOfProject(executor: Executor, projectId: string): Promise<QuarantineRow[]> {
+  return quarantinesWithNames(executor, projectId)
     .orderBy('test_quarantines.expires_at', 'desc')
     .orderBy('test_quarantines.test_id')
     .execute();

@@ -1,7 +1,73 @@
+import { chunk, IN_LIST_SIZE } from '../chunks.ts';
 import { keysetPage, type Page, type PageRequest } from '../pagination.ts';
-import type { Executor, JobsTable } from '../types.ts';
+import type { Executor, JobRollupsTable, JobsTable } from '../types.ts';
 
-// Queries of jobs. A job's state is derived from its runs (see runGroupsOfJobs in runs.ts).
+// Queries of jobs. A job's state is derived from what its runs add up to, which the `job_rollups`
+// triggers keep (jobRunSummaries).
+
+/** What a job's runs add up to: counts by status and, the completed ones, by verdict; their first start, last finish and last creation. */
+export interface JobRunSummary {
+  queued: number;
+  running: number;
+  completed: number;
+  aborted: number;
+  passed: number;
+  failed: number;
+  broken: number;
+  skipped: number;
+  firstStarted: string | null;
+  lastFinished: string | null;
+  lastCreated: string | null;
+}
+
+const summaryOf = (row: JobRollupsTable): JobRunSummary => ({
+  queued: Number(row.queued),
+  running: Number(row.running),
+  completed: Number(row.completed),
+  aborted: Number(row.aborted),
+  passed: Number(row.passed),
+  failed: Number(row.failed),
+  broken: Number(row.broken),
+  skipped: Number(row.skipped),
+  firstStarted: row.first_started,
+  lastFinished: row.last_finished,
+  lastCreated: row.last_created,
+});
+
+/**
+ * The run summaries of the jobs given, from their rollup rows (SCALE-11): a job without runs has
+ * none. A stale row's times, left by a run that held one and changed or went, are read from the
+ * job's runs.
+ */
+export async function jobRunSummaries(executor: Executor, jobIds: readonly string[]): Promise<Map<string, JobRunSummary>> {
+  const summaries = new Map<string, JobRunSummary>();
+  for (const ids of chunk(jobIds, IN_LIST_SIZE)) {
+    const rows = await executor.selectFrom('job_rollups').selectAll().where('job_id', 'in', ids).execute();
+    const stale = rows.filter((row) => row.stale !== 0).map((row) => row.job_id);
+    const times = new Map<string, Pick<JobRollupsTable, 'first_started' | 'last_finished' | 'last_created'>>();
+    if (stale.length > 0) {
+      const read = await executor
+        .selectFrom('test_runs')
+        .select((eb) => [
+          'job_id',
+          eb.fn.min<string | null>('started_at').as('first_started'),
+          eb.fn.max<string | null>('finished_at').as('last_finished'),
+          eb.fn.max<string | null>('created_at').as('last_created'),
+        ])
+        .where('job_id', 'in', stale)
+        .groupBy('job_id')
+        .execute();
+      for (const row of read) times.set(row.job_id as string, row);
+    }
+    for (const row of rows) {
+      const summary = summaryOf(
+        row.stale === 0 ? row : { ...row, first_started: null, last_finished: null, last_created: null, ...times.get(row.job_id) },
+      );
+      if (summary.queued + summary.running + summary.completed + summary.aborted > 0) summaries.set(row.job_id, summary);
+    }
+  }
+  return summaries;
+}
 
 export async function findJob(executor: Executor, jobId: string): Promise<JobsTable | undefined> {
   return executor.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();

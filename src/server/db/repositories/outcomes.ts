@@ -54,10 +54,34 @@ export async function attemptsOfJobs(executor: Executor, jobIds: readonly string
   return rows;
 }
 
-/** What a test's health reads of a run (`HealthRun` in services/outcomes.ts): each column read costs, so no more. */
+/** What a test's health reads of a run (`HealthRun` in services/triage/outcomes.ts): each column read costs, so no more. */
 const HEALTH_COLUMNS = ['id', 'job_id', 'device_id', 'status', 'verdict', 'attempt', 'created_at', 'branch', 'commit_sha'] as const;
 
 export type HealthRunRow = Pick<TestRunsTable, (typeof HEALTH_COLUMNS)[number]>;
+
+type RunQuery = SelectQueryBuilder<Database & { r: TestRunsTable }, 'r', object>;
+
+/**
+ * The newest `perTest` completed runs the query reads, on `branch` when given. Runs of incident
+ * jobs are left out before the limit (TRIAGE-11), so an outage takes no place in the window.
+ */
+function latestCompleted<Q extends RunQuery>(query: Q, perTest: number, branch: string | undefined): Q {
+  let scoped = query
+    .where('r.status', '=', 'completed')
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('jobs as incident')
+            .select('incident.id')
+            .whereRef('incident.id', '=', 'r.job_id')
+            .where('incident.incident_group_id', 'is not', null),
+        ),
+      ),
+    );
+  if (branch !== undefined) scoped = scoped.where('r.branch', '=', branch);
+  return scoped.orderBy('r.created_at', 'desc').orderBy('r.id', 'desc').limit(perTest) as Q;
+}
 
 /**
  * The latest completed runs of each test given, at most `perTest` each (newest created first, index
@@ -73,24 +97,7 @@ export async function healthRunsOfTests(
   perTest: number,
   branch?: string,
 ): Promise<Map<string, HealthRunRow[]>> {
-  // Runs of incident jobs are left out before the limit (TRIAGE-11), so an outage takes no place in the window.
-  const latest = <Q extends SelectQueryBuilder<Database & { r: TestRunsTable }, 'r', object>>(query: Q): Q => {
-    let scoped = query
-      .where('r.status', '=', 'completed')
-      .where((eb) =>
-        eb.not(
-          eb.exists(
-            eb
-              .selectFrom('jobs as incident')
-              .select('incident.id')
-              .whereRef('incident.id', '=', 'r.job_id')
-              .where('incident.incident_group_id', 'is not', null),
-          ),
-        ),
-      );
-    if (branch !== undefined) scoped = scoped.where('r.branch', '=', branch);
-    return scoped.orderBy('r.created_at', 'desc').orderBy('r.id', 'desc').limit(perTest) as Q;
-  };
+  const latest = <Q extends RunQuery>(query: Q): Q => latestCompleted(query, perTest, branch);
   const columns = HEALTH_COLUMNS.map((column) => `r.${column}` as const);
   const byTest = new Map<string, HealthRunRow[]>();
   const add = (testId: string, row: HealthRunRow) => {

@@ -1,5 +1,5 @@
 import { type ExpressionBuilder, sql } from 'kysely';
-import { chunk, IN_LIST_SIZE, insertRows } from '../chunks.ts';
+import { insertRows } from '../chunks.ts';
 import { compiledOnce } from '../compiled-once.ts';
 import { dialectOf } from '../dialect.ts';
 import { keysetPage, type Page, type PageRequest } from '../pagination.ts';
@@ -22,7 +22,8 @@ const projectOfRunOnce = compiledOnce((executor, runId: string) =>
 );
 
 /**
- * The one way to lock a run row for the rest of a transaction. The lock serialises writes to one
+ * Locks a run row for the rest of a transaction, answering all of it (`lockRunStatus` answers its
+ * status only, `runWithArtifactCount` with `lock` its artifact count and quota). The lock serialises writes to one
  * run (results appended, artifacts attached, its status changed): each either commits before the
  * run finishes or sees it finished. PostgreSQL takes a row lock; SQLite needs none, since its write
  * transactions already run one at a time.
@@ -82,6 +83,50 @@ export async function findRunByIdempotencyKey(executor: Executor, projectId: str
     .where('project_id', '=', projectId)
     .where('idempotency_key', '=', key)
     .executeTakeFirst();
+}
+
+/** What a new run's row must say; everything else may be left to `newRunRow`. */
+export type NewRun = Pick<TestRunsTable, 'id' | 'project_id' | 'name' | 'status' | 'created_at'> & Partial<TestRunsTable>;
+
+/**
+ * A new test run's row, the one builder of it (the services, the scale data set, the tests' seeds):
+ * what `run` says, and for the rest no test, job, device, labels, times, owner, lease or
+ * idempotency key, a first attempt, not kept, and the counters triggers keep at 0. A value `run`
+ * gives as `undefined` is not taken: an unknown is `null`.
+ */
+export function newRunRow(run: NewRun): TestRunsTable {
+  const row: TestRunsTable = {
+    id: run.id,
+    project_id: run.project_id,
+    test_id: null,
+    job_id: null,
+    device_id: null,
+    name: run.name,
+    status: run.status,
+    verdict: null,
+    environment: null,
+    branch: null,
+    build: null,
+    commit_sha: null,
+    created_at: run.created_at,
+    started_at: null,
+    finished_at: null,
+    created_by: null,
+    lease_owner: null,
+    lease_expires_at: null,
+    idempotency_key: null,
+    idempotency_fingerprint: null,
+    keep: 0,
+    superseded: 0, // kept by the run_days triggers (migration 0023)
+    artifact_count: 0, // kept by the artifacts triggers (migration 0007)
+    ci_url: null,
+    failure_group_id: null,
+    attempt: 0,
+    test_version: null,
+  };
+  const fields = row as unknown as Record<string, unknown>;
+  for (const [name, value] of Object.entries(run)) if (value !== undefined) fields[name] = value;
+  return row;
 }
 
 export async function insertRun(executor: Executor, run: TestRunsTable): Promise<void> {
@@ -256,11 +301,22 @@ export interface RunFilter {
 
 /** A project's runs, newest first, narrowed by every filter given. */
 export async function listRuns(executor: Executor, projectId: string, filter: RunFilter, page: PageRequest): Promise<Page<TestRunsTable>> {
-  let query = executor.selectFrom('test_runs').selectAll().where('project_id', '=', projectId);
+  const { jobId } = filter;
+  // A job's runs are its project's: scoped by the job's row, the runs are read from the job's own
+  // indexes (SCALE-11), where `project_id = ?` beside a cursor made SQLite take the project's index
+  // and read every older run of the project to fill a page of the job's failures.
+  let query = jobId
+    ? executor
+        .selectFrom('test_runs')
+        .selectAll()
+        .where('job_id', '=', jobId)
+        .where(({ exists, selectFrom }) =>
+          exists(selectFrom('jobs').select('id').where('id', '=', jobId).where('project_id', '=', projectId)),
+        )
+    : executor.selectFrom('test_runs').selectAll().where('project_id', '=', projectId);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.verdict) query = query.where('verdict', '=', filter.verdict);
   if (filter.testId) query = query.where('test_id', '=', filter.testId);
-  if (filter.jobId) query = query.where('job_id', '=', filter.jobId);
   if (filter.deviceId) query = query.where('device_id', '=', filter.deviceId);
   if (filter.environment) query = query.where('environment', '=', filter.environment);
   if (filter.branch) query = query.where('branch', '=', filter.branch);
@@ -276,39 +332,6 @@ export async function listRuns(executor: Executor, projectId: string, filter: Ru
  * A job's progress source: run counts per job, status and verdict, with the first start, the last
  * finish and the last creation (a launch's last activity, for its idle timeout).
  */
-export interface RunGroup {
-  job_id: string | null;
-  status: TestRunsTable['status'];
-  verdict: TestRunsTable['verdict'];
-  runs: number | string;
-  first_started: string | null;
-  last_finished: string | null;
-  last_created: string | null;
-}
-
-/** Run counts per job, status and verdict, for the jobs given (one grouped query per chunk of jobs). */
-export async function runGroupsOfJobs(executor: Executor, jobIds: readonly string[]): Promise<RunGroup[]> {
-  const groups: RunGroup[] = [];
-  for (const ids of chunk(jobIds, IN_LIST_SIZE)) {
-    const rows = await executor
-      .selectFrom('test_runs')
-      .select((eb) => [
-        'job_id',
-        'status',
-        'verdict',
-        eb.fn.countAll<number | string>().as('runs'),
-        eb.fn.min<string | null>('started_at').as('first_started'),
-        eb.fn.max<string | null>('finished_at').as('last_finished'),
-        eb.fn.max<string | null>('created_at').as('last_created'),
-      ])
-      .where('job_id', 'in', ids)
-      .groupBy(['job_id', 'status', 'verdict'])
-      .execute();
-    groups.push(...rows);
-  }
-  return groups;
-}
-
 /** The idempotency keys already used in the project that start with `prefix` (an import's runs, when it resumes). */
 export async function runKeysWithPrefix(executor: Executor, projectId: string, prefix: string): Promise<Set<string>> {
   const rows = await executor

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { ClaimedTask, TaskStore } from '../../background.ts';
+import { type ClaimedTask, type TaskHold, TaskInterrupted, type TaskStore } from '../../background.ts';
 import { dialectOf } from '../dialect.ts';
 import type { DB, Executor, TasksTable } from '../types.ts';
 
@@ -89,6 +89,17 @@ export async function holdsTaskLease(executor: Executor, id: string, owner: stri
   let query = executor.selectFrom('tasks').select('id').where('id', '=', id).where('lease_owner', '=', owner);
   if (dialectOf(executor) === 'postgres') query = query.forShare();
   return (await query.executeTakeFirst()) !== undefined;
+}
+
+/**
+ * Throws TaskInterrupted unless the runner still holds the task; the first statement of every
+ * transaction a task's handler writes in (an import's job, each batch, its end). `stillHeld()` is
+ * this instance's own view: an instance that stalled after asking it may have lost the task to
+ * another, which is writing the same rows by now. On PostgreSQL the check also keeps the task from
+ * being claimed until the transaction ends (`holdsTaskLease`). `what` names the work in the error.
+ */
+export async function assertTaskHeld(executor: Executor, hold: TaskHold, what: string): Promise<void> {
+  if (!(await holdsTaskLease(executor, hold.taskId, hold.owner))) throw new TaskInterrupted(`${what}: its task is another's now`);
 }
 
 /** Deletes a task `owner` holds (done, or given up). */

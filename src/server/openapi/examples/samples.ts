@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import type { ArtifactDetails, ArtifactImage } from '../../../api/v1/artifacts.ts';
 import type { Device } from '../../../api/v1/devices.ts';
-import type { Project } from '../../../api/v1/projects.ts';
+import { type Project, TRIAGE_DEFAULTS } from '../../../api/v1/projects.ts';
 import type { TestRun } from '../../../api/v1/runs.ts';
 import type { TestDefinition, TestVersion } from '../../../api/v1/tests.ts';
 import type { User } from '../../../api/v1/users.ts';
@@ -55,20 +55,8 @@ export const PROJECT: Static<typeof Project> = {
   retention: { days: 30, failedDays: 90, lastRunsPerTest: 20 },
   // 1,240 screenshots and logs of 318 runs; identical screenshots stored once.
   usage: { runs: 318, artifacts: 1240, logicalBytes: 61_440_000, storedBytes: 38_912_000, quotaBytes: 10_737_418_240 },
-  triage: {
-    incidentMinFailures: 20,
-    incidentShare: 0.5,
-    brokenAfter: 5,
-    healthWindow: 30,
-    retryWindow: 20,
-    retryMinSamples: 1,
-    retryMinEvents: 1,
-    rateWindow: 30,
-    rateMinSamples: 10,
-    rateThreshold: 0.05,
-    fixPasses: 20,
-    autoQuarantine: false,
-  },
+  // The example project sets no thresholds of its own.
+  triage: TRIAGE_DEFAULTS,
   defaultBranch: 'main',
   defaultBranchInferred: false,
 };
@@ -273,26 +261,18 @@ export const RUNNER = 'lab-2-iphone-runner';
 
 /** A run of the job, claimed by the lab's runner and still running on the iPhone. */
 export const JOB_RUN: Static<typeof TestRun> = {
+  ...RUNNING_RUN,
   id: IDS.jobRun,
-  projectId: IDS.project,
   name: 'Checkout with a saved card on iPhone 13',
-  status: 'running',
-  verdict: null,
   testId: IDS.testCheckout,
   testVersion: 1,
   jobId: IDS.job,
   deviceId: IPHONE_ID,
-  ...RUN_LABELS,
   createdAt: '2026-03-02T09:00:00.412Z',
   startedAt: '2026-03-02T09:13:05.006Z',
-  finishedAt: null,
   idempotencyKey: null,
-  ciUrl: CI_URL,
-  attempt: 0,
-  keep: false,
   runner: RUNNER,
   leaseExpiresAt: '2026-03-02T09:18:05.006Z',
-  failureGroupId: null,
 };
 
 export const SCREENSHOT_IMAGE: Static<typeof ArtifactImage> = {

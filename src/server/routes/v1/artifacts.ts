@@ -2,7 +2,6 @@ import type { FastifyRequest } from 'fastify';
 import * as api from '../../../api/v1/artifacts.ts';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
-import { sendBlob } from '../../http/blob-download.ts';
 import { presentArtifact, presentArtifactDetails } from '../../presenters/artifacts.ts';
 import {
   artifactDetailsByIds,
@@ -12,10 +11,10 @@ import {
   listRunArtifacts,
   type UploadPart,
   uploadRequestLimit,
-} from '../../services/artifacts.ts';
-import { type ArtifactWithImages, uploadFailure } from '../../services/evidence-writer.ts';
+} from '../../services/evidence/artifacts.ts';
+import { type ArtifactWithImages, uploadFailure } from '../../services/evidence/writer.ts';
 import { artifactOwner, pathProject as projectOfPath } from '../owners.ts';
-import { pageOf, route } from '../route.ts';
+import { noContent, pageOf, route, sentBlob } from '../route.ts';
 
 const presentDetails = ({ row, images }: ArtifactWithImages) => presentArtifactDetails(row, images);
 
@@ -88,7 +87,7 @@ export function artifactRoutes(ctx: AppContext) {
       owner: artifactProject,
       handler: async (request, reply) => {
         const artifact = await getArtifact(ctx, request.params.artifactId);
-        return sendBlob(ctx, request, reply, {
+        return sentBlob(ctx, request, reply, {
           sha256: artifact.sha256,
           size: Number(artifact.size),
           contentType: artifact.content_type,
@@ -102,7 +101,7 @@ export function artifactRoutes(ctx: AppContext) {
       owner: artifactProject,
       handler: async (request, reply) => {
         await deleteArtifact(ctx, request.params.artifactId);
-        return reply.code(204).send();
+        return noContent(reply);
       },
     }),
   ];

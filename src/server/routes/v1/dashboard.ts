@@ -5,9 +5,9 @@ import { FLAKY_COST_DAYS_DEFAULT } from '../../../api/v1/flaky-cost.ts';
 import type { AppContext } from '../../context.ts';
 import { presentComparison } from '../../presenters/comparison.ts';
 import { presentDashboard } from '../../presenters/dashboard.ts';
-import { compareJobs } from '../../services/comparison.ts';
-import { projectDashboard } from '../../services/dashboard.ts';
-import { flakyCost } from '../../services/flaky-cost.ts';
+import { compareJobs } from '../../services/triage/comparison.ts';
+import { projectDashboard } from '../../services/triage/dashboard.ts';
+import { flakyCost } from '../../services/triage/flaky-cost.ts';
 import { jobOwner, pathProject } from '../owners.ts';
 import { route } from '../route.ts';
 

@@ -1,12 +1,8 @@
-import type { FastifyReply } from 'fastify';
 import * as api from '../../../api/v1/devices.ts';
 import type { AppContext } from '../../context.ts';
 import { presentDevice } from '../../presenters/devices.ts';
-import { deleteDevice, getDevice, listDevices, registerDevice, updateDevice } from '../../services/devices.ts';
-import { pageOf, route } from '../route.ts';
-
-/** A device answer serialised before: sent as it is. */
-const sendJsonText = (reply: FastifyReply, text: string) => reply.type('application/json; charset=utf-8').send(text);
+import { deleteDevice, getDevice, listDevices, registerDevice, updateDevice } from '../../services/records/devices.ts';
+import { noContent, pageOf, route } from '../route.ts';
 
 export function deviceRoutes(ctx: AppContext) {
   return [
@@ -27,21 +23,10 @@ export function deviceRoutes(ctx: AppContext) {
     }),
 
     // Devices change only through the writes below, which forget the kept answer (PERF-5): a read
-    // sends the text serialised by the route's own schema, built once, after the access hooks. A
-    // kept answer goes out in the same tick, with no promise (5% of the read's CPU when it was an
-    // async handler); anything else waits for the database.
+    // sends the text serialised by the route's own schema, built once, after the access hooks.
     route(api.getDevice, {
-      handler: (request, reply) => {
-        const { deviceId } = request.params;
-        const kept = ctx.deviceAnswers.get(deviceId);
-        if (kept !== undefined) return sendJsonText(reply, kept);
-        const ticket = ctx.deviceAnswers.ticket();
-        return getDevice(ctx, deviceId).then((device) => {
-          const text = reply.serialize(presentDevice(device)) as string;
-          ctx.deviceAnswers.store(deviceId, text, ticket);
-          return sendJsonText(reply, text);
-        });
-      },
+      keeps: { in: ctx.deviceAnswers, key: (request) => request.params.deviceId },
+      handler: async (request) => presentDevice(await getDevice(ctx, request.params.deviceId)),
     }),
 
     route(api.updateDevice, {
@@ -51,7 +36,7 @@ export function deviceRoutes(ctx: AppContext) {
     route(api.deleteDevice, {
       handler: async (request, reply) => {
         await deleteDevice(ctx, request.params.deviceId);
-        return reply.code(204).send();
+        return noContent(reply);
       },
     }),
   ];

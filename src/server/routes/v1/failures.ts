@@ -9,7 +9,7 @@ import {
   putFailureRules,
   triageFailureGroup,
   triageFailureGroups,
-} from '../../services/failures.ts';
+} from '../../services/triage/failures.ts';
 import { pathProject, runOwner } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
 

@@ -3,11 +3,10 @@ import * as api from '../../../api/v1/images.ts';
 import type { AppContext } from '../../context.ts';
 import type { ImagesTable } from '../../db/types.ts';
 import { AppError, found } from '../../errors.ts';
-import { sendBlob } from '../../http/blob-download.ts';
-import { imageLinkValid } from '../../services/image-links.ts';
-import { originalDownload, thumbnailDownload } from '../../services/images.ts';
+import { imageLinkValid } from '../../services/evidence/image-links.ts';
+import { originalDownload, thumbnailDownload } from '../../services/evidence/images.ts';
 import { keptVisibleImage, learnVisibleImage, type VisibleImage } from '../image-access.ts';
-import { route, uuidPathParam } from '../route.ts';
+import { route, sentBlob, uuidPathParam } from '../route.ts';
 
 export function imageRoutes(ctx: AppContext) {
   const learned = (request: FastifyRequest, visible: VisibleImage | undefined): string | undefined => {
@@ -32,8 +31,8 @@ export function imageRoutes(ctx: AppContext) {
       // The image itself is answered in the same tick when it needs no read (a 304, a hot image).
       handler: (request, reply) => {
         const image = request.ownerRow as ImagesTable | undefined;
-        if (request.query.thumbnail !== true) return sendBlob(ctx, request, reply, originalDownload(found(image, 'The image')));
-        return thumbnailDownload(ctx, image).then((download) => sendBlob(ctx, request, reply, download));
+        if (request.query.thumbnail !== true) return sentBlob(ctx, request, reply, originalDownload(found(image, 'The image')));
+        return thumbnailDownload(ctx, image).then((download) => sentBlob(ctx, request, reply, download));
       },
     }),
     route(api.getSignedImage, {
@@ -47,7 +46,7 @@ export function imageRoutes(ctx: AppContext) {
         }
         const image = found((await learnVisibleImage(ctx, imageId, 'all'))?.image, 'The image');
         const download = thumbnail ? await thumbnailDownload(ctx, image) : originalDownload(image);
-        return sendBlob(ctx, request, reply, { ...download, caching: 'no-store' });
+        return sentBlob(ctx, request, reply, { ...download, caching: 'no-store' });
       },
     }),
   ];

@@ -4,7 +4,7 @@ import type { AppContext } from '../../context.ts';
 import { notFound } from '../../errors.ts';
 import { readImportUpload } from '../../http/import-upload.ts';
 import { presentImport } from '../../presenters/imports.ts';
-import { getImport, listImports, queueImport, startImport } from '../../services/imports.ts';
+import { getImport, listImports, queueImport, startImport } from '../../services/imports/accept.ts';
 import { pathProject as projectOfPath } from '../owners.ts';
 import { pageOf, route } from '../route.ts';
 

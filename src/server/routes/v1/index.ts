@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.ts';
-import type { RouteImpl } from '../route.ts';
+import type { RegisteredRoute } from '../route.ts';
 import { artifactRoutes } from './artifacts.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import { deviceRoutes } from './devices.ts';
@@ -18,7 +18,7 @@ import { userRoutes } from './users.ts';
 import { webhookRoutes } from './webhooks.ts';
 
 /** Every implementation of API version 1; the app checks it matches the contract one to one. */
-export function v1Routes(ctx: AppContext): RouteImpl[] {
+export function v1Routes(ctx: AppContext): RegisteredRoute[] {
   return [
     ...metaRoutes(ctx),
     ...userRoutes(ctx),

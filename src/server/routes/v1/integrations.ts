@@ -1,7 +1,7 @@
 import * as api from '../../../api/v1/integrations.ts';
 import type { AppContext } from '../../context.ts';
 import { presentForgeSettings, presentIssueLink, presentIssueLinks, presentIssueTracker } from '../../presenters/integrations.ts';
-import { deleteForgeSettings, getForgeSettings, putForgeSettings } from '../../services/forge.ts';
+import { deleteForgeSettings, getForgeSettings, putForgeSettings } from '../../services/integrations/forge.ts';
 import {
   createFailureGroupIssue,
   createRunIssue,
@@ -9,9 +9,9 @@ import {
   getIssueTracker,
   listIssueLinks,
   putIssueTracker,
-} from '../../services/issue-links.ts';
+} from '../../services/integrations/issue-links.ts';
 import { pathProject, runOwner } from '../owners.ts';
-import { route } from '../route.ts';
+import { noContent, route } from '../route.ts';
 
 export function integrationRoutes(ctx: AppContext) {
   const ownProject = (request: Parameters<typeof pathProject>[1]) => pathProject(ctx, request);
@@ -40,7 +40,7 @@ export function integrationRoutes(ctx: AppContext) {
       owner: ownProject,
       handler: async (request, reply) => {
         await deleteForgeSettings(ctx, request.projectId, actorOf(request));
-        return reply.code(204).send();
+        return noContent(reply);
       },
     }),
 
@@ -63,7 +63,7 @@ export function integrationRoutes(ctx: AppContext) {
       owner: ownProject,
       handler: async (request, reply) => {
         await deleteIssueTracker(ctx, request.projectId, actorOf(request));
-        return reply.code(204).send();
+        return noContent(reply);
       },
     }),
 

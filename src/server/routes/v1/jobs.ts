@@ -1,11 +1,10 @@
 import * as api from '../../../api/v1/jobs.ts';
 import type { AppContext } from '../../context.ts';
-import { sendJobExport } from '../../http/job-export.ts';
 import { presentJob } from '../../presenters/jobs.ts';
-import { deleteJob } from '../../services/deletions.ts';
-import { cancelJob, completeJob, createJob, getJob, listJobs } from '../../services/jobs.ts';
+import { deleteJob } from '../../services/records/deletions.ts';
+import { cancelJob, completeJob, createJob, getJob, listJobs } from '../../services/records/jobs.ts';
 import { jobOwner, namedProject } from '../owners.ts';
-import { pageOf, route } from '../route.ts';
+import { noContent, pageOf, route, sentJobExport } from '../route.ts';
 
 export function jobRoutes(ctx: AppContext) {
   return [
@@ -36,7 +35,7 @@ export function jobRoutes(ctx: AppContext) {
       owner: (request) => jobOwner(ctx, request),
       handler: async (request, reply) => {
         await deleteJob(ctx, request.params.jobId, { userId: request.principal.user.id, requestId: request.id });
-        return reply.code(204).send();
+        return noContent(reply);
       },
     }),
 
@@ -52,7 +51,7 @@ export function jobRoutes(ctx: AppContext) {
     route(api.exportJob, {
       owner: (request) => jobOwner(ctx, request),
       handler: (request, reply) =>
-        sendJobExport(request, reply, request.params.jobId, request.query.format, { xrayProject: request.query.xrayProject }),
+        sentJobExport(request, reply, request.params.jobId, request.query.format, { xrayProject: request.query.xrayProject }),
     }),
   ];
 }

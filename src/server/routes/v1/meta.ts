@@ -5,11 +5,11 @@ import { AppError } from '../../errors.ts';
 import { clientAddress } from '../../http/client-address.ts';
 import { publishedDocument } from '../../openapi/document.ts';
 import { presentMe } from '../../presenters/identity.ts';
-import { logIn } from '../../services/authenticate.ts';
-import { authMethods, finishSsoLogin, startSsoLogin } from '../../services/sso.ts';
-import { memberProjectIds } from '../../services/users.ts';
+import { logIn } from '../../services/access/authenticate.ts';
+import { authMethods, finishSsoLogin, startSsoLogin } from '../../services/access/sso.ts';
+import { memberProjectIds } from '../../services/access/users.ts';
 import { APP_VERSION } from '../../version.ts';
-import { route } from '../route.ts';
+import { route, sendJsonText } from '../route.ts';
 
 /** `probe`, or a rejection once `ms` have passed without its answer (the probe itself is left to finish). */
 async function answeredWithin(probe: Promise<void>, ms: number, what: string): Promise<void> {
@@ -75,7 +75,7 @@ export function metaRoutes(ctx: AppContext) {
     }),
 
     route(api.getOpenApi, {
-      handler: async (_request, reply) => reply.type('application/json; charset=utf-8').send(publishedDocument(v1Endpoints, 'v1').text),
+      handler: (_request, reply) => sendJsonText(reply, publishedDocument(v1Endpoints, 'v1').text),
     }),
 
     route(api.getMe, {

@@ -11,9 +11,9 @@ import {
   listProjects,
   removeMember,
   updateProject,
-} from '../../services/projects.ts';
+} from '../../services/records/projects.ts';
 import { pathProject } from '../owners.ts';
-import { pageOf, route } from '../route.ts';
+import { noContent, pageOf, route } from '../route.ts';
 
 export function projectRoutes(ctx: AppContext) {
   /** The project named in the path owns itself; unknown ids resolve to nothing (404). */
@@ -54,7 +54,7 @@ export function projectRoutes(ctx: AppContext) {
       owner: ownProject,
       handler: async (request, reply) => {
         await deleteProject(ctx, request.projectId, { userId: request.principal.user.id, requestId: request.id });
-        return reply.code(204).send();
+        return noContent(reply);
       },
     }),
 
@@ -84,7 +84,7 @@ export function projectRoutes(ctx: AppContext) {
       owner: ownProject,
       handler: async (request, reply) => {
         await removeMember(ctx, request.projectId, request.params.email, { userId: request.principal.user.id, requestId: request.id });
-        return reply.code(204).send();
+        return noContent(reply);
       },
     }),
   ];

@@ -1,12 +1,12 @@
 import * as api from '../../../api/v1/runs.ts';
 import type { AppContext } from '../../context.ts';
 import { presentRun } from '../../presenters/runs.ts';
-import { deleteRun } from '../../services/deletions.ts';
-import { keepRun } from '../../services/retention.ts';
-import { claimRun, heartbeatRun } from '../../services/run-claims.ts';
-import { changeRunStatus, createRun, getRun, listRuns } from '../../services/runs.ts';
+import { keepRun } from '../../services/operations/retention.ts';
+import { deleteRun } from '../../services/records/deletions.ts';
+import { claimRun, heartbeatRun } from '../../services/records/run-claims.ts';
+import { changeRunStatus, createRun, getRun, listRuns } from '../../services/records/runs.ts';
 import { listedRunsProject, namedProject, runOwner } from '../owners.ts';
-import { pageOf, route } from '../route.ts';
+import { noContent, pageOf, route } from '../route.ts';
 
 export function runRoutes(ctx: AppContext) {
   return [
@@ -37,7 +37,7 @@ export function runRoutes(ctx: AppContext) {
       owner: (request) => runOwner(ctx, request),
       handler: async (request, reply) => {
         await deleteRun(ctx, request.params.testRunId, { userId: request.principal.user.id, requestId: request.id });
-        return reply.code(204).send();
+        return noContent(reply);
       },
     }),
 
@@ -55,7 +55,7 @@ export function runRoutes(ctx: AppContext) {
     route(api.claimRun, {
       handler: async (request, reply) => {
         const run = await claimRun(ctx, request.body, request.principal.projects);
-        return run ? presentRun(run) : reply.code(204).send();
+        return run ? presentRun(run) : noContent(reply);
       },
     }),
 

@@ -1,6 +1,6 @@
 import * as api from '../../../api/v1/test-lifecycle.ts';
 import type { AppContext } from '../../context.ts';
-import { disableTest, enableTest, startFixAttempt } from '../../services/quarantine-lifecycle.ts';
+import { disableTest, enableTest, startFixAttempt } from '../../services/triage/quarantine-lifecycle.ts';
 import { testOwner } from '../owners.ts';
 import { route } from '../route.ts';
 

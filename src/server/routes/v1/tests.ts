@@ -3,11 +3,9 @@ import * as api from '../../../api/v1/tests.ts';
 import type { AppContext } from '../../context.ts';
 import { AppError, invalid } from '../../errors.ts';
 import { presentQuarantine, presentTest, presentTestHistory, presentTestVersion } from '../../presenters/tests.ts';
-import { deleteTest } from '../../services/deletions.ts';
-import { listQuarantines, quarantineTest, quarantineView, releaseQuarantine } from '../../services/health.ts';
-import { suiteTree, traceLinks } from '../../services/test-catalogue.ts';
-import { checkedSuite } from '../../services/test-content.ts';
-import { getTestVersion, listTestVersions, updateTest } from '../../services/test-versions.ts';
+import { deleteTest } from '../../services/records/deletions.ts';
+import { suiteTree, traceLinks } from '../../services/tests/catalogue.ts';
+import { checkedSuite } from '../../services/tests/content.ts';
 import {
   createTest,
   getTest,
@@ -16,9 +14,11 @@ import {
   NEW_TEST_HEALTH,
   testFromGherkin,
   testFromJsonBody,
-} from '../../services/tests.ts';
+} from '../../services/tests/tests.ts';
+import { getTestVersion, listTestVersions, updateTest } from '../../services/tests/versions.ts';
+import { listQuarantines, quarantineTest, quarantineView, releaseQuarantine } from '../../services/triage/health.ts';
 import { namedProject, pathProject, testOwner } from '../owners.ts';
-import { pageOf, route } from '../route.ts';
+import { noContent, pageOf, route } from '../route.ts';
 
 /** Which of its two inputs a create- or edit-test request sends; any other media type is a 415. */
 function createTestInput(request: FastifyRequest): 'json' | 'gherkin' {
@@ -138,7 +138,7 @@ export function testRoutes(ctx: AppContext) {
       handler: async (request, reply) => {
         const actor = { userId: request.principal.user.id, requestId: request.id };
         await deleteTest(ctx, request.params.testId, { cascade: request.query.cascade === true }, actor);
-        return reply.code(204).send();
+        return noContent(reply);
       },
     }),
 
@@ -161,7 +161,7 @@ export function testRoutes(ctx: AppContext) {
       owner: (request) => testOwner(ctx, request),
       handler: async (request, reply) => {
         await releaseQuarantine(ctx, request.params.testId, { userId: request.principal.user.id, requestId: request.id });
-        return reply.code(204).send();
+        return noContent(reply);
       },
     }),
 

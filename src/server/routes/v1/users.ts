@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { clientAddress } from '../../http/client-address.ts';
 import { presentApiKey, presentAuditEntry, presentUser } from '../../presenters/identity.ts';
 import type { Principal } from '../../security/principal.ts';
-import { listAuditLog } from '../../services/audit.ts';
+import { listAuditLog } from '../../services/access/audit.ts';
 import {
   type Actor,
   type Caller,
@@ -16,8 +16,8 @@ import {
   revokeApiKey,
   setRoles,
   setUserPassword,
-} from '../../services/users.ts';
-import { pageOf, route } from '../route.ts';
+} from '../../services/access/users.ts';
+import { noContent, pageOf, route } from '../route.ts';
 
 type AuthenticatedRequest = { principal: Principal; id: string; ip: string };
 
@@ -59,14 +59,14 @@ export function userRoutes(ctx: AppContext) {
     route(api.setUserPassword, {
       handler: async (request, reply) => {
         await setUserPassword(ctx, request.params.email, request.body, callerOf(request));
-        return reply.code(204).send();
+        return noContent(reply);
       },
     }),
 
     route(api.deleteUser, {
       handler: async (request, reply) => {
         await deleteUser(ctx, request.params.email, actorOf(request));
-        return reply.code(204).send();
+        return noContent(reply);
       },
     }),
 
@@ -95,7 +95,7 @@ export function userRoutes(ctx: AppContext) {
     route(api.revokeApiKey, {
       handler: async (request, reply) => {
         await revokeApiKey(ctx, request.params.email, request.params.keyId, callerOf(request));
-        return reply.code(204).send();
+        return noContent(reply);
       },
     }),
 

@@ -11,9 +11,9 @@ import {
   redeliver,
   sendTestEvent,
   updateWebhook,
-} from '../../services/webhooks.ts';
+} from '../../services/webhooks/webhooks.ts';
 import { pathProject } from '../owners.ts';
-import { pageOf, route } from '../route.ts';
+import { noContent, pageOf, route } from '../route.ts';
 
 export function webhookRoutes(ctx: AppContext) {
   // Every webhook route names its project in the path; the service answers 404 for a webhook of another.
@@ -52,7 +52,7 @@ export function webhookRoutes(ctx: AppContext) {
       owner,
       handler: async (request, reply) => {
         await deleteWebhook(ctx, request.projectId, request.params.webhookId, { userId: request.principal.user.id, requestId: request.id });
-        return reply.code(204).send();
+        return noContent(reply);
       },
     }),
     route(api.listWebhookDeliveries, {
