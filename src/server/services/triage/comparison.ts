@@ -190,7 +190,20 @@ async function comparedTests(
   const baseByKey = new Map(baseOutcomes.map((outcome) => [matchKey(outcome), outcome]));
   const testIds = headOutcomes.map((outcome) => outcome.testId).filter((id): id is string => id !== null);
   const quarantinedIds = await quarantinedAmong(ctx.db, row.project_id, testIds, ctx.clock().toISOString());
-  const healthOf = await healthBeforeJob(ctx, row, headOutcomes, { settings: scoring.settings, defaultBranch: scoring.defaultBranch });
+  // Health decides and shows only where a test failed, passed on retry, or was fixed: it is read for
+  // those tests alone (every outcome of each, so the job's own runs of it are all read past), not
+  // for the thousands of a big job that passed as before (TRIAGE-7).
+  const shown = new Set(
+    headOutcomes
+      .filter((outcome) => failing(outcome.verdict) || outcome.verdict === 'flaky' || failing(baseByKey.get(matchKey(outcome))?.verdict))
+      .map((outcome) => outcome.testId),
+  );
+  const healthOf = await healthBeforeJob(
+    ctx,
+    row,
+    headOutcomes.filter((outcome) => shown.has(outcome.testId)),
+    { settings: scoring.settings, defaultBranch: scoring.defaultBranch },
+  );
   return headOutcomes.map((outcome): ComparedTest => {
     const before = baseByKey.get(matchKey(outcome));
     const test = {
