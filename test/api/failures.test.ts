@@ -415,6 +415,21 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(job.incident, { failureGroupId: groupId, failedRuns: 100 });
       });
 
+      test('an import of many batches whose outage comes in its last batch is an incident when it ends', async () => {
+        // Batches of 250 cases: the guard looks after the 1st, 2nd and 4th batch, and when the import
+        // ends; the outage's 100 failures are all in the 5th.
+        const cases: Case[] = Array.from({ length: 1000 }, (_, i) => ({ name: `page ${i}` }));
+        for (let i = 0; i < 100; i++) {
+          cases.push({ name: `checkout ${i}`, failure: { message: `connect ECONNREFUSED 10.1.0.${i}:${6000 + i}` } });
+        }
+        const jobId = await importJunit(junit(unique('late-outage-'), cases));
+        const runs = await runsOfJob(jobId);
+        const groups = new Set(runs.filter((run) => run.name.startsWith('checkout ')).map((run) => run.failureGroupId));
+        assert.equal(groups.size, 1);
+        const job = await viewer.client.call(v1.jobs.getJob, { params: { jobId } });
+        assert.deepEqual(job.incident, { failureGroupId: [...groups][0], failedRuns: 100 });
+      });
+
       test('a job with fewer failed tests than incidentMinFailures is no incident; the project sets its thresholds', async () => {
         const projectId = (await createProject(server, 'thresholds')).id;
         await server.admin.client.call(v1.projects.addMember, { params: { projectId, email: tester.email } });

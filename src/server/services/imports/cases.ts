@@ -258,6 +258,7 @@ export async function writeCases(
   batch: readonly PlacedCase[],
   files: ReadonlyMap<string, Uint8Array>,
   lease: TaskHold,
+  incidents: 'now' | 'when-the-job-ends',
 ): Promise<BatchOutcome> {
   const sink: Sink = { steps: [], cells: [], attachments: [], problems: [] };
   const runs = batch.map((placed) => caseRows(target, placed, sink));
@@ -270,7 +271,9 @@ export async function writeCases(
       await insertSteps(trx, sink.steps);
       await insertCells(trx, sink.cells);
       written = await writeAttachmentRows(trx, target, stored, sink.problems);
-      await onRunsCompleted(ctx, trx, runs, { webhooks: false });
+      // The import announces itself once, when it ends; its job's outage guard is looked at when
+      // `incidents` says so, and when it ends (write.ts).
+      await onRunsCompleted(ctx, trx, runs, { webhooks: false, incidents });
     });
   } finally {
     releaseAttachments(stored);

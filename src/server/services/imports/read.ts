@@ -15,11 +15,11 @@ export type { ImportOptionsInput, ImportUpload, ReadUpload } from '../../../impo
 export type SourceType = ImportsTable['source_type'];
 
 /** Most runs one import may make: far above real suites, and a bound on one upload's work. */
-export const IMPORT_RUNS_MAX = 100_000;
+export const IMPORT_RUNS_MAX = 200_000;
 /** The largest report file (XML or JSON) read: parsing takes several times its size in memory. */
 export const REPORT_MAX_BYTES = 64 * 1024 * 1024;
 /** Most tags one XML report may hold: each becomes an object while parsing (≈ 500 bytes each). */
-export const XML_TAGS_MAX = 600_000;
+export const XML_TAGS_MAX = 1_500_000;
 
 /** An upload kept as a blob, read again: its bytes come as they are read from the store. */
 export interface StoredUpload extends Omit<ImportUpload, 'bytes'> {

@@ -6,6 +6,7 @@ import { assertTaskHeld } from '../../db/repositories/tasks.ts';
 import { inTransaction } from '../../db/repositories/transaction.ts';
 import type { ImportsTable } from '../../db/types.ts';
 import { AppError } from '../../errors.ts';
+import { onJobEnded } from '../records/run-completion.ts';
 import { IMPORT_TASK } from './accept.ts';
 import { type ReadUpload, readUpload } from './read.ts';
 import { writeImport } from './write.ts';
@@ -64,7 +65,9 @@ async function markImportFailed(ctx: ServiceContext, importId: string, message: 
     await assertTaskHeld(trx, hold, `import ${importId}`);
     if (!(await updateOpenImport(trx, importId, { status: 'failed', error: message, finished_at: finishedAt }))) return;
     const jobId = (await findImport(trx, importId))?.job_id;
-    if (jobId) await markJobClosed(trx, jobId, finishedAt);
+    if (!jobId) return;
+    await markJobClosed(trx, jobId, finishedAt);
+    await onJobEnded(ctx, trx, jobId);
   });
 }
 

@@ -13,6 +13,7 @@ import { assertTaskHeld } from '../../db/repositories/tasks.ts';
 import { inTransaction } from '../../db/repositories/transaction.ts';
 import type { ImportsTable } from '../../db/types.ts';
 import type { JobRequest } from '../records/jobs.ts';
+import { onJobEnded } from '../records/run-completion.ts';
 import { queueImportCompleted } from '../webhooks/events.ts';
 import { deliverSoon } from '../webhooks/outbox.ts';
 import { ensureTests, type ImportTarget, type PlacedCase, writeCases } from './cases.ts';
@@ -229,8 +230,9 @@ async function writeBatch(
   target: ImportTarget,
   batch: PlacedCase[],
   tally: Tally,
+  incidents: 'now' | 'when-the-job-ends',
 ) {
-  const outcome = await writeCases(ctx, target, batch, read.files, lease).catch(async (error: unknown) => {
+  const outcome = await writeCases(ctx, target, batch, read.files, lease, incidents).catch(async (error: unknown) => {
     // Runs of this batch committed by another writer (their keys are unique): resumed with a fresh look, not failed.
     const committed = isUniqueViolation(error) ? await runKeysWithPrefix(ctx.db, row.project_id, `import:${row.id}:`) : undefined;
     throw batch.some((p) => committed?.has(`import:${row.id}:${p.index}`)) ? new TaskInterrupted(`import ${row.id}`) : error;
@@ -261,10 +263,12 @@ async function writeRemaining(
   await noteProgress(ctx, row, tally, written, placed.length);
   const resumed = written > 0;
   let batchesSinceCheckpoint = 0;
+  let batches = 0;
   for (const batch of batchesOf(todo)) {
     // Stopping, or the lease lost: the batches written so far stay; the next claimer resumes after them.
     if (!lease.stillHeld()) throw new TaskInterrupted(`import ${row.id}`);
-    await writeBatch(ctx, row, read, lease, target, batch, tally);
+    batches++;
+    await writeBatch(ctx, row, read, lease, target, batch, tally, incidentsAfter(batches));
     written += batch.length;
     await noteProgress(ctx, row, tally, written, placed.length);
     ctx.crashPoint('import-after-batch');
@@ -281,6 +285,15 @@ async function writeRemaining(
   return resumed;
 }
 
+/**
+ * Whether the job's outage guard (TRIAGE-4) is looked at after the `n`th batch: after the 1st, 2nd,
+ * 4th, 8th… and once more when the import ends. Counting the job's failed tests costs the failures
+ * written so far; after every batch, a 150,000-case import read them 600 times (quadratic), while
+ * an outage, a cause that fails most tests, shows from the first batches, and its incident is
+ * then kept as the runs come (their health leaves the job's runs out as they are written).
+ */
+const incidentsAfter = (n: number): 'now' | 'when-the-job-ends' => ((n & (n - 1)) === 0 ? 'now' : 'when-the-job-ends');
+
 /** Ends the import with its summary and closes its job, in one transaction with their webhook events. */
 async function finish(ctx: ServiceContext, row: ImportsTable, lease: HeldLease, jobId: string, summary: ImportSummary): Promise<void> {
   const finishedAt = ctx.clock().toISOString();
@@ -291,6 +304,7 @@ async function finish(ctx: ServiceContext, row: ImportsTable, lease: HeldLease, 
     const ended = { status: 'completed', summary: JSON.stringify(summary), finished_at: finishedAt } as const;
     if (!(await updateOpenImport(trx, row.id, ended))) return false;
     await markJobClosed(trx, jobId, finishedAt);
+    await onJobEnded(ctx, trx, jobId);
     return queueImportCompleted(ctx, trx, { id: row.id, project_id: row.project_id, job_id: jobId });
   });
   if (queued) deliverSoon(ctx);

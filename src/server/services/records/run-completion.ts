@@ -2,7 +2,7 @@ import type { ServiceContext } from '../../context.ts';
 import { testsOfJobs, triageOfProjects } from '../../db/repositories/failures.ts';
 import type { Executor, TestRunsTable } from '../../db/types.ts';
 import { queueForgeSyncs } from '../integrations/forge-hooks.ts';
-import { recordFailures } from '../triage/failure-recording.ts';
+import { recordFailures, settleIncident } from '../triage/failure-recording.ts';
 import { advanceLifecycles } from '../triage/fix-verification.ts';
 import { refreshHealth } from '../triage/health.ts';
 import { queueRunEvents } from '../webhooks/events.ts';
@@ -25,12 +25,12 @@ export async function onRunsCompleted(
   ctx: ServiceContext,
   trx: Executor,
   runs: readonly TestRunsTable[],
-  options: { webhooks?: boolean } = {},
+  options: { webhooks?: boolean; incidents?: 'now' | 'when-the-job-ends' } = {},
 ): Promise<boolean> {
   if (runs.length === 0) return false;
   // The projects' rules and thresholds, read once for both.
   const projects = new Map((await triageOfProjects(trx, [...new Set(runs.map((run) => run.project_id))])).map((row) => [row.id, row]));
-  const incidentsChanged = await recordFailures(ctx, trx, runs, projects);
+  const incidentsChanged = await recordFailures(ctx, trx, runs, projects, { incidents: options.incidents ?? 'now' });
   const alsoChanged = incidentsChanged.length > 0 ? await testsOfJobs(trx, incidentsChanged) : [];
   await refreshHealth(ctx, trx, [...runs, ...alsoChanged], projects);
   // The quarantine lifecycle reads the health just kept (TRIAGE-13); imports announce their transitions too.
@@ -42,4 +42,17 @@ export async function onRunsCompleted(
   );
   const hooks = options.webhooks === false ? false : await queueRunEvents(ctx, trx, runs);
   return forge || hooks || lifecycle;
+}
+
+/**
+ * The end of a job whose runs were completed with `incidents: 'when-the-job-ends'` (an import's):
+ * its outage guard looked at once (TRIAGE-4), and when that changed its incident, the health of
+ * every test it ran, whose flaky scores then leave its runs out, or count them again.
+ */
+export async function onJobEnded(ctx: ServiceContext, trx: Executor, jobId: string): Promise<void> {
+  const changed = await settleIncident(trx, jobId);
+  if (changed.length === 0) return;
+  const tests = await testsOfJobs(trx, changed);
+  const projects = new Map((await triageOfProjects(trx, [...new Set(tests.map((test) => test.project_id))])).map((row) => [row.id, row]));
+  await refreshHealth(ctx, trx, tests, projects);
 }

@@ -14,7 +14,7 @@ import {
   lockIncidentsOfJobs,
   setFailureGroupIds,
   setJobIncident,
-  type triageOfProjects,
+  triageOfProjects,
 } from '../../db/repositories/failures.ts';
 import type {
   Executor,
@@ -215,13 +215,28 @@ export async function recordFailures(
   trx: Executor,
   runs: readonly TestRunsTable[],
   projects: ReadonlyMap<string, ProjectTriage>,
+  options: { incidents: 'now' | 'when-the-job-ends' } = { incidents: 'now' },
 ): Promise<string[]> {
   const failing = runs.filter((run) => run.status === 'completed' && (run.verdict === 'failed' || run.verdict === 'broken'));
   const retried = runs.filter((run) => run.status === 'completed' && run.attempt > 0 && run.job_id !== null);
   if (failing.length === 0 && retried.length === 0) return [];
   const now = ctx.clock().toISOString();
   if (failing.length > 0) await recordGroups(trx, failing, projects, now);
+  if (options.incidents === 'when-the-job-ends') return [];
   return refreshIncidents(trx, [...failing, ...retried], projects);
+}
+
+/**
+ * The outage guard of one job looked at once, when it ends: an import writes its job a batch at a
+ * time, and counting the job's failed tests after every batch cost the failures written so far,
+ * each time (a 150,000-case import read its failures 600 times). Answers the job's id when its
+ * incident changed.
+ */
+export async function settleIncident(trx: Executor, jobId: string): Promise<string[]> {
+  const [job] = await lockIncidentsOfJobs(trx, [jobId]);
+  if (!job) return [];
+  const projects = new Map((await triageOfProjects(trx, [job.project_id])).map((row) => [row.id, row]));
+  return refreshIncidentsOf(trx, [job], projects);
 }
 
 /** A project's rules and triage settings, as `triageOfProjects` reads them. */
@@ -366,9 +381,18 @@ async function refreshIncidents(
   runs: readonly TestRunsTable[],
   projects: ReadonlyMap<string, ProjectTriage>,
 ): Promise<string[]> {
-  const changed: string[] = [];
   const jobIds = [...new Set(runs.map((run) => run.job_id).filter((id): id is string => id !== null))];
-  for (const job of await lockIncidentsOfJobs(trx, jobIds)) {
+  return refreshIncidentsOf(trx, await lockIncidentsOfJobs(trx, jobIds), projects);
+}
+
+/** `refreshIncidents` of the jobs as locked. */
+async function refreshIncidentsOf(
+  trx: Executor,
+  jobs: Awaited<ReturnType<typeof lockIncidentsOfJobs>>,
+  projects: ReadonlyMap<string, ProjectTriage>,
+): Promise<string[]> {
+  const changed: string[] = [];
+  for (const job of jobs) {
     const project = projects.get(job.project_id);
     const settings = triageSettingsOf({ triage_settings: project?.triage_settings ?? null });
     const counts = await failedTestsOfJobByGroup(trx, job.id);
