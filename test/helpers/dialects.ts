@@ -220,6 +220,22 @@ export async function createPostgresDatabase(
   return {
     name,
     url: postgresUrl(name),
-    drop: () => withAdmin(async (admin) => void (await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))),
+    drop: () => withAdmin((admin) => dropDatabase(admin, name)),
   };
+}
+
+/**
+ * Drops a test database once the sessions still leaving it have left (up to five seconds), then
+ * with FORCE. A pool that has just ended has sent its sessions' Terminate, but their backends may
+ * not have gone yet: FORCE would signal them, and the error a backend then sends can reach the
+ * ended client, which has no listener any more, as an uncaught exception of the test process.
+ */
+async function dropDatabase(admin: pg.Client, name: string): Promise<void> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const { rows } = await admin.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1', [name]);
+    if (Number(rows[0]?.n ?? 0) === 0 || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
 }
