@@ -69,7 +69,7 @@ async function importedRun(): Promise<void> {
   for (const row of rows) if (row.notes) console.log(`${row.id} ${row.title} (${row.dialect}): ${row.notes}`);
 }
 if (process.argv.includes('--imported') && !process.argv.includes('--scale')) {
-  bar.setTotal(8 * dialects.length);
+  bar.setTotal(5 * dialects.length);
   await importedRun();
   bar.stop();
   process.exit(0);
@@ -77,7 +77,7 @@ if (process.argv.includes('--imported') && !process.argv.includes('--scale')) {
 
 // `--scale` (SCALE-8): the S figures alone, on the 10,000 and 1,000,000-run sets, in their own table; then `--imported`'s.
 if (process.argv.includes('--scale')) {
-  bar.setTotal(16 * dialects.length);
+  bar.setTotal(8 + 5 * dialects.length);
   for (const dialect of dialects) figures.push(...(await scaleFigures(settings, dialect, temp)));
   const machine = machineOf();
   if (only) {
