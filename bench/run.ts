@@ -56,6 +56,8 @@ const dialects = (process.env.BENCH_SCALE_DIALECTS ?? 'sqlite,postgres').split('
 // `--imported` (SCALE-8, also part of `--scale`): the set filled only through the import endpoint, S18–S36, its own table.
 async function importedRun(): Promise<void> {
   const sizes = importedSizes(process.argv);
+  // The machine may be shared: the 1-minute load before and after goes with the figures.
+  const loadBefore = os.loadavg()[0] ?? 0;
   const rows: Row[] = [];
   const speeds: Partial<Record<'sqlite' | 'postgres', number>> = {};
   for (const dialect of dialects) {
@@ -64,7 +66,8 @@ async function importedRun(): Promise<void> {
     speeds[dialect] = measured.speed;
   }
   if (speeds.sqlite !== undefined && speeds.postgres !== undefined) rows.push(dialectSpeedRow(speeds.sqlite, speeds.postgres));
-  const table = only ? undefined : writeImported(rows, machineOf(), sizes, { updateDocs });
+  const machine = { ...machineOf(), load: `${loadBefore.toFixed(2)} before, ${(os.loadavg()[0] ?? 0).toFixed(2)} after` };
+  const table = only ? undefined : writeImported(rows, machine, sizes, { updateDocs });
   console.log(`\n${table ?? JSON.stringify(rows, null, 2)}`);
   for (const row of rows) if (row.notes) console.log(`${row.id} ${row.title} (${row.dialect}): ${row.notes}`);
 }
