@@ -13,6 +13,7 @@ import { exportFigure } from './export.ts';
 import { peakRss, png, prepareReads, readFigures, type Settings, writeFigures } from './figures.ts';
 import { send } from './http-client.ts';
 import { importFigures } from './import.ts';
+import { dialectSpeedRow, importedFigures, importedSizes, type Row, writeImported } from './imported/figures.ts';
 import { answers, freePort, hasCommand, median, PINNED, pinSelf, rssMb, sleep, startPinned } from './lib.ts';
 import { type Figure, judge, markdown, write } from './report.ts';
 import { s3Figures } from './s3.ts';
@@ -49,13 +50,38 @@ const temp = tempFolders();
 
 execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'ignore' });
 
-// `--scale` (SCALE-8): the S figures alone, on the 10,000 and 1,000,000-run sets, in their own table.
-if (process.argv.includes('--scale')) {
-  bar.setTotal(8);
-  // BENCH_SCALE_DIALECTS=sqlite (or postgres) measures one of the two.
-  const dialects = (process.env.BENCH_SCALE_DIALECTS ?? 'sqlite,postgres').split(',') as ('sqlite' | 'postgres')[];
-  for (const dialect of dialects) figures.push(...(await scaleFigures(settings, dialect, temp)));
+// BENCH_SCALE_DIALECTS=sqlite (or postgres) measures one of the two, for --scale and --imported.
+const dialects = (process.env.BENCH_SCALE_DIALECTS ?? 'sqlite,postgres').split(',') as ('sqlite' | 'postgres')[];
+
+// `--imported` (SCALE-8, also part of `--scale`): the set filled only through the import endpoint, S18–S36, its own table.
+async function importedRun(): Promise<void> {
+  const sizes = importedSizes(process.argv);
+  // The machine may be shared: the 1-minute load before and after goes with the figures.
+  const loadBefore = os.loadavg()[0] ?? 0;
+  const rows: Row[] = [];
+  const speeds: Partial<Record<'sqlite' | 'postgres', number>> = {};
+  for (const dialect of dialects) {
+    const measured = await importedFigures(settings, dialect, temp, sizes);
+    rows.push(...measured.rows);
+    speeds[dialect] = measured.speed;
+  }
+  if (speeds.sqlite !== undefined && speeds.postgres !== undefined) rows.push(dialectSpeedRow(speeds.sqlite, speeds.postgres));
+  const machine = { ...machineOf(), load: `${loadBefore.toFixed(2)} before, ${(os.loadavg()[0] ?? 0).toFixed(2)} after` };
+  const table = only ? undefined : writeImported(rows, machine, sizes, { updateDocs });
+  console.log(`\n${table ?? JSON.stringify(rows, null, 2)}`);
+  for (const row of rows) if (row.notes) console.log(`${row.id} ${row.title} (${row.dialect}): ${row.notes}`);
+}
+if (process.argv.includes('--imported') && !process.argv.includes('--scale')) {
+  bar.setTotal(5 * dialects.length);
+  await importedRun();
   bar.stop();
+  process.exit(0);
+}
+
+// `--scale` (SCALE-8): the S figures alone, on the 10,000 and 1,000,000-run sets, in their own table; then `--imported`'s.
+if (process.argv.includes('--scale')) {
+  bar.setTotal(8 + 5 * dialects.length);
+  for (const dialect of dialects) figures.push(...(await scaleFigures(settings, dialect, temp)));
   const machine = machineOf();
   if (only) {
     console.log(markdown(figures, machine));
@@ -65,6 +91,9 @@ if (process.argv.includes('--scale')) {
     console.log(fs.readFileSync('bench/results/scale.md', 'utf8'));
     for (const figure of figures) if (figure.notes) console.log(`${figure.id} ${figure.title} (${figure.dialect}): ${figure.notes}`);
   }
+  // `--only S3` asks for a scale figure alone: the imported set is filled only when one of its figures is asked for.
+  if (only === undefined || [...only].some((id) => /^S(1[89]|2\d|3[0-6])$/.test(id))) await importedRun();
+  bar.stop();
   process.exit(0);
 }
 
