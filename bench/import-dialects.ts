@@ -1,6 +1,6 @@
 import os from 'node:os';
 import pg from 'pg';
-import { type Attest, Api, startAttest, tempFolders } from './attest.ts';
+import { Api, type Attest, startAttest, tempFolders } from './attest.ts';
 import { importReport } from './import.ts';
 import { median, pinSelf } from './lib.ts';
 
