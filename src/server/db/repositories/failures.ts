@@ -183,12 +183,16 @@ export async function setFailureGroupIds(
   }
 }
 
-/** The rules and triage settings of the projects. */
+/** The rules, triage settings and default branch of the projects. */
 export async function triageOfProjects(
   executor: Executor,
   projectIds: readonly string[],
-): Promise<{ id: string; failure_rules: string | null; triage_settings: string | null }[]> {
-  return executor.selectFrom('projects').select(['id', 'failure_rules', 'triage_settings']).where('id', 'in', projectIds).execute();
+): Promise<{ id: string; failure_rules: string | null; triage_settings: string | null; default_branch: string | null }[]> {
+  return executor
+    .selectFrom('projects')
+    .select(['id', 'failure_rules', 'triage_settings', 'default_branch'])
+    .where('id', 'in', projectIds)
+    .execute();
 }
 
 /**

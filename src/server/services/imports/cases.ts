@@ -8,7 +8,7 @@ import type { ServiceContext } from '../../context.ts';
 import { insertCells, insertSteps } from '../../db/repositories/results.ts';
 import { insertRuns, newRunRow } from '../../db/repositories/runs.ts';
 import { assertTaskHeld } from '../../db/repositories/tasks.ts';
-import { inTransaction } from '../../db/repositories/transaction.ts';
+import { inDeferredTransaction } from '../../db/repositories/transaction.ts';
 import type { Executor, ImportsTable, StepsTable, TestRunsTable, TextCellsTable } from '../../db/types.ts';
 import { sanitizeArtifactName } from '../../media/file-names.ts';
 import { writeArtifact } from '../evidence/writer.ts';
@@ -250,7 +250,10 @@ async function writeAttachmentRows(
 
 /**
  * Writes a batch of cases: attachment blobs first (durable before any row names them), then one
- * transaction for the runs, steps, cells, images and artifacts, while `lease` is still held.
+ * transaction for the runs, steps, cells, images and artifacts, while `lease` is still held, which
+ * ends with `noted` given what the batch wrote (the import's progress, in the same commit). The
+ * commit does not wait for PostgreSQL's log flush: nothing of an import is acknowledged before
+ * the commit that completes it, which waits for it (inDeferredTransaction).
  */
 export async function writeCases(
   ctx: ServiceContext,
@@ -258,30 +261,32 @@ export async function writeCases(
   batch: readonly PlacedCase[],
   files: ReadonlyMap<string, Uint8Array>,
   lease: TaskHold,
+  noted: (trx: Executor, outcome: BatchOutcome) => Promise<unknown>,
 ): Promise<BatchOutcome> {
   const sink: Sink = { steps: [], cells: [], attachments: [], problems: [] };
   const runs = batch.map((placed) => caseRows(target, placed, sink));
   const { stored, expanded } = await storeAttachments(ctx, sink.attachments, files, sink.problems);
-  let written = 0;
   try {
-    await inTransaction(ctx.db, async (trx) => {
+    return await inDeferredTransaction(ctx.db, async (trx) => {
       await assertTaskHeld(trx, lease, `import ${target.importId}`);
       await insertRuns(trx, runs);
       await insertSteps(trx, sink.steps);
       await insertCells(trx, sink.cells);
-      written = await writeAttachmentRows(trx, target, stored, sink.problems);
+      const written = await writeAttachmentRows(trx, target, stored, sink.problems);
       await onRunsCompleted(ctx, trx, runs, { webhooks: false });
+      const outcome: BatchOutcome = {
+        steps: sink.steps.length,
+        cells: sink.cells.length,
+        attachments: written,
+        problems: sink.problems,
+        attachmentsMissing: sink.attachments.length + expanded - written,
+      };
+      await noted(trx, outcome);
+      return outcome;
     });
   } finally {
     releaseAttachments(stored);
   }
-  return {
-    steps: sink.steps.length,
-    cells: sink.cells.length,
-    attachments: written,
-    problems: sink.problems,
-    attachmentsMissing: sink.attachments.length + expanded - written,
-  };
 }
 
 /** Tests found or created per transaction. */
