@@ -273,7 +273,8 @@ export async function writeCases(
       await insertSteps(trx, sink.steps);
       await insertCells(trx, sink.cells);
       const written = await writeAttachmentRows(trx, target, stored, sink.problems);
-      await onRunsCompleted(ctx, trx, runs, { webhooks: false });
+      // The runs' failures are found in the rows just written, not read back.
+      await onRunsCompleted(ctx, trx, runs, { webhooks: false, written: { steps: sink.steps, cells: sink.cells } });
       const outcome: BatchOutcome = {
         steps: sink.steps.length,
         cells: sink.cells.length,
