@@ -1,0 +1,10 @@
+import pg from 'pg';
+import { startTestServer } from '../../test/helpers/server.ts';
+const server = await startTestServer('postgres');
+const c = new pg.Client({ connectionString: server.config.databaseUrl });
+await c.connect();
+const r = await c.query(`select event_object_table t, trigger_name, action_timing, string_agg(event_manipulation, ',') ev, action_orientation from information_schema.triggers group by 1,2,3,5 order by 1,2`);
+for (const row of r.rows) console.log(row.t, row.trigger_name, row.action_timing, row.ev, row.action_orientation);
+const f = await c.query(`select p.proname, p.prosrc from pg_proc p join pg_namespace n on n.oid=p.pronamespace where n.nspname='public'`);
+for (const row of f.rows) console.log('----', row.proname, '\n', row.prosrc);
+await c.end(); await server.close(); process.exit(0);
