@@ -5,6 +5,8 @@ import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/server/config.ts';
 import { createDatabase, type DatabaseHandle } from '../../src/server/db/database.ts';
+import { inDeferredTransaction, inTransaction } from '../../src/server/db/repositories/transaction.ts';
+import type { Executor } from '../../src/server/db/types.ts';
 import { tempDir } from '../helpers/data-folders.ts';
 import { createPostgresDatabase, DIALECTS } from '../helpers/dialects.ts';
 
@@ -89,6 +91,32 @@ if (DIALECTS.includes('postgres')) {
         await write(handle, 'a');
         await handle.durable();
         assert.equal(handle.stats.syncs, 0);
+      } finally {
+        await handle.close();
+        await pg.drop();
+      }
+    });
+
+    test("an import's deferred transaction commits without waiting for the flush; the transactions around it still wait", async () => {
+      const pg = await createPostgresDatabase();
+      const handle = await createDatabase(loadConfig({ ATTEST_DATABASE_URL: pg.url, ATTEST_DATA_DIR: tempDir() }));
+      const setting = async (executor: Executor) =>
+        (await sql<{ synchronous_commit: string }>`SHOW synchronous_commit`.execute(executor)).rows[0]?.synchronous_commit;
+      try {
+        assert.equal(await inTransaction(handle.db, setting), 'on');
+        const inside = await inDeferredTransaction(handle.db, async (trx) => {
+          await sql`INSERT INTO attest_migrations_lock (id, is_locked) VALUES ('deferred', 0)`.execute(trx);
+          return setting(trx);
+        });
+        assert.equal(inside, 'off');
+        // SET LOCAL: the pooled connection is back to the server's setting for whatever runs next on it.
+        for (let i = 0; i < 3; i++) assert.equal(await inTransaction(handle.db, setting), 'on');
+        assert.equal(await setting(handle.db), 'on');
+        const rows = await sql`SELECT id FROM attest_migrations_lock WHERE id = 'deferred'`.execute(handle.db);
+        assert.equal(rows.rows.length, 1, 'the deferred commit is there');
+        // Inside the caller's transaction it is part of it, and the caller's commit waits as before.
+        const nested = await inTransaction(handle.db, (trx) => inDeferredTransaction(trx, setting));
+        assert.equal(nested, 'on');
       } finally {
         await handle.close();
         await pg.drop();

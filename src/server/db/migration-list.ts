@@ -33,6 +33,7 @@ import * as jobLookup from './migrations/2026-12-02-0032-job-lookup.ts';
 import * as healthMonitors from './migrations/2026-12-02-0033-health-monitors.ts';
 import * as signingKeys from './migrations/2026-12-03-0034-signing-keys.ts';
 import * as jobRollups from './migrations/2026-12-06-0035-job-rollups.ts';
+import * as supersedeByKey from './migrations/2026-12-08-0036-supersede-by-key.ts';
 
 // The migrations this build knows, beside database.ts, which applies them (a list of its own, so
 // that adding a migration touches this file only).
@@ -72,6 +73,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '2026-12-02-0033-health-monitors': healthMonitors,
   '2026-12-03-0034-signing-keys': signingKeys,
   '2026-12-06-0035-job-rollups': jobRollups,
+  '2026-12-08-0036-supersede-by-key': supersedeByKey,
   '2026-11-27-0018-webhooks': webhooks,
 };
 

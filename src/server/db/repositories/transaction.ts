@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { dialectOf } from '../dialect.ts';
 import type { DB, Executor } from '../types.ts';
 
@@ -20,4 +21,21 @@ export function inSnapshot<T>(executor: Executor, work: (trx: Executor) => Promi
   if (executor.isTransaction) return work(executor);
   const transaction = (executor as DB).transaction();
   return (dialectOf(executor) === 'postgres' ? transaction.setIsolationLevel('repeatable read') : transaction).execute(work);
+}
+
+/**
+ * Runs `work` in one transaction whose commit does not wait for its log flush on PostgreSQL
+ * (`synchronous_commit` off for it alone), for writes no one is told of until a later transaction
+ * commits with the flush: an import's batches, before the import is marked completed (IMP-1).
+ * PostgreSQL flushes its log in order, so that later commit makes them durable too, as DUR-14's
+ * sync does for SQLite's commits, which never wait for a sync themselves; a database crash before
+ * it loses at most the last of them, and the import resumes after what is there. Inside the
+ * caller's transaction, `work` runs as part of it and its commit is the caller's.
+ */
+export function inDeferredTransaction<T>(executor: Executor, work: (trx: Executor) => Promise<T>): Promise<T> {
+  if (executor.isTransaction || dialectOf(executor) !== 'postgres') return inTransaction(executor, work);
+  return (executor as DB).transaction().execute(async (trx) => {
+    await sql`select set_config('synchronous_commit', 'off', true)`.execute(trx);
+    return work(trx);
+  });
 }

@@ -8,7 +8,7 @@ import type { ServiceContext } from '../../context.ts';
 import { insertCells, insertSteps } from '../../db/repositories/results.ts';
 import { insertRuns, newRunRow } from '../../db/repositories/runs.ts';
 import { assertTaskHeld } from '../../db/repositories/tasks.ts';
-import { inTransaction } from '../../db/repositories/transaction.ts';
+import { inDeferredTransaction } from '../../db/repositories/transaction.ts';
 import type { Executor, ImportsTable, StepsTable, TestRunsTable, TextCellsTable } from '../../db/types.ts';
 import { sanitizeArtifactName } from '../../media/file-names.ts';
 import { writeArtifact } from '../evidence/writer.ts';
@@ -250,7 +250,10 @@ async function writeAttachmentRows(
 
 /**
  * Writes a batch of cases: attachment blobs first (durable before any row names them), then one
- * transaction for the runs, steps, cells, images and artifacts, while `lease` is still held.
+ * transaction for the runs, steps, cells, images and artifacts, while `lease` is still held, which
+ * ends with `noted` given what the batch wrote (the import's progress, in the same commit). The
+ * commit does not wait for PostgreSQL's log flush: nothing of an import is acknowledged before
+ * the commit that completes it, which waits for it (inDeferredTransaction).
  */
 export async function writeCases(
   ctx: ServiceContext,
@@ -258,39 +261,46 @@ export async function writeCases(
   batch: readonly PlacedCase[],
   files: ReadonlyMap<string, Uint8Array>,
   lease: TaskHold,
+  noted: (trx: Executor, outcome: BatchOutcome) => Promise<unknown>,
   incidents: 'now' | 'when-the-job-ends',
 ): Promise<BatchOutcome> {
   const sink: Sink = { steps: [], cells: [], attachments: [], problems: [] };
   const runs = batch.map((placed) => caseRows(target, placed, sink));
   const { stored, expanded } = await storeAttachments(ctx, sink.attachments, files, sink.problems);
-  let written = 0;
   try {
-    await inTransaction(ctx.db, async (trx) => {
+    return await inDeferredTransaction(ctx.db, async (trx) => {
       await assertTaskHeld(trx, lease, `import ${target.importId}`);
       await insertRuns(trx, runs);
       await insertSteps(trx, sink.steps);
       await insertCells(trx, sink.cells);
-      written = await writeAttachmentRows(trx, target, stored, sink.problems);
-      // The import announces itself once, when it ends; its job's outage guard is looked at when
-      // `incidents` says so, and when it ends (write.ts).
-      await onRunsCompleted(ctx, trx, runs, { webhooks: false, incidents });
+      const written = await writeAttachmentRows(trx, target, stored, sink.problems);
+      // The runs' failures are found in the rows just written, not read back. The import announces
+      // itself once, when it ends; its job's outage guard is looked at when `incidents` says so,
+      // and when it ends (write.ts).
+      await onRunsCompleted(ctx, trx, runs, { webhooks: false, written: { steps: sink.steps, cells: sink.cells }, incidents });
+      const outcome: BatchOutcome = {
+        steps: sink.steps.length,
+        cells: sink.cells.length,
+        attachments: written,
+        problems: sink.problems,
+        attachmentsMissing: sink.attachments.length + expanded - written,
+      };
+      await noted(trx, outcome);
+      return outcome;
     });
   } finally {
     releaseAttachments(stored);
   }
-  return {
-    steps: sink.steps.length,
-    cells: sink.cells.length,
-    attachments: written,
-    problems: sink.problems,
-    attachmentsMissing: sink.attachments.length + expanded - written,
-  };
 }
 
-/** Tests found or created per transaction. */
-const TESTS_PER_TRANSACTION = 100;
+/**
+ * Tests found or created per transaction: on SQLite a hundred (all at once held its event loop for
+ * 300 ms); on PostgreSQL, where the statements run in the database's process, a thousand (an IN
+ * list's size), so a 5,000-case import looks its tests up in 5 round trips rather than 50.
+ */
+const TESTS_PER_TRANSACTION = { sqlite: 100, postgres: 1000 } as const;
 
-/** The project's tests of the cases (new ones filed in the report's suites, TCM-6), found or created a hundred names at a time (all at once held SQLite's event loop for 300 ms). */
+/** The project's tests of the cases (new ones filed in the report's suites, TCM-6), found or created TESTS_PER_TRANSACTION names at a time. */
 export async function ensureTests(
   ctx: ServiceContext,
   row: ImportsTable,
@@ -302,9 +312,10 @@ export async function ensureTests(
   const ids = new Map<string, string>();
   const versions = new Map<string, number>();
   let created = 0;
-  for (let at = 0; at < names.length; at += TESTS_PER_TRANSACTION) {
+  const size = TESTS_PER_TRANSACTION[ctx.dialect];
+  for (let at = 0; at < names.length; at += size) {
     if (at > 0) await nextTurn();
-    const fullNames = names.slice(at, at + TESTS_PER_TRANSACTION);
+    const fullNames = names.slice(at, at + size);
     const found = await ensureTestsByFullName(ctx.db, { projectId: row.project_id, fullNames, actorId: row.created_by, now, suites });
     for (const [name, id] of found.ids) ids.set(name, id);
     for (const [id, version] of found.versions) versions.set(id, version);

@@ -10,13 +10,13 @@ import { contentCountsOfJob, findImport, setImportJob, updateOpenImport } from '
 import { insertJob, markJobClosed } from '../../db/repositories/jobs.ts';
 import { runKeysWithPrefix } from '../../db/repositories/runs.ts';
 import { assertTaskHeld } from '../../db/repositories/tasks.ts';
-import { inTransaction } from '../../db/repositories/transaction.ts';
-import type { ImportsTable } from '../../db/types.ts';
+import { inDeferredTransaction, inTransaction } from '../../db/repositories/transaction.ts';
+import type { Executor, ImportsTable } from '../../db/types.ts';
 import type { JobRequest } from '../records/jobs.ts';
 import { onJobEnded } from '../records/run-completion.ts';
 import { queueImportCompleted } from '../webhooks/events.ts';
 import { deliverSoon } from '../webhooks/outbox.ts';
-import { ensureTests, type ImportTarget, type PlacedCase, writeCases } from './cases.ts';
+import { type BatchOutcome, ensureTests, type ImportTarget, type PlacedCase, writeCases } from './cases.ts';
 import type { ImportOptionsInput, ReadUpload } from './read.ts';
 
 // Writing an accepted import (IMP-4, SCALE-5): its job made once, its cases a batch per transaction
@@ -112,7 +112,8 @@ async function jobOf(ctx: ServiceContext, row: ImportsTable, name: string, optio
     targetBranch: options.targetBranch ?? null,
     importId: row.id,
   };
-  const made = inTransaction(ctx.db, async (trx) => {
+  // Not acknowledged until the import completes, like its batches (inDeferredTransaction).
+  const made = inDeferredTransaction(ctx.db, async (trx) => {
     await assertTaskHeld(trx, hold, `import ${row.id}`);
     await insertJob(trx, {
       id: jobId,
@@ -209,7 +210,7 @@ function startTally(row: ImportsTable, read: ReadUpload, prepared: Prepared): Ta
 }
 
 /** Notes how far the import got, for its progress while it runs. */
-function noteProgress(ctx: ServiceContext, row: ImportsTable, tally: Tally, written: number, total: number) {
+function noteProgress(executor: Executor, row: ImportsTable, tally: Tally, written: number, total: number) {
   const partial: ImportSummary = {
     counts: null,
     files: [...tally.files.values()],
@@ -218,25 +219,11 @@ function noteProgress(ctx: ServiceContext, row: ImportsTable, tally: Tally, writ
     testsCreated: tally.counts.testsCreated,
     attachmentsMissing: tally.missing,
   };
-  return updateOpenImport(ctx.db, row.id, { summary: JSON.stringify(partial) });
+  return updateOpenImport(executor, row.id, { summary: JSON.stringify(partial) });
 }
 
-/** Writes one batch in its transaction; runs another writer committed meanwhile interrupt, not fail. */
-async function writeBatch(
-  ctx: ServiceContext,
-  row: ImportsTable,
-  read: ReadUpload,
-  lease: HeldLease,
-  target: ImportTarget,
-  batch: PlacedCase[],
-  tally: Tally,
-  incidents: 'now' | 'when-the-job-ends',
-) {
-  const outcome = await writeCases(ctx, target, batch, read.files, lease, incidents).catch(async (error: unknown) => {
-    // Runs of this batch committed by another writer (their keys are unique): resumed with a fresh look, not failed.
-    const committed = isUniqueViolation(error) ? await runKeysWithPrefix(ctx.db, row.project_id, `import:${row.id}:`) : undefined;
-    throw batch.some((p) => committed?.has(`import:${row.id}:${p.index}`)) ? new TaskInterrupted(`import ${row.id}`) : error;
-  });
+/** Adds what a batch wrote to the tally. */
+function addOutcome(tally: Tally, outcome: BatchOutcome): void {
   tally.missing += outcome.attachmentsMissing;
   tally.rows.steps += outcome.steps;
   tally.rows.cells += outcome.cells;
@@ -245,32 +232,56 @@ async function writeBatch(
 }
 
 /**
+ * Writes one batch in its transaction, with the import's progress once it is written (`done` cases
+ * then); runs another writer committed meanwhile interrupt, not fail. The tally takes the batch's
+ * outcome before the commit: a commit that fails ends this attempt, and the next starts afresh.
+ */
+async function writeBatch(
+  ctx: ServiceContext,
+  { row, read, lease, prepared, tally }: Writing,
+  batch: PlacedCase[],
+  done: number,
+  incidents: 'now' | 'when-the-job-ends',
+) {
+  const noted = (trx: Executor, outcome: BatchOutcome) => {
+    addOutcome(tally, outcome);
+    return noteProgress(trx, row, tally, done, prepared.placed.length);
+  };
+  await writeCases(ctx, prepared.target, batch, read.files, lease, noted, incidents).catch(async (error: unknown) => {
+    // Runs of this batch committed by another writer (their keys are unique): resumed with a fresh look, not failed.
+    const committed = isUniqueViolation(error) ? await runKeysWithPrefix(ctx.db, row.project_id, `import:${row.id}:`) : undefined;
+    throw batch.some((p) => committed?.has(`import:${row.id}:${p.index}`)) ? new TaskInterrupted(`import ${row.id}`) : error;
+  });
+}
+
+/** What writing an import works with. */
+interface Writing {
+  row: ImportsTable;
+  read: ReadUpload;
+  lease: HeldLease;
+  prepared: Prepared;
+  tally: Tally;
+}
+
+/**
  * Writes the cases no earlier attempt committed (on any instance), a batch per transaction; true
  * when some had been (the import is resumed).
  */
-async function writeRemaining(
-  ctx: ServiceContext,
-  row: ImportsTable,
-  read: ReadUpload,
-  lease: HeldLease,
-  prepared: Prepared,
-  tally: Tally,
-): Promise<boolean> {
-  const { placed, target } = prepared;
+async function writeRemaining(ctx: ServiceContext, writing: Writing): Promise<boolean> {
+  const { row, lease, prepared, tally } = writing;
+  const { placed } = prepared;
   const done = await runKeysWithPrefix(ctx.db, row.project_id, `import:${row.id}:`);
   const todo = placed.filter((p) => !done.has(`import:${row.id}:${p.index}`));
   let written = placed.length - todo.length;
-  await noteProgress(ctx, row, tally, written, placed.length);
+  await noteProgress(ctx.db, row, tally, written, placed.length);
   const resumed = written > 0;
   let batchesSinceCheckpoint = 0;
   let batches = 0;
   for (const batch of batchesOf(todo)) {
     // Stopping, or the lease lost: the batches written so far stay; the next claimer resumes after them.
     if (!lease.stillHeld()) throw new TaskInterrupted(`import ${row.id}`);
-    batches++;
-    await writeBatch(ctx, row, read, lease, target, batch, tally, incidentsAfter(batches));
     written += batch.length;
-    await noteProgress(ctx, row, tally, written, placed.length);
+    await writeBatch(ctx, writing, batch, written, incidentsAfter(++batches));
     ctx.crashPoint('import-after-batch');
     // Requests waiting behind the batch go first. On SQLite a WAL checkpoint (its worker's) is asked
     // for every few batches and awaited, so the WAL restarts: a 60 MB import grew it past the serving
@@ -320,7 +331,7 @@ export async function writeImport(ctx: ServiceContext, row: ImportsTable, read: 
   const prepared = await prepare(ctx, row, read, lease);
   if (!prepared) return;
   const tally = startTally(row, read, prepared);
-  const resumed = await writeRemaining(ctx, row, read, lease, prepared, tally);
+  const resumed = await writeRemaining(ctx, { row, read, lease, prepared, tally });
   const { counts, files, missing, rows } = tally;
   const { jobId } = prepared.target;
   // What the job holds: the rows this process wrote, or, for an import resumed after a crash (whose

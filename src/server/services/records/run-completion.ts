@@ -2,7 +2,7 @@ import type { ServiceContext } from '../../context.ts';
 import { testsOfJobs, triageOfProjects } from '../../db/repositories/failures.ts';
 import type { Executor, TestRunsTable } from '../../db/types.ts';
 import { queueForgeSyncs } from '../integrations/forge-hooks.ts';
-import { recordFailures, settleIncident } from '../triage/failure-recording.ts';
+import { recordFailures, settleIncident, type WrittenResults } from '../triage/failure-recording.ts';
 import { advanceLifecycles } from '../triage/fix-verification.ts';
 import { refreshHealth } from '../triage/health.ts';
 import { queueRunEvents } from '../webhooks/events.ts';
@@ -19,18 +19,19 @@ import { queueRunEvents } from '../webhooks/events.ts';
  * runs now count, or no longer count, in flaky scores. Then their tests' fix attempts and automatic
  * quarantines (TRIAGE-13). Then their jobs' code-host checks are queued
  * for a sync (FORGE-2), and their webhook events unless `webhooks` is false (HOOK-2): true when any
- * background work was queued (the caller wakes the runners after its commit).
+ * background work was queued (the caller wakes the runners after its commit). A caller that wrote
+ * every step and cell of the runs in this transaction gives them as `written`, and they are not read again.
  */
 export async function onRunsCompleted(
   ctx: ServiceContext,
   trx: Executor,
   runs: readonly TestRunsTable[],
-  options: { webhooks?: boolean; incidents?: 'now' | 'when-the-job-ends' } = {},
+  options: { webhooks?: boolean; written?: WrittenResults; incidents?: 'now' | 'when-the-job-ends' } = {},
 ): Promise<boolean> {
   if (runs.length === 0) return false;
   // The projects' rules and thresholds, read once for both.
   const projects = new Map((await triageOfProjects(trx, [...new Set(runs.map((run) => run.project_id))])).map((row) => [row.id, row]));
-  const incidentsChanged = await recordFailures(ctx, trx, runs, projects, { incidents: options.incidents ?? 'now' });
+  const incidentsChanged = await recordFailures(ctx, trx, runs, projects, { written: options.written, incidents: options.incidents });
   const alsoChanged = incidentsChanged.length > 0 ? await testsOfJobs(trx, incidentsChanged) : [];
   await refreshHealth(ctx, trx, [...runs, ...alsoChanged], projects);
   // The quarantine lifecycle reads the health just kept (TRIAGE-13); imports announce their transitions too.

@@ -4,6 +4,7 @@ import {
   addGroupReach,
   countIntoGroup,
   ensureFailureGroups,
+  FAILURE_CELL_NAMES,
   type FailedStep,
   type FailureCell,
   failedStepsOfRuns,
@@ -215,13 +216,13 @@ export async function recordFailures(
   trx: Executor,
   runs: readonly TestRunsTable[],
   projects: ReadonlyMap<string, ProjectTriage>,
-  options: { incidents: 'now' | 'when-the-job-ends' } = { incidents: 'now' },
+  options: { written?: WrittenResults; incidents?: 'now' | 'when-the-job-ends' } = {},
 ): Promise<string[]> {
   const failing = runs.filter((run) => run.status === 'completed' && (run.verdict === 'failed' || run.verdict === 'broken'));
   const retried = runs.filter((run) => run.status === 'completed' && run.attempt > 0 && run.job_id !== null);
   if (failing.length === 0 && retried.length === 0) return [];
   const now = ctx.clock().toISOString();
-  if (failing.length > 0) await recordGroups(trx, failing, projects, now);
+  if (failing.length > 0) await recordGroups(trx, failing, projects, now, options.written);
   if (options.incidents === 'when-the-job-ends') return [];
   return refreshIncidents(trx, [...failing, ...retried], projects);
 }
@@ -250,12 +251,40 @@ interface RunFailures {
 }
 
 /** The failures of each failing run, from its failed steps and failure cells. */
-async function failuresOfRuns(trx: Executor, failing: readonly TestRunsTable[]): Promise<RunFailures[]> {
-  const runIds = failing.map((run) => run.id);
+/**
+ * Every step and cell of the runs, as the caller wrote them in this transaction (an import's batch
+ * has them in hand), in position order per run: read from them rather than from the database.
+ */
+export interface WrittenResults {
+  steps: readonly FailedStep[];
+  cells: readonly FailureCell[];
+}
+
+/** The failed steps and the failure cells of the runs, in position order per run: from `written`, else read. */
+async function failureRowsOfRuns(
+  trx: Executor,
+  runIds: readonly string[],
+  written: WrittenResults | undefined,
+): Promise<{ steps: readonly FailedStep[]; cells: readonly FailureCell[] }> {
+  if (!written) return { steps: await failedStepsOfRuns(trx, runIds), cells: await failureCellsOfRuns(trx, runIds) };
+  const ids = new Set(runIds);
+  const names: readonly string[] = FAILURE_CELL_NAMES;
+  return {
+    steps: written.steps.filter((step) => ids.has(step.run_id) && (step.status === 'failed' || step.status === 'broken')),
+    cells: written.cells.filter((cell) => ids.has(cell.run_id) && names.includes(cell.name)),
+  };
+}
+
+async function failuresOfRuns(trx: Executor, failing: readonly TestRunsTable[], written?: WrittenResults): Promise<RunFailures[]> {
+  const rows = await failureRowsOfRuns(
+    trx,
+    failing.map((run) => run.id),
+    written,
+  );
   const stepsByRun = new Map<string, FailedStep[]>();
-  for (const step of await failedStepsOfRuns(trx, runIds)) push(stepsByRun, step.run_id, step);
+  for (const step of rows.steps) push(stepsByRun, step.run_id, step);
   const cellsByRun = new Map<string, FailureCell[]>();
-  for (const cell of await failureCellsOfRuns(trx, runIds)) push(cellsByRun, cell.run_id, cell);
+  for (const cell of rows.cells) push(cellsByRun, cell.run_id, cell);
 
   // One normalisation per distinct message and trace: an import's failures often repeat.
   const seen = new Map<string, Failure>();
@@ -354,8 +383,14 @@ function rowsOfFailures(perRun: readonly RunFailures[], groups: ReadonlyMap<stri
   return rows;
 }
 
-async function recordGroups(trx: Executor, failing: readonly TestRunsTable[], projects: ReadonlyMap<string, ProjectTriage>, now: string) {
-  const perRun = await failuresOfRuns(trx, failing);
+async function recordGroups(
+  trx: Executor,
+  failing: readonly TestRunsTable[],
+  projects: ReadonlyMap<string, ProjectTriage>,
+  now: string,
+  written: WrittenResults | undefined,
+) {
+  const perRun = await failuresOfRuns(trx, failing, written);
   const groups = await groupsOfFailures(trx, perRun, projects, now);
   const rows = rowsOfFailures(perRun, groups, now);
   await insertOccurrences(trx, rows.occurrences);

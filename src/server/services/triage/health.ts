@@ -10,7 +10,7 @@ import { found, invalid } from '../../errors.ts';
 import { auditBy } from '../access/audit.ts';
 import type { Actor } from '../access/users.ts';
 import { deliverSoon } from '../webhooks/outbox.ts';
-import { defaultBranchNameOf } from './default-branch.ts';
+import { defaultBranchNameOf, defaultBranchOfRow } from './default-branch.ts';
 import { type LifecycleStateName, type LifecycleView, lifecycleStateOf, lifecycleView } from './lifecycle-events.ts';
 import { failingStreakOf, type MonitorEvidence, type MonitorName, type MonitorSettings, runMonitors } from './monitors.ts';
 import { healthOutcomes, type TestOutcome } from './outcomes.ts';
@@ -110,7 +110,7 @@ export async function refreshHealth(
   ctx: ServiceContext,
   trx: Executor,
   runs: readonly Pick<TestRunsTable, 'test_id' | 'project_id'>[],
-  projects: ReadonlyMap<string, Pick<ProjectsTable, 'triage_settings'>>,
+  projects: ReadonlyMap<string, Pick<ProjectsTable, 'id' | 'triage_settings' | 'default_branch'>>,
 ): Promise<void> {
   const projectOfTest = new Map<string, string>();
   for (const run of runs) if (run.test_id !== null) projectOfTest.set(run.test_id, run.project_id);
@@ -122,7 +122,8 @@ export async function refreshHealth(
   for (const [projectId, testIds] of testsOfProject) {
     const settings = healthSettingsOf(projects.get(projectId));
     // Scored on the project's default branch (TRIAGE-11); every branch while none is known.
-    const branch = await defaultBranchNameOf(ctx, projectId, trx);
+    const project = projects.get(projectId);
+    const branch = project ? (await defaultBranchOfRow(trx, project)).name : await defaultBranchNameOf(ctx, projectId, trx);
     const runsOfTest = await healthRunsOfTests(trx, testIds, widestWindow(settings) + RUNS_MARGIN, branch ?? undefined);
     for (const testId of testIds) {
       const score = scoreHealth(healthOutcomes(runsOfTest.get(testId) ?? []), settings);
