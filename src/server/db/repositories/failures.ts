@@ -198,7 +198,8 @@ export async function triageOfProjects(
 /**
  * A job's failed tests by group: per test key (the test id, else `name:` and the run's name) its
  * final completed attempt (highest attempt, then latest creation, then id) counts, when it failed
- * or broke. The cost follows the job's failures, not its size: imports ask this once per batch.
+ * or broke. The cost follows the job's failures, not its size: an import asks this after its 1st, 2nd,
+ * 4th… batch and when it ends (TRIAGE-4).
  */
 export async function failedTestsOfJobByGroup(executor: Executor, jobId: string): Promise<{ groupId: string | null; tests: number }[]> {
   const later = sql`l.status = 'completed' and l.id <> r.id
