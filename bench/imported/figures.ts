@@ -1,8 +1,8 @@
 import fs from 'node:fs';
-import pg from 'pg';
-import { Api, type Attest, startAttest } from '../attest.ts';
+import { Api, type Attest } from '../attest.ts';
 import type { Settings } from '../figures.ts';
 import { send } from '../http-client.ts';
+import { emptyServer } from '../scale/figures.ts';
 import { type Filled, fillProject, importFile, type Target } from './fill.ts';
 import { type ImportSetPlan, planImportSet, screenshotPngs } from './generate.ts';
 
@@ -221,32 +221,6 @@ async function deletion(side: Side, round: string): Promise<number> {
   return ms;
 }
 
-/** A server of `dialect` on a fresh data folder (and, for PostgreSQL, a database made for the run and dropped after). */
-async function serverOf(dialect: 'sqlite' | 'postgres', temp: (prefix: string) => string) {
-  const env = { ATTEST_AUTH_FAILURES_PER_MINUTE: '10000000' };
-  if (dialect === 'sqlite') {
-    const server = await startAttest({ dataDir: temp('attest-imported-'), env });
-    return { server, stop: () => server.stop() };
-  }
-  const postgresUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const name = `attest_imported_${process.pid}`;
-  const admin = new pg.Client({ connectionString: postgresUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(postgresUrl);
-  url.pathname = `/${name}`;
-  const server = await startAttest({ dataDir: temp('attest-imported-pg-'), databaseUrl: url.toString(), env });
-  return {
-    server,
-    stop: async () => {
-      await server.stop();
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-    },
-  };
-}
-
 async function fillSide(server: Attest, runs: number, key: string, pngs: Buffer[], settings: Settings): Promise<Side> {
   const api = new Api(server.url, server.key);
   const project = await api.call<{ id: string }>('POST', '/projects', { key, name: `Imported ${runs.toLocaleString('en-US')}` });
@@ -266,7 +240,7 @@ export async function importedFigures(
   sizes: { small: number; large: number },
 ): Promise<{ rows: Row[]; speed: number }> {
   settings.step(`imported set ${dialect}: filling through the import endpoint`);
-  const { server, stop } = await serverOf(dialect, temp);
+  const { server, stop } = await emptyServer(dialect, temp, 'imported');
   const rows: Row[] = [];
   try {
     const pngs = await screenshotPngs();

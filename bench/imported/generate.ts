@@ -1,4 +1,5 @@
 import sharp from 'sharp';
+import { prng } from '../prng.ts';
 
 // The import-path set (SCALE-8, docs/performance.md "The import-path set"): what teams send, as
 // JUnit XML files to POST /projects/{id}/imports, reproducibly from a seed. Unlike the scale set
@@ -64,19 +65,6 @@ const CAUSES: { type: string; message: (n: number) => string; frames: string[] }
   },
 ];
 const COMMON_FRAMES = ['org.junit.runners.ParentRunner.run(ParentRunner.java:413)', 'java.base/java.lang.Thread.run(Thread.java:1583)'];
-
-/** A small seeded generator (mulberry32), as the scale set's. */
-export function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return { next, int: (n: number) => Math.floor(next() * n) };
-}
 
 export interface Attempt {
   verdict: 'passed' | 'failed';

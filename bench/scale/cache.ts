@@ -17,6 +17,7 @@ export function scaleHash(): string {
   const hash = createHash('sha256');
   const files = [
     'bench/scale/generate.ts',
+    'bench/prng.ts',
     'bench/suite.ts',
     ...fs
       .readdirSync('src/server/db/migrations')

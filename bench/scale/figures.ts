@@ -321,14 +321,17 @@ async function started(options: Parameters<typeof startAttest>[0]): Promise<Atte
   throw new Error(`the server on ${options.dataDir} never accepted its admin key: ${output}`);
 }
 
-/** A server on an empty database of `dialect`. */
-async function emptyServer(dialect: 'sqlite' | 'postgres', temp: (prefix: string) => string) {
+/**
+ * A server on an empty database of `dialect`, on a fresh data folder (and, for PostgreSQL, a
+ * database made for the run, `attest_<label>_<pid>`, dropped by `stop`).
+ */
+export async function emptyServer(dialect: 'sqlite' | 'postgres', temp: (prefix: string) => string, label = 'scale_empty') {
   if (dialect === 'sqlite') {
-    const server = await started({ dataDir: temp('attest-scale-empty-'), env: { ATTEST_AUTH_FAILURES_PER_MINUTE: '10000000' } });
+    const server = await started({ dataDir: temp(`attest-${label}-`), env: { ATTEST_AUTH_FAILURES_PER_MINUTE: '10000000' } });
     return { server, stop: () => server.stop() };
   }
   const postgresUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const name = `attest_scale_empty_${process.pid}`;
+  const name = `attest_${label}_${process.pid}`;
   const admin = new pg.Client({ connectionString: postgresUrl });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
@@ -336,7 +339,7 @@ async function emptyServer(dialect: 'sqlite' | 'postgres', temp: (prefix: string
   const url = new URL(postgresUrl);
   url.pathname = `/${name}`;
   const server = await started({
-    dataDir: temp('attest-scale-empty-pg-'),
+    dataDir: temp(`attest-${label}-pg-`),
     databaseUrl: url.toString(),
     env: { ATTEST_AUTH_FAILURES_PER_MINUTE: '10000000' },
   });

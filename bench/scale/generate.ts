@@ -24,6 +24,7 @@ import { DEFAULT_BRANCH_JOBS } from '../../src/server/services/triage/default-br
 import { groupRowOf } from '../../src/server/services/triage/failure-recording.ts';
 import { RUNS_MARGIN, scoreHealth, widestWindow } from '../../src/server/services/triage/health.ts';
 import { type HealthRun, healthOutcomes } from '../../src/server/services/triage/outcomes.ts';
+import { prng } from '../prng.ts';
 import { failureOf } from '../suite.ts';
 
 // The scale data set of `npm run bench -- --scale`: one project family filled to N runs,
@@ -159,28 +160,6 @@ function addToRunDays(runDays: Map<string, RunDay>, row: TestRunsTable): void {
     d.duration_sum += Date.parse(row.finished_at as string) - Date.parse(row.started_at);
     d.durations++;
   }
-}
-
-/** mulberry32: a fast PRNG, fixed by its seed. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const hex8 = () => (Math.floor(next() * 4294967296) >>> 0).toString(16).padStart(8, '0');
-  /** A version-4 UUID, as the server's randomUUID() makes (random, so indexes see random keys). */
-  const uuid = () => {
-    const a1 = hex8();
-    const b1 = hex8();
-    const c1 = hex8();
-    const d1 = hex8();
-    return `${a1}-${b1.slice(0, 4)}-4${b1.slice(5, 8)}-${'89ab'[Math.floor(next() * 4)]}${c1.slice(1, 4)}-${c1.slice(4, 8)}${d1}`;
-  };
-  return { next, uuid, int: (n: number) => Math.floor(next() * n) };
 }
 
 /**
