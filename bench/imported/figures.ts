@@ -15,12 +15,6 @@ import { type ImportSetPlan, planImportSet, screenshotPngs } from './generate.ts
 // 5,000-test job page's first data ≤ 300 ms, deleting a 10,000-run job ≤ 2 s, and PostgreSQL's
 // import speed ≥ 0.8 of SQLite's on the same files.
 
-export const IMPORTED_SMALL = 2000;
-export const IMPORTED_LARGE = 100_000;
-const READS = 80;
-const LIMIT = 50;
-const DELETION_RUNS = 10_000;
-
 export interface Row {
   id: string;
   title: string;
@@ -34,6 +28,12 @@ export interface Row {
   pass?: boolean;
   notes?: string;
 }
+
+export const IMPORTED_SMALL = 2000;
+export const IMPORTED_LARGE = 100_000;
+const READS = 80;
+const LIMIT = 50;
+const DELETION_RUNS = 10_000;
 
 /** `--imported-small N`, `--imported-large N` (default 2,000 and 100,000; 1000000 makes the long run). */
 export function importedSizes(argv: string[]): { small: number; large: number } {
