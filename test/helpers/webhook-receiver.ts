@@ -4,6 +4,8 @@ import { Webhook } from 'standardwebhooks';
 
 /** One request a receiver got, and whether its Standard Webhooks signature verified under the secret it was given. */
 export interface Received {
+  /** The path and query it was sent to (`/hook?slack`). */
+  path: string;
   headers: IncomingHttpHeaders;
   body: string;
   /** The verified body, parsed; undefined when no secret was set yet or the signature did not verify. */
@@ -41,7 +43,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
           verifyError = (error as Error).message;
         }
       }
-      receiver.received.push({ headers: req.headers, body, verified, verifyError });
+      receiver.received.push({ path: req.url ?? '', headers: req.headers, body, verified, verifyError });
       const answer = receiver.answers.shift() ?? { status: 204 };
       if (answer.status === 0) return;
       res.writeHead(answer.status, answer.headers).end(answer.status === 204 ? undefined : 'receiver says no');
